@@ -1,0 +1,49 @@
+# l4slab: two commands do everything on a fresh machine: `make demo` and `make test`.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+STAMP := $(VENV)/.deps-stamp
+export CARGO_TERM_COLOR ?= never
+
+.PHONY: venv develop demo test test-rust test-py lint bench clean
+
+# Virtualenv with the pinned dependencies (requirements.txt); reinstalled when the pins change.
+$(STAMP): requirements.txt
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -r requirements.txt
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+# Build the Rust extension (release) into the virtualenv together with the Python package.
+develop: $(STAMP)
+	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH \
+		$(VENV)/bin/maturin develop --release -q
+
+demo: develop
+	$(PY) -m l4slab.demo
+
+test-rust:
+	cargo test --workspace --release
+	cargo clippy --workspace --all-targets --release -- -D warnings
+
+test-py: develop
+	$(VENV)/bin/ruff check python tests
+	$(VENV)/bin/pytest
+
+test: test-rust test-py
+
+lint: $(STAMP)
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets --release -- -D warnings
+	$(VENV)/bin/ruff check python tests
+
+bench: develop
+	cargo bench -p l4s-sim
+	$(VENV)/bin/pytest tests/bench --benchmark-only -q -p no:cacheprovider
+
+clean:
+	cargo clean
+	rm -rf $(VENV)

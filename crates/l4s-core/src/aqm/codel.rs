@@ -1,0 +1,1 @@
+//! codel: not yet implemented (see issue "Foundation").

@@ -1,0 +1,1 @@
+//! DualPI2: not yet implemented (see issue "Foundation").

@@ -1,0 +1,1 @@
+//! fq_codel: not yet implemented (see issue "Foundation").

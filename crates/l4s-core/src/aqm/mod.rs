@@ -1,0 +1,142 @@
+//! The queue-discipline interface every AQM implements, shaped like a Linux Qdisc
+//! (`enqueue`/`dequeue`/watchdog timer/xstats) but sans-I/O: the caller passes the time.
+
+pub mod codel;
+pub mod dualpi2;
+pub mod fifo;
+pub mod fq_codel;
+pub mod pie;
+
+use crate::packet::Packet;
+use crate::time::Nanos;
+
+pub use fifo::{Fifo, FifoEcn, FifoEcnParams, FifoParams};
+
+/// What happened to a packet, for per-packet records.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Forwarded unchanged.
+    Pass,
+    /// Forwarded with CE set by this AQM.
+    Marked,
+    /// Dropped by this AQM (tail drop, early drop or drop at dequeue).
+    Dropped,
+}
+
+/// One queue's state at a sampling instant (DESIGN.md `samples.parquet`).
+/// Counters are cumulative since creation; the recorder differences them per interval.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QueueSample {
+    /// "L", "C", "single" or "fq".
+    pub name: &'static str,
+    pub backlog_pkts: u64,
+    pub backlog_bytes: u64,
+    /// Sojourn time of the head packet now (0 when empty).
+    pub head_sojourn: Nanos,
+    /// Packets CE-marked by the AQM in this queue, cumulative.
+    pub marks: u64,
+    /// Packets dropped by the AQM in this queue (enqueue and dequeue), cumulative.
+    pub drops: u64,
+    /// Packets dequeued and forwarded from this queue, cumulative.
+    pub packets: u64,
+    /// Base probability p' (DualPI2), drop probability (PIE); NaN where the AQM has none.
+    pub p_prime: f64,
+    /// Classic probability p_C = p'^2 (DualPI2); NaN elsewhere.
+    pub p_c: f64,
+    /// Coupled L4S probability p_CL = k*p' (DualPI2); NaN elsewhere.
+    pub p_cl: f64,
+}
+
+impl QueueSample {
+    pub fn empty(name: &'static str) -> Self {
+        QueueSample {
+            name,
+            backlog_pkts: 0,
+            backlog_bytes: 0,
+            head_sojourn: Nanos::ZERO,
+            marks: 0,
+            drops: 0,
+            packets: 0,
+            p_prime: f64::NAN,
+            p_c: f64::NAN,
+            p_cl: f64::NAN,
+        }
+    }
+}
+
+/// Counters every AQM keeps (cumulative). Conservation:
+/// `enqueued == dequeued + dropped_dequeue + backlog_pkts`, and every offered packet is either
+/// enqueued or counted in `dropped_enqueue`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AqmStats {
+    /// Packets accepted into the queue.
+    pub enqueued: u64,
+    /// Packets refused at enqueue (tail drop, early drop, overload).
+    pub dropped_enqueue: u64,
+    /// Packets removed and dropped at dequeue.
+    pub dropped_dequeue: u64,
+    /// Packets handed to the link.
+    pub dequeued: u64,
+    /// Packets CE-marked by the AQM.
+    pub marked: u64,
+    pub backlog_pkts: u64,
+    pub backlog_bytes: u64,
+}
+
+/// A queue discipline. Sans-I/O: time comes in as `now`, randomness from the `Rng` the AQM
+/// was built with, and nothing here sleeps or reads a clock.
+pub trait Aqm: Send {
+    /// Short kind name as in scenario files ("dualpi2", "fifo", ...).
+    fn kind(&self) -> &'static str;
+
+    /// Offer a packet at `now`. `Err(pkt)` hands back a packet dropped at enqueue.
+    /// The AQM stamps `enqueued_at` itself.
+    fn enqueue(&mut self, pkt: Packet, now: Nanos) -> Result<(), Packet>;
+
+    /// Take the next packet for the link at `now`, with its verdict (CE) applied. Packets the
+    /// AQM drops while looking for one are pushed onto `dropped` (the caller clears it).
+    fn dequeue(&mut self, now: Nanos, dropped: &mut Vec<Packet>) -> Option<Packet>;
+
+    /// The earliest time the AQM wants `on_timer` called (e.g. the next PI update), if any.
+    fn next_wakeup(&self) -> Option<Nanos> {
+        None
+    }
+
+    /// Run timer work due at `now` (the caller calls it at or after `next_wakeup`).
+    fn on_timer(&mut self, _now: Nanos) {}
+
+    fn backlog_pkts(&self) -> u64;
+    fn backlog_bytes(&self) -> u64;
+    fn is_empty(&self) -> bool {
+        self.backlog_pkts() == 0
+    }
+
+    /// Per-queue state for the recorder, appended to `out`.
+    fn sample(&self, now: Nanos, out: &mut Vec<QueueSample>);
+
+    fn stats(&self) -> AqmStats;
+
+    /// Algorithm-specific statistics named as Linux xstats (e.g. DualPI2's `prob`, `delay_c`,
+    /// `step_marks`, `credit`).
+    fn xstats(&self, _now: Nanos) -> Vec<(&'static str, f64)> {
+        Vec::new()
+    }
+}
+
+/// Byte-or-packet buffer limit shared by the AQMs. Linux qdiscs count `limit` in packets;
+/// `limit_bytes` (when set) adds a byte bound, as bfifo does.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Deserialize)]
+pub struct Limit {
+    pub pkts: u64,
+    pub bytes: Option<u64>,
+}
+
+impl Limit {
+    /// Would admitting `pkt_bytes` more exceed the limit?
+    pub fn would_overflow(&self, backlog_pkts: u64, backlog_bytes: u64, pkt_bytes: u32) -> bool {
+        backlog_pkts + 1 > self.pkts
+            || self
+                .bytes
+                .is_some_and(|b| backlog_bytes + pkt_bytes as u64 > b)
+    }
+}

@@ -1,0 +1,1 @@
+//! pie: not yet implemented (see issue "Foundation").

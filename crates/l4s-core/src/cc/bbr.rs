@@ -1,0 +1,1 @@
+//! bbr: not yet implemented (see issue "Transport models").

@@ -1,0 +1,1 @@
+//! cubic: not yet implemented (see issue "Transport models").

@@ -1,0 +1,1 @@
+//! dctcp: not yet implemented (see issue "Transport models").

@@ -1,0 +1,1 @@
+//! prague: not yet implemented (see issue "Transport models").

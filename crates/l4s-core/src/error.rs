@@ -1,0 +1,67 @@
+//! Error types of l4s-core. Every message names the offending value or parameter and the
+//! allowed range, so front ends can show it unchanged.
+
+use thiserror::Error;
+
+/// A value string ("15ms", "50mbit") that could not be parsed.
+#[derive(Debug, Clone, PartialEq, Error)]
+#[error("\"{input}\" {reason}")]
+pub struct ParseError {
+    pub input: String,
+    pub reason: String,
+}
+
+impl ParseError {
+    pub fn new(input: &str, reason: &str) -> Self {
+        ParseError {
+            input: input.to_string(),
+            reason: reason.to_string(),
+        }
+    }
+}
+
+/// A parameter outside its allowed range.
+#[derive(Debug, Clone, PartialEq, Error)]
+#[error("{param}: {value} is out of range; expected {expected}")]
+pub struct ParamError {
+    /// Parameter name as in the scenario file / Linux tc, e.g. "step_thresh".
+    pub param: String,
+    pub value: String,
+    pub expected: String,
+}
+
+impl ParamError {
+    pub fn new(param: &str, value: impl ToString, expected: &str) -> Self {
+        ParamError {
+            param: param.to_string(),
+            value: value.to_string(),
+            expected: expected.to_string(),
+        }
+    }
+}
+
+/// Check `lo <= v <= hi` for a float parameter.
+pub fn check_range_f64(param: &str, v: f64, lo: f64, hi: f64) -> Result<(), ParamError> {
+    if v.is_finite() && v >= lo && v <= hi {
+        Ok(())
+    } else {
+        Err(ParamError::new(
+            param,
+            v,
+            &format!("a number in [{lo}, {hi}]"),
+        ))
+    }
+}
+
+/// Check `lo <= v <= hi` for an integer parameter.
+pub fn check_range_u64(param: &str, v: u64, lo: u64, hi: u64) -> Result<(), ParamError> {
+    if v >= lo && v <= hi {
+        Ok(())
+    } else {
+        Err(ParamError::new(
+            param,
+            v,
+            &format!("an integer in [{lo}, {hi}]"),
+        ))
+    }
+}

@@ -1,0 +1,1 @@
+//! Link models: not yet implemented (see issue "Simulator").

@@ -1,0 +1,198 @@
+//! The packet every component passes around, and its IP-ECN codepoint.
+//! ECN bit values follow RFC 3168 §5 (ECT(1) = 01, ECT(0) = 10, CE = 11).
+
+use crate::time::Nanos;
+
+/// The two IP-ECN bits (RFC 3168 §5, RFC 9331 for ECT(1) as the L4S identifier).
+#[derive(
+    Copy, Clone, Debug, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
+#[repr(u8)]
+pub enum Ecn {
+    #[default]
+    NotEct = 0b00,
+    Ect1 = 0b01,
+    Ect0 = 0b10,
+    Ce = 0b11,
+}
+
+impl Ecn {
+    pub const ALL: [Ecn; 4] = [Ecn::NotEct, Ecn::Ect1, Ecn::Ect0, Ecn::Ce];
+
+    /// The codepoint for the low two bits of the IPv4 TOS / IPv6 traffic-class byte.
+    pub const fn from_bits(bits: u8) -> Ecn {
+        match bits & 0b11 {
+            0b00 => Ecn::NotEct,
+            0b01 => Ecn::Ect1,
+            0b10 => Ecn::Ect0,
+            _ => Ecn::Ce,
+        }
+    }
+    pub const fn bits(self) -> u8 {
+        self as u8
+    }
+    /// ECN-capable transport: an AQM may CE-mark instead of dropping (CE counts as capable).
+    pub const fn is_ecn_capable(self) -> bool {
+        !matches!(self, Ecn::NotEct)
+    }
+}
+
+/// TCP flag bits as on the wire (RFC 9293 §3.1; AE is the former NS bit, AccECN §3.2).
+pub mod tcp_flags {
+    pub const FIN: u16 = 0x001;
+    pub const SYN: u16 = 0x002;
+    pub const RST: u16 = 0x004;
+    pub const PSH: u16 = 0x008;
+    pub const ACK: u16 = 0x010;
+    pub const URG: u16 = 0x020;
+    pub const ECE: u16 = 0x040;
+    pub const CWR: u16 = 0x080;
+    pub const AE: u16 = 0x100;
+}
+
+/// AccECN option byte counters (draft-ietf-tcpm-accurate-ecn §3.2.3), as seen by the receiver:
+/// bytes of payload that arrived with ECT(0), CE and ECT(1). 24-bit on the wire.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct AccEcnOption {
+    pub e0b: u32,
+    pub ceb: u32,
+    pub e1b: u32,
+}
+
+/// A SACK block [start, end) in absolute byte sequence space (RFC 2018).
+pub type SackBlock = (u64, u64);
+
+/// The fields of a TCP header the models use. Sequence numbers are 64-bit and never wrap:
+/// wrap-around is a wire-format concern handled by the emulator's header parser.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct TcpHeader {
+    pub seq: u64,
+    pub ack: u64,
+    /// Bitwise OR of [`tcp_flags`].
+    pub flags: u16,
+    /// TCP payload bytes carried (0 for a pure ACK).
+    pub payload_bytes: u32,
+    /// Up to three SACK blocks, most recent first; `n_sack` says how many are valid.
+    pub sack: [SackBlock; 3],
+    pub n_sack: u8,
+    /// Timestamp option (RFC 7323): sender's clock at transmission and the echoed value.
+    pub ts_val: Nanos,
+    pub ts_ecr: Nanos,
+    /// AccECN option, when present.
+    pub accecn: Option<AccEcnOption>,
+}
+
+impl TcpHeader {
+    pub fn has(&self, flag: u16) -> bool {
+        self.flags & flag != 0
+    }
+    /// The 3-bit ACE field carried in AE, CWR, ECE (AccECN §3.2.2).
+    pub fn ace(&self) -> u8 {
+        (((self.flags & tcp_flags::AE != 0) as u8) << 2)
+            | (((self.flags & tcp_flags::CWR != 0) as u8) << 1)
+            | ((self.flags & tcp_flags::ECE != 0) as u8)
+    }
+    /// Write the 3-bit ACE field into AE, CWR, ECE.
+    pub fn set_ace(&mut self, ace: u8) {
+        self.flags &= !(tcp_flags::AE | tcp_flags::CWR | tcp_flags::ECE);
+        if ace & 0b100 != 0 {
+            self.flags |= tcp_flags::AE;
+        }
+        if ace & 0b010 != 0 {
+            self.flags |= tcp_flags::CWR;
+        }
+        if ace & 0b001 != 0 {
+            self.flags |= tcp_flags::ECE;
+        }
+    }
+}
+
+/// What the packet carries above IP.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum Transport {
+    #[default]
+    None,
+    Tcp(TcpHeader),
+    /// A datagram with a sequence number (the CBR / real-time source).
+    Udp {
+        seq: u64,
+    },
+}
+
+/// One packet. `bytes` is the IP length that links serialise and byte-mode AQMs count.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Packet {
+    /// Unique per run (assigned by whoever creates the packet).
+    pub id: u64,
+    /// Flow index in the scenario.
+    pub flow: u32,
+    /// IP length in bytes.
+    pub bytes: u32,
+    pub ecn: Ecn,
+    /// When the sending host released it.
+    pub sent_at: Nanos,
+    /// When it entered the current queue (set by the AQM on enqueue).
+    pub enqueued_at: Nanos,
+    pub transport: Transport,
+}
+
+impl Packet {
+    pub fn new(id: u64, flow: u32, bytes: u32, ecn: Ecn) -> Self {
+        Packet {
+            id,
+            flow,
+            bytes,
+            ecn,
+            ..Default::default()
+        }
+    }
+    pub fn tcp(&self) -> Option<&TcpHeader> {
+        match &self.transport {
+            Transport::Tcp(h) => Some(h),
+            _ => None,
+        }
+    }
+    pub fn tcp_mut(&mut self) -> Option<&mut TcpHeader> {
+        match &mut self.transport {
+            Transport::Tcp(h) => Some(h),
+            _ => None,
+        }
+    }
+    /// Time spent in the current queue at `now`.
+    pub fn sojourn(&self, now: Nanos) -> Nanos {
+        now - self.enqueued_at
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ecn_bits_match_rfc3168() {
+        assert_eq!(Ecn::NotEct.bits(), 0b00);
+        assert_eq!(Ecn::Ect1.bits(), 0b01);
+        assert_eq!(Ecn::Ect0.bits(), 0b10);
+        assert_eq!(Ecn::Ce.bits(), 0b11);
+        for e in Ecn::ALL {
+            assert_eq!(Ecn::from_bits(e.bits()), e);
+            // Upper (DSCP) bits are ignored.
+            assert_eq!(Ecn::from_bits(0xb8 | e.bits()), e);
+        }
+        assert!(!Ecn::NotEct.is_ecn_capable());
+        assert!(Ecn::Ce.is_ecn_capable());
+    }
+
+    #[test]
+    fn ace_field_round_trips_through_flags() {
+        for ace in 0..8u8 {
+            let mut h = TcpHeader {
+                flags: tcp_flags::ACK | tcp_flags::SYN,
+                ..Default::default()
+            };
+            h.set_ace(ace);
+            assert_eq!(h.ace(), ace);
+            assert!(h.has(tcp_flags::ACK) && h.has(tcp_flags::SYN));
+        }
+    }
+}
