@@ -7,6 +7,7 @@
 #![allow(clippy::result_large_err)]
 
 pub mod aqm;
+pub mod cbr;
 pub mod cc;
 pub mod error;
 pub mod link;

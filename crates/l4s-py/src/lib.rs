@@ -2,6 +2,9 @@
 
 use pyo3::prelude::*;
 
+mod sim;
+mod validate;
+
 /// Version of the Rust core (the Python package reports the same).
 #[pyfunction]
 fn core_version() -> &'static str {
@@ -29,5 +32,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(core_version, m)?)?;
     m.add_function(wrap_pyfunction!(parse_duration_ns, m)?)?;
     m.add_function(wrap_pyfunction!(parse_rate_bps, m)?)?;
+    sim::register(m)?;
+    validate::register(m)?;
     Ok(())
 }

@@ -1,0 +1,1 @@
+//! Constant-bit-rate / paced UDP source: not yet implemented (see issue "Transport models").

@@ -1,0 +1,1 @@
+//! l4s-validate: normalised DTW and the exceedance test (see issue "Statistical validation toolkit").
