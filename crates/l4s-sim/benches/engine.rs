@@ -1,0 +1,2 @@
+//! Engine speed: placeholder until the benchmark lands.
+fn main() {}

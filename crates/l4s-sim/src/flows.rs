@@ -1,0 +1,139 @@
+//! Flow factory: a `[[flows]]` entry → (sender, receiver) endpoints by `cc`.
+//! `cbr` builds the paced UDP source; every other name is a TCP congestion control.
+
+use crate::error::SimError;
+use crate::scenario::{FlowConfig, FlowEcn};
+use l4s_core::cbr::{CbrConfig, CbrSink, CbrSource};
+use l4s_core::{Ecn, Endpoint};
+
+/// Allowed `cc` values in this version.
+pub const CC_NAMES: &str = "cbr";
+
+/// The two ends of one flow plus what the recorders need to know about it.
+pub struct FlowEnds {
+    pub sender: Box<dyn Endpoint>,
+    pub receiver: Box<dyn Endpoint>,
+    /// Packets of this flow carry ECT(1) ("L4S") — else "Classic".
+    pub l4s: bool,
+}
+
+fn is_cbr(fl: &FlowConfig) -> bool {
+    fl.cc == "cbr"
+}
+
+/// Check one `[[flows]]` entry; errors name `flows[i].<field>`.
+pub fn validate_flow(i: usize, fl: &FlowConfig) -> Result<(), SimError> {
+    let p = |f: &str| format!("flows[{i}].{f}");
+    if fl.count == 0 {
+        return Err(SimError::field(p("count"), "0 must be ≥ 1"));
+    }
+    if fl.rtt.0 == 0 {
+        return Err(SimError::field(
+            p("rtt"),
+            "\"0s\" must be > 0, e.g. \"40ms\"",
+        ));
+    }
+    if let Some(stop) = fl.stop {
+        if stop <= fl.start {
+            return Err(SimError::field(
+                p("stop"),
+                format!("\"{stop}\" is not after start \"{}\"", fl.start),
+            ));
+        }
+    }
+    if is_cbr(fl) {
+        let Some(rate) = fl.rate else {
+            return Err(SimError::field(
+                p("rate"),
+                "missing; a cbr flow needs a rate like \"10mbit\"",
+            ));
+        };
+        if fl.bytes.is_some() {
+            return Err(SimError::field(
+                p("bytes"),
+                "applies to TCP flows only; a cbr flow runs from start to stop",
+            ));
+        }
+        if fl.ecn == Some(FlowEcn::Accecn) {
+            return Err(SimError::field(
+                p("ecn"),
+                "\"accecn\" needs TCP; for cbr expected one of \"none\", \"classic\" (ECT(0)), \"l4s\" (ECT(1))",
+            ));
+        }
+        cbr_config(fl, rate).validate().map_err(|e| {
+            SimError::field(
+                p(&e.param),
+                format!("{} is out of range; expected {}", e.value, e.expected),
+            )
+        })?;
+        return Ok(());
+    }
+    for (name, set) in [
+        ("rate", fl.rate.is_some()),
+        ("packet_size", fl.packet_size.is_some()),
+        ("on", fl.on.is_some()),
+        ("off", fl.off.is_some()),
+    ] {
+        if set {
+            return Err(SimError::field(
+                p(name),
+                format!("applies to cc = \"cbr\" only, not to \"{}\"", fl.cc),
+            ));
+        }
+    }
+    Err(SimError::field(
+        p("cc"),
+        format!(
+            "\"{}\" is not available in this build; expected one of {CC_NAMES}",
+            fl.cc
+        ),
+    ))
+}
+
+fn cbr_config(fl: &FlowConfig, rate: l4s_core::Rate) -> CbrConfig {
+    CbrConfig {
+        rate,
+        packet_bytes: fl.packet_size.unwrap_or(1500),
+        ecn: match fl.ecn {
+            Some(FlowEcn::L4s) => Ecn::Ect1,
+            Some(FlowEcn::Classic) => Ecn::Ect0,
+            _ => Ecn::NotEct,
+        },
+        start: fl.start,
+        stop: fl.stop,
+        on: fl.on,
+        off: fl.off,
+    }
+}
+
+/// Build flow `id` (global index) from its (validated) config entry `i`.
+pub fn build_flow(i: usize, id: u32, fl: &FlowConfig) -> Result<FlowEnds, SimError> {
+    if is_cbr(fl) {
+        let rate = fl.rate.ok_or_else(|| {
+            SimError::field(
+                format!("flows[{i}].rate"),
+                "missing; a cbr flow needs a rate",
+            )
+        })?;
+        let cfg = cbr_config(fl, rate);
+        let l4s = cfg.ecn == Ecn::Ect1;
+        let src = CbrSource::new(id, cfg).map_err(|e| {
+            SimError::field(
+                format!("flows[{i}].{}", e.param),
+                format!("{} is out of range; expected {}", e.value, e.expected),
+            )
+        })?;
+        return Ok(FlowEnds {
+            sender: Box::new(src),
+            receiver: Box::new(CbrSink::new()),
+            l4s,
+        });
+    }
+    Err(SimError::field(
+        format!("flows[{i}].cc"),
+        format!(
+            "\"{}\" is not available in this build; expected one of {CC_NAMES}",
+            fl.cc
+        ),
+    ))
+}
