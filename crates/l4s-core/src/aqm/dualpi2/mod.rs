@@ -359,6 +359,11 @@ impl Aqm for DualPi2 {
         self.l.q.bytes() + self.c.q.bytes()
     }
 
+    /// "L" then "C". Both rows carry the shared probabilities: p_prime = p', p_c = p'², and
+    /// p_cl = min(k·p', 1) (the coupled L probability as applied; > 1 means overload, see
+    /// [`DualPi2::overloaded`]). Counters are cumulative per queue: marks = forwarded packets
+    /// CE-marked here (a packet marked by both coupled and step counts once), drops = tail,
+    /// early and dequeue drops, packets = forwarded.
     fn sample(&self, now: Nanos, out: &mut Vec<QueueSample>) {
         for (name, sq) in [("L", &self.l), ("C", &self.c)] {
             out.push(QueueSample {

@@ -212,6 +212,12 @@ fn two_mtu_floor_blocks_all_action_even_at_p_one() {
     assert_eq!(out.iter().map(|p| p.id).collect::<Vec<_>>(), vec![11, 12]);
     assert_eq!(q.stats().dropped_dequeue, 1);
     assert_eq!(q.ecn_mark(), 0);
+    // L4S packets too: two ECT(1) packets at p' = 1 pass unmarked (sojourn 0: no step).
+    q.enqueue(pkt(20, Ecn::Ect1), Nanos::ZERO).unwrap();
+    q.enqueue(pkt(21, Ecn::Ect1), Nanos::ZERO).unwrap();
+    let (out, dropped) = drain(&mut q, Nanos::ZERO);
+    assert_eq!(ecns(&out), vec![Ecn::Ect1, Ecn::Ect1]);
+    assert!(dropped.is_empty());
 }
 
 #[test]
@@ -321,6 +327,23 @@ fn overload_with_and_without_drop_overload() {
 }
 
 #[test]
+fn overload_boundary_just_below_and_above_one_over_k() {
+    // k = 2. p' = 0.499: k·p' = 0.998, not overloaded → C ECT(0) packets are marked with
+    // p'² ≈ 0.249, never dropped. p' = 0.501: overloaded → C ECT(0) dropped with p'², never
+    // marked.
+    let mut q = default_aqm();
+    q.set_p_prime(0.499);
+    let (_, m, d) = judge_many(&mut q, Ecn::Ect0, 2000);
+    assert_eq!(d, 0);
+    assert!(m > 0);
+    let mut q = default_aqm();
+    q.set_p_prime(0.501);
+    let (_, m, d) = judge_many(&mut q, Ecn::Ect0, 2000);
+    assert_eq!(m, 0);
+    assert!(d > 0);
+}
+
+#[test]
 fn step_marks_in_time_mode() {
     let mut q = default_aqm(); // p' = 0: only the step acts
     for id in 0..3 {
@@ -405,6 +428,21 @@ fn credit_wrr_service_order_and_reset() {
     assert!(q.dequeue(Nanos::ZERO, &mut d).is_none());
     assert_eq!(q.credit(), Some(-120_000));
     assert!(d.is_empty());
+}
+
+#[test]
+fn credit_wrr_five_and_five() {
+    // 5 L + 5 C at t = 0: credit −120000 + 5·15000 = −45000 stays ≤ 0 while L lasts, so all
+    // L go first; then C with L empty (no credit change).
+    let mut q = default_aqm();
+    for id in 0..5 {
+        q.enqueue(pkt(id, Ecn::Ect1), Nanos::ZERO).unwrap();
+        q.enqueue(pkt(100 + id, Ecn::Ect0), Nanos::ZERO).unwrap();
+    }
+    let (out, _) = drain(&mut q, Nanos::ZERO);
+    let ids: Vec<u64> = out.iter().map(|p| p.id).collect();
+    assert_eq!(ids, vec![0, 1, 2, 3, 4, 100, 101, 102, 103, 104]);
+    assert_eq!(q.credit(), Some(-120_000)); // reset by the final empty dequeue
 }
 
 #[test]
