@@ -4,17 +4,19 @@
 
 use crate::error::SimError;
 use crate::scenario::path_error;
+use l4s_core::aqm::dualpi2::{DualPi2, DualPi2Params, QueueId};
 use l4s_core::aqm::{Aqm, Fifo, FifoEcn, FifoEcnParams, FifoParams};
 use l4s_core::{Ecn, Nanos, Rng};
 use serde_json::Value;
 
 /// Allowed `aqm.kind` values (those built into this version).
-pub const AQM_KINDS: &str = "fifo, fifo_ecn";
+pub const AQM_KINDS: &str = "fifo, fifo_ecn, dualpi2";
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum AqmConfig {
     Fifo(FifoParams),
     FifoEcn(FifoEcnParams),
+    DualPi2(DualPi2Params),
 }
 
 fn params<T: serde::de::DeserializeOwned>(rest: Value) -> Result<T, SimError> {
@@ -49,6 +51,7 @@ impl AqmConfig {
         let cfg = match kind.as_str() {
             "fifo" => AqmConfig::Fifo(params(rest)?),
             "fifo_ecn" => AqmConfig::FifoEcn(params(rest)?),
+            "dualpi2" => AqmConfig::DualPi2(params(rest)?),
             _ => {
                 return Err(SimError::field(
                     "aqm.kind",
@@ -65,15 +68,18 @@ impl AqmConfig {
         match self {
             AqmConfig::Fifo(_) => "fifo",
             AqmConfig::FifoEcn(_) => "fifo_ecn",
+            AqmConfig::DualPi2(_) => "dualpi2",
         }
     }
 
     /// Build the AQM with its own random stream. Parameter errors name `aqm.<param>`.
     pub fn build(&self, rng: Rng) -> Result<Box<dyn Aqm>, SimError> {
-        let _ = rng;
         let r: Result<Box<dyn Aqm>, l4s_core::ParamError> = match self {
             AqmConfig::Fifo(p) => Fifo::new(p.clone()).map(|a| Box::new(a) as Box<dyn Aqm>),
             AqmConfig::FifoEcn(p) => FifoEcn::new(p.clone()).map(|a| Box::new(a) as Box<dyn Aqm>),
+            AqmConfig::DualPi2(p) => {
+                DualPi2::new(p.clone(), rng).map(|a| Box::new(a) as Box<dyn Aqm>)
+            }
         };
         r.map_err(|e| {
             SimError::field(
@@ -87,15 +93,30 @@ impl AqmConfig {
     pub fn default_sample_interval(&self) -> Nanos {
         match self {
             AqmConfig::Fifo(_) | AqmConfig::FifoEcn(_) => Nanos::from_ms(16),
+            AqmConfig::DualPi2(p) => p.tupdate,
         }
     }
 
     /// Index (into the AQM's sample order) of the queue a dequeued packet came from, given its
     /// codepoint at dequeue and whether its flow sends ECT(1). Single-queue AQMs: always 0.
     #[inline]
-    pub fn queue_of(&self, _ecn_at_dequeue: Ecn, _flow_is_l4s: bool) -> u8 {
+    pub fn queue_of(&self, ecn: Ecn, flow_is_l4s: bool) -> u8 {
         match self {
             AqmConfig::Fifo(_) | AqmConfig::FifoEcn(_) => 0,
+            AqmConfig::DualPi2(p) => {
+                // Senders never send CE, so a CE packet was marked here: classify it by the
+                // codepoint its flow sends (ECT(1) for L4S flows, else ECT(0)).
+                let original = match ecn {
+                    Ecn::Ce if flow_is_l4s => Ecn::Ect1,
+                    Ecn::Ce => Ecn::Ect0,
+                    e => e,
+                };
+                // DualPi2::sample lists "L" then "C".
+                match p.ecn_mask.classify(original) {
+                    QueueId::L => 0,
+                    QueueId::C => 1,
+                }
+            }
         }
     }
 }
