@@ -33,7 +33,9 @@ pub trait LinkModel: Send {
     fn unused_txops(&self) -> u64 {
         0
     }
-    /// Bytes the link could carry in `[from, to)`: the denominator of utilisation.
+    /// Bytes the link could deliver in `(from, to]` (an opportunity at `to` counts, one at
+    /// `from` does not, matching packets counted by the instant they finish): the
+    /// denominator of utilisation.
     fn capacity_bytes(&self, from: Nanos, to: Nanos) -> f64;
 }
 
@@ -406,10 +408,10 @@ impl LinkModel for MahimahiTrace {
         };
         let mut bytes = 0u64;
         while let Some((t, b)) = src.next_group() {
-            if t >= to {
+            if t > to {
                 break;
             }
-            if t >= from {
+            if t > from {
                 bytes += b;
             }
         }
@@ -713,21 +715,27 @@ mod tests {
         assert_eq!(l.transmit(Nanos::from_ms(9), 1000), Nanos::from_ms(9));
         // After the last line the link is gone.
         assert_eq!(l.next_service(Nanos::from_ms(10)), Nanos::MAX);
-        // Capacity over [0, 9 ms): 3 opportunities.
+        // Capacity over (0, 9 ms]: the opportunities at 5 and 9 ms; over (0, 4 ms]: none.
         assert_eq!(
             l.capacity_bytes(Nanos::ZERO, Nanos::from_ms(9)),
-            3.0 * 1504.0
+            2.0 * 1504.0
         );
+        assert_eq!(l.capacity_bytes(Nanos::ZERO, Nanos::from_ms(4)), 0.0);
     }
 
     #[test]
     fn looping_trace_adds_the_last_timestamp_to_the_base() {
         let d = MahimahiTraceData::parse("2\n4\n").unwrap();
         let l = MahimahiTrace::new(d, false).unwrap();
-        // Opportunities at 2, 4, then 6, 8, 10, 12 ... : [0, 12 ms) holds 2,4,6,8,10 = 5.
+        // Opportunities at 2, 4, then 6, 8, 10, 12 ... : (0, 12 ms] holds 2..=12 = 6,
+        // (3 ms, 11 ms] holds 4, 6, 8, 10 = 4.
         assert_eq!(
             l.capacity_bytes(Nanos::ZERO, Nanos::from_ms(12)),
-            5.0 * 1504.0
+            6.0 * 1504.0
+        );
+        assert_eq!(
+            l.capacity_bytes(Nanos::from_ms(3), Nanos::from_ms(11)),
+            4.0 * 1504.0
         );
     }
 

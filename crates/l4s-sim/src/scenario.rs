@@ -198,10 +198,13 @@ pub(crate) fn path_error(
     if let Some(rest) = msg.strip_prefix("unknown field `") {
         let name = rest.split('`').next().unwrap_or("");
         let allowed = rest.split_once(", expected ").map_or("", |x| x.1);
-        return SimError::field(
-            join(&path, name),
-            format!("unknown field; expected {allowed}"),
-        );
+        // serde_path_to_error already ends the path with the unknown key.
+        let full = if path == name || path.ends_with(&format!(".{name}")) {
+            join(&path, "")
+        } else {
+            join(&path, name)
+        };
+        return SimError::field(full, format!("unknown field; expected {allowed}"));
     }
     let p = join(&path, "");
     SimError::field(if p.is_empty() { "scenario".into() } else { p }, msg)
