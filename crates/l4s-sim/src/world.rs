@@ -37,7 +37,10 @@ struct Net {
     aqm_cfg: AqmConfig,
     aqm_armed: Option<Nanos>,
     link: Box<dyn LinkModel>,
-    tx: Option<Packet>,
+    /// A packet is being serialised (it already sits on its delay line, see `propagate`).
+    busy: bool,
+    /// Packets on a link that ended before they did (never delivered).
+    stuck_pkts: u64,
     service_pending: bool,
     loss: Option<Box<dyn LossModel>>,
     jitter: Option<Jitter>,
@@ -93,7 +96,10 @@ pub struct World {
     ev: EventQueue,
     rec: Recorder,
     now: Nanos,
+    /// End of the run.
+    end: Nanos,
     events: u64,
+    sample_period: Nanos,
     stats_buf: Vec<(FlowStats, FlowStats)>,
     flow_cc: Vec<String>,
     flow_class: Vec<String>,
@@ -174,7 +180,8 @@ impl World {
                 aqm_cfg: s.aqm.clone(),
                 aqm_armed: None,
                 link,
-                tx: None,
+                busy: false,
+                stuck_pkts: 0,
                 service_pending: false,
                 loss,
                 jitter,
@@ -185,7 +192,9 @@ impl World {
             ev: EventQueue::with_capacity(8 * n + 16),
             rec,
             now: Nanos::ZERO,
+            end: s.duration,
             events: 0,
+            sample_period: Nanos::from_ms(16),
             stats_buf: Vec::with_capacity(n),
             flow_cc,
             flow_class,
@@ -195,12 +204,11 @@ impl World {
 
     /// Run to `s.duration` and produce the results.
     pub fn run(mut self, s: &Scenario) -> Result<RunResults, SimError> {
-        let period = s.sample_period();
         let end = s.duration;
-        let mut k = 1u64;
-        while Nanos(period.0.saturating_mul(k)) <= end {
-            self.ev.push(Nanos(period.0 * k), Kind::Sample, 0);
-            k += 1;
+        // Samples are scheduled one at a time (the heap stays a few events per flow deep).
+        self.sample_period = s.sample_period();
+        if self.sample_period <= end {
+            self.ev.push(self.sample_period, Kind::Sample, 0);
         }
         if s.warmup.0 > 0 {
             self.ev.push(s.warmup, Kind::Warmup, 0);
@@ -308,6 +316,10 @@ impl World {
             }
             Kind::Sample => {
                 self.events += 1;
+                // Sample k lands at exactly k·period (no drift from repeated addition).
+                let k = t.0 / self.sample_period.0 + 1;
+                self.ev
+                    .push(Nanos(self.sample_period.0 * k), Kind::Sample, 0);
                 self.collect_stats();
                 self.rec.sample(t, self.net.aqm.as_ref(), &self.stats_buf);
             }
@@ -329,7 +341,7 @@ impl World {
     /// Count wasted opportunities up to now if the link is idle (they are counted lazily).
     fn flush_unused(&mut self) -> u64 {
         let n = &mut self.net;
-        if n.tx.is_none() && !n.service_pending && n.aqm.is_empty() {
+        if !n.busy && !n.service_pending && n.aqm.is_empty() {
             let _ = n.link.next_service(self.now);
         }
         n.link.unused_txops()
@@ -414,7 +426,7 @@ impl World {
                 .aqm_cfg
                 .queue_of(ecn, self.flows[flow as usize].l4s);
             self.rec.on_packet(now, d.flow, q, Nanos::ZERO, 2);
-        } else if self.net.tx.is_none() && !self.net.service_pending {
+        } else if !self.net.busy && !self.net.service_pending {
             let s = self.net.link.next_service(now);
             if s == now {
                 self.link_service(now);
@@ -441,36 +453,45 @@ impl World {
             let verdict = (p.ecn == Ecn::Ce) as u8;
             self.rec.on_packet(now, p.flow, q, p.sojourn(now), verdict);
             let fin = n.link.transmit(now, p.bytes);
-            n.tx = Some(p);
-            if fin != Nanos::MAX {
+            n.busy = true;
+            if fin == Nanos::MAX {
+                // The link ended (a `once` trace) before this packet did: it stays on it.
+                n.stuck_pkts += 1;
+            } else {
                 self.ev.push(fin, Kind::LinkDone, 0);
+                self.propagate(p, fin);
             }
         }
         self.arm_aqm();
     }
 
-    /// The packet on the link has left it at `now`: propagate it, start the next one.
-    fn link_done(&mut self, now: Nanos) {
-        let Some(p) = self.net.tx.take() else {
-            return;
-        };
-        if now > self.rec.warmup {
+    /// A packet whose last bit leaves the bottleneck at `fin`: count it, then lose it or put
+    /// it on its flow's forward delay line. Done when transmission starts (saves holding the
+    /// packet on the link); the loss and jitter rolls happen in transmission order either way.
+    #[inline]
+    fn propagate(&mut self, p: Packet, fin: Nanos) {
+        if fin > self.rec.warmup && fin <= self.end {
             self.rec.link_bytes_after_warmup += p.bytes as u64;
         }
         let f = p.flow as usize;
         if self.net.loss.as_mut().is_some_and(|l| l.is_lost()) {
             self.net.totals.link_lost_pkts += 1;
             self.rec.counters[f].link_losses += 1;
-        } else {
-            let fl = &mut self.flows[f];
-            let mut at = now + fl.fwd_delay;
-            if let Some(j) = &mut self.net.jitter {
-                at = j.arrival(at, fl.fwd.back_time());
-            }
-            if let Some(h) = fl.fwd.push(at, p) {
-                self.ev.push(h, Kind::FwdArrive, f as u32);
-            }
+            return;
         }
+        let fl = &mut self.flows[f];
+        let mut at = fin + fl.fwd_delay;
+        if let Some(j) = &mut self.net.jitter {
+            at = j.arrival(at, fl.fwd.back_time());
+        }
+        if let Some(h) = fl.fwd.push(at, p) {
+            self.ev.push(h, Kind::FwdArrive, f as u32);
+        }
+    }
+
+    /// The packet on the link has left it at `now`: start the next one.
+    fn link_done(&mut self, now: Nanos) {
+        self.net.busy = false;
         if !self.net.aqm.is_empty() {
             let s = self.net.link.next_service(now);
             if s == now {
@@ -523,7 +544,7 @@ impl World {
         let n = &self.net;
         let mut totals = n.totals.clone();
         totals.in_flight_pkts = n.aqm.backlog_pkts()
-            + n.tx.is_some() as u64
+            + n.stuck_pkts
             + self.flows.iter().map(|f| f.fwd.len() as u64).sum::<u64>();
         totals.acks_in_flight = self.flows.iter().map(|f| f.rev.len() as u64).sum::<u64>()
             + n.ack_link
