@@ -1,6 +1,5 @@
-//! CoDel (Controlled Delay) AQM: drop or CE-mark at dequeue once the sojourn time stayed above
-//! `target` for `interval`. Follows RFC 8289 §5 as implemented in Linux `include/net/codel_impl.h`
-//! (`codel_should_drop`, `codel_dequeue`, `codel_Newton_step`, `codel_control_law`) and `sch_codel.c`.
+//! CoDel AQM: drop or CE-mark at dequeue once the sojourn stayed above target for an interval.
+//! RFC 8289 §5 as Linux `codel_impl.h` (`codel_dequeue`, `codel_should_drop`) and `sch_codel.c`.
 //!
 //! The CoDel state machine ([`CodelVars`] + [`CodelConfig`] + [`CodelStats`]) is shared with
 //! FQ-CoDel, which keeps one [`CodelVars`] per flow (Linux `struct codel_vars`).

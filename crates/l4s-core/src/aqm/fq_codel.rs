@@ -1,6 +1,5 @@
-//! FQ-CoDel: flows hashed into buckets, each a CoDel-managed FIFO, served by deficit round robin
-//! with new flows ahead of old ones. RFC 8290 §4-§5 as in Linux `net/sched/sch_fq_codel.c`
-//! (`fq_codel_enqueue`, `fq_codel_drop`, `__fq_codel_dequeue`).
+//! FQ-CoDel: hashed per-flow CoDel queues served by DRR, new flows ahead of old ones.
+//! RFC 8290 §4-5 as Linux `sch_fq_codel.c` (`fq_codel_enqueue`, `fq_codel_drop`, `__fq_codel_dequeue`).
 //!
 //! Faithful to Linux: 1024 buckets, quantum = MTU (1514 B), limit 10240 packets, memory limit
 //! 32 MiB, ECN on; a flow entering with an empty bucket joins `new_flows` with deficit = quantum;

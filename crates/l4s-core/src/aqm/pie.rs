@@ -1,6 +1,5 @@
-//! PIE (Proportional Integral controller Enhanced): a drop/mark probability updated every
-//! `tupdate` from the queue delay, applied at enqueue. RFC 8033 §4-§5 as in Linux `net/sched/pie.c`
-//! (`pie_drop_early`, `pie_process_dequeue`, `pie_calculate_probability`) and `sch_pie.c`.
+//! PIE AQM: a drop/mark probability from the queue delay, updated every tupdate, used at enqueue.
+//! RFC 8033 §4-5 as Linux `pie.c` (`pie_calculate_probability`, `pie_drop_early`) and `sch_pie.c`.
 //!
 //! Faithful to Linux: qdelay from timestamps by default (the sojourn of the last dequeued packet,
 //! 0 when that dequeue emptied the queue), or from the departure-rate estimator
