@@ -10,6 +10,7 @@ pub mod pie;
 use crate::packet::Packet;
 use crate::time::Nanos;
 
+pub use dualpi2::{DualPi2, DualPi2Params};
 pub use fifo::{Fifo, FifoEcn, FifoEcnParams, FifoParams};
 
 /// What happened to a packet, for per-packet records.
