@@ -294,7 +294,7 @@ pub struct CodelParams {
     pub ce_threshold: Option<Nanos>,
     /// Device MTU incl. link header (`psched_mtu`): no drop while ≤ this many bytes are queued
     /// behind the head.
-    pub mtu: u32,
+    pub mtu_bytes: u32,
 }
 
 impl Default for CodelParams {
@@ -305,7 +305,7 @@ impl Default for CodelParams {
             limit: 1000,
             ecn: false,
             ce_threshold: None,
-            mtu: DEFAULT_MTU_BYTES,
+            mtu_bytes: DEFAULT_MTU_BYTES,
         }
     }
 }
@@ -333,7 +333,7 @@ pub(crate) fn validate_codel_times(target: Nanos, interval: Nanos) -> Result<(),
 pub(crate) fn validate_mtu(mtu: u32) -> Result<(), ParamError> {
     if !(68..=65_535).contains(&mtu) {
         return Err(ParamError::new(
-            "mtu",
+            "mtu_bytes",
             mtu,
             "an integer in [68, 65535] (bytes)",
         ));
@@ -351,7 +351,7 @@ impl CodelParams {
                 "an integer >= 1 (packets)",
             ));
         }
-        validate_mtu(self.mtu)?;
+        validate_mtu(self.mtu_bytes)?;
         Ok(())
     }
 }
@@ -377,7 +377,7 @@ impl Codel {
             cfg: CodelConfig {
                 target: params.target,
                 interval: params.interval,
-                mtu_bytes: params.mtu,
+                mtu_bytes: params.mtu_bytes,
                 ecn: params.ecn,
                 ce_threshold: params.ce_threshold,
                 ce_threshold_selector: 0,

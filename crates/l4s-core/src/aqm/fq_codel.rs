@@ -69,7 +69,7 @@ pub struct FqCodelParams {
     /// Convenience for L4S: ce_threshold only on ECT(1) (selector 0x01, mask 0x03).
     pub ce_threshold_ect1_only: bool,
     /// Device MTU incl. link header, for CoDel's "backlog ≤ MTU" rule.
-    pub mtu: u32,
+    pub mtu_bytes: u32,
 }
 
 impl Default for FqCodelParams {
@@ -87,7 +87,7 @@ impl Default for FqCodelParams {
             ce_threshold_selector: 0,
             ce_threshold_mask: 0,
             ce_threshold_ect1_only: false,
-            mtu: DEFAULT_MTU_BYTES,
+            mtu_bytes: DEFAULT_MTU_BYTES,
         }
     }
 }
@@ -132,7 +132,7 @@ impl FqCodelParams {
             ));
         }
         validate_codel_times(self.target, self.interval)?;
-        validate_mtu(self.mtu)?;
+        validate_mtu(self.mtu_bytes)?;
         if self.ce_threshold_ect1_only
             && (self.ce_threshold_selector != 0 || self.ce_threshold_mask != 0)
         {
@@ -154,7 +154,7 @@ impl FqCodelParams {
         CodelConfig {
             target: self.target,
             interval: self.interval,
-            mtu_bytes: self.mtu,
+            mtu_bytes: self.mtu_bytes,
             ecn: self.ecn,
             ce_threshold: self.ce_threshold,
             ce_threshold_selector: selector,

@@ -58,7 +58,7 @@ pub struct PieParams {
     /// Estimate qdelay as backlog / departure rate (Little's law) instead of timestamps.
     pub dq_rate_estimator: bool,
     /// Device MTU incl. link header (`psched_mtu`), for the 2-MTU floor and bytemode.
-    pub mtu: u32,
+    pub mtu_bytes: u32,
 }
 
 impl Default for PieParams {
@@ -72,7 +72,7 @@ impl Default for PieParams {
             ecn: false,
             bytemode: false,
             dq_rate_estimator: false,
-            mtu: DEFAULT_MTU_BYTES,
+            mtu_bytes: DEFAULT_MTU_BYTES,
         }
     }
 }
@@ -104,7 +104,7 @@ impl PieParams {
                 "an integer >= 1 (packets)",
             ));
         }
-        validate_mtu(self.mtu)
+        validate_mtu(self.mtu_bytes)
     }
 }
 
@@ -234,11 +234,11 @@ impl Pie {
             return false;
         }
         // Fewer than two full packets queued: like RED's min_th.
-        if backlog_bytes < 2 * p.mtu as u64 {
+        if backlog_bytes < 2 * p.mtu_bytes as u64 {
             return false;
         }
-        let local_prob = if p.bytemode && packet_bytes <= p.mtu {
-            packet_bytes as f64 * (v.prob / p.mtu as f64)
+        let local_prob = if p.bytemode && packet_bytes <= p.mtu_bytes {
+            packet_bytes as f64 * (v.prob / p.mtu_bytes as f64)
         } else {
             v.prob
         };
