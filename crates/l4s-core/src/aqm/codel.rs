@@ -9,7 +9,7 @@
 //! are 99.998 ms, 50.0 ms, 56.25 ms, 48.8 ms, ... for interval 100 ms (exact √ would give
 //! 100, 70.7, 57.7, 50 ms); the increment is at least one tick; the count-reuse rule on
 //! re-entering the dropping state within 16·interval; no drop while the backlog left after the
-//! head is ≤ `mtu` bytes; at most 256 drops per dequeue (then `drop_next` is resynchronised);
+//! head is ≤ `mtu_bytes` bytes; at most 256 drops per dequeue (then `drop_next` is resynchronised);
 //! `ce_threshold` CE-marks ECN-capable packets whose sojourn exceeds it, optionally only those
 //! whose DS field matches `ce_threshold_selector` under `ce_threshold_mask`.
 //!
