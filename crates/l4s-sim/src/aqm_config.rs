@@ -5,17 +5,23 @@
 use crate::error::SimError;
 use crate::scenario::path_error;
 use l4s_core::aqm::dualpi2::{DualPi2, DualPi2Params, QueueId};
-use l4s_core::aqm::{Aqm, Fifo, FifoEcn, FifoEcnParams, FifoParams};
+use l4s_core::aqm::{
+    Aqm, Codel, CodelParams, Fifo, FifoEcn, FifoEcnParams, FifoParams, FqCodel, FqCodelParams, Pie,
+    PieParams,
+};
 use l4s_core::{Ecn, Nanos, Rng};
 use serde_json::Value;
 
 /// Allowed `aqm.kind` values (those built into this version).
-pub const AQM_KINDS: &str = "fifo, fifo_ecn, dualpi2";
+pub const AQM_KINDS: &str = "fifo, fifo_ecn, codel, pie, fq_codel, dualpi2";
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum AqmConfig {
     Fifo(FifoParams),
     FifoEcn(FifoEcnParams),
+    Codel(CodelParams),
+    Pie(PieParams),
+    FqCodel(FqCodelParams),
     DualPi2(DualPi2Params),
 }
 
@@ -51,6 +57,9 @@ impl AqmConfig {
         let cfg = match kind.as_str() {
             "fifo" => AqmConfig::Fifo(params(rest)?),
             "fifo_ecn" => AqmConfig::FifoEcn(params(rest)?),
+            "codel" => AqmConfig::Codel(params(rest)?),
+            "pie" => AqmConfig::Pie(params(rest)?),
+            "fq_codel" => AqmConfig::FqCodel(params(rest)?),
             "dualpi2" => AqmConfig::DualPi2(params(rest)?),
             _ => {
                 return Err(SimError::field(
@@ -68,6 +77,9 @@ impl AqmConfig {
         match self {
             AqmConfig::Fifo(_) => "fifo",
             AqmConfig::FifoEcn(_) => "fifo_ecn",
+            AqmConfig::Codel(_) => "codel",
+            AqmConfig::Pie(_) => "pie",
+            AqmConfig::FqCodel(_) => "fq_codel",
             AqmConfig::DualPi2(_) => "dualpi2",
         }
     }
@@ -77,6 +89,11 @@ impl AqmConfig {
         let r: Result<Box<dyn Aqm>, l4s_core::ParamError> = match self {
             AqmConfig::Fifo(p) => Fifo::new(p.clone()).map(|a| Box::new(a) as Box<dyn Aqm>),
             AqmConfig::FifoEcn(p) => FifoEcn::new(p.clone()).map(|a| Box::new(a) as Box<dyn Aqm>),
+            AqmConfig::Codel(p) => Codel::new(p.clone(), rng).map(|a| Box::new(a) as Box<dyn Aqm>),
+            AqmConfig::Pie(p) => Pie::new(p.clone(), rng).map(|a| Box::new(a) as Box<dyn Aqm>),
+            AqmConfig::FqCodel(p) => {
+                FqCodel::new(p.clone(), rng).map(|a| Box::new(a) as Box<dyn Aqm>)
+            }
             AqmConfig::DualPi2(p) => {
                 DualPi2::new(p.clone(), rng).map(|a| Box::new(a) as Box<dyn Aqm>)
             }
@@ -92,7 +109,11 @@ impl AqmConfig {
     /// Sampling period when the scenario gives none: the AQM's tupdate, else 16 ms.
     pub fn default_sample_interval(&self) -> Nanos {
         match self {
-            AqmConfig::Fifo(_) | AqmConfig::FifoEcn(_) => Nanos::from_ms(16),
+            AqmConfig::Fifo(_)
+            | AqmConfig::FifoEcn(_)
+            | AqmConfig::Codel(_)
+            | AqmConfig::FqCodel(_) => Nanos::from_ms(16),
+            AqmConfig::Pie(p) => p.tupdate,
             AqmConfig::DualPi2(p) => p.tupdate,
         }
     }
@@ -102,7 +123,11 @@ impl AqmConfig {
     #[inline]
     pub fn queue_of(&self, ecn: Ecn, flow_is_l4s: bool) -> u8 {
         match self {
-            AqmConfig::Fifo(_) | AqmConfig::FifoEcn(_) => 0,
+            AqmConfig::Fifo(_)
+            | AqmConfig::FifoEcn(_)
+            | AqmConfig::Codel(_)
+            | AqmConfig::Pie(_)
+            | AqmConfig::FqCodel(_) => 0,
             AqmConfig::DualPi2(p) => {
                 // Senders never send CE, so a CE packet was marked here: classify it by the
                 // codepoint its flow sends (ECT(1) for L4S flows, else ECT(0)).

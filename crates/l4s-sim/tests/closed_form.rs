@@ -68,3 +68,49 @@ fn fifo_cbr_overload_matches_closed_form() {
     // The base one-way delay is rtt/2 = 10 ms plus one serialisation (1 ms).
     assert!((r.flow_min_owd_ms[0] - 11.0).abs() < 1e-9);
 }
+
+#[test]
+fn series_are_sampled_every_interval_with_exact_goodput() {
+    // 12 Mb/s CBR of 1500 B (one packet per ms from 0) over a 24 Mb/s link: serialisation
+    // 0.5 ms, never a queue. Arrivals at k + 10.5 ms, so every 16 ms interval after the first
+    // two holds exactly 16 arrivals = 16 * 12000 bits / 16 ms = 12 Mb/s.
+    let r = run_toml(
+        r#"
+duration = "1s"
+sample_interval = "16ms"
+[link]
+rate = "24mbit"
+[aqm]
+kind = "fifo"
+[[flows]]
+cc = "cbr"
+rtt = "20ms"
+rate = "12mbit"
+"#,
+    )
+    .unwrap();
+    // floor(1000 / 16) = 62 samples at 16, 32, ..., 992 ms.
+    assert_eq!(r.flows.t_s.len(), 62);
+    assert_eq!(r.samples.t_s.len(), 62);
+    for (k, t) in r.flows.t_s.iter().enumerate() {
+        assert!((t - 0.016 * (k + 1) as f64).abs() < 1e-12);
+    }
+    for k in 2..62 {
+        assert!(
+            (r.flows.tput_mbps[k] - 12.0).abs() < 1e-9,
+            "{k}: {}",
+            r.flows.tput_mbps[k]
+        );
+    }
+    // Delivered bytes are cumulative and consistent with the goodput column.
+    let mut acc = 0.0;
+    for k in 0..62 {
+        acc += r.flows.tput_mbps[k] * 1e6 * 0.016 / 8.0;
+        assert!((acc - r.flows.delivered_bytes[k] as f64).abs() < 1e-6);
+    }
+    assert!(r.samples.backlog_pkts.iter().all(|&b| b == 0));
+    assert!(r.samples.sojourn_ms.iter().all(|&s| s == 0.0));
+    assert!(r.samples.p_prime.iter().all(|p| p.is_nan()));
+    assert_eq!(r.queue_names, vec!["single".to_string()]);
+    assert_eq!(r.flow_class, vec!["Classic".to_string()]);
+}

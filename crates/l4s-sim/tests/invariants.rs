@@ -4,8 +4,11 @@
 
 use l4s_sim::{run_toml, RunResults};
 
-const AQMS: [&str; 4] = [
+const AQMS: [&str; 7] = [
     "kind = \"fifo\"\nlimit = 50",
+    "kind = \"codel\"\nlimit = 100",
+    "kind = \"pie\"\nlimit = 100",
+    "kind = \"fq_codel\"\nlimit = 100",
     "kind = \"fifo_ecn\"\nlimit = 200\nmark_sojourn = \"2ms\"\ndrop_not_ect = true",
     "kind = \"dualpi2\"",
     "kind = \"dualpi2\"\nlimit = 40\ndrop_early = true\nstep_thresh_pkts = 5",
@@ -143,7 +146,7 @@ fn conservation_and_delay_bounds_for_every_aqm_source_link() {
 #[test]
 fn same_seed_same_results_other_seed_differs_with_random_loss() {
     let trace = synthetic_trace();
-    let s1 = scenario(AQMS[2], SOURCES[0], LINKS[3], 11, trace.to_str().unwrap());
+    let s1 = scenario(AQMS[5], SOURCES[0], LINKS[3], 11, trace.to_str().unwrap());
     let a = run_toml(&s1).unwrap();
     let b = run_toml(&s1).unwrap();
     // Debug output covers every column (NaN-safe, unlike ==).
