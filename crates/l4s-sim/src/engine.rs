@@ -60,10 +60,13 @@ impl PartialOrd for Event {
     }
 }
 
-/// The future event list.
+/// The future event list: a binary heap, plus one slot for the bottleneck link's event
+/// (`LinkService` / `LinkDone`, of which at most one is ever outstanding) that bypasses the
+/// heap — a third of all events in a saturated run.
 #[derive(Debug, Default)]
 pub struct EventQueue {
     heap: BinaryHeap<Event>,
+    slot: Option<Event>,
     seq: u64,
 }
 
@@ -71,6 +74,7 @@ impl EventQueue {
     pub fn with_capacity(n: usize) -> Self {
         EventQueue {
             heap: BinaryHeap::with_capacity(n),
+            slot: None,
             seq: 0,
         }
     }
@@ -80,19 +84,41 @@ impl EventQueue {
         self.seq += 1;
         self.heap.push(Event { key, kind, arg });
     }
+    /// Schedule the link's single outstanding event (replaces none: the caller guarantees
+    /// at most one is pending).
+    #[inline]
+    pub fn push_link(&mut self, t: Nanos, kind: Kind) {
+        debug_assert!(self.slot.is_none(), "two link events outstanding");
+        let key = ((t.0 as u128) << 64) | self.seq as u128;
+        self.seq += 1;
+        self.slot = Some(Event { key, kind, arg: 0 });
+    }
     /// Pop the earliest event if it is due at or before `until`.
     #[inline]
     pub fn pop_until(&mut self, until: Nanos) -> Option<Event> {
-        if self.heap.peek()?.time() > until {
-            return None;
+        let limit = ((until.0 as u128) << 64) | u64::MAX as u128;
+        let heap_key = self.heap.peek().map_or(u128::MAX, |e| e.key);
+        match self.slot {
+            Some(e) if e.key <= heap_key => {
+                if e.key > limit {
+                    return None;
+                }
+                self.slot = None;
+                Some(e)
+            }
+            _ => {
+                if heap_key > limit {
+                    return None;
+                }
+                self.heap.pop()
+            }
         }
-        self.heap.pop()
     }
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.heap.len() + self.slot.is_some() as usize
     }
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.len() == 0
     }
 }
 
@@ -162,6 +188,25 @@ mod tests {
         q.push(Nanos(11), Kind::Sample, 9);
         assert!(q.pop_until(Nanos(10)).is_none());
         assert_eq!(q.len(), 1);
+        // The link slot interleaves with the heap by (time, insertion order).
+        q.push(Nanos(20), Kind::Sample, 4);
+        q.push_link(Nanos(11), Kind::LinkDone);
+        q.push(Nanos(11), Kind::Sample, 5);
+        let got: Vec<(u64, Kind)> =
+            std::iter::from_fn(|| q.pop_until(Nanos(20)).map(|e| (e.time().0, e.kind))).collect();
+        assert_eq!(
+            got,
+            vec![
+                (11, Kind::Sample),
+                (11, Kind::LinkDone),
+                (11, Kind::Sample),
+                (20, Kind::Sample)
+            ]
+        );
+        q.push_link(Nanos(30), Kind::LinkService);
+        assert!(q.pop_until(Nanos(29)).is_none());
+        assert_eq!(q.pop_until(Nanos(30)).unwrap().kind, Kind::LinkService);
+        assert!(q.is_empty());
     }
 
     #[test]

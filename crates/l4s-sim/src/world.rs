@@ -432,7 +432,7 @@ impl World {
                 self.link_service(now);
             } else if s != Nanos::MAX {
                 self.net.service_pending = true;
-                self.ev.push(s, Kind::LinkService, 0);
+                self.ev.push_link(s, Kind::LinkService);
             }
         }
         self.arm_aqm();
@@ -458,7 +458,7 @@ impl World {
                 // The link ended (a `once` trace) before this packet did: it stays on it.
                 n.stuck_pkts += 1;
             } else {
-                self.ev.push(fin, Kind::LinkDone, 0);
+                self.ev.push_link(fin, Kind::LinkDone);
                 self.propagate(p, fin);
             }
         }
@@ -498,7 +498,7 @@ impl World {
                 self.link_service(now);
             } else if s != Nanos::MAX {
                 self.net.service_pending = true;
-                self.ev.push(s, Kind::LinkService, 0);
+                self.ev.push_link(s, Kind::LinkService);
             }
         }
     }
