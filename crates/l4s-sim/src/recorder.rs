@@ -15,6 +15,8 @@ pub struct FlowCounters {
     pub link_losses: u64,
     /// Smallest sender→receiver one-way delay seen.
     pub min_owd: Option<Nanos>,
+    /// When a sized transfer was fully acknowledged.
+    pub done_at: Option<Nanos>,
 }
 
 /// Snapshot at the warmup instant, subtracted from end values for summary.json.
@@ -249,6 +251,7 @@ impl Recorder {
                 "drops": (c.aqm_drops + c.link_losses) - (c0.aqm_drops + c0.link_losses),
                 "retransmits": s.retransmits.saturating_sub(s0.retransmits),
                 "base_rtt_ms": ctx.base_rtt_ms[i],
+                "fct_s": c.done_at.map_or(Value::Null, |d| json!((d - ctx.flow_start[i]).as_secs_f64())),
             }));
         }
         let mut queue_docs = Vec::new();
@@ -331,6 +334,8 @@ pub struct SummaryCtx<'a> {
     pub flow_cc: &'a [String],
     pub flow_class: &'a [String],
     pub base_rtt_ms: &'a [f64],
+    /// Start time per flow (for flow completion times).
+    pub flow_start: &'a [Nanos],
     pub raw: &'a Value,
 }
 

@@ -29,6 +29,8 @@ struct Flow {
     sender_armed: Option<Nanos>,
     receiver_armed: Option<Nanos>,
     l4s: bool,
+    /// A sized transfer whose completion time is still to be recorded.
+    await_done: bool,
 }
 
 /// The bottleneck and its surroundings.
@@ -104,6 +106,7 @@ pub struct World {
     flow_cc: Vec<String>,
     flow_class: Vec<String>,
     base_rtt_ms: Vec<f64>,
+    flow_start: Vec<Nanos>,
 }
 
 impl World {
@@ -142,6 +145,7 @@ impl World {
         let mut flow_cc = Vec::new();
         let mut flow_class = Vec::new();
         let mut base_rtt_ms = Vec::new();
+        let mut flow_start = Vec::new();
         for (i, fc) in s.flows.iter().enumerate() {
             for _ in 0..fc.count {
                 let id = flows.len() as u32;
@@ -157,7 +161,9 @@ impl World {
                     sender_armed: None,
                     receiver_armed: None,
                     l4s: ends.l4s,
+                    await_done: fc.bytes.is_some(),
                 });
+                flow_start.push(fc.start);
                 flow_cc.push(fc.cc.clone());
                 flow_class.push(if ends.l4s { "L4S" } else { "Classic" }.to_string());
                 base_rtt_ms.push(fc.rtt.as_ms_f64());
@@ -199,6 +205,7 @@ impl World {
             flow_cc,
             flow_class,
             base_rtt_ms,
+            flow_start,
         })
     }
 
@@ -285,6 +292,10 @@ impl World {
                 while let Some(p) = self.flows[f].rev.pop_due(t) {
                     self.net.totals.acks_delivered += 1;
                     self.flows[f].sender.handle_packet(p, t);
+                }
+                if self.flows[f].await_done && self.flows[f].sender.is_done() {
+                    self.flows[f].await_done = false;
+                    self.rec.counters[f].done_at = Some(t);
                 }
                 if let Some(h) = self.flows[f].rev.head_time() {
                     self.flows[f].rev.armed = Some(h);
@@ -561,6 +572,7 @@ impl World {
             flow_cc: &self.flow_cc,
             flow_class: &self.flow_class,
             base_rtt_ms: &self.base_rtt_ms,
+            flow_start: &self.flow_start,
             raw: &raw,
         };
         Ok(self.rec.finish(
