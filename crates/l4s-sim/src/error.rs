@@ -12,6 +12,9 @@ pub enum SimError {
     /// A field has a bad type or value; `path` is the dotted field path.
     #[error("{path}: {message}")]
     Field { path: String, message: String },
+    /// A model misbehaved (e.g. an endpoint asked to be woken at the same instant forever).
+    #[error("model error: {0}")]
+    Model(String),
     /// A file the scenario names could not be read.
     #[error("{path}: cannot read {file}: {source}")]
     Io {
@@ -33,7 +36,7 @@ impl SimError {
     pub fn path(&self) -> Option<&str> {
         match self {
             SimError::Field { path, .. } | SimError::Io { path, .. } => Some(path),
-            SimError::Syntax(_) => None,
+            SimError::Syntax(_) | SimError::Model(_) => None,
         }
     }
 }

@@ -19,6 +19,9 @@ use l4s_core::link::{
 use l4s_core::{Ecn, Endpoint, FlowStats, Nanos, Packet, Rate, Rng};
 use std::collections::VecDeque;
 
+/// Timer firings at one instant after which an endpoint is declared stuck.
+const LIVELOCK_LIMIT: u32 = 1_000_000;
+
 struct Flow {
     sender: Box<dyn Endpoint>,
     receiver: Box<dyn Endpoint>,
@@ -31,6 +34,8 @@ struct Flow {
     l4s: bool,
     /// A sized transfer whose completion time is still to be recorded.
     await_done: bool,
+    /// Consecutive timer firings at one instant (livelock guard).
+    same_instant: (Nanos, u32),
 }
 
 /// The bottleneck and its surroundings.
@@ -100,6 +105,8 @@ pub struct World {
     now: Nanos,
     /// End of the run.
     end: Nanos,
+    /// Set when a model misbehaves; the run stops with this error.
+    abort: Option<SimError>,
     events: u64,
     sample_period: Nanos,
     stats_buf: Vec<(FlowStats, FlowStats)>,
@@ -162,6 +169,7 @@ impl World {
                     receiver_armed: None,
                     l4s: ends.l4s,
                     await_done: fc.bytes.is_some(),
+                    same_instant: (Nanos::MAX, 0),
                 });
                 flow_start.push(fc.start);
                 flow_cc.push(fc.cc.clone());
@@ -199,6 +207,7 @@ impl World {
             rec,
             now: Nanos::ZERO,
             end: s.duration,
+            abort: None,
             events: 0,
             sample_period: Nanos::from_ms(16),
             stats_buf: Vec::with_capacity(n),
@@ -230,6 +239,9 @@ impl World {
         while let Some(e) = self.ev.pop_until(end) {
             self.now = e.time();
             self.dispatch(e.kind, e.arg as usize, e.time());
+            if let Some(err) = self.abort.take() {
+                return Err(err);
+            }
         }
         self.now = end;
         self.finish(s)
@@ -243,6 +255,7 @@ impl World {
                     return;
                 }
                 self.events += 1;
+                self.guard_livelock(f, t, "sender");
                 self.flows[f].sender_armed = None;
                 let fl = &mut self.flows[f];
                 if fl.sender.poll_timeout().is_some_and(|w| w <= t) {
@@ -255,6 +268,7 @@ impl World {
                     return;
                 }
                 self.events += 1;
+                self.guard_livelock(f, t, "receiver");
                 self.flows[f].receiver_armed = None;
                 let fl = &mut self.flows[f];
                 if fl.receiver.poll_timeout().is_some_and(|w| w <= t) {
@@ -341,6 +355,28 @@ impl World {
         }
     }
 
+    /// An endpoint whose timer keeps firing at one instant without moving on would hang the
+    /// run: stop it with an error naming the flow instead.
+    #[cold]
+    fn livelock(&mut self, f: usize, t: Nanos, side: &str) {
+        self.abort = Some(SimError::Model(format!(
+            "flow {f} {side} asked to be woken at {t} {LIVELOCK_LIMIT} times without time moving on"
+        )));
+    }
+
+    #[inline]
+    fn guard_livelock(&mut self, f: usize, t: Nanos, side: &str) {
+        let s = &mut self.flows[f].same_instant;
+        if s.0 == t {
+            s.1 += 1;
+            if s.1 >= LIVELOCK_LIMIT {
+                self.livelock(f, t, side);
+            }
+        } else {
+            *s = (t, 0);
+        }
+    }
+
     fn collect_stats(&mut self) {
         self.stats_buf.clear();
         for fl in &self.flows {
@@ -401,7 +437,9 @@ impl World {
     fn pump_sender(&mut self, f: usize) {
         let now = self.now;
         while let Some(mut p) = self.flows[f].sender.poll_transmit(now) {
+            // The engine owns the flow id and release time of what leaves an endpoint.
             p.flow = f as u32;
+            p.sent_at = now;
             self.net.totals.sent_pkts += 1;
             self.enqueue(p);
         }
@@ -583,5 +621,38 @@ impl World {
             totals,
             self.events,
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An endpoint that always wants to be woken now and never sends: a model bug.
+    struct Stuck;
+    impl Endpoint for Stuck {
+        fn handle_packet(&mut self, _pkt: Packet, _now: Nanos) {}
+        fn poll_transmit(&mut self, _now: Nanos) -> Option<Packet> {
+            None
+        }
+        fn poll_timeout(&self) -> Option<Nanos> {
+            Some(Nanos::from_ms(5))
+        }
+        fn handle_timeout(&mut self, _now: Nanos) {}
+        fn stats(&self) -> FlowStats {
+            FlowStats::default()
+        }
+    }
+
+    #[test]
+    fn a_stuck_endpoint_stops_the_run_with_an_error() {
+        let s = Scenario::from_toml_str(
+            "duration = \"1s\"\n[link]\nrate = \"1mbit\"\n[[flows]]\ncc = \"cbr\"\nrtt = \"2ms\"\nrate = \"1kbit\"\n",
+        )
+        .unwrap();
+        let mut w = World::new(&s).unwrap();
+        w.flows[0].sender = Box::new(Stuck);
+        let e = w.run(&s).unwrap_err().to_string();
+        assert!(e.contains("flow 0 sender") && e.contains("5ms"), "{e}");
     }
 }
