@@ -54,6 +54,19 @@ pub fn validate_flow(i: usize, fl: &FlowConfig) -> Result<(), SimError> {
                 "applies to TCP flows only; a cbr flow runs from start to stop",
             ));
         }
+        for (name, set) in [
+            ("mss", fl.mss.is_some()),
+            ("sack", fl.sack.is_some()),
+            ("init_cwnd", fl.init_cwnd.is_some()),
+            ("pacing", fl.pacing.is_some()),
+        ] {
+            if set {
+                return Err(SimError::field(
+                    p(name),
+                    "applies to TCP flows only, not to cc = \"cbr\"",
+                ));
+            }
+        }
         if fl.ecn == Some(FlowEcn::Accecn) {
             return Err(SimError::field(
                 p("ecn"),
@@ -107,7 +120,9 @@ fn cbr_config(fl: &FlowConfig, rate: l4s_core::Rate) -> CbrConfig {
 }
 
 /// Build flow `id` (global index) from its (validated) config entry `i`.
-pub fn build_flow(i: usize, id: u32, fl: &FlowConfig) -> Result<FlowEnds, SimError> {
+/// `seed` is the scenario seed: a flow derives its own streams from it ("flow/<id>/...").
+pub fn build_flow(i: usize, id: u32, fl: &FlowConfig, seed: u64) -> Result<FlowEnds, SimError> {
+    let _ = seed;
     if is_cbr(fl) {
         let rate = fl.rate.ok_or_else(|| {
             SimError::field(

@@ -114,6 +114,14 @@ pub struct FlowConfig {
     /// cbr: on/off periods.
     pub on: Option<Nanos>,
     pub off: Option<Nanos>,
+    /// TCP: sender MSS in payload bytes (default 1448: 1500-byte packets).
+    pub mss: Option<u32>,
+    /// TCP: SACK loss recovery (default true).
+    pub sack: Option<bool>,
+    /// TCP: initial window in packets (default 10).
+    pub init_cwnd: Option<u32>,
+    /// TCP: honour the CC's pacing rate (default true).
+    pub pacing: Option<bool>,
 }
 
 fn one_u64() -> u64 {

@@ -156,7 +156,7 @@ impl World {
         for (i, fc) in s.flows.iter().enumerate() {
             for _ in 0..fc.count {
                 let id = flows.len() as u32;
-                let ends = build_flow(i, id, fc)?;
+                let ends = build_flow(i, id, fc, seed)?;
                 let half = Nanos(fc.rtt.0 / 2);
                 flows.push(Flow {
                     sender: ends.sender,
