@@ -1,5 +1,6 @@
 //! `l4s-sim run SCENARIO.toml -o DIR`: run one scenario and write samples.csv, flows.csv and
-//! summary.json. Errors print one line and exit with status 2.
+//! summary.json (and packets.csv when `[output] packets = true`); `l4s-sim check SCENARIO`
+//! validates only. Errors print one line and exit with status 2.
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -25,11 +26,29 @@ enum Cmd {
         #[arg(long)]
         seed: Option<u64>,
     },
+    /// Parse and validate a scenario file without running it.
+    Check { scenario: PathBuf },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.cmd {
+        Cmd::Check { scenario } => match l4s_sim::Scenario::load(&scenario) {
+            Ok(s) => {
+                println!(
+                    "{}: ok ({} flows, aqm {}, {} s)",
+                    scenario.display(),
+                    s.n_flows(),
+                    s.aqm.kind(),
+                    s.duration.as_secs_f64()
+                );
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("l4s-sim: {e}");
+                ExitCode::from(2)
+            }
+        },
         Cmd::Run {
             scenario,
             out,
