@@ -62,6 +62,12 @@ pub struct CbrSource {
     period_start: Nanos,
     /// Index of the next packet within the current on-period.
     n_in_period: u64,
+    /// Its offset from the period start: floor(n·B/rate) ns, and the remainder n·B mod rate.
+    offset_ns: u64,
+    offset_rem: u64,
+    /// B / rate and B mod rate with B = packet bits·1e9 (≤ 5.3e14: fits u64).
+    step_q: u64,
+    step_r: u64,
     /// Total packets sent (also the id counter).
     sent: u64,
     next_at: Option<Nanos>,
@@ -70,11 +76,17 @@ pub struct CbrSource {
 impl CbrSource {
     pub fn new(flow: u32, cfg: CbrConfig) -> Result<Self, ParamError> {
         cfg.validate()?;
+        let b = cfg.packet_bytes as u64 * 8 * 1_000_000_000;
+        let rate = cfg.rate.bps();
         let mut s = CbrSource {
             flow,
             period_start: cfg.start,
             cfg,
             n_in_period: 0,
+            offset_ns: 0,
+            offset_rem: 0,
+            step_q: b / rate,
+            step_r: b % rate,
             sent: 0,
             next_at: None,
         };
@@ -82,18 +94,27 @@ impl CbrSource {
         Ok(s)
     }
 
-    fn offset(&self, n: u64) -> Nanos {
-        let bits_ns = n as u128 * self.cfg.packet_bytes as u128 * 8 * 1_000_000_000;
-        Nanos((bits_ns / self.cfg.rate.bps() as u128) as u64)
+    /// Advance `offset` from packet n to n + 1: offset_n = floor(n·B / rate) with
+    /// B = bits·1e9, kept as quotient + remainder so no division is needed per packet.
+    fn step_offset(&mut self) {
+        self.offset_ns += self.step_q;
+        self.offset_rem += self.step_r;
+        let rate = self.cfg.rate.bps();
+        if self.offset_rem >= rate {
+            self.offset_ns += 1;
+            self.offset_rem -= rate;
+        }
     }
 
     /// When packet `n_in_period` leaves, rolling to the next on-period when this one is over.
     fn compute_next(&mut self) -> Option<Nanos> {
-        let mut t = self.period_start + self.offset(self.n_in_period);
+        let mut t = self.period_start + Nanos(self.offset_ns);
         if let (Some(on), Some(off)) = (self.cfg.on, self.cfg.off) {
             if t >= self.period_start + on {
                 self.period_start = self.period_start + on + off;
                 self.n_in_period = 0;
+                self.offset_ns = 0;
+                self.offset_rem = 0;
                 t = self.period_start;
             }
         }
@@ -122,6 +143,7 @@ impl Endpoint for CbrSource {
         p.transport = Transport::Udp { seq: self.sent };
         self.sent += 1;
         self.n_in_period += 1;
+        self.step_offset();
         self.next_at = self.compute_next();
         Some(p)
     }

@@ -115,6 +115,9 @@ impl RateSchedule {
 pub struct ConstantRate {
     sched: RateSchedule,
     hint: usize,
+    /// Last (bytes, rate) → serialisation time: packets mostly share a size, so this saves
+    /// a 128-bit division per packet.
+    memo: (u32, u64, Nanos),
 }
 
 impl ConstantRate {
@@ -122,7 +125,11 @@ impl ConstantRate {
         Self::with_schedule(RateSchedule::constant(rate))
     }
     pub fn with_schedule(sched: RateSchedule) -> Self {
-        ConstantRate { sched, hint: 0 }
+        ConstantRate {
+            sched,
+            hint: 0,
+            memo: (0, 0, Nanos::ZERO),
+        }
     }
 }
 
@@ -147,7 +154,11 @@ impl LinkModel for ConstantRate {
         self.hint = i;
         if i + 1 == self.sched.steps.len() {
             // Fast path: no further step.
-            return start.saturating_add(self.sched.steps[i].1.tx_time(bytes as u64));
+            let r = self.sched.steps[i].1.bps();
+            if self.memo.0 != bytes || self.memo.1 != r {
+                self.memo = (bytes, r, self.sched.steps[i].1.tx_time(bytes as u64));
+            }
+            return start.saturating_add(self.memo.2);
         }
         // Remaining work in bit·ns; integrate the rate across step boundaries.
         let mut left = bytes as u128 * 8 * 1_000_000_000;
