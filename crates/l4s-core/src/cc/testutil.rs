@@ -17,7 +17,20 @@ pub struct Driver {
 
 impl Driver {
     pub fn new(cc: &mut dyn CongestionControl, ecn: EcnMode, rtt: Nanos) -> Self {
+        Driver::with_cwnd(cc, ecn, rtt, 10, u32::MAX)
+    }
+
+    /// As `new`, with the window (and one window in flight) and ssthresh set before `init`.
+    pub fn with_cwnd(
+        cc: &mut dyn CongestionControl,
+        ecn: EcnMode,
+        rtt: Nanos,
+        cwnd: u32,
+        ssthresh: u32,
+    ) -> Self {
         let mut tp = CcState::new(MSS);
+        tp.snd_cwnd = cwnd;
+        tp.snd_ssthresh = ssthresh;
         tp.ecn = ecn;
         tp.srtt = rtt;
         tp.min_rtt = rtt;
@@ -82,15 +95,16 @@ impl Driver {
         tp.snd_nxt = tp.snd_nxt.max(next);
     }
 
-    /// One round trip: as many single-packet ACKs as the window held at its start, spaced
-    /// evenly over `rtt`; `marked(i)` says whether the i-th carries CE.
+    /// One round trip: one single-packet ACK for each packet in flight at its start
+    /// (snd_nxt − snd_una), spaced evenly over `rtt`; `marked(i)` says whether the i-th
+    /// carries CE. Returns the number of ACKs.
     pub fn round(
         &mut self,
         cc: &mut dyn CongestionControl,
         rtt: Nanos,
         mut marked: impl FnMut(u32) -> bool,
     ) -> u32 {
-        let w = self.tp.snd_cwnd.max(1);
+        let w = ((self.tp.snd_nxt - self.tp.snd_una) / MSS as u64).max(1) as u32;
         let gap = Nanos(rtt.as_ns() / w as u64);
         for i in 0..w {
             self.now += gap;
