@@ -274,7 +274,7 @@ pub fn by_name_with(
         "cubic" => Ok(Box::new(cubic::Cubic::new(params.ecn))),
         "dctcp" => Ok(Box::new(dctcp::Dctcp::new(params.accecn, params.ect1))),
         "prague" => Ok(Box::new(prague::Prague::default())),
-        "bbr1" => Ok(Box::new(bbr::Bbr::default())),
+        "bbr1" => Ok(Box::new(bbr::Bbr::new(params.seed))),
         "bbr3" => Ok(Box::new(bbr3::Bbr3::new(params.l4s, params.seed))),
         _ => Err(crate::error::ParamError::new(
             "cc",
