@@ -651,6 +651,7 @@ pub(crate) mod tests {
 
     /// A fluid path for rate samples: each ACK acks one packet; packets of round k were sent
     /// during round k − 1, so their `prior_delivered` runs over the previous round.
+    #[derive(Clone)]
     pub(crate) struct Path {
         pub tp: CcState,
         pub now: Nanos,
@@ -659,7 +660,12 @@ pub(crate) mod tests {
 
     impl Path {
         pub fn new(cc: &mut dyn CongestionControl, rtt: Nanos) -> Self {
+            Path::with_ecn(cc, rtt, EcnMode::None)
+        }
+
+        pub fn with_ecn(cc: &mut dyn CongestionControl, rtt: Nanos, ecn: EcnMode) -> Self {
             let mut tp = CcState::new(1448);
+            tp.ecn = ecn;
             tp.srtt = rtt;
             tp.min_rtt = rtt;
             tp.packets_in_flight = tp.snd_cwnd;
@@ -691,7 +697,7 @@ pub(crate) mod tests {
                 Nanos(rtt.as_ns() / n.max(1) as u64).max(Nanos::from_secs_f64(1.0 / rate_pps));
             for i in 0..n {
                 self.now += gap;
-                let prior = (d_prev + i as u64 + 1).min(d_now.max(1));
+                let prior = (d_prev + i as u64 + 1).min(d_now);
                 self.tp.delivered += 1;
                 let is_ce = ce(i);
                 if is_ce {

@@ -334,6 +334,9 @@ mod tests {
         let d = by_name_with("dctcp", &p).unwrap();
         assert_eq!(d.requested_ecn(), EcnMode::AccEcn);
         assert_eq!(d.data_ecn(EcnMode::AccEcn), Ecn::Ect1);
+        let b = by_name_with("bbr3", &p).unwrap();
+        assert_eq!(b.requested_ecn(), EcnMode::AccEcn);
+        assert_eq!(b.data_ecn(EcnMode::AccEcn), Ecn::Ect1);
         assert_eq!(by_name("bbr1").unwrap().requested_ecn(), EcnMode::None);
     }
 }
