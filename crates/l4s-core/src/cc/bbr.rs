@@ -202,6 +202,10 @@ pub struct Bbr {
     extra_acked_win_rtts: u32,
     extra_acked_win_idx: usize,
     init_cwnd: u32,
+    /// Linux marks `tp->app_limited = delivered + in_flight` in ProbeRTT: samples of packets
+    /// sent before that many deliveries count as app-limited. Kept here (CcState only has a
+    /// bool owned by the sender).
+    app_limited_until: u64,
 }
 
 impl Default for Bbr {
@@ -243,7 +247,13 @@ impl Bbr {
             extra_acked_win_rtts: 0,
             extra_acked_win_idx: 0,
             init_cwnd: 10,
+            app_limited_until: 0,
         }
+    }
+
+    /// The sample is app-limited: the sender said so, or it was sent during ProbeRTT.
+    fn sample_app_limited(&self, ack: &AckSample) -> bool {
+        ack.is_app_limited || ack.prior_delivered < self.app_limited_until
     }
 
     pub fn mode(&self) -> BbrMode {
@@ -400,7 +410,7 @@ impl Bbr {
             self.round_start = true;
             self.packet_conservation = false;
         }
-        if !ack.is_app_limited || bw >= self.max_bw() {
+        if !self.sample_app_limited(ack) || bw >= self.max_bw() {
             self.bw.running_max(BBR_BW_RTTS, self.rtt_cnt, bw);
         }
     }
@@ -437,7 +447,7 @@ impl Bbr {
 
     /// `bbr_check_full_bw_reached`.
     fn check_full_bw_reached(&mut self, ack: &AckSample) {
-        if self.full_bw_reached || !self.round_start || ack.is_app_limited {
+        if self.full_bw_reached || !self.round_start || self.sample_app_limited(ack) {
             return;
         }
         let bw_thresh = ((self.full_bw as u128 * BBR_FULL_BW_THRESH as u128) >> BBR_SCALE) as u64;
@@ -492,7 +502,7 @@ impl Bbr {
         }
         if self.mode == BbrMode::ProbeRtt {
             // Ignore low-rate samples during this mode.
-            tp.app_limited = true;
+            self.app_limited_until = (tp.delivered + tp.packets_in_flight as u64).max(1);
             if self.probe_rtt_done_stamp.is_none() && tp.packets_in_flight <= BBR_CWND_MIN_TARGET {
                 self.probe_rtt_done_stamp = Some(now + BBR_PROBE_RTT_MODE);
                 self.probe_rtt_round_done = false;

@@ -196,6 +196,9 @@ pub struct Bbr3 {
     delivered_ce: u64,
     lost: u64,
     history: VecDeque<(u64, u64, u64)>,
+    /// Samples sent before this many deliveries are app-limited (Linux `tp->app_limited`
+    /// marker set in ProbeRTT).
+    app_limited_until: u64,
 }
 
 impl Bbr3 {
@@ -266,6 +269,7 @@ impl Bbr3 {
             delivered_ce: 0,
             lost: 0,
             history: VecDeque::new(),
+            app_limited_until: 0,
         }
     }
 
@@ -414,7 +418,7 @@ impl Bbr3 {
             delivered_ce,
             lost,
             tx_in_flight: delivered + lost,
-            is_app_limited: ack.is_app_limited,
+            is_app_limited: ack.is_app_limited || ack.prior_delivered < self.app_limited_until,
             is_ece: ack.ece || ack.ce_delta_pkts > 0,
             prior_delivered: ack.prior_delivered,
             valid,
@@ -942,7 +946,8 @@ impl Bbr3 {
             self.next_rtt_delivered = tp.delivered;
         }
         if self.mode == Mode::ProbeRtt {
-            tp.app_limited = true;
+            // Ignore low-rate samples during this mode.
+            self.app_limited_until = (tp.delivered + tp.packets_in_flight as u64).max(1);
             if self.probe_rtt_done_stamp.is_none() && tp.packets_in_flight <= self.probe_rtt_cwnd()
             {
                 self.probe_rtt_done_stamp = Some(now + BBR_PROBE_RTT_MODE);
@@ -1315,5 +1320,31 @@ mod tests {
             p.round_with(&mut cc, RTT, n as f64 / 0.05, n, None, |_| true, no_marks);
         }
         assert_eq!(cc.mode(), Mode::Startup);
+    }
+
+    proptest::proptest! {
+        /// Random rates, CE and losses: cwnd ≥ 4, pacing > 0, α ∈ [0, 1].
+        #[test]
+        fn invariants_under_random_feedback(
+            rounds in proptest::collection::vec((100.0f64..5000.0, 0u32..4, 0u32..3), 1..40),
+        ) {
+            let mut cc = Bbr3::new(true, 3);
+            let mut p = Path::with_ecn(&mut cc, RTT, EcnMode::AccEcn);
+            for (rate, ce_every, loss_at) in rounds {
+                let n = p.tp.snd_cwnd.clamp(4, 300);
+                p.round_with(
+                    &mut cc,
+                    RTT,
+                    rate,
+                    n,
+                    None,
+                    |i| ce_every > 0 && i % (ce_every + 1) == 0,
+                    |i| loss_at > 0 && i == loss_at * 7,
+                );
+                proptest::prop_assert!(p.tp.snd_cwnd >= BBR_CWND_MIN_TARGET);
+                proptest::prop_assert!(p.tp.pacing_rate_bps.unwrap_or(0) > 0);
+                proptest::prop_assert!((0.0..=1.0).contains(&cc.ecn_alpha()));
+            }
+        }
     }
 }

@@ -207,6 +207,7 @@ mod tests {
         assert_eq!(cc.alpha_fixed(), 1024);
         cc.next_seq = 40 * 1448; // align observation windows with our 40-packet rounds
         let mut expect = 1024.0f64;
+        let mut exact: u32 = 1024;
         for n in 1..=60 {
             d.tp.snd_cwnd = 40;
             d.tp.snd_ssthresh = 40;
@@ -226,6 +227,12 @@ mod tests {
             // Closed form of the EWMA: α_n = (1−g)^n·α_0 + (1 − (1−g)^n)·F, g = 1/16,
             // F = 10/40; fixed point truncates each step (≤ 1/1024 per step, and the
             // 1/16 decay bounds the accumulated error by 16/1024).
+            // Integer recurrence of dctcp_update_alpha: α −= α>>4 (or all of it when α>>4 is
+            // 0), then += (10 << 6)/40 = 16.
+            let dec = exact >> 4;
+            exact -= if dec == 0 { exact } else { dec };
+            exact = (exact + 16).min(1024);
+            assert_eq!(cc.alpha_fixed(), exact, "n={n}");
             let g: f64 = 1.0 / 16.0;
             expect = (1.0 - g) * expect + g * 256.0;
             let closed = (1.0 - g).powi(n) * 1024.0 + (1.0 - (1.0 - g).powi(n)) * 256.0;
@@ -368,5 +375,24 @@ mod tests {
             (ratio - cf_ratio).abs() / cf_ratio < 0.2,
             "ratio {ratio:.2} vs paper {cf_ratio:.2}"
         );
+    }
+
+    proptest::proptest! {
+        /// Any marking: α stays in [0, 1024]; ssthresh in [2, cwnd] for cwnd ≥ 2.
+        #[test]
+        fn alpha_and_ssthresh_bounds(
+            marks in proptest::collection::vec(proptest::bool::ANY, 1..600),
+            cwnd in 2u32..10_000,
+        ) {
+            let (mut cc, mut d) = started(Nanos::from_ms(10));
+            for m in marks {
+                d.ack(&mut cc, 1, m as u32, Nanos::from_ms(10));
+                proptest::prop_assert!(cc.alpha_fixed() <= DCTCP_MAX_ALPHA);
+            }
+            d.tp.snd_cwnd = cwnd;
+            let s = cc.ssthresh(&mut d.tp);
+            proptest::prop_assert!(s >= 2 && s <= cwnd);
+            proptest::prop_assert!(s >= cwnd / 2);
+        }
     }
 }

@@ -11,7 +11,9 @@
 //!   the snd_nxt at entry is ACKed — and, once RTT-independent, at most once per `rtt_target`:
 //!   `cwnd_cnt -= snd_cwnd·α/2` (rounded unbiased); the carry `cwnd_cnt` (2^-20 packets,
 //!   `CWND_UNIT`) is moved into `snd_cwnd` one packet per ACK, every decrement sets
-//!   ssthresh = cwnd, cwnd never below `MIN_CWND` = 2.
+//!   ssthresh = cwnd, cwnd never below `MIN_CWND` = 2 (reductions still pending then are
+//!   dropped). `cwnd_precise()` = snd_cwnd + cwnd_cnt·2^-20, floored at MIN_CWND for that
+//!   reason (with stretch ACKs the carry can hold more than the window).
 //! - Additive increase per non-CE ACKed packet (also during CWR, not in loss recovery, only
 //!   when cwnd-limited): `max(acked, acked·ai_ack_increase/cwnd)` in 2^-20 packets. RTT
 //!   independence (`prague_rtt_scaling`, default `RTT_CONTROL_RATE` = [`RttScaling::Rate`]):
@@ -453,7 +455,9 @@ impl CongestionControl for Prague {
         if self.reno.is_some() {
             return tp.snd_cwnd as f64;
         }
-        tp.snd_cwnd as f64 + self.cwnd_cnt as f64 / ONE_CWND as f64
+        // Pending reductions that would take the window below MIN_CWND are dropped when
+        // snd_cwnd reaches it (`cwnd_cnt = 0`), so the window this carry leads to is ≥ 2.
+        (tp.snd_cwnd as f64 + self.cwnd_cnt as f64 / ONE_CWND as f64).max(MIN_CWND as f64)
     }
     fn alpha(&self) -> f64 {
         if self.reno.is_some() {
@@ -562,8 +566,7 @@ mod tests {
                 d.now += Nanos(rtt.as_ns() / w as u64);
                 d.ack(&mut cc, 1, 1, rtt);
                 assert!(d.tp.snd_cwnd >= MIN_CWND);
-                // The carry stays in (−1, 1) packet, so the fractional window is > 1.
-                assert!(cc.cwnd_precise(&d.tp) > (MIN_CWND - 1) as f64);
+                assert!(cc.cwnd_precise(&d.tp) >= MIN_CWND as f64);
             }
         }
         assert_eq!(d.tp.snd_cwnd, MIN_CWND);
@@ -725,5 +728,26 @@ mod tests {
         }
         let cc = Prague::default();
         assert_eq!(cc.data_ecn(EcnMode::AccEcn), Ecn::Ect1);
+    }
+
+    proptest::proptest! {
+        /// Any CE pattern, also with stretch ACKs: snd_cwnd ≥ MIN_CWND, α ∈ [0, 1], the
+        /// fractional window ≥ MIN_CWND.
+        #[test]
+        fn invariants_under_any_marking(
+            marks in proptest::collection::vec((1u32..4, 0u32..4), 1..400),
+            rtt_ms in 1u64..200,
+        ) {
+            let rtt = Nanos::from_ms(rtt_ms);
+            let (mut cc, mut d) = accecn(PragueParams::default(), rtt, 10, u32::MAX);
+            for (acked, ce) in marks {
+                d.now += Nanos(rtt.as_ns() / 10);
+                d.ack(&mut cc, acked, ce.min(acked), rtt);
+                proptest::prop_assert!(d.tp.snd_cwnd >= MIN_CWND);
+                proptest::prop_assert!((0.0..=1.0).contains(&cc.alpha()));
+                proptest::prop_assert!(cc.cwnd_precise(&d.tp) >= MIN_CWND as f64);
+                proptest::prop_assert!(d.tp.pacing_rate_bps.unwrap_or(1) > 0);
+            }
+        }
     }
 }
