@@ -10,6 +10,10 @@ pub mod pie;
 use crate::packet::Packet;
 use crate::time::Nanos;
 
+pub use codel::{Codel, CodelParams};
+pub use dualpi2::{DualPi2, DualPi2Params};
+pub use fq_codel::{FqCodel, FqCodelParams};
+pub use pie::{Pie, PieParams};
 pub use fifo::{Fifo, FifoEcn, FifoEcnParams, FifoParams};
 
 /// What happened to a packet, for per-packet records.
