@@ -22,7 +22,10 @@
 //! `lt_use_bw`); `bbr_packets_in_net_at_edt` uses the packets in flight (+ one TSO goal while
 //! pacing gain > 1) without the earliest-departure-time correction (no EDT in the model);
 //! `tso_segs_goal` follows Linux's formula on the pacing rate (`sk_pacing_shift` 10) although
-//! the model sends single packets; rates use the MSS like Linux (`mss_cache`).
+//! the model sends single packets (so cwnd carries Linux's +3·TSO-goal budget: +6 packets at
+//! 1.2–24 Mb/s, up to +135 from ≈ 530 Mb/s); rates use the MSS like Linux (`mss_cache`); the
+//! min_rtt filter takes the expiring sample even if the ACK was delayed (`is_ack_delayed` is
+//! not in the model).
 
 use super::{AckSample, CaState, CcState, CongestionControl, CwndEvent, EcnMode};
 use crate::rng::Rng;

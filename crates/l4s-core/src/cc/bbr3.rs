@@ -38,7 +38,9 @@
 //! the sample's `prior_delivered`, and `tx_in_flight` ≈ delivered + lost over that sample.
 //! Not modelled: PLB, the app-limited fast path, TLP loss-probe recovery, the precise-ACK CE
 //! receiver state machine, EDT in `bbr_packets_in_net_at_edt`, undo of spurious recovery
-//! beyond restoring the saved bounds.
+//! beyond restoring the saved bounds. The TSO-oriented quantisation budget is kept as Linux
+//! computes it: below ~3 ms min_rtt its min_rtt allowance (64 KB >> (min_rtt/512 µs)) keeps
+//! tens of packets of cwnd although the model sends single packets.
 
 use super::bbr::{
     bdp_pkts, bw_sample, is_recovery, rate_bytes_per_sec, BBR_SCALE, BBR_UNIT, BW_UNIT,

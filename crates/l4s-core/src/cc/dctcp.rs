@@ -3,9 +3,9 @@
 //!
 //! Faithful to Linux: α in fixed point 0..`DCTCP_MAX_ALPHA` = 1024, `dctcp_shift_g` = 4
 //! (g = 1/16), initial α = `dctcp_alpha_on_init` = 1024 (α = 1); once per window of data
-//! (snd_una ≥ `next_seq`, the snd_nxt of the previous update) α ← α − max(α/16, ...) +
-//! F·1024/16 with F = delivered_ce/delivered over that window (`min_not_zero` lets α decay to
-//! 0); `ssthresh = max(cwnd − cwnd·α/2, 2)` (`cwnd·α >> 11`) on ECE, which the TCP sender
+//! (snd_una ≥ `next_seq`, the snd_nxt of the previous update) α ← α − α/16 + F·1024/16 with
+//! F = delivered_ce/delivered over that window (`min_not_zero`: once α/16 truncates to 0 the
+//! whole α is subtracted, so α can decay to 0); `ssthresh = max(cwnd − cwnd·α/2, 2)` (`cwnd·α >> 11`) on ECE, which the TCP sender
 //! applies by entering CWR once per window (this CC does not handle ECN itself); growth is
 //! `tcp_reno_cong_avoid`; on loss (entering Recovery, or an RTO `CA_EVENT_LOSS`) Linux's
 //! `dctcp_react_to_loss` overrides ssthresh with max(cwnd/2, 2); undo restores `loss_cwnd`;

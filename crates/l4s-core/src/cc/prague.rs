@@ -132,6 +132,8 @@ pub struct Prague {
     /// The sender's CWR episode for CE: Some(snd_nxt at entry).
     cwr_high_seq: Option<u64>,
     ca_state: CaState,
+    /// Time of the last ACK (for a CWR entry requested through `set_state`).
+    last_now: Nanos,
     /// AccECN was not negotiated: Reno.
     reno: Option<Reno>,
 }
@@ -173,6 +175,7 @@ impl Prague {
             in_loss: false,
             cwr_high_seq: None,
             ca_state: CaState::Open,
+            last_now: Nanos::ZERO,
             reno: None,
         }
     }
@@ -403,6 +406,7 @@ impl CongestionControl for Prague {
         }
         self.delivered += ack.acked_pkts as u64;
         self.delivered_ce += ack.ce_delta_pkts as u64;
+        self.last_now = ack.now;
         // CWR is held until something above the snd_nxt at entry is ACKed.
         if let Some(h) = self.cwr_high_seq {
             if tp.snd_una > h || !matches!(tp.ca_state, CaState::Open | CaState::Disorder) {
@@ -433,6 +437,8 @@ impl CongestionControl for Prague {
         }
         match new {
             CaState::Recovery => self.enter_loss(tp),
+            // A CWR the sender entered on its own (e.g. local congestion): `prague_state`.
+            CaState::Cwr => self.enter_cwr(tp, self.last_now),
             CaState::Open => self.in_loss = false,
             _ => {}
         }
@@ -710,6 +716,25 @@ mod tests {
         assert_eq!(d.tp.snd_cwnd, 30);
         assert_eq!(d.tp.snd_ssthresh, 30);
         assert_eq!(cc.undo_cwnd(&mut d.tp, 0), 60);
+    }
+
+    #[test]
+    fn ce_during_loss_recovery_is_not_a_second_reduction() {
+        // Linux enters CWR only from Open/Disorder: CE while in Recovery changes nothing
+        // beyond the loss halving (60 → 30).
+        let rtt = Nanos::from_ms(10);
+        let (mut cc, mut d) = accecn(PragueParams::default(), rtt, 60, 30);
+        cc.set_state(&mut d.tp, CaState::Recovery);
+        d.tp.ca_state = CaState::Recovery;
+        for _ in 0..60 {
+            d.ack(&mut cc, 1, 1, rtt);
+        }
+        assert_eq!(d.tp.snd_cwnd, 30);
+        // A CWR the sender enters itself goes through prague_enter_cwr: α = 1 → −15.
+        cc.set_state(&mut d.tp, CaState::Open);
+        d.tp.ca_state = CaState::Open;
+        cc.set_state(&mut d.tp, CaState::Cwr);
+        assert!((cc.cwnd_precise(&d.tp) - 15.0).abs() < 1e-6);
     }
 
     #[test]
