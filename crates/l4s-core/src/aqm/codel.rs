@@ -182,7 +182,9 @@ impl CodelVars {
     ) -> Option<Packet> {
         let mut skb = q.dequeue_head();
         if skb.is_none() {
-            self.first_above_time = None;
+            // Linux clears only `dropping` here (RFC 8289's pseudocode also clears
+            // first_above_time); this matters in FQ-CoDel, where a flow can empty while the
+            // qdisc backlog stays above one MTU.
             self.dropping = false;
             return None;
         }
