@@ -86,6 +86,13 @@ fn fmin(a: f64, b: f64) -> f64 {
     }
 }
 
+/// `len` when `cost == best`, else +inf, as a bit-select so it compiles without a branch.
+#[inline(always)]
+fn len_if_best(cost: f64, best: f64, len: f64) -> f64 {
+    let differ = ((cost != best) as u64).wrapping_neg(); // all ones when not equal
+    len + f64::from_bits(f64::INFINITY.to_bits() & differ) // len + 0 or len + inf
+}
+
 /// Normalised DTW distance of two finite, non-empty series, unbanded (`band = None`) or within
 /// a Sakoe–Chiba band of half-width `band` (≥ 1).
 pub fn dtw_distance(x: &[f64], y: &[f64], band: Option<usize>) -> Result<f64, ValidateError> {
@@ -251,10 +258,11 @@ fn diagonal_kernel(
     for k in 0..cnt {
         let (dc, uc, lc) = (d_c[k], u_c[k], lf_c[k]);
         let best = fmin(fmin(dc, uc), lc);
-        // Shortest path among the predecessors of exactly the best cost.
-        let dl = if dc == best { d_l[k] } else { f64::INFINITY };
-        let ul = if uc == best { u_l[k] } else { f64::INFINITY };
-        let ll = if lc == best { lf_l[k] } else { f64::INFINITY };
+        // Shortest path among the predecessors of exactly the best cost (branch-free selects:
+        // which predecessor wins is data-dependent, so branches would mispredict).
+        let dl = len_if_best(dc, best, d_l[k]);
+        let ul = len_if_best(uc, best, u_l[k]);
+        let ll = len_if_best(lc, best, lf_l[k]);
         o_c[k] = (s[k] - l[k]).abs() + best;
         o_l[k] = fmin(fmin(dl, ul), ll) + 1.0;
     }
