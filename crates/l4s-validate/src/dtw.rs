@@ -24,7 +24,7 @@
 //! **Speed.** The unbanded distance walks anti-diagonals (cells on one anti-diagonal do not depend
 //! on each other, so the inner loop has no loop-carried dependency and the compiler vectorises it),
 //! with three rolling anti-diagonal buffers indexed by the shorter series: O(n·m) time,
-//! O(min(n, m)) memory. The banded distance walks rows of the band with one rolling row.
+//! O(min(n, m)) memory. With a band each anti-diagonal is cut to its cells inside the band.
 //! Simplification: no lower-bound pruning (LB_Keogh) and no early abandoning.
 
 use crate::error::{check_series, ValidateError};
@@ -123,8 +123,8 @@ pub(crate) fn dtw_unchecked(x: &[f64], y: &[f64], band: Option<usize>) -> DtwRes
     // Rows = longer series, columns = shorter: memory O(min(n, m)).
     let (long, short) = if x.len() >= y.len() { (x, y) } else { (y, x) };
     let cell = match band {
-        None => antidiagonal(long, short),
-        Some(w) => rows_banded(long, short, Some(w)),
+        None => antidiagonal(long, short, None),
+        Some(w) => antidiagonal(long, short, Some(w)),
     };
     to_result(cell)
 }
@@ -156,8 +156,10 @@ fn band_range(i: usize, n: usize, m: usize, w: Option<usize>) -> (usize, usize) 
     (lo as usize, hi as usize)
 }
 
-/// Row-by-row DP with one rolling row, optionally banded. `rows.len() >= cols.len()`.
-/// Also the reference the anti-diagonal kernel is tested against.
+/// Row-by-row DP with one rolling row, optionally banded: the straightforward form of the
+/// recurrence, kept as the reference the anti-diagonal kernel is tested against.
+/// `rows.len() >= cols.len()`.
+#[cfg(test)]
 fn rows_banded(rows: &[f64], cols: &[f64], band: Option<usize>) -> Cell {
     let (n, m) = (rows.len(), cols.len());
     let mut buf = vec![UNREACHABLE; m];
@@ -192,11 +194,40 @@ fn rows_banded(rows: &[f64], cols: &[f64], band: Option<usize>) -> Cell {
     buf[m - 1]
 }
 
-/// Unbanded DP over anti-diagonals. `long.len() >= short.len()`. Cell (p, q) has p indexing
-/// `short`, q indexing `long`, anti-diagonal d = p + q; buffers are indexed by p + 1 so index 0
-/// is a permanent UNREACHABLE sentinel. Gives bit-identical results to [`rows_banded`]: both take
-/// the lexicographic minimum of the same three predecessors and add the same cell cost.
-fn antidiagonal(long: &[f64], short: &[f64]) -> Cell {
+/// Range [lo, hi] of the short-series index p on anti-diagonal d = p + q, inside the matrix and,
+/// with a band, inside |p·(n−1) − q·(m−1)| ≤ w·(n−1) — the same integer condition as
+/// [`band_range`], solved for p with q = d − p. `None` when the diagonal has no allowed cell.
+#[inline]
+fn diagonal_range(d: usize, n: usize, m: usize, band: Option<usize>) -> Option<(usize, usize)> {
+    let mut lo = d.saturating_sub(n - 1);
+    let mut hi = d.min(m - 1);
+    if let (Some(w), true) = (band, n + m > 2) {
+        // p·(n+m−2) − d·(m−1) ∈ [−w·(n−1), w·(n−1)].
+        let den = (n + m - 2) as u128;
+        let centre = d as u128 * (m - 1) as u128;
+        let ww = w as u128 * (n - 1) as u128;
+        let b_lo = if centre <= ww {
+            0
+        } else {
+            (centre - ww).div_ceil(den)
+        };
+        let b_hi = (centre + ww) / den;
+        lo = lo.max(b_lo.min(usize::MAX as u128) as usize);
+        hi = hi.min(b_hi.min(usize::MAX as u128) as usize);
+    }
+    (lo <= hi).then_some((lo, hi))
+}
+
+/// DP over anti-diagonals, optionally banded. `long.len() >= short.len()`. Cell (p, q) has p
+/// indexing `short`, q indexing `long`, anti-diagonal d = p + q; buffers are indexed by p + 1 so
+/// index 0 is a permanent UNREACHABLE sentinel. Gives bit-identical results to [`rows_banded`]:
+/// both take the lexicographic minimum of the same three predecessors and add the same cell cost.
+///
+/// Invariant that keeps stale values out: after diagonal e is written into a buffer over
+/// [lo_e, hi_e], every position below lo_e holds UNREACHABLE (reset below) and no position
+/// above hi_e was ever written (lo_e and hi_e never decrease with e), so reads just outside a
+/// diagonal's range see UNREACHABLE, as cells outside the matrix or the band must.
+fn antidiagonal(long: &[f64], short: &[f64], band: Option<usize>) -> Cell {
     let (n, m) = (long.len(), short.len());
     let long_rev: Vec<f64> = long.iter().rev().copied().collect();
     let mut prev2_c = vec![f64::INFINITY; m + 1];
@@ -205,12 +236,16 @@ fn antidiagonal(long: &[f64], short: &[f64]) -> Cell {
     let mut prev1_l = vec![0.0; m + 1];
     let mut cur_c = vec![f64::INFINITY; m + 1];
     let mut cur_l = vec![0.0; m + 1];
-    // d = 0: the origin cell.
+    // Lowest position written into each buffer (prev2, prev1, cur) and not yet reset.
+    let (mut low2, mut low1, mut low_cur) = (1usize, 1usize, 1usize);
+    // d = 0: the origin cell (always inside any band).
     prev1_c[1] = (short[0] - long[0]).abs();
     prev1_l[1] = 1.0;
     for d in 1..(n + m - 1) {
-        let lo = d.saturating_sub(n - 1);
-        let hi = d.min(m - 1);
+        // With w ≥ 1 every diagonal keeps at least one allowed cell (the band is connected).
+        let Some((lo, hi)) = diagonal_range(d, n, m, band) else {
+            return UNREACHABLE;
+        };
         let cnt = hi - lo + 1;
         // long[q] with q = d − p is long_rev[n−1−d+p]: contiguous in p.
         let off = n - 1 + lo - d;
@@ -224,14 +259,18 @@ fn antidiagonal(long: &[f64], short: &[f64]) -> Cell {
                 &mut cur_l[lo + 1..lo + 1 + cnt],
             ),
         );
+        // Reset what this buffer held from diagonal d − 3 below the new range.
+        if low_cur < lo + 1 {
+            cur_c[low_cur..lo + 1].fill(f64::INFINITY);
+            cur_l[low_cur..lo + 1].fill(0.0);
+        }
+        low_cur = lo + 1;
         // Rotate: cur becomes prev1, prev1 becomes prev2, old prev2 is overwritten next round.
-        // Positions outside a diagonal's range are never read stale: lo and hi only grow, and
-        // the only out-of-range reads are the sentinel (index 0) and positions above every
-        // earlier hi, which are still UNREACHABLE (see the module tests).
         std::mem::swap(&mut prev2_c, &mut prev1_c);
         std::mem::swap(&mut prev2_l, &mut prev1_l);
         std::mem::swap(&mut prev1_c, &mut cur_c);
         std::mem::swap(&mut prev1_l, &mut cur_l);
+        (low2, low1, low_cur) = (low1, low_cur, low2);
     }
     Cell {
         cost: prev1_c[m],
@@ -503,9 +542,12 @@ mod tests {
         #[test]
         fn antidiagonal_equals_row_dp_and_path_variant(x in series(), y in series()) {
             let (long, short) = if x.len() >= y.len() { (&x, &y) } else { (&y, &x) };
-            let a = antidiagonal(long, short);
+            let a = antidiagonal(long, short, None);
             let r = rows_banded(long, short, None);
             prop_assert_eq!(a, r);
+            for w in 1..4 {
+                prop_assert_eq!(antidiagonal(long, short, Some(w)), rows_banded(long, short, Some(w)));
+            }
             let (p, path) = dtw_path(&x, &y, None).unwrap();
             prop_assert_eq!(to_result(a), p);
             // The returned path is monotone, connected, and its cells sum to the cost.
