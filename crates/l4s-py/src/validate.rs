@@ -26,14 +26,13 @@ fn dtw(py: Python<'_>, x: Vec<f64>, y: Vec<f64>, band: Option<usize>) -> PyResul
     Ok((r.cost, r.path_len))
 }
 
+/// (cost, path_len, path) of [`dtw_path`].
+type PathResult = (f64, usize, Vec<(usize, usize)>);
+
 /// (cost, path_len, path) with path a list of (i, j); O(n·m) memory, n·m ≤ 4e6.
 #[pyfunction]
 #[pyo3(signature = (x, y, band=None))]
-fn dtw_path(
-    x: Vec<f64>,
-    y: Vec<f64>,
-    band: Option<usize>,
-) -> PyResult<(f64, usize, Vec<(usize, usize)>)> {
+fn dtw_path(x: Vec<f64>, y: Vec<f64>, band: Option<usize>) -> PyResult<PathResult> {
     let (r, path) = lv::dtw_path(&x, &y, band).map_err(err)?;
     Ok((r.cost, r.path_len, path))
 }
@@ -55,18 +54,20 @@ fn percentile(mut values: Vec<f64>, pct: f64) -> PyResult<f64> {
     Ok(lv::percentile(&mut values, pct))
 }
 
+/// (within_a, within_b, cross) of [`distance_sets`].
+type SetsResult = (Vec<f64>, Vec<f64>, Vec<f64>);
+
 /// (within_a, within_b, cross): condensed within-group distances (pairs i < j, pdist order)
 /// and row-major cross distances. `scalar=True` uses |x − y| on one value per run.
 #[pyfunction]
 #[pyo3(signature = (group_a, group_b, scalar=false, band=None))]
-#[allow(clippy::type_complexity)]
 fn distance_sets(
     py: Python<'_>,
     group_a: Vec<Vec<f64>>,
     group_b: Vec<Vec<f64>>,
     scalar: bool,
     band: Option<usize>,
-) -> PyResult<(Vec<f64>, Vec<f64>, Vec<f64>)> {
+) -> PyResult<SetsResult> {
     let dist = if scalar {
         Distance::Scalar
     } else {
