@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from l4slab.validation import compare_runs, load_group, mahimahi_to_frame, read_run
-from l4slab.validation.cli import validate_cmd
+from l4slab.validation.cli import mahimahi_import_cmd, validate_cmd
 from l4slab.validation.io import ValidationInputError
 
 T_S = np.arange(0, 2.0, 0.016)  # 125 samples of 16 ms
@@ -132,6 +132,12 @@ def test_mahimahi_log_conversion(tmp_path):
     bad.write_text("# base timestamp: 0\n5 ? 1500\n")
     with pytest.raises(ValidationInputError, match=r"bad.log:2: not a Mahimahi log line"):
         mahimahi_to_frame(bad)
+    # The command writes the same table as CSV; bad logs exit with status 2.
+    res = CliRunner().invoke(mahimahi_import_cmd, [str(log), "--interval-ms", "100"])
+    assert res.exit_code == 0, res.output
+    assert pd.read_csv(tmp_path / "mm.csv")["qdelay_ms"].tolist() == [1.0, 70.0, 70.0]
+    res = CliRunner().invoke(mahimahi_import_cmd, [str(bad)])
+    assert res.exit_code == 2 and "not a Mahimahi log line" in res.output
 
 
 def test_validate_cli_end_to_end(tmp_path):

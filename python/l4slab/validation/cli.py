@@ -95,3 +95,33 @@ def validate_cmd(
     print_results(results, console, group_a, group_b)
     written = write_outputs(results, out_dir, group_a, group_b)
     console.print(f"wrote {len(written)} files to {out_dir}")
+
+
+@click.command("import-mahimahi")
+@click.argument("log", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "-o",
+    "--out",
+    "out_csv",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="CSV to write (default: LOG with a .csv suffix).",
+)
+@click.option(
+    "--interval-ms",
+    type=click.FloatRange(min=0.0, min_open=True),
+    default=100.0,
+    show_default=True,
+    help="Bin width for throughput and queue delay.",
+)
+def mahimahi_import_cmd(log: Path, out_csv: Path | None, interval_ms: float) -> None:
+    """Convert a Mahimahi link log (mm-link --uplink-log/--downlink-log) to the validation CSV
+    layout (t_s, tput_mbps, capacity_mbps, arrival_mbps, qdelay_ms, drops)."""
+    from l4slab.validation.io import mahimahi_to_csv
+
+    out = out_csv or log.with_suffix(".csv")
+    try:
+        mahimahi_to_csv(log, out, interval_ms)
+    except ValidationInputError as e:
+        raise BadValidationInput(str(e)) from None
+    click.echo(f"wrote {out}")
