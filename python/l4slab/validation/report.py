@@ -39,7 +39,7 @@ def results_table(results: list[MetricResult], name_a: str = "A", name_b: str = 
     t.add_column("metric")
     t.add_column("distance")
     if tests:
-        for c in ("ε_max", "p̂_max", "95% CI", "similar", "significant"):
+        for c in ("ε_max", "p̂_max", "95% CI", "similar", "signif."):
             t.add_column(c, justify="right")
         for r in results:
             t.add_row(
