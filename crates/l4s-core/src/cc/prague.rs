@@ -1,29 +1,35 @@
 //! TCP Prague, the L4S scalable congestion control (draft-briscoe-iccrg-prague-congestion-control).
 //! Follows L4STeam net/ipv4/tcp_prague.c: `prague_update_alpha`, `prague_enter_cwr`, `prague_update_cwnd`, `prague_update_pacing_rate`.
 //!
+//! Reference: the newest L4STeam version (MODULE_VERSION 0.7, `frac_cwnd` + `rate_bytes`) in
+//! its window mode (`prague_cwnd_mode` 0); where it differs from 0.6 this file says so.
+//!
 //! Faithful to Linux:
 //! - α: EWMA of the CE fraction of delivered packets with g = 1/2^`PRAGUE_SHIFT_G` (1/16),
-//!   kept upscaled by 1/g in `PRAGUE_ALPHA_BITS` = 20 bits of fixed point so the remainder
-//!   carries over; initial α = 1; not updated before the first CE (`saw_ce`); updated when a
+//!   kept upscaled by 1/g in `PRAGUE_ALPHA_BITS` of fixed point so the remainder carries
+//!   over; initial α = 1; not updated before the first CE (`saw_ce`); updated when a
 //!   round ends (snd_una ≥ `next_seq`, the snd_nxt at the round start) and, once the flow is
 //!   RTT-independent, only when `rtt_target` (25 ms) elapsed since the last update.
+//! - Window: `frac_cwnd` in 2^-20 packets (`CWND_UNIT`); snd_cwnd steps one packet per ACK
+//!   towards max(ceil(frac_cwnd), `MIN_CWND` = 2) (capped by the clamp) and every step down
+//!   sets ssthresh = snd_cwnd. frac_cwnd itself may fall below 2 (`cwnd_precise()` shows it).
+//!   In slow start frac_cwnd follows snd_cwnd (0.7; 0.6 left it stale).
 //! - CE response: at most once per round — the sender's CWR state lasts until something above
 //!   the snd_nxt at entry is ACKed — and, once RTT-independent, at most once per `rtt_target`:
-//!   `cwnd_cnt -= snd_cwnd·α/2` (rounded unbiased); the carry `cwnd_cnt` (2^-20 packets,
-//!   `CWND_UNIT`) is moved into `snd_cwnd` one packet per ACK, every decrement sets
-//!   ssthresh = cwnd, cwnd never below `MIN_CWND` = 2 (reductions still pending then are
-//!   dropped). `cwnd_precise()` = snd_cwnd + cwnd_cnt·2^-20, floored at MIN_CWND for that
-//!   reason (with stretch ACKs the carry can hold more than the window).
+//!   frac_cwnd −= α·frac_cwnd/2 (rounded unbiased).
 //! - Additive increase per non-CE ACKed packet (also during CWR, not in loss recovery, only
-//!   when cwnd-limited): `max(acked, acked·ai_ack_increase/cwnd)` in 2^-20 packets. RTT
+//!   when cwnd-limited): max(acked, round(acked·ai_ack_increase/frac_cwnd)·MTU_SYS/mtu) in
+//!   2^-20 packets (0.7 scales by 1500/mtu; 0.6 divided by ceil(frac_cwnd) without it). RTT
 //!   independence (`prague_rtt_scaling`, default `RTT_CONTROL_RATE` = [`RttScaling::Rate`]):
 //!   ai_ack_increase = 2^20·(srtt/rtt_target)² when srtt < rtt_target, so every flow below the
 //!   target gains rate at the same pace as a flow at the target; it starts after
 //!   `prague_rtt_transition` = 500 rounds of congestion avoidance. The other heuristics
-//!   (None, Scalable, Additive) are implemented as in Linux. RTTs in units of 128 µs (`RTT_UNIT`).
-//! - Pacing: rate = mtu·max(cwnd, in_flight)/srtt, doubled while cwnd < ssthresh/2.
-//! - Loss (`prague_enter_loss`, on Recovery entry or RTO): `cwnd_cnt -= cwnd/2 + cwnd_cnt/2`,
-//!   no increase until the state returns to Open; undo restores `loss_cwnd`.
+//!   (None, Scalable, Additive) are implemented as in 0.6. RTTs in units of 128 µs (`RTT_UNIT`).
+//! - Pacing: mtu/srtt per packet × max(floor(frac_cwnd), in_flight), at least 100 kb/s
+//!   (`MINIMUM_RATE`), doubled while snd_cwnd < ssthresh/2; no other factor.
+//! - Loss (`prague_enter_loss`, on Recovery entry or RTO): frac_cwnd −= frac_cwnd/2, no increase
+//!   until the state returns to Open; undo: frac_cwnd = max(frac_cwnd, loss_frac_cwnd),
+//!   snd_cwnd = max(loss_cwnd, snd_cwnd).
 //!
 //! Simplified / differs:
 //! - The TCP sender does not enter CWR for this CC (`handles_ecn`): the CWR episode
@@ -31,14 +37,17 @@
 //!   only from Open/Disorder) is tracked here from `AckSample::ce_delta_pkts`.
 //! - `ssthresh()` returns max(cwnd/2, 2) (Reno's halving) so a TCP layer that applies it on
 //!   Recovery/RTO gets a sane value; Linux's `prague_ssthresh` returns the current ssthresh
-//!   unchanged (and updates the classic-ECN-detection RTT filters). The halving of the window
-//!   itself is done by `prague_enter_loss` as in Linux, so the end result is the same.
+//!   unchanged. The halving of the window itself is done by `prague_enter_loss` as in Linux and
+//!   the first step down sets ssthresh = snd_cwnd, so the end result is the same.
 //! - Without AccECN negotiated (`tp.ecn != AccEcn`) this behaves as Reno (with classic ECN if
 //!   that was negotiated). Linux `prague_init` switches the socket to `prague_reno` only when no
 //!   ECN at all was negotiated (`!tcp_ecn_mode_any`); with classic ECN it keeps Prague on ECE.
-//! - Not modelled: classic-ECN AQM detection (`prague_ecn_fallback`, off by default in Linux),
-//!   the TSO burst sizing (`max_tso_burst`), Linux's `rtt > MAX_SCALED_RTT` check is applied
-//!   as 100 ms (Linux compares 128 µs units with a µs constant). `mtu` = mss + 40 header bytes.
+//! - Not modelled (0.7): the rate-based mode (`prague_cwnd_mode` 1, and the default switch 2
+//!   into it once the window is ≤ 4·1500 bytes after the first CE) with its ±3% pacing
+//!   offsets, the packet-size reduction at tiny windows (`prague_valid_mtu`), `hsrtt`; the TSO
+//!   burst sizing (`max_tso_burst`). 0.6's classic-ECN AQM detection (off by default) is not
+//!   modelled either. `mtu` = mss + 40 header bytes. Undo in 0.7 goes through the pacing rate
+//!   (`rate_bytes`·hsrtt/mtu); here it keeps the larger frac_cwnd as 0.6 does.
 
 use super::{
     reno::Reno, tcp_slow_start, AckSample, CaState, CcState, CongestionControl, CwndEvent, EcnMode,
@@ -51,7 +60,7 @@ pub const MIN_CWND: u32 = 2;
 pub const PRAGUE_ALPHA_BITS: u32 = 20;
 pub const PRAGUE_MAX_ALPHA: u64 = 1 << PRAGUE_ALPHA_BITS;
 pub const CWND_UNIT: u32 = 20;
-pub const ONE_CWND: i64 = 1 << CWND_UNIT;
+pub const ONE_CWND: u64 = 1 << CWND_UNIT;
 pub const PRAGUE_SHIFT_G: u32 = 4;
 /// RTTs are kept in units of 2^7 µs = 128 µs.
 pub const RTT_UNIT: u32 = 7;
@@ -60,6 +69,11 @@ pub const DEFAULT_RTT_TRANSITION: u32 = 500;
 /// IPv4 + TCP header bytes added to the MSS for the pacing rate (`tcp_mss_to_mtu`).
 pub const HEADER_BYTES: u32 = 40;
 const MAX_SCALED_RTT_US: u64 = 100_000;
+/// `MTU_SYS`: the additive increase is scaled by MTU_SYS/mtu so that flows with smaller
+/// packets gain the same bytes per RTT.
+pub const MTU_SYS: u64 = 1500;
+/// `MINIMUM_RATE`: the pacing rate never goes below 12500 B/s (100 kb/s).
+pub const MINIMUM_RATE_BYTES_PER_S: u64 = 12_500;
 
 fn us2rtt(us: u64) -> u64 {
     us >> RTT_UNIT
@@ -114,9 +128,9 @@ pub struct Prague {
     upscaled_alpha: u64,
     /// Additive increase per non-CE ACKed packet, in 2^-20 packets (before dividing by cwnd).
     ai_ack_increase: u64,
-    /// Fractional window carry in 2^-20 packets.
-    cwnd_cnt: i64,
-    loss_cwnd_cnt: i64,
+    /// The window in 2^-20 packets (`frac_cwnd`); snd_cwnd follows ceil(frac_cwnd).
+    frac_cwnd: u64,
+    loss_frac_cwnd: u64,
     loss_cwnd: u32,
     delivered: u64,
     delivered_ce: u64,
@@ -160,9 +174,9 @@ impl Prague {
             cwr_stamp: None,
             alpha_stamp: Nanos::ZERO,
             upscaled_alpha: PRAGUE_MAX_ALPHA << PRAGUE_SHIFT_G,
-            ai_ack_increase: ONE_CWND as u64,
-            cwnd_cnt: 0,
-            loss_cwnd_cnt: 0,
+            ai_ack_increase: ONE_CWND,
+            frac_cwnd: 0,
+            loss_frac_cwnd: 0,
             loss_cwnd: 0,
             delivered: 0,
             delivered_ce: 0,
@@ -215,7 +229,7 @@ impl Prague {
 
     /// `prague_ai_ack_increase`.
     fn update_ai_ack_increase(&mut self, tp: &CcState) {
-        let unscaled = ONE_CWND as u64;
+        let unscaled = ONE_CWND;
         let rtt = Self::srtt_rtt_units(tp);
         let scaled_ok = self.round >= self.params.rtt_transition_rounds
             && rtt != 0
@@ -237,8 +251,9 @@ impl Prague {
                 // R0 ≈ 16 ms, R1 ≈ 1.5 ms: at least 1/8 packet per RTT.
                 let r0 = us2rtt(1 << 14) as i64;
                 let r1 = us2rtt((1 << 10) + (1 << 9)) as i64;
-                let mut inc = (ONE_CWND >> 3) * r0;
-                inc += ONE_CWND * ((rtt as i64 - r1).max(0)).min(r0);
+                let one = ONE_CWND as i64;
+                let mut inc = (one >> 3) * r0;
+                inc += one * ((rtt as i64 - r1).max(0)).min(r0);
                 let inc = inc as u64 * rtt;
                 let div = (r0 * r0) as u64;
                 (inc + div / 2) / div
@@ -287,19 +302,26 @@ impl Prague {
             }
         }
         self.cwr_stamp = Some(now);
-        let alpha = self.upscaled_alpha >> PRAGUE_SHIFT_G;
-        let reduction = (alpha * ((tp.snd_cwnd as u64) << CWND_UNIT) + PRAGUE_MAX_ALPHA)
-            >> (PRAGUE_ALPHA_BITS + 1);
-        self.cwnd_cnt -= reduction as i64;
+        let alpha = (self.upscaled_alpha >> PRAGUE_SHIFT_G) as u128;
+        // α·frac_cwnd/2 of the fractional window (not of snd_cwnd, which may still be
+        // stepping down from an earlier reduction), rounded unbiased (+1/2).
+        let reduction =
+            (alpha * self.frac_cwnd as u128 + PRAGUE_MAX_ALPHA as u128) >> (PRAGUE_ALPHA_BITS + 1);
+        self.frac_cwnd -= reduction as u64;
     }
 
-    /// `prague_enter_loss`: halve (fractional), hold increase until Open.
+    /// `prague_enter_loss`: halve the fractional window, hold increase until Open.
     fn enter_loss(&mut self, tp: &CcState) {
         self.loss_cwnd = tp.snd_cwnd;
-        self.loss_cwnd_cnt = self.cwnd_cnt;
-        self.cwnd_cnt -= ((tp.snd_cwnd as i64) << (CWND_UNIT - 1)) + (self.cwnd_cnt >> 1);
+        self.loss_frac_cwnd = self.frac_cwnd;
+        self.frac_cwnd -= self.frac_cwnd >> 1;
         self.in_loss = true;
-        self.update_ai_ack_increase(tp);
+    }
+
+    /// `prague_frac_cwnd_to_snd_cwnd`: ceil(frac_cwnd), at least `MIN_CWND`, at most the clamp.
+    fn frac_to_snd_cwnd(&self, tp: &CcState) -> u32 {
+        let ceil = (self.frac_cwnd + (ONE_CWND - 1)) >> CWND_UNIT;
+        ceil.clamp(MIN_CWND as u64, tp.snd_cwnd_clamp.max(MIN_CWND) as u64) as u32
     }
 
     /// `prague_update_cwnd`.
@@ -313,45 +335,56 @@ impl Prague {
             let mut acked = acked as u32;
             if tp.in_slow_start() {
                 acked = tcp_slow_start(tp, acked);
+                // Slow start grows snd_cwnd; the fractional window follows it.
+                self.frac_cwnd = (tp.snd_cwnd as u64) << CWND_UNIT;
                 if acked == 0 {
                     self.update_ai_ack_increase(tp);
                     return;
                 }
             }
-            let cwnd = tp.snd_cwnd.max(1) as u64;
-            let increase = (acked as u64 * self.ai_ack_increase + cwnd / 2) / cwnd;
-            self.cwnd_cnt += increase.max(acked as u64) as i64;
-        }
-        // Move at most one packet between the carry and snd_cwnd per ACK.
-        if self.cwnd_cnt <= -ONE_CWND {
-            self.cwnd_cnt += ONE_CWND;
-            tp.snd_cwnd = tp.snd_cwnd.saturating_sub(1);
-            if tp.snd_cwnd < MIN_CWND {
-                tp.snd_cwnd = MIN_CWND;
-                self.cwnd_cnt = 0; // no point in applying further reductions
+            // acked·ai_ack_increase/frac_cwnd (rounded to nearest), then ×MTU_SYS/mtu.
+            let mut increase = acked as u128 * self.ai_ack_increase as u128;
+            if self.frac_cwnd > 0 {
+                let f = self.frac_cwnd as u128;
+                increase = ((increase << CWND_UNIT) + f / 2) / f;
             }
+            let increase = (increase * MTU_SYS as u128 / Self::mtu(tp) as u128) as u64;
+            self.frac_cwnd += increase.max(acked as u64);
+        }
+        // snd_cwnd steps at most one packet per ACK towards ceil(frac_cwnd); every step
+        // down also sets ssthresh (the "step-wise decrement" of Linux).
+        let target = self.frac_to_snd_cwnd(tp);
+        if tp.snd_cwnd > target {
+            tp.snd_cwnd -= 1;
             tp.snd_ssthresh = tp.snd_cwnd;
             self.update_ai_ack_increase(tp);
-        } else if self.cwnd_cnt >= ONE_CWND {
-            self.cwnd_cnt -= ONE_CWND;
-            tp.snd_cwnd = (tp.snd_cwnd + 1).min(tp.snd_cwnd_clamp);
+        } else if tp.snd_cwnd < target {
+            tp.snd_cwnd += 1;
             self.update_ai_ack_increase(tp);
         }
     }
 
-    /// `prague_update_pacing_rate`: mtu·max(cwnd, in_flight)/srtt, ×2 while cwnd < ssthresh/2.
+    /// `tcp_mss_to_mtu` with a fixed header size.
+    fn mtu(tp: &CcState) -> u64 {
+        (tp.mss + HEADER_BYTES) as u64
+    }
+
+    /// `prague_update_pacing_rate` (window mode): mtu/srtt per packet (truncated to B/s)
+    /// × max(floor(frac_cwnd), in_flight), at least `MINIMUM_RATE`, ×2 while
+    /// snd_cwnd < ssthresh/2 (100% in congestion avoidance, 200% in slow start).
     fn update_pacing_rate(&self, tp: &mut CcState) {
         if tp.srtt == Nanos::ZERO {
             tp.pacing_rate_bps = None;
             return;
         }
-        let mtu = (tp.mss + HEADER_BYTES) as u128;
-        let max_inflight = tp.snd_cwnd.max(tp.packets_in_flight) as u128;
-        let mut bits_per_s = mtu * 8 * max_inflight * 1_000_000_000 / tp.srtt.as_ns() as u128;
+        let per_pkt_bytes_per_s = Self::mtu(tp) as u128 * 1_000_000_000 / tp.srtt.as_ns() as u128;
+        let max_inflight =
+            ((self.frac_cwnd >> CWND_UNIT) as u128).max(tp.packets_in_flight as u128);
+        let mut rate = (per_pkt_bytes_per_s * max_inflight).max(MINIMUM_RATE_BYTES_PER_S as u128);
         if tp.snd_cwnd < tp.snd_ssthresh / 2 {
-            bits_per_s *= 2;
+            rate *= 2;
         }
-        tp.pacing_rate_bps = Some(bits_per_s.min(u64::MAX as u128) as u64);
+        tp.pacing_rate_bps = Some((rate * 8).min(u64::MAX as u128) as u64);
     }
 }
 
@@ -386,6 +419,8 @@ impl CongestionControl for Prague {
         *self = Prague::build(params);
         self.saw_ce = tp.delivered_ce > 0;
         self.ca_state = tp.ca_state;
+        self.frac_cwnd = (tp.snd_cwnd as u64) << CWND_UNIT;
+        self.update_pacing_rate(tp);
         self.new_round(tp);
     }
     fn ssthresh(&mut self, tp: &mut CcState) -> u32 {
@@ -454,16 +489,17 @@ impl CongestionControl for Prague {
         if self.reno.is_some() {
             return tp.snd_cwnd.max(prior_cwnd);
         }
-        self.cwnd_cnt += self.cwnd_cnt - self.loss_cwnd_cnt;
+        // Progress made since the loss counts: keep the larger fractional window.
+        self.in_loss = false;
+        self.frac_cwnd = self.frac_cwnd.max(self.loss_frac_cwnd);
         self.loss_cwnd.max(tp.snd_cwnd)
     }
     fn cwnd_precise(&self, tp: &CcState) -> f64 {
         if self.reno.is_some() {
             return tp.snd_cwnd as f64;
         }
-        // Pending reductions that would take the window below MIN_CWND are dropped when
-        // snd_cwnd reaches it (`cwnd_cnt = 0`), so the window this carry leads to is ≥ 2.
-        (tp.snd_cwnd as f64 + self.cwnd_cnt as f64 / ONE_CWND as f64).max(MIN_CWND as f64)
+        // Linux's frac_cwnd itself: it may lie below MIN_CWND (snd_cwnd stays at 2 then).
+        self.frac_cwnd as f64 / ONE_CWND as f64
     }
     fn alpha(&self) -> f64 {
         if self.reno.is_some() {
@@ -572,11 +608,59 @@ mod tests {
                 d.now += Nanos(rtt.as_ns() / w as u64);
                 d.ack(&mut cc, 1, 1, rtt);
                 assert!(d.tp.snd_cwnd >= MIN_CWND);
-                assert!(cc.cwnd_precise(&d.tp) >= MIN_CWND as f64);
+                assert!(cc.cwnd_precise(&d.tp) >= 0.0);
             }
         }
         assert_eq!(d.tp.snd_cwnd, MIN_CWND);
         assert!(cc.alpha() > 0.99, "alpha={}", cc.alpha());
+        // Linux keeps cutting frac_cwnd below MIN_CWND (only snd_cwnd is floored at 2):
+        // with every packet marked and α ≈ 1 each round halves it, far below 2 after 300.
+        assert!(cc.cwnd_precise(&d.tp) < 1.0, "{}", cc.cwnd_precise(&d.tp));
+    }
+
+    #[test]
+    fn reduction_applies_to_fractional_window() {
+        // prague_enter_cwr takes α·frac_cwnd/2, not α·snd_cwnd/2. Two CWR entries in a row
+        // (the second before snd_cwnd has stepped down): 100 → 100 − 0.5·100/2 = 75, then
+        // 75 − 0.5·75/2 = 56.25 (a cut based on snd_cwnd = 100 would give 50).
+        let (mut cc, mut d) = accecn(PragueParams::default(), Nanos::from_ms(10), 100, 50);
+        cc.upscaled_alpha = (PRAGUE_MAX_ALPHA / 2) << PRAGUE_SHIFT_G; // α = 0.5
+        cc.set_state(&mut d.tp, CaState::Cwr);
+        assert_eq!(cc.cwnd_precise(&d.tp), 75.0);
+        assert_eq!(d.tp.snd_cwnd, 100);
+        cc.set_state(&mut d.tp, CaState::Open);
+        cc.set_state(&mut d.tp, CaState::Cwr);
+        assert_eq!(cc.cwnd_precise(&d.tp), 56.25);
+    }
+
+    #[test]
+    fn fractional_window_below_min_cwnd() {
+        // cwnd 3, α = 1, one CE ACK: frac = 3·2^20 − ((2^20·3·2^20 + 2^20) >> 21)
+        // = 3·2^20 − 3·2^19 = 1.5 packets; snd_cwnd = max(ceil(1.5), 2) = 2.
+        let rtt = Nanos::from_ms(10);
+        let (mut cc, mut d) = accecn(PragueParams::default(), rtt, 3, 2);
+        cc.upscaled_alpha = PRAGUE_MAX_ALPHA << PRAGUE_SHIFT_G;
+        d.ack(&mut cc, 1, 1, rtt);
+        assert_eq!(d.tp.snd_cwnd, 2);
+        assert_eq!(cc.cwnd_precise(&d.tp), 1.5);
+        // One unmarked ACK: increase = round(2^20·2^20/1572864) = 699051, ×1500/1488
+        // (MTU_SYS/mtu) = 704688 → frac = 1572864 + 704688 = 2277552 (2.172 packets),
+        // ceil = 3: snd_cwnd steps up to 3.
+        d.ack(&mut cc, 1, 0, rtt);
+        assert_eq!(cc.frac_cwnd, 2_277_552);
+        assert_eq!(d.tp.snd_cwnd, 3);
+    }
+
+    #[test]
+    fn undo_right_after_loss_restores_the_fractional_window() {
+        // prague_cwnd_undo: frac_cwnd = max(frac_cwnd, loss_frac_cwnd) = 60 packets.
+        let (mut cc, mut d) = accecn(PragueParams::default(), Nanos::from_ms(10), 60, 30);
+        cc.set_state(&mut d.tp, CaState::Recovery);
+        assert_eq!(cc.cwnd_precise(&d.tp), 30.0);
+        d.tp.snd_cwnd = cc.undo_cwnd(&mut d.tp, 0);
+        assert_eq!(d.tp.snd_cwnd, 60);
+        assert_eq!(cc.cwnd_precise(&d.tp), 60.0);
+        assert!(!cc.in_loss);
     }
 
     #[test]
@@ -700,6 +784,18 @@ mod tests {
         d.tp.packets_in_flight = 120; // max(cwnd, in_flight)
         cc.update_pacing_rate(&mut d.tp);
         assert_eq!(d.tp.pacing_rate_bps, Some(142_848_000));
+        // The window term is floor(frac_cwnd): 100.5 packets (snd_cwnd 101) pace as 100.
+        let mut cc = cc;
+        cc.frac_cwnd = 100 * ONE_CWND + ONE_CWND / 2;
+        d.tp.snd_cwnd = 101;
+        d.tp.packets_in_flight = 0;
+        cc.update_pacing_rate(&mut d.tp);
+        assert_eq!(d.tp.pacing_rate_bps, Some(119_040_000));
+        // MINIMUM_RATE: 1 packet per 1000 s would be 1.488 B/s; the floor is 12500 B/s.
+        cc.frac_cwnd = ONE_CWND;
+        d.tp.srtt = Nanos::from_secs(1000);
+        cc.update_pacing_rate(&mut d.tp);
+        assert_eq!(d.tp.pacing_rate_bps, Some(100_000));
     }
 
     #[test]
@@ -770,7 +866,10 @@ mod tests {
                 d.ack(&mut cc, acked, ce.min(acked), rtt);
                 proptest::prop_assert!(d.tp.snd_cwnd >= MIN_CWND);
                 proptest::prop_assert!((0.0..=1.0).contains(&cc.alpha()));
-                proptest::prop_assert!(cc.cwnd_precise(&d.tp) >= MIN_CWND as f64);
+                // frac_cwnd may go below MIN_CWND (Linux floors only snd_cwnd), never
+                // below zero, and snd_cwnd is its ceiling within one step.
+                let w = cc.cwnd_precise(&d.tp);
+                proptest::prop_assert!(w >= 0.0);
                 proptest::prop_assert!(d.tp.pacing_rate_bps.unwrap_or(1) > 0);
             }
         }
