@@ -6,8 +6,10 @@
 //!
 //! Faithful to Linux:
 //! - α: EWMA of the CE fraction of delivered packets with g = 1/2^`PRAGUE_SHIFT_G` (1/16),
-//!   kept upscaled by 1/g in `PRAGUE_ALPHA_BITS` of fixed point so the remainder carries
-//!   over; initial α = 1; not updated before the first CE (`saw_ce`); updated when a
+//!   kept upscaled by 1/g in `PRAGUE_ALPHA_BITS` = 24 bits of fixed point (0.6: 20) so the
+//!   remainder carries over. Start (`prague_alpha_mode`): α = 0 and the first CE ever halves
+//!   frac_cwnd (0.7 default, [`AlphaMode::HalveAtFirstMark`]), or α = 1 (0.6,
+//!   [`AlphaMode::InitOne`]). Not updated before the first CE (`saw_ce`); updated when a
 //!   round ends (snd_una ≥ `next_seq`, the snd_nxt at the round start) and, once the flow is
 //!   RTT-independent, only when `rtt_target` (25 ms) elapsed since the last update.
 //! - Window: `frac_cwnd` in 2^-20 packets (`CWND_UNIT`); snd_cwnd steps one packet per ACK
@@ -23,8 +25,9 @@
 //!   independence (`prague_rtt_scaling`, default `RTT_CONTROL_RATE` = [`RttScaling::Rate`]):
 //!   ai_ack_increase = 2^20·(srtt/rtt_target)² when srtt < rtt_target, so every flow below the
 //!   target gains rate at the same pace as a flow at the target; it starts after
-//!   `prague_rtt_transition` = 500 rounds of congestion avoidance. The other heuristics
-//!   (None, Scalable, Additive) are implemented as in 0.6. RTTs in units of 128 µs (`RTT_UNIT`).
+//!   `prague_rtt_transition` = 4 rounds of congestion avoidance (0.6: 500). Rate works on
+//!   srtt in 1/8 µs as 0.7 does; the 0.6-only heuristics (None, Scalable, Additive; 0.7 has
+//!   Rate alone) use 0.6's 128 µs units (`RTT_UNIT`).
 //! - Pacing: mtu/srtt per packet × max(floor(frac_cwnd), in_flight), at least 100 kb/s
 //!   (`MINIMUM_RATE`), doubled while snd_cwnd < ssthresh/2; no other factor.
 //! - Loss (`prague_enter_loss`, on Recovery entry or RTO): frac_cwnd −= frac_cwnd/2, no increase
@@ -57,15 +60,16 @@ use crate::packet::Ecn;
 use crate::time::Nanos;
 
 pub const MIN_CWND: u32 = 2;
-pub const PRAGUE_ALPHA_BITS: u32 = 20;
+pub const PRAGUE_ALPHA_BITS: u32 = 24;
 pub const PRAGUE_MAX_ALPHA: u64 = 1 << PRAGUE_ALPHA_BITS;
 pub const CWND_UNIT: u32 = 20;
 pub const ONE_CWND: u64 = 1 << CWND_UNIT;
 pub const PRAGUE_SHIFT_G: u32 = 4;
 /// RTTs are kept in units of 2^7 µs = 128 µs.
 pub const RTT_UNIT: u32 = 7;
-/// `DEFAULT_RTT_TRANSITION`: rounds after slow start before RTT independence starts.
-pub const DEFAULT_RTT_TRANSITION: u32 = 500;
+/// `DEFAULT_RTT_TRANSITION`: rounds after slow start before RTT independence starts
+/// (4 in 0.7; 0.6 used 500).
+pub const DEFAULT_RTT_TRANSITION: u32 = 4;
 /// IPv4 + TCP header bytes added to the MSS for the pacing rate (`tcp_mss_to_mtu`).
 pub const HEADER_BYTES: u32 = 40;
 const MAX_SCALED_RTT_US: u64 = 100_000;
@@ -96,6 +100,16 @@ pub enum RttScaling {
     Additive,
 }
 
+/// Linux `prague_alpha_mode`: how α starts.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub enum AlphaMode {
+    /// 0 (0.7 default): α starts at 0 and the first CE ever seen halves frac_cwnd.
+    #[default]
+    HalveAtFirstMark,
+    /// 1 (0.6 behaviour): α starts at 1, so the first CE cuts by α/2 = 1/2 through CWR.
+    InitOne,
+}
+
 /// Prague's module parameters.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct PragueParams {
@@ -103,8 +117,10 @@ pub struct PragueParams {
     pub rtt_target: Nanos,
     /// `prague_rtt_scaling` (default Rate).
     pub rtt_scaling: RttScaling,
-    /// `prague_rtt_transition`: rounds of congestion avoidance before RTT independence (500).
+    /// `prague_rtt_transition`: rounds of congestion avoidance before RTT independence (4).
     pub rtt_transition_rounds: u32,
+    /// `prague_alpha_mode` (default HalveAtFirstMark).
+    pub alpha_mode: AlphaMode,
 }
 
 impl Default for PragueParams {
@@ -113,6 +129,7 @@ impl Default for PragueParams {
             rtt_target: Nanos::from_ms(25),
             rtt_scaling: RttScaling::Rate,
             rtt_transition_rounds: DEFAULT_RTT_TRANSITION,
+            alpha_mode: AlphaMode::HalveAtFirstMark,
         }
     }
 }
@@ -173,7 +190,10 @@ impl Prague {
             params,
             cwr_stamp: None,
             alpha_stamp: Nanos::ZERO,
-            upscaled_alpha: PRAGUE_MAX_ALPHA << PRAGUE_SHIFT_G,
+            upscaled_alpha: match params.alpha_mode {
+                AlphaMode::HalveAtFirstMark => 0,
+                AlphaMode::InitOne => PRAGUE_MAX_ALPHA << PRAGUE_SHIFT_G,
+            },
             ai_ack_increase: ONE_CWND,
             frac_cwnd: 0,
             loss_frac_cwnd: 0,
@@ -223,21 +243,45 @@ impl Prague {
         }
     }
 
+    /// The target in µs: exact for the fixed target (0.7), 128 µs units for Additive (0.6).
+    fn target_us(&self, tp: &CcState) -> u64 {
+        match self.params.rtt_scaling {
+            RttScaling::Additive => rtt2us(self.target_rtt(tp)),
+            _ => self.params.rtt_target.as_ns() / 1000,
+        }
+    }
+
     fn target_elapsed(&self, tp: &CcState, since: Nanos, now: Nanos) -> bool {
-        rtt2us(self.target_rtt(tp)) <= now.saturating_sub(since).as_ns() / 1000
+        self.target_us(tp) <= now.saturating_sub(since).as_ns() / 1000
     }
 
     /// `prague_ai_ack_increase`.
     fn update_ai_ack_increase(&mut self, tp: &CcState) {
         let unscaled = ONE_CWND;
         let rtt = Self::srtt_rtt_units(tp);
+        // Unscaled during the transition, without an RTT sample, or above 100 ms
+        // (`MAX_SCALED_RTT`; 0.7 compares srtt in µs, 0.6 in 128 µs units).
+        let srtt_us = tp.srtt.as_ns() / 1000;
         let scaled_ok = self.round >= self.params.rtt_transition_rounds
-            && rtt != 0
-            && rtt2us(rtt) <= MAX_SCALED_RTT_US;
+            && tp.srtt > Nanos::ZERO
+            && srtt_us <= MAX_SCALED_RTT_US
+            && (rtt != 0 || self.params.rtt_scaling == RttScaling::Rate);
         self.ai_ack_increase = match self.params.rtt_scaling {
             RttScaling::None => unscaled,
             _ if !scaled_ok => unscaled,
-            RttScaling::Rate | RttScaling::Additive => {
+            RttScaling::Rate => {
+                // 0.7 works on srtt_us (1/8 µs units): 2^20·(srtt/target)², rounded.
+                let rtt8 = tp.srtt.as_ns() / 125;
+                let target8 = self.params.rtt_target.as_ns() / 125;
+                if rtt8 >= target8 {
+                    unscaled
+                } else {
+                    let div = target8 as u128 * target8 as u128;
+                    let num = ((rtt8 as u128) << CWND_UNIT) * rtt8 as u128;
+                    ((num + div / 2) / div) as u64
+                }
+            }
+            RttScaling::Additive => {
                 let target = self.target_rtt(tp);
                 if rtt >= target {
                     unscaled
@@ -328,6 +372,10 @@ impl Prague {
     fn update_cwnd(&mut self, tp: &mut CcState, ack: &AckSample) {
         let mut acked = ack.acked_pkts as i64;
         if ack.ce_delta_pkts > 0 {
+            if !self.saw_ce && self.params.alpha_mode == AlphaMode::HalveAtFirstMark {
+                // α starts at 0: the first CE ever halves the window instead (rounded up).
+                self.frac_cwnd = (self.frac_cwnd + 1) >> 1;
+            }
             self.saw_ce = true;
             acked -= ack.ce_delta_pkts as i64;
         }
@@ -514,6 +562,14 @@ mod tests {
     use super::*;
     use crate::cc::testutil::{Driver, MSS};
 
+    /// `prague_alpha_mode = 1`: α starts at 1 (the 0.6 behaviour).
+    fn init_one() -> PragueParams {
+        PragueParams {
+            alpha_mode: AlphaMode::InitOne,
+            ..Default::default()
+        }
+    }
+
     fn accecn(params: PragueParams, rtt: Nanos, cwnd: u32, ssthresh: u32) -> (Prague, Driver) {
         let mut cc = Prague::new(params).unwrap();
         let d = Driver::with_cwnd(&mut cc, EcnMode::AccEcn, rtt, cwnd, ssthresh);
@@ -532,7 +588,14 @@ mod tests {
 
     #[test]
     fn alpha_converges_to_marked_fraction() {
-        let mut cc = Prague::default();
+        // prague_alpha_mode = 1 (α starts at 1), the closed form below starts from α_0 = 1;
+        // no RTT independence within these 80 rounds (0.6's 500-round transition), so α is
+        // updated every round, not every 25 ms.
+        let mut cc = Prague::new(PragueParams {
+            rtt_transition_rounds: 500,
+            ..init_one()
+        })
+        .unwrap();
         let mut tp = CcState::new(MSS);
         tp.ecn = EcnMode::AccEcn;
         tp.snd_ssthresh = 20;
@@ -574,7 +637,7 @@ mod tests {
 
     #[test]
     fn no_alpha_update_before_first_ce() {
-        let (mut cc, mut d) = accecn(PragueParams::default(), Nanos::from_ms(10), 20, 10);
+        let (mut cc, mut d) = accecn(init_one(), Nanos::from_ms(10), 20, 10);
         for _ in 0..20 {
             d.round(&mut cc, Nanos::from_ms(10), |_| false);
         }
@@ -619,6 +682,47 @@ mod tests {
     }
 
     #[test]
+    fn first_mark_halves_window_with_alpha_starting_at_zero() {
+        // prague_alpha_mode = 0 (default): α = 0 at start; the first CE ever halves
+        // frac_cwnd ((40·2^20 + 1) >> 1 = 20 packets) while the CWR cut is α·W/2 = 0.
+        let rtt = Nanos::from_ms(10);
+        let (mut cc, mut d) = accecn(PragueParams::default(), rtt, 40, 20);
+        assert_eq!(cc.alpha(), 0.0);
+        d.ack(&mut cc, 1, 1, rtt);
+        assert_eq!(cc.cwnd_precise(&d.tp), 20.0);
+        assert_eq!((d.tp.snd_cwnd, d.tp.snd_ssthresh), (39, 39));
+        // The round of the 40 packets in flight at init ends on the 40th ACK: F = 1/40,
+        // upscaled α = 0 − 0 + floor(2^24/40) = 419430, α = 419430 >> 4 = 26214 (/2^24).
+        for _ in 0..38 {
+            d.ack(&mut cc, 1, 0, rtt);
+            assert_eq!(cc.alpha(), 0.0);
+        }
+        d.ack(&mut cc, 1, 0, rtt);
+        assert_eq!(cc.alpha(), 26214.0 / (1u64 << 24) as f64);
+        // A second CE is no second halving.
+        let w = cc.cwnd_precise(&d.tp);
+        cc.set_state(&mut d.tp, CaState::Open);
+        d.ack(&mut cc, 1, 1, rtt);
+        assert!(cc.cwnd_precise(&d.tp) > w / 2.0 + 1.0);
+    }
+
+    #[test]
+    fn rtt_independence_starts_after_four_rounds() {
+        // DEFAULT_RTT_TRANSITION = 4 (0.7): the AI is scaled by (5 ms/25 ms)² from the 4th
+        // round of congestion avoidance on: 2^20·0.04 = 41943.04 → 41943.
+        let rtt = Nanos::from_ms(5);
+        let (mut cc, mut d) = accecn(PragueParams::default(), rtt, 40, 20);
+        let mut rounds = 0;
+        while cc.round < 4 {
+            assert_eq!(cc.ai_ack_increase, ONE_CWND, "round {}", cc.round);
+            d.round(&mut cc, rtt, |_| false);
+            rounds += 1;
+            assert!(rounds <= 4);
+        }
+        assert_eq!(cc.ai_ack_increase, 41943);
+    }
+
+    #[test]
     fn reduction_applies_to_fractional_window() {
         // prague_enter_cwr takes α·frac_cwnd/2, not α·snd_cwnd/2. Two CWR entries in a row
         // (the second before snd_cwnd has stepped down): 100 → 100 − 0.5·100/2 = 75, then
@@ -635,11 +739,10 @@ mod tests {
 
     #[test]
     fn fractional_window_below_min_cwnd() {
-        // cwnd 3, α = 1, one CE ACK: frac = 3·2^20 − ((2^20·3·2^20 + 2^20) >> 21)
+        // cwnd 3, α = 1, one CE ACK: frac = 3·2^20 − ((2^24·3·2^20 + 2^24) >> 25)
         // = 3·2^20 − 3·2^19 = 1.5 packets; snd_cwnd = max(ceil(1.5), 2) = 2.
         let rtt = Nanos::from_ms(10);
-        let (mut cc, mut d) = accecn(PragueParams::default(), rtt, 3, 2);
-        cc.upscaled_alpha = PRAGUE_MAX_ALPHA << PRAGUE_SHIFT_G;
+        let (mut cc, mut d) = accecn(init_one(), rtt, 3, 2);
         d.ack(&mut cc, 1, 1, rtt);
         assert_eq!(d.tp.snd_cwnd, 2);
         assert_eq!(cc.cwnd_precise(&d.tp), 1.5);
@@ -819,7 +922,7 @@ mod tests {
         // Linux enters CWR only from Open/Disorder: CE while in Recovery changes nothing
         // beyond the loss halving (60 → 30).
         let rtt = Nanos::from_ms(10);
-        let (mut cc, mut d) = accecn(PragueParams::default(), rtt, 60, 30);
+        let (mut cc, mut d) = accecn(init_one(), rtt, 60, 30);
         cc.set_state(&mut d.tp, CaState::Recovery);
         d.tp.ca_state = CaState::Recovery;
         for _ in 0..60 {
