@@ -42,9 +42,10 @@
 //!   Recovery/RTO gets a sane value; Linux's `prague_ssthresh` returns the current ssthresh
 //!   unchanged. The halving of the window itself is done by `prague_enter_loss` as in Linux and
 //!   the first step down sets ssthresh = snd_cwnd, so the end result is the same.
-//! - Without AccECN negotiated (`tp.ecn != AccEcn`) this behaves as Reno (with classic ECN if
-//!   that was negotiated). Linux `prague_init` switches the socket to `prague_reno` only when no
-//!   ECN at all was negotiated (`!tcp_ecn_mode_any`); with classic ECN it keeps Prague on ECE.
+//! - Without AccECN negotiated (`tp.ecn != AccEcn`) this behaves as `prague_reno` (Reno, no
+//!   ECN, Not-ECT data). In Linux Prague carries `TCP_CONG_NO_FALLBACK_RFC3168`: a classic-ECN
+//!   SYN/ACK disables ECN (`tcp_ecn_rcv_synack`), so `prague_init` sees no ECN and switches to
+//!   `prague_reno`; a `Classic` handed in here is treated the same way.
 //! - Not modelled (0.7): the rate-based mode (`prague_cwnd_mode` 1, and the default switch 2
 //!   into it once the window is ≤ 4·1500 bytes after the first CE) with its ±3% pacing
 //!   offsets, the packet-size reduction at tiny windows (`prague_valid_mtu`), `hsrtt`; the TSO
@@ -446,8 +447,8 @@ impl CongestionControl for Prague {
     fn data_ecn(&self, negotiated: EcnMode) -> Ecn {
         match negotiated {
             EcnMode::AccEcn => Ecn::Ect1,
-            EcnMode::Classic => Ecn::Ect0,
-            EcnMode::None => Ecn::NotEct,
+            // TCP_CONG_NO_FALLBACK_RFC3168: a classic-ECN SYN/ACK disables ECN for Prague.
+            EcnMode::Classic | EcnMode::None => Ecn::NotEct,
         }
     }
     fn handles_ecn(&self) -> bool {
@@ -459,7 +460,8 @@ impl CongestionControl for Prague {
     /// `prague_init`: Reno without AccECN; else α = 1, fresh round.
     fn init(&mut self, tp: &mut CcState) {
         if tp.ecn != EcnMode::AccEcn {
-            self.reno = Some(Reno::with_ecn(tp.ecn == EcnMode::Classic));
+            // prague_reno: tcp_reno_* without ECN (RFC 3168 is never used by Prague).
+            self.reno = Some(Reno::with_ecn(false));
             tp.pacing_rate_bps = None;
             return;
         }
@@ -952,6 +954,9 @@ mod tests {
         }
         let cc = Prague::default();
         assert_eq!(cc.data_ecn(EcnMode::AccEcn), Ecn::Ect1);
+        // TCP_CONG_NO_FALLBACK_RFC3168: a classic-ECN peer leaves Prague without ECN.
+        assert_eq!(cc.data_ecn(EcnMode::Classic), Ecn::NotEct);
+        assert_eq!(cc.data_ecn(EcnMode::None), Ecn::NotEct);
     }
 
     proptest::proptest! {
