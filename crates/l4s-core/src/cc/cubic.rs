@@ -1,7 +1,7 @@
 //! CUBIC congestion control with HyStart (RFC 9438).
 //! Follows Linux net/ipv4/tcp_cubic.c: `bictcp_update`, `cubictcp_recalc_ssthresh`, `hystart_update`.
 //!
-//! Faithful to Linux: β = 717/1024, C = 0.4 (`bic_scale` 41 → 410/1024), fast convergence
+//! Faithful to Linux: β = 717/1024, C = 410/1024 (`bic_scale` 41; RFC 9438: 0.4), fast convergence
 //! (`last_max_cwnd = cwnd·(1+β)/2` when the window did not regain the previous maximum), the
 //! cubic target is evaluated one `delay_min` ahead (t + min RTT), `cnt = cwnd/(target − cwnd)`
 //! (else `100·cwnd`), `cnt ≤ 20` before the first loss, the Reno-friendly estimate `tcp_cwnd`
@@ -29,8 +29,9 @@ use crate::time::Nanos;
 /// `BICTCP_BETA_SCALE` and `beta`: β = 717/1024 ≈ 0.7.
 const BICTCP_BETA_SCALE: u64 = 1024;
 const BETA: u64 = 717;
-/// C = `bic_scale`·10/1024 = 410/1024 ≈ 0.4 (RFC 9438 §5.1 uses exactly 0.4).
-const CUBE_C: f64 = 0.4;
+/// C = `bic_scale`·10/1024 = 410/1024 = 0.400390625 as Linux's `cube_rtt_scale` and
+/// `cube_factor` give it (RFC 9438 §5.1 says 0.4).
+const CUBE_C: f64 = 410.0 / 1024.0;
 /// `beta_scale` = 8·(1024+717)/3/(1024−717) = 15 (integer, as Linux computes it).
 const BETA_SCALE: u32 = 15;
 const HYSTART_LOW_WINDOW: u32 = 16;
@@ -339,10 +340,11 @@ mod tests {
         // W_est(t) = 70 + (8/15)·t/0.1 → at t = 4.217 s: 92.5 < 100 = W(K).
         let rtt = Nanos::from_ms(100);
         let (cc, trace) = after_loss(rtt, 5.5);
-        // K = cbrt(W_max·(1−β)/C) = cbrt(30/0.4) = cbrt(75) = 4.2172 s.
-        assert!((cc.k_s() - 4.2172).abs() < 1e-3, "K = {}", cc.k_s());
+        // K = cbrt((W_max − cwnd)/C) = cbrt(30·1024/410) = cbrt(74.927) = 4.2158 s
+        // (Linux's C = 410/1024; RFC 9438's C = 0.4 would give cbrt(75) = 4.2172 s).
+        assert!((cc.k_s() - 4.2158).abs() < 1e-4, "K = {}", cc.k_s());
         let k = cc.k_s();
-        for &t_check in &[1.0, 2.0, 3.0, 4.2172, 5.0] {
+        for &t_check in &[1.0, 2.0, 3.0, 4.2158, 5.0] {
             let (t, cwnd) = *trace
                 .iter()
                 .find(|(t, _)| *t >= t_check)
