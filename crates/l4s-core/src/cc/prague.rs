@@ -709,6 +709,25 @@ mod tests {
     }
 
     #[test]
+    fn slow_start_keeps_frac_cwnd_with_snd_cwnd() {
+        // 0.7 prague_update_cwnd: in slow start frac_cwnd = snd_cwnd << CWND_UNIT after
+        // tcp_slow_start. 10 unmarked ACKs: 10 → 20 packets, frac 20.0. Then the first CE
+        // (an ACK of one marked packet, acked − ece_delta = 0) halves frac: (20·2^20+1)>>1
+        // = 10 packets; snd_cwnd steps to 19 and ssthresh = 19 ends slow start.
+        let rtt = Nanos::from_ms(10);
+        let (mut cc, mut d) = accecn(PragueParams::default(), rtt, 10, u32::MAX);
+        for _ in 0..10 {
+            d.ack(&mut cc, 1, 0, rtt);
+        }
+        assert_eq!(d.tp.snd_cwnd, 20);
+        assert_eq!(cc.cwnd_precise(&d.tp), 20.0);
+        d.ack(&mut cc, 1, 1, rtt);
+        assert_eq!(cc.cwnd_precise(&d.tp), 10.0);
+        assert_eq!((d.tp.snd_cwnd, d.tp.snd_ssthresh), (19, 19));
+        assert!(!d.tp.in_slow_start());
+    }
+
+    #[test]
     fn rtt_independence_starts_after_four_rounds() {
         // DEFAULT_RTT_TRANSITION = 4 (0.7): the AI is scaled by (5 ms/25 ms)² from the 4th
         // round of congestion avoidance on: 2^20·0.04 = 41943.04 → 41943.
