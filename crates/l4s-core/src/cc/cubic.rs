@@ -1,16 +1,18 @@
 //! CUBIC congestion control with HyStart (RFC 9438).
 //! Follows Linux net/ipv4/tcp_cubic.c: `bictcp_update`, `cubictcp_recalc_ssthresh`, `hystart_update`.
 //!
-//! Faithful to Linux: β = 717/1024, C = 0.4 (`bic_scale` 41 → 410/1024), fast convergence
+//! Faithful to Linux: β = 717/1024, C = 410/1024 (`bic_scale` 41; RFC 9438: 0.4), fast convergence
 //! (`last_max_cwnd = cwnd·(1+β)/2` when the window did not regain the previous maximum), the
 //! cubic target is evaluated one `delay_min` ahead (t + min RTT), `cnt = cwnd/(target − cwnd)`
 //! (else `100·cwnd`), `cnt ≤ 20` before the first loss, the Reno-friendly estimate `tcp_cwnd`
 //! grows by one per `cwnd·15/8` ACKed packets (`beta_scale` = 8(1+β)/(3(1−β)) = 15), `cnt ≥ 2`,
 //! the target is recomputed at most every 1/32 s unless cwnd changed. HyStart (Linux default
-//! on, both detectors): ACK-train (ACKs ≤ 2 ms apart spanning more than `delay_min/2` since the
-//! round start — the un-paced threshold) and delay increase (minimum of the first 8 RTT samples
-//! of a round above `delay_min + clamp(delay_min/8, 4 ms, 16 ms)`), only for cwnd ≥ 16
-//! (`hystart_low_window`); on detection ssthresh = cwnd. RTT samples in the first second after
+//! on, both detectors): a round starts on the first RTT sample with snd_una past `end_seq`
+//! (in `hystart_update`, for any window); ACK-train (ACKs ≤ 2 ms apart spanning more than
+//! `(delay_min + hystart_ack_delay)/2` since the round start — the un-paced threshold, with
+//! `hystart_ack_delay` = min(1 ms, 4·64 KiB / Linux's default pacing rate)) and delay increase
+//! (minimum of the first 8 RTT samples of a round above `delay_min + clamp(delay_min/8, 4 ms,
+//! 16 ms)`), only for cwnd ≥ 16 (`hystart_low_window`); on detection ssthresh = cwnd. RTT samples in the first second after
 //! a congestion event are ignored, as Linux does.
 //!
 //! Simplified: W(t) is computed in f64 seconds (`C·|t−K|³` floored to whole packets like
@@ -29,8 +31,9 @@ use crate::time::Nanos;
 /// `BICTCP_BETA_SCALE` and `beta`: β = 717/1024 ≈ 0.7.
 const BICTCP_BETA_SCALE: u64 = 1024;
 const BETA: u64 = 717;
-/// C = `bic_scale`·10/1024 = 410/1024 ≈ 0.4 (RFC 9438 §5.1 uses exactly 0.4).
-const CUBE_C: f64 = 0.4;
+/// C = `bic_scale`·10/1024 = 410/1024 = 0.400390625 as Linux's `cube_rtt_scale` and
+/// `cube_factor` give it (RFC 9438 §5.1 says 0.4).
+const CUBE_C: f64 = 410.0 / 1024.0;
 /// `beta_scale` = 8·(1024+717)/3/(1024−717) = 15 (integer, as Linux computes it).
 const BETA_SCALE: u32 = 15;
 const HYSTART_LOW_WINDOW: u32 = 16;
@@ -38,6 +41,8 @@ const HYSTART_MIN_SAMPLES: u32 = 8;
 const HYSTART_ACK_DELTA: Nanos = Nanos::from_us(2000);
 const HYSTART_DELAY_MIN: Nanos = Nanos::from_us(4000);
 const HYSTART_DELAY_MAX: Nanos = Nanos::from_us(16000);
+/// `GSO_MAX_SIZE` (`sk_gso_max_size` of a default device), bytes.
+const GSO_MAX_SIZE: u64 = 65536;
 
 #[derive(Clone, Debug)]
 pub struct Cubic {
@@ -201,13 +206,44 @@ impl Cubic {
         self.cnt = self.cnt.max(2);
     }
 
-    /// `hystart_update`: look for an ACK train or a delay increase in this round.
+    /// `hystart_ack_delay`: min(1 ms, 4·GSO_MAX_SIZE / sk_pacing_rate), the cushion for
+    /// ACK aggregation. Linux sets sk_pacing_rate for every flow (`tcp_update_pacing_rate`:
+    /// mss·max(cwnd, in_flight)/srtt × 200% while cwnd < ssthresh/2, else 120%); zero rate
+    /// (no RTT yet) gives no cushion.
+    fn hystart_ack_delay(tp: &CcState) -> Nanos {
+        if tp.srtt == Nanos::ZERO {
+            return Nanos::ZERO;
+        }
+        let pkts = tp.snd_cwnd.max(tp.packets_in_flight) as u128;
+        let ratio_pct: u128 = if tp.snd_cwnd < tp.snd_ssthresh / 2 {
+            200
+        } else {
+            120
+        };
+        // bytes/s = mss·pkts·ratio/100 / srtt
+        let rate = tp.mss as u128 * pkts * ratio_pct * 10_000_000 / tp.srtt.as_ns() as u128;
+        if rate == 0 {
+            return Nanos::ZERO;
+        }
+        let us = (GSO_MAX_SIZE as u128 * 4 * 1_000_000 / rate).min(1000);
+        Nanos::from_us(us as u64)
+    }
+
+    /// `hystart_update`: start a new round once snd_una passes `end_seq`, then (cwnd ≥
+    /// `hystart_low_window`) look for an ACK train or a delay increase in this round.
     fn hystart_update(&mut self, tp: &mut CcState, delay: Nanos, now: Nanos) {
+        if tp.snd_una > self.end_seq {
+            self.hystart_reset(tp, Some(now));
+        }
+        if tp.snd_cwnd < HYSTART_LOW_WINDOW {
+            return;
+        }
         if let Some(round_start) = self.round_start {
             if now.saturating_sub(self.last_ack) <= HYSTART_ACK_DELTA {
                 self.last_ack = now;
-                // Not paced: the train must span more than delay_min/2.
-                let threshold = Nanos(self.delay_min.as_ns() / 2);
+                // Not paced (SK_PACING_NONE): the train must span more than
+                // (delay_min + hystart_ack_delay)/2.
+                let threshold = Nanos((self.delay_min + Self::hystart_ack_delay(tp)).as_ns() / 2);
                 if now.saturating_sub(round_start) > threshold {
                     self.found = true;
                     tp.snd_ssthresh = tp.snd_cwnd;
@@ -267,9 +303,6 @@ impl CongestionControl for Cubic {
         }
         let mut acked = ack.acked_pkts;
         if tp.in_slow_start() {
-            if self.hystart && tp.snd_una > self.end_seq {
-                self.hystart_reset(tp, Some(ack.now));
-            }
             acked = tcp_slow_start(tp, acked);
             if acked == 0 {
                 return;
@@ -291,7 +324,9 @@ impl CongestionControl for Cubic {
         if self.delay_min == Nanos::ZERO || self.delay_min > delay {
             self.delay_min = delay;
         }
-        if !self.found && tp.in_slow_start() && self.hystart && tp.snd_cwnd >= HYSTART_LOW_WINDOW {
+        // The round reset lives in hystart_update, before the low-window check, so rounds
+        // also advance for small or not cwnd-limited windows (Linux 25c1a9ca53db).
+        if !self.found && tp.in_slow_start() && self.hystart {
             self.hystart_update(tp, delay, ack.now);
         }
     }
@@ -339,10 +374,11 @@ mod tests {
         // W_est(t) = 70 + (8/15)·t/0.1 → at t = 4.217 s: 92.5 < 100 = W(K).
         let rtt = Nanos::from_ms(100);
         let (cc, trace) = after_loss(rtt, 5.5);
-        // K = cbrt(W_max·(1−β)/C) = cbrt(30/0.4) = cbrt(75) = 4.2172 s.
-        assert!((cc.k_s() - 4.2172).abs() < 1e-3, "K = {}", cc.k_s());
+        // K = cbrt((W_max − cwnd)/C) = cbrt(30·1024/410) = cbrt(74.927) = 4.2158 s
+        // (Linux's C = 410/1024; RFC 9438's C = 0.4 would give cbrt(75) = 4.2172 s).
+        assert!((cc.k_s() - 4.2158).abs() < 1e-4, "K = {}", cc.k_s());
         let k = cc.k_s();
-        for &t_check in &[1.0, 2.0, 3.0, 4.2172, 5.0] {
+        for &t_check in &[1.0, 2.0, 3.0, 4.2158, 5.0] {
             let (t, cwnd) = *trace
                 .iter()
                 .find(|(t, _)| *t >= t_check)
@@ -456,6 +492,68 @@ mod tests {
         // ACKs at +1..+6 ms; the 6th is the first with now − round_start = 6 ms > 5 ms.
         assert_eq!(n, 6);
         assert_eq!(d.tp.snd_ssthresh, d.tp.snd_cwnd);
+    }
+
+    /// Slow start at cwnd 20 (srtt 10 ms), end_seq = 20 packets from `init`; the first ACK
+    /// (snd_una = 21 packets) starts a HyStart round at t0 = 1 s.
+    fn hystart_setup() -> (Cubic, CcState) {
+        let mut cc = Cubic::new(false);
+        let mut tp = CcState::new(1448);
+        tp.snd_cwnd = 20;
+        tp.srtt = Nanos::from_ms(10);
+        tp.snd_nxt = 20 * 1448;
+        cc.init(&mut tp);
+        tp.snd_una = 21 * 1448;
+        tp.snd_nxt = 40 * 1448;
+        tp.packets_in_flight = 20;
+        (cc, tp)
+    }
+
+    fn sample(now: Nanos, rtt: Nanos) -> AckSample {
+        AckSample {
+            now,
+            acked_pkts: 1,
+            rtt: Some(rtt),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn hystart_round_starts_in_pkts_acked_even_when_not_cwnd_limited() {
+        // Linux hystart_update (called from cubictcp_acked) resets the round when snd_una
+        // passes end_seq, whether or not cong_avoid runs (not cwnd-limited: it returns early).
+        let (mut cc, mut tp) = hystart_setup();
+        tp.packets_in_flight = 1; // 20 ≥ 2·1: not cwnd-limited in slow start
+        let t0 = Nanos::from_secs(1);
+        let ack = sample(t0, Nanos::from_ms(10));
+        cc.pkts_acked(&mut tp, &ack);
+        cc.cong_avoid(&mut tp, &ack);
+        assert_eq!(cc.round_start, Some(t0));
+        assert_eq!(cc.end_seq, 40 * 1448);
+        assert_eq!(tp.snd_cwnd, 20);
+    }
+
+    #[test]
+    fn hystart_ack_train_threshold_includes_ack_delay() {
+        // Not paced: threshold = (delay_min + hystart_ack_delay)/2. Pacing rate Linux would
+        // set: 1448·20·200%/10 ms = 5.79 MB/s → 4·65536/5.79e6 s = 45 ms, capped at 1 ms:
+        // threshold = (10 + 1)/2 = 5.5 ms. ACKs every 0.5 ms after the round start at t0:
+        // the 11th (t0 + 5.5 ms) is not past it (delay_min/2 = 5 ms would fire there), the
+        // 12th (t0 + 6 ms) is.
+        let (mut cc, mut tp) = hystart_setup();
+        let t0 = Nanos::from_secs(1);
+        let rtt = Nanos::from_ms(10);
+        for k in 0..=12u64 {
+            let ack = sample(t0 + Nanos::from_us(500 * k), rtt);
+            cc.pkts_acked(&mut tp, &ack);
+            assert_eq!(cc.found, k == 12, "k = {k}");
+            if cc.found {
+                break;
+            }
+            cc.cong_avoid(&mut tp, &ack);
+            tp.snd_una += 1448;
+        }
+        assert_eq!(tp.snd_ssthresh, tp.snd_cwnd);
     }
 
     #[test]
