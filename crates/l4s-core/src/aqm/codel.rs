@@ -7,14 +7,15 @@
 //! Faithful to Linux: the control law `drop_next = t + interval/√count` uses Linux's Q0.16
 //! reciprocal square root refined by one Newton step per drop (`codel_Newton_step`), so the gaps
 //! are 99.998 ms, 50.0 ms, 56.25 ms, 48.8 ms, ... for interval 100 ms (exact √ would give
-//! 100, 70.7, 57.7, 50 ms); the increment is at least one tick; the count-reuse rule on
+//! 100, 70.7, 57.7, 50 ms); the count-reuse rule on
 //! re-entering the dropping state within 16·interval; no drop while the backlog left after the
-//! head is ≤ `mtu_bytes` bytes; at most 256 drops per dequeue (then `drop_next` is resynchronised);
+//! head is ≤ `mtu_bytes` bytes; no cap on drops per dequeue (Linux has none);
 //! `ce_threshold` CE-marks ECN-capable packets whose sojourn exceeds it, optionally only those
 //! whose DS field matches `ce_threshold_selector` under `ce_threshold_mask`.
 //!
 //! Simplifications (named): time is kept in nanoseconds instead of Linux's 1024-ns `codel_time_t`
-//! ticks (no 32-bit wrap-around); the DS field seen by the selector is the packet's two ECN bits
+//! ticks (no 32-bit wrap-around); the control-law increment is floored at 1 ns (Linux's
+//! `reciprocal_scale` may add 0 ticks); the DS field seen by the selector is the packet's two ECN bits
 //! (the model has no DSCP, so DSCP reads as 0).
 
 use super::{Aqm, AqmStats, QueueSample};
@@ -24,8 +25,6 @@ use crate::packet::Packet;
 use crate::rng::Rng;
 use crate::time::Nanos;
 
-/// Linux `CODEL_MAX_DROPS_PER_DEQUEUE`: cap on drops in one dequeue call.
-pub const CODEL_MAX_DROPS_PER_DEQUEUE: u32 = 256;
 /// Linux `psched_mtu()` of an Ethernet device: 1500 B MTU + 14 B link header.
 pub const DEFAULT_MTU_BYTES: u32 = 1514;
 /// Q0.16 value of 1.0 (saturated): `~0U >> REC_INV_SQRT_SHIFT`.
@@ -182,7 +181,9 @@ impl CodelVars {
     ) -> Option<Packet> {
         let mut skb = q.dequeue_head();
         if skb.is_none() {
-            self.first_above_time = None;
+            // Linux clears only `dropping` here (RFC 8289's pseudocode also clears
+            // first_above_time); this matters in FQ-CoDel, where a flow can empty while the
+            // qdisc backlog stays above one MTU.
             self.dropping = false;
             return None;
         }
@@ -193,15 +194,10 @@ impl CodelVars {
                 // Sojourn went below target: leave the dropping state.
                 self.dropping = false;
             } else if now >= self.drop_next {
-                // Several drops may be due at once when the backlog is large.
-                let mut drops = 0u32;
+                // Several drops may be due at once when the backlog is large. No cap (Linux
+                // has none): the loop ends when the queue no longer qualifies (an empty queue
+                // or a backlog ≤ MTU leaves the dropping state) or the schedule catches up.
                 while self.dropping && now >= self.drop_next {
-                    drops += 1;
-                    if drops > CODEL_MAX_DROPS_PER_DEQUEUE {
-                        // Fell far behind the schedule: resynchronise on now.
-                        self.drop_next = Self::control_law(now, cfg.interval, self.rec_inv_sqrt);
-                        break;
-                    }
                     let Some(p) = skb.as_mut() else { break };
                     self.count = self.count.wrapping_add(1);
                     self.newton_step();
@@ -481,6 +477,32 @@ mod tests {
 
     fn codel(params: CodelParams) -> Codel {
         Codel::new(params, Rng::new(1)).unwrap()
+    }
+
+    /// Linux `codel_dequeue`'s drop loop has no cap: it runs while `now ≥ drop_next` and the
+    /// next head still qualifies, however many drops that takes in one call.
+    #[test]
+    fn drop_loop_is_not_capped() {
+        let mut c = codel(CodelParams::default()); // target 5 ms, interval 100 ms, MTU 1514
+        for id in 0..400 {
+            c.enqueue(Packet::new(id, 0, 1514, Ecn::NotEct), Nanos::ZERO)
+                .unwrap();
+        }
+        let mut d = Vec::new();
+        // 10 ms: P0, 399·1514 B left → first_above_time = 110 ms, no drop.
+        assert_eq!(c.dequeue(Nanos(10 * MS), &mut d).unwrap().id, 0);
+        // 111 ms > 110 ms: drop P1, return P2; dropping, count 1, drop_next ≈ 211 ms.
+        assert_eq!(c.dequeue(Nanos(111 * MS), &mut d).unwrap().id, 2);
+        assert_eq!(d.len(), 1);
+        d.clear();
+        // 100 s: the gaps interval/√count over ~400 drops sum to ≈ 2·0.1·√400 = 4 s ≪ 100 s,
+        // so every drop is due. P_j is dropped while the packet after it leaves > 1514 B
+        // behind: P3..P397 (395 drops); P398 leaves 1514 B (≤ MTU) → dropping ends, returned.
+        assert_eq!(c.dequeue(Nanos(100_000 * MS), &mut d).unwrap().id, 398);
+        assert_eq!(d.len(), 395);
+        assert_eq!((d[0].id, d[394].id), (3, 397));
+        assert_eq!(c.backlog_pkts(), 1);
+        assert!(!c.vars().dropping);
     }
 
     /// Fill with `n` packets of 1500 B enqueued at t = 0.

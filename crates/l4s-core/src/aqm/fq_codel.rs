@@ -503,6 +503,50 @@ mod tests {
         q.dequeue(Nanos(t), d)
     }
 
+    /// Linux `codel_dequeue` on an empty flow only clears `dropping`; `first_above_time` is
+    /// cleared by `codel_should_drop` alone. So a flow that emptied while the qdisc backlog
+    /// stayed above one MTU keeps its `first_above_time` and, back later, is dropped at once.
+    #[test]
+    fn emptied_flow_keeps_first_above_time() {
+        let mut q = fq(FqCodelParams {
+            ecn: false,
+            ..Default::default()
+        });
+        let f = distinct_flows(&q, 2);
+        let (a, b) = (f[0], f[1]);
+        let mut d = Vec::new();
+        // t = 0: A0 (id 0) then B0..B9 (ids 10..19), 1514 B each.
+        q.enqueue(Packet::new(0, a, 1514, Ecn::NotEct), Nanos::ZERO)
+            .unwrap();
+        for id in 10..20 {
+            q.enqueue(Packet::new(id, b, 1514, Ecn::NotEct), Nanos::ZERO)
+                .unwrap();
+        }
+        // t = 10 ms, three dequeues:
+        // 1. A0: sojourn 10 ms ≥ 5 ms, 10·1514 B left > 1514 → A.first_above_time = 110 ms.
+        // 2. A's deficit 0 → +quantum, to old_flows; B0 (B.first_above_time = 110 ms).
+        // 3. B's deficit 0 → to old_flows behind A; A is empty → codel_dequeue(A) returns
+        //    NULL (dropping = false, first_above_time untouched) and A leaves the lists; B1.
+        let ids: Vec<u64> = (0..3)
+            .map(|_| deq(&mut q, 10 * MS, &mut d).unwrap().id)
+            .collect();
+        assert_eq!(ids, vec![0, 10, 11]);
+        assert!(d.is_empty());
+        assert_eq!(
+            q.flows[q.bucket(a)].cvars.first_above_time,
+            Some(Nanos(110 * MS))
+        );
+        // t = 200 ms: A1 (id 1) arrives; A is a new flow again, served first at t = 210 ms.
+        // A1: sojourn 10 ms ≥ 5 ms, B2..B9 = 8·1514 B left > 1514, and 210 > 110 ms → drop;
+        // A is then empty (should_drop(NULL) clears first_above_time), goes to old_flows.
+        // B2: sojourn 210 ms, 7·1514 B left, 210 > 110 → drop; B3 is returned.
+        q.enqueue(Packet::new(1, a, 1514, Ecn::NotEct), Nanos(200 * MS))
+            .unwrap();
+        let p = deq(&mut q, 210 * MS, &mut d).unwrap();
+        assert_eq!(d.iter().map(|p| p.id).collect::<Vec<_>>(), vec![1, 12]);
+        assert_eq!(p.id, 13);
+    }
+
     #[test]
     fn drr_gives_equal_bytes_per_round() {
         // Flow A: 1500 B packets, flow B: 500 B packets, quantum Q = 1514, all served at t = 0

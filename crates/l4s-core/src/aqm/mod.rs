@@ -12,9 +12,9 @@ use crate::time::Nanos;
 
 pub use codel::{Codel, CodelParams};
 pub use dualpi2::{DualPi2, DualPi2Params};
+pub use fifo::{Fifo, FifoEcn, FifoEcnParams, FifoParams};
 pub use fq_codel::{FqCodel, FqCodelParams};
 pub use pie::{Pie, PieParams};
-pub use fifo::{Fifo, FifoEcn, FifoEcnParams, FifoParams};
 
 /// What happened to a packet, for per-packet records.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

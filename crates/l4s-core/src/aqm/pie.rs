@@ -5,8 +5,9 @@
 //! 0 when that dequeue emptied the queue), or from the departure-rate estimator
 //! (`dq_rate_estimator`, 16 KiB measurement cycles, EWMA 1/8); alpha/beta scaled down by
 //! 2, 8, 32, 128, 512, 2048 while p < 10%, 1%, 0.1%, 0.01%, 0.001%, 0.0001%; the increase capped
-//! at 2% per update once p ≥ 10%; +2% when qdelay > 250 ms; no update of p when qdelay is 0 with
-//! a non-empty queue; decay p -= p/64 (to 98.4%) when qdelay and the previous qdelay are both 0;
+//! at 2% per update once p ≥ 10%; +2% when qdelay > 250 ms; decay p -= p/64 (to 98.4%) when
+//! qdelay and the previous qdelay are both 0, skipped (Linux `update_prob = false`) when qdelay
+//! is 0 with a non-empty queue or p just saturated (the PI step itself is always applied);
 //! the 150 ms burst allowance, consumed by the time between dequeues and restored (with the rest
 //! of `pie_vars_init`) when qdelay and old qdelay are < target/2 and p = 0; early drop skipped
 //! during the burst allowance, when qdelay < target/2 and p < 20%, or when < 2 MTU are queued;

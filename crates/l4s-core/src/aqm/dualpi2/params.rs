@@ -65,7 +65,8 @@ pub struct DualPi2Params {
     /// Apply the coupled AQM at enqueue (true) instead of dequeue (default false).
     pub drop_early: bool,
     pub scheduler: SchedulerKind,
-    /// TS-FIFO time shift; `None` = 2·target.
+    /// TS-FIFO time shift; `None` = 2·target (our choice: RFC 9332 §A.1 leaves the scheduler
+    /// parameter unspecified; ns-3's draft-10 model used 50 ms).
     pub tshift: Option<Nanos>,
     pub l_aqm: LAqmKind,
     /// Ramp start (RFC 9332 §A.1 minTh, default 800 us).
@@ -75,6 +76,8 @@ pub struct DualPi2Params {
     /// Ramp minimum L length in packets (RFC 9332 §A.1 Th_len, default 1).
     pub th_len: u64,
     /// Link MTU in bytes for the 2·MTU floor and the initial WRR credit (Linux `psched_mtu`).
+    /// Linux counts device MTU + link header (1514 on Ethernet) against frame lengths; use the
+    /// unit of `Packet::bytes` here (1500 with IP-sized packets keeps the same 2-packet floor).
     pub mtu_bytes: u32,
 }
 

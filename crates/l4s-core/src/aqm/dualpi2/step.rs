@@ -38,6 +38,12 @@ pub struct Ramp {
     pub range: Nanos,
     /// RFC `Th_len`: no native ramp mark while the L-queue, counting the packet being
     /// dequeued, holds ≤ th_len packets (do not mark a lone packet on a slow link).
+    ///
+    /// Reading chosen: RFC 9332 §A.1 tests `lq.len() > Th_len` on the line after
+    /// `lq.dequeue(pkt)`, which taken literally counts only the packets left behind (so with
+    /// Th_len = 1 a queue of 1 or 2 is never ramp-marked); its comments ("> 1 packet queued",
+    /// "suppress marking 1 pkt queue") describe the queue including the packet, which we
+    /// follow. Set `th_len = 2` for the literal reading with the RFC default.
     pub th_len_pkts: u64,
 }
 

@@ -563,6 +563,121 @@ fn sample_and_xstats_report_linux_names() {
     }
 }
 
+/// Linux `must_drop` tests `sch->qstats.backlog`, the byte backlog of BOTH queues, after
+/// `dequeue_packet` has already subtracted the packet being judged.
+#[test]
+fn two_mtu_floor_counts_both_queues_after_removal() {
+    // k = 1, p' = 1: k·p' = 1 is not overload, so a judged L packet is CE with probability 1.
+    // Credit −120000 ≤ 0 → L is served first.
+    let params = DualPi2Params {
+        k: 1,
+        ..Default::default()
+    };
+    // L0 + two C packets: after L0 leaves, 2·1500 = 3000 B remain (all in C), not < 3000 →
+    // judged → CE. (Reading L's own backlog, 0 B, would leave it unmarked.)
+    // Then C0 leaves 1500 B and C1 0 B: < 3000 → both pass untouched.
+    let mut q = aqm(params.clone());
+    q.set_p_prime(1.0);
+    q.enqueue(pkt(0, Ecn::Ect1), Nanos::ZERO).unwrap();
+    q.enqueue(pkt(10, Ecn::NotEct), Nanos::ZERO).unwrap();
+    q.enqueue(pkt(11, Ecn::NotEct), Nanos::ZERO).unwrap();
+    let (out, dropped) = drain(&mut q, Nanos::ZERO);
+    assert_eq!(
+        out.iter().map(|p| p.id).collect::<Vec<_>>(),
+        vec![0, 10, 11]
+    );
+    assert_eq!(ecns(&out), vec![Ecn::Ce, Ecn::NotEct, Ecn::NotEct]);
+    assert!(dropped.is_empty());
+    assert_eq!(q.ecn_mark(), 1);
+    // L0 + one C packet: 3000 B before the removal but 1500 B after → not judged.
+    let mut q = aqm(params);
+    q.set_p_prime(1.0);
+    q.enqueue(pkt(0, Ecn::Ect1), Nanos::ZERO).unwrap();
+    q.enqueue(pkt(10, Ecn::NotEct), Nanos::ZERO).unwrap();
+    let (out, _) = drain(&mut q, Nanos::ZERO);
+    assert_eq!(ecns(&out), vec![Ecn::Ect1, Ecn::NotEct]);
+    assert_eq!(q.ecn_mark(), 0);
+}
+
+/// Linux rolls the coupled mark (`must_drop`) and then the step (`do_step_aqm`) on the same
+/// packet; `dualpi2_mark` counts `ecn_mark` each time `INET_ECN_set_ce` succeeds, which it
+/// also does on an already-CE packet.
+#[test]
+fn coupled_and_step_marks_both_count_in_ecn_mark() {
+    // k = 1, p' = 1 → coupled CE with probability 1 where the floor allows; all three L packets
+    // waited 2 ms > 1 ms → step CE.
+    // L0: 3000 B left → coupled (ecn_mark 1) + step (ecn_mark 2, step_marks 1).
+    // L1: 1500 B left → step only (3, 2).  L2: 0 B left → step only (4, 3).
+    let mut q = aqm(DualPi2Params {
+        k: 1,
+        ..Default::default()
+    });
+    q.set_p_prime(1.0);
+    for id in 0..3 {
+        q.enqueue(pkt(id, Ecn::Ect1), Nanos::ZERO).unwrap();
+    }
+    let (out, _) = drain(&mut q, Nanos::from_ms(2));
+    assert_eq!(ecns(&out), vec![Ecn::Ce; 3]);
+    assert_eq!((q.ecn_mark(), q.step_marks()), (4, 3));
+    // Forwarded packets carrying a mark: 3 (a packet counts once here).
+    let mut s = Vec::new();
+    q.sample(Nanos::from_ms(2), &mut s);
+    assert_eq!((s[0].marks, s[0].packets), (3, 3));
+}
+
+/// `do_step_aqm` in packet mode reads `qdisc_qlen(q->l_queue)` and `skb_apply_step` reads the
+/// same L length: the C-queue never counts.
+#[test]
+fn packet_step_and_min_qlen_step_count_only_the_l_queue() {
+    let mut q = aqm(DualPi2Params {
+        step_thresh_pkts: Some(1),
+        min_qlen_step: 1,
+        ..Default::default()
+    });
+    // Five C packets first: a total-length reading would see ≥ 5 everywhere.
+    for id in 100..105 {
+        q.enqueue(pkt(id, Ecn::NotEct), Nanos::ZERO).unwrap();
+    }
+    // L0 finds 0 packets in L (< min_qlen_step 1 → apply_step off); L1 finds 1, L2 finds 2.
+    for id in 0..3 {
+        q.enqueue(pkt(id, Ecn::Ect1), Nanos::ZERO).unwrap();
+    }
+    // p' = 0: no coupled marks. Credit −120000 → the three L go first (+15000 each, still ≤ 0).
+    // L lengths after each removal: 2, 1, 0. L0: 2 > 1 but apply_step off → no mark;
+    // L1: 1, not > 1 → no mark; L2: 0 → no mark.
+    let (out, _) = drain(&mut q, Nanos::ZERO);
+    assert_eq!(
+        out.iter().map(|p| p.id).take(3).collect::<Vec<_>>(),
+        vec![0, 1, 2]
+    );
+    assert!(out.iter().all(|p| p.ecn != Ecn::Ce));
+    assert_eq!(q.step_marks(), 0);
+    // Four L packets: L3 finds 0 (off), L4..L6 find 1..3 (on). L lengths after removal:
+    // 3, 2, 1, 0 → L4 (2 left > 1) is the only one both flagged and over the threshold.
+    for id in 3..7 {
+        q.enqueue(pkt(id, Ecn::Ect1), Nanos::ZERO).unwrap();
+    }
+    let (out, _) = drain(&mut q, Nanos::ZERO);
+    assert_eq!(ecns(&out), vec![Ecn::Ect1, Ecn::Ce, Ecn::Ect1, Ecn::Ect1]);
+    assert_eq!(q.step_marks(), 1);
+}
+
+/// With `drop_early` only `must_drop` moves to enqueue; `do_step_aqm` stays at dequeue.
+#[test]
+fn drop_early_keeps_the_step_at_dequeue() {
+    let mut q = aqm(DualPi2Params {
+        drop_early: true,
+        ..Default::default()
+    });
+    // p' = 0: nothing happens at enqueue. Sojourns at dequeue: 2 ms, then 0.5 ms.
+    q.enqueue(pkt(0, Ecn::Ect1), Nanos::ZERO).unwrap();
+    q.enqueue(pkt(1, Ecn::Ect1), Nanos::from_us(1500)).unwrap();
+    let mut d = Vec::new();
+    assert_eq!(q.dequeue(Nanos::from_ms(2), &mut d).unwrap().ecn, Ecn::Ce);
+    assert_eq!(q.dequeue(Nanos::from_ms(2), &mut d).unwrap().ecn, Ecn::Ect1);
+    assert_eq!(q.step_marks(), 1);
+}
+
 mod props {
     use super::*;
     use proptest::prelude::*;
