@@ -1,0 +1,728 @@
+//! Tests of the TCP state machines through a deterministic fixed-delay pipe.
+//! The pipe has no rate limit: windows alone shape the traffic, which keeps the expected
+//! numbers hand-computable.
+
+// Harness parts used by the recovery and ECN tests that follow in later commits.
+#![allow(dead_code)]
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+use std::sync::{Arc, Mutex};
+
+use super::*;
+use crate::cc::reno::Reno;
+use crate::cc::{AckSample, CaState, CcState, CongestionControl, CwndEvent};
+use crate::packet::{tcp_flags, Ecn, Packet, TcpHeader, Transport};
+use crate::time::Nanos;
+use crate::Endpoint;
+
+const MSS: u64 = 1448;
+
+// ----- harness ---------------------------------------------------------------------------------
+
+type Filter = Box<dyn FnMut(&mut Packet, Nanos) -> bool>;
+
+struct Ev {
+    t: Nanos,
+    n: u64,
+    to_receiver: bool,
+    pkt: Packet,
+}
+impl PartialEq for Ev {
+    fn eq(&self, o: &Self) -> bool {
+        self.t == o.t && self.n == o.n
+    }
+}
+impl Eq for Ev {}
+impl PartialOrd for Ev {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Ev {
+    // Min-heap on (time, insertion order).
+    fn cmp(&self, o: &Self) -> Ordering {
+        (o.t, o.n).cmp(&(self.t, self.n))
+    }
+}
+
+/// A logged packet: when it left, the packet as it went on (after marking), and whether the
+/// pipe delivered it.
+#[derive(Clone, Debug)]
+struct Sent {
+    t: Nanos,
+    pkt: Packet,
+    kept: bool,
+}
+impl Sent {
+    fn h(&self) -> &TcpHeader {
+        self.pkt.tcp().expect("tcp")
+    }
+}
+
+struct Pipe {
+    delay_fwd: Nanos,
+    delay_rev: Nanos,
+    fwd: Filter,
+    rev: Filter,
+    fwd_log: Vec<Sent>,
+    rev_log: Vec<Sent>,
+}
+
+impl Pipe {
+    fn new(one_way: Nanos) -> Self {
+        Pipe {
+            delay_fwd: one_way,
+            delay_rev: one_way,
+            fwd: Box::new(|_, _| true),
+            rev: Box::new(|_, _| true),
+            fwd_log: Vec::new(),
+            rev_log: Vec::new(),
+        }
+    }
+    fn fwd(mut self, f: impl FnMut(&mut Packet, Nanos) -> bool + 'static) -> Self {
+        self.fwd = Box::new(f);
+        self
+    }
+    fn rev(mut self, f: impl FnMut(&mut Packet, Nanos) -> bool + 'static) -> Self {
+        self.rev = Box::new(f);
+        self
+    }
+
+    /// Drive both ends until `until` or until the sender is done and nothing is pending.
+    /// `probe` sees the sender after every event.
+    fn run(
+        &mut self,
+        s: &mut TcpSender,
+        r: &mut TcpReceiver,
+        until: Nanos,
+        mut probe: impl FnMut(Nanos, &TcpSender),
+    ) {
+        let mut heap = BinaryHeap::new();
+        let mut n = 0u64;
+        let mut now = Nanos::ZERO;
+        for _ in 0..20_000_000u64 {
+            loop {
+                let mut any = false;
+                while let Some(mut p) = s.poll_transmit(now) {
+                    any = true;
+                    let kept = (self.fwd)(&mut p, now);
+                    self.fwd_log.push(Sent {
+                        t: now,
+                        pkt: p,
+                        kept,
+                    });
+                    if kept {
+                        n += 1;
+                        heap.push(Ev {
+                            t: now + self.delay_fwd,
+                            n,
+                            to_receiver: true,
+                            pkt: p,
+                        });
+                    }
+                }
+                while let Some(mut p) = r.poll_transmit(now) {
+                    any = true;
+                    let kept = (self.rev)(&mut p, now);
+                    self.rev_log.push(Sent {
+                        t: now,
+                        pkt: p,
+                        kept,
+                    });
+                    if kept {
+                        n += 1;
+                        heap.push(Ev {
+                            t: now + self.delay_rev,
+                            n,
+                            to_receiver: false,
+                            pkt: p,
+                        });
+                    }
+                }
+                if !any {
+                    break;
+                }
+            }
+            probe(now, s);
+            if s.is_done() && heap.is_empty() {
+                return;
+            }
+            let mut next = heap.peek().map(|e: &Ev| e.t);
+            for t in [s.poll_timeout(), r.poll_timeout()].into_iter().flatten() {
+                next = Some(next.map_or(t, |x| x.min(t)));
+            }
+            let Some(next) = next else { return };
+            if next > until {
+                return;
+            }
+            now = now.max(next);
+            while heap.peek().is_some_and(|e| e.t <= now) {
+                let e = heap.pop().expect("peeked");
+                if e.to_receiver {
+                    r.handle_packet(e.pkt, now);
+                } else {
+                    s.handle_packet(e.pkt, now);
+                }
+            }
+            if s.poll_timeout().is_some_and(|t| t <= now) {
+                s.handle_timeout(now);
+            }
+            if r.poll_timeout().is_some_and(|t| t <= now) {
+                r.handle_timeout(now);
+            }
+        }
+        panic!("harness did not converge");
+    }
+
+    fn data(&self) -> impl Iterator<Item = &Sent> {
+        self.fwd_log.iter().filter(|x| x.h().payload_bytes > 0)
+    }
+    fn acks(&self) -> impl Iterator<Item = &Sent> {
+        self.rev_log.iter().filter(|x| !x.h().has(tcp_flags::SYN))
+    }
+}
+
+fn seq_of(k: u64) -> u64 {
+    DATA_SEQ_START + k * MSS
+}
+
+/// Drop the first transmission of the data segments with these indices (0-based).
+fn drop_first_tx(indices: &'static [u64]) -> impl FnMut(&mut Packet, Nanos) -> bool {
+    let mut seen = std::collections::HashSet::new();
+    move |p, _| {
+        let h = p.tcp().expect("tcp");
+        if h.payload_bytes == 0 {
+            return true;
+        }
+        let k = (h.seq - DATA_SEQ_START) / MSS;
+        !(indices.contains(&k) && seen.insert(k))
+    }
+}
+
+/// A Reno that records the hooks the sender calls.
+#[derive(Default)]
+struct Log {
+    ssthresh_calls: u32,
+    states: Vec<CaState>,
+    events: Vec<CwndEvent>,
+    acks: Vec<AckSample>,
+}
+
+struct Probe {
+    inner: Reno,
+    log: Arc<Mutex<Log>>,
+    pacing_bps: Option<u64>,
+}
+
+impl Probe {
+    fn boxed(ecn: bool) -> (Box<dyn CongestionControl>, Arc<Mutex<Log>>) {
+        let log = Arc::new(Mutex::new(Log::default()));
+        let cc = Probe {
+            inner: Reno::with_ecn(ecn),
+            log: log.clone(),
+            pacing_bps: None,
+        };
+        (Box::new(cc), log)
+    }
+}
+
+impl CongestionControl for Probe {
+    fn name(&self) -> &'static str {
+        "probe"
+    }
+    fn requested_ecn(&self) -> EcnMode {
+        self.inner.requested_ecn()
+    }
+    fn init(&mut self, tp: &mut CcState) {
+        tp.pacing_rate_bps = self.pacing_bps;
+    }
+    fn ssthresh(&mut self, tp: &mut CcState) -> u32 {
+        self.log.lock().expect("log").ssthresh_calls += 1;
+        self.inner.ssthresh(tp)
+    }
+    fn cong_avoid(&mut self, tp: &mut CcState, ack: &AckSample) {
+        self.inner.cong_avoid(tp, ack)
+    }
+    fn in_ack_event(&mut self, _tp: &mut CcState, ack: &AckSample) {
+        self.log.lock().expect("log").acks.push(ack.clone());
+    }
+    fn set_state(&mut self, _tp: &mut CcState, new: CaState) {
+        self.log.lock().expect("log").states.push(new);
+    }
+    fn cwnd_event(&mut self, _tp: &mut CcState, ev: CwndEvent) {
+        self.log.lock().expect("log").events.push(ev);
+    }
+}
+
+fn reno_pair(cfg: TcpConfig, rcfg: TcpConfig) -> (TcpSender, TcpReceiver) {
+    let s = TcpSender::new(0, cfg.clone(), Box::new(Reno::default()));
+    let r = TcpReceiver::new(0, &rcfg);
+    (s, r)
+}
+
+fn sized(n_bytes: u64) -> TcpConfig {
+    TcpConfig {
+        bytes: Some(n_bytes),
+        ..Default::default()
+    }
+}
+
+// ----- handshake and ECN negotiation ------------------------------------------------------------
+
+#[test]
+fn config_validation_names_the_parameter() {
+    assert!(TcpConfig::default().validate().is_ok());
+    let e = TcpConfig {
+        mss: 10,
+        ..Default::default()
+    }
+    .validate()
+    .unwrap_err();
+    assert_eq!(e.param, "mss");
+    let e = TcpConfig {
+        min_rto: Nanos::from_secs(500),
+        ..Default::default()
+    }
+    .validate()
+    .unwrap_err();
+    assert_eq!(e.param, "min_rto");
+    let e = TcpConfig {
+        bytes: Some(0),
+        ..Default::default()
+    }
+    .validate()
+    .unwrap_err();
+    assert_eq!(e.param, "bytes");
+}
+
+#[test]
+fn handshake_negotiation_matrix_end_to_end() {
+    use EcnMode::*;
+    let cases = [
+        (None, None, None),
+        (None, AccEcn, None),
+        (Classic, None, None),
+        (Classic, Classic, Classic),
+        (Classic, AccEcn, Classic),
+        (AccEcn, None, None),       // no-ECN server: plain TCP
+        (AccEcn, Classic, Classic), // classic server answers ECE only: fall back to classic
+        (AccEcn, AccEcn, AccEcn),
+    ];
+    for (req, sup, want) in cases {
+        let cfg = TcpConfig {
+            ecn: Some(req),
+            ..sized(20 * MSS)
+        };
+        let rcfg = TcpConfig {
+            ecn: Some(sup),
+            ..Default::default()
+        };
+        let (mut s, mut r) = reno_pair(cfg, rcfg);
+        let mut pipe = Pipe::new(Nanos::from_ms(10));
+        pipe.run(&mut s, &mut r, Nanos::from_secs(10), |_, _| {});
+        assert!(s.is_done(), "{req:?}/{sup:?}");
+        assert_eq!(s.ecn_mode(), want, "sender {req:?}/{sup:?}");
+        assert_eq!(r.ecn_mode(), want, "receiver {req:?}/{sup:?}");
+        let syn = pipe.fwd_log[0].h();
+        assert!(syn.has(tcp_flags::SYN));
+        assert_eq!(
+            syn.flags & (tcp_flags::AE | tcp_flags::CWR | tcp_flags::ECE),
+            accecn::syn_flags(req)
+        );
+        assert_eq!(pipe.fwd_log[0].pkt.bytes, SYN_BYTES);
+        let synack = pipe.rev_log[0].h();
+        assert!(synack.has(tcp_flags::SYN) && synack.has(tcp_flags::ACK));
+        let ecn_bits = synack.flags & (tcp_flags::AE | tcp_flags::CWR | tcp_flags::ECE);
+        match want {
+            None => assert_eq!(ecn_bits, 0),
+            Classic => assert_eq!(ecn_bits, tcp_flags::ECE),
+            // SYN is Not-ECT -> 0b010 = CWR only.
+            AccEcn => assert_eq!(synack.ace(), 0b010),
+        }
+        // Data codepoint: Reno's data_ecn is ECT(0) once any ECN is negotiated.
+        let want_ecn = if want == None { Ecn::NotEct } else { Ecn::Ect0 };
+        assert!(
+            pipe.data().all(|d| d.pkt.ecn == want_ecn),
+            "{req:?}/{sup:?}"
+        );
+        // SYN, SYN/ACK and ACKs are Not-ECT.
+        assert_eq!(pipe.fwd_log[0].pkt.ecn, Ecn::NotEct);
+        assert!(pipe.rev_log.iter().all(|a| a.pkt.ecn == Ecn::NotEct));
+        assert_eq!(r.delivered_bytes(), 20 * MSS);
+    }
+}
+
+fn syn(flags: u16, ecn: Ecn) -> Packet {
+    Packet {
+        id: 1,
+        bytes: SYN_BYTES,
+        ecn,
+        transport: Transport::Tcp(TcpHeader {
+            flags: tcp_flags::SYN | flags,
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn synack_reflects_syn_ip_ecn_table() {
+    // draft-ietf-tcpm-accurate-ecn: Not-ECT 010, ECT(1) 011, ECT(0) 100, CE 110.
+    let table = [
+        (Ecn::NotEct, 0b010),
+        (Ecn::Ect1, 0b011),
+        (Ecn::Ect0, 0b100),
+        (Ecn::Ce, 0b110),
+    ];
+    for (ecn, ace) in table {
+        let mut r = TcpReceiver::new(3, &TcpConfig::default());
+        r.handle_packet(syn(accecn::syn_flags(EcnMode::AccEcn), ecn), Nanos::ZERO);
+        let sa = r.poll_transmit(Nanos::ZERO).expect("syn/ack");
+        assert_eq!(sa.tcp().unwrap().ace(), ace, "{ecn:?}");
+        assert_eq!(sa.ecn, Ecn::NotEct);
+        // Receiver ids carry the flow and the receiver bit.
+        assert_eq!(sa.id >> 40, 3);
+        assert_ne!(sa.id & RECEIVER_ID_BIT, 0);
+    }
+    // A classic SYN to an AccECN-capable server gets a classic SYN/ACK (ECE only).
+    let mut r = TcpReceiver::new(0, &TcpConfig::default());
+    r.handle_packet(
+        syn(accecn::syn_flags(EcnMode::Classic), Ecn::NotEct),
+        Nanos::ZERO,
+    );
+    let sa = r.poll_transmit(Nanos::ZERO).unwrap();
+    assert_eq!(sa.tcp().unwrap().ace(), 0b001);
+    assert_eq!(r.ecn_mode(), EcnMode::Classic);
+}
+
+#[test]
+fn sender_takes_accecn_synack_and_reflects_it_in_first_ack() {
+    let cfg = TcpConfig {
+        ecn: Some(EcnMode::AccEcn),
+        ..Default::default()
+    };
+    let mut s = TcpSender::new(7, cfg, Box::new(Reno::default()));
+    let synp = s.poll_transmit(Nanos::ZERO).expect("syn");
+    assert_eq!(synp.tcp().unwrap().ace(), 0b111);
+    assert_eq!(synp.id, 7 << 40);
+    let mut sa = TcpHeader {
+        seq: 0,
+        ack: 1,
+        flags: tcp_flags::SYN | tcp_flags::ACK,
+        ..Default::default()
+    };
+    sa.set_ace(0b100); // the SYN arrived ECT(0): any non-classic reflection means AccECN
+    let mut p = Packet {
+        transport: Transport::Tcp(sa),
+        ecn: Ecn::Ce,
+        ..Default::default()
+    };
+    p.bytes = SYN_BYTES;
+    s.handle_packet(p, Nanos::from_ms(30));
+    assert_eq!(s.ecn_mode(), EcnMode::AccEcn);
+    // The first ACK reflects the SYN/ACK's IP-ECN (CE -> 0b110).
+    let a = s.poll_transmit(Nanos::from_ms(30)).unwrap();
+    assert_eq!(a.tcp().unwrap().payload_bytes, 0);
+    assert_eq!(a.tcp().unwrap().ace(), 0b110);
+    // Data then carry ACE = 5 (our r.cep for the ACK direction) and ECT(0) for Reno.
+    let d = s.poll_transmit(Nanos::from_ms(30)).unwrap();
+    assert_eq!(d.tcp().unwrap().ace(), 0b101);
+    assert_eq!(d.bytes, 1448 + TCP_IP_HEADER_BYTES);
+    assert_eq!(d.bytes, 1500);
+    // SYN RTT sample: 30 ms -> RTO = 30 + 4·15 = 90 ms, floored to min_rto 200 ms.
+    assert_eq!(s.cc_state().srtt, Nanos::from_ms(30));
+    assert_eq!(s.rto(), Nanos::from_ms(200));
+}
+
+#[test]
+fn lost_syn_is_retransmitted_after_one_second_then_two() {
+    let (mut s, mut r) = reno_pair(sized(5 * MSS), TcpConfig::default());
+    let mut n_syn = 0;
+    let mut pipe = Pipe::new(Nanos::from_ms(10)).fwd(move |p, _| {
+        if p.tcp().unwrap().has(tcp_flags::SYN) {
+            n_syn += 1;
+            return n_syn > 2;
+        }
+        true
+    });
+    pipe.run(&mut s, &mut r, Nanos::from_secs(10), |_, _| {});
+    let syn_times: Vec<Nanos> = pipe
+        .fwd_log
+        .iter()
+        .filter(|x| x.h().has(tcp_flags::SYN))
+        .map(|x| x.t)
+        .collect();
+    // RFC 6298 §2.1 initial RTO 1 s, doubled per retry: 0, 1 s, 3 s.
+    assert_eq!(
+        syn_times,
+        vec![Nanos::ZERO, Nanos::from_secs(1), Nanos::from_secs(3)]
+    );
+    assert!(s.is_done());
+    // Karn: the retransmitted SYN gives no RTT sample. Data: 5 segments; ACKs for segments
+    // 2 and 4 give 20 ms samples (srtt = 20), the lone 5th waits for the 40 ms delayed-ACK
+    // timer: sample 60 ms, srtt = 7/8·20 + 1/8·60 = 25 ms.
+    assert_eq!(s.cc_state().srtt, Nanos::from_ms(25));
+}
+
+// ----- data transfer, RTT, delayed ACKs ---------------------------------------------------------
+
+#[test]
+fn sized_transfer_completes_with_partial_last_segment() {
+    let n = 100 * MSS + 500;
+    let (mut s, mut r) = reno_pair(sized(n), TcpConfig::default());
+    let mut pipe = Pipe::new(Nanos::from_ms(25));
+    pipe.run(&mut s, &mut r, Nanos::from_secs(30), |_, _| {});
+    assert!(s.is_done());
+    assert_eq!(r.delivered_bytes(), n);
+    assert_eq!(r.stats().delivered_bytes, n);
+    let st = s.stats();
+    assert_eq!(st.delivered_bytes, n);
+    assert_eq!(st.sent_pkts, 101);
+    assert_eq!(st.retransmits, 0);
+    assert_eq!(st.in_flight_bytes, 0);
+    let last = pipe.data().last().unwrap();
+    assert_eq!(last.h().payload_bytes, 500);
+    assert_eq!(last.pkt.bytes, 552);
+    // Ids are unique.
+    let mut ids: Vec<u64> = pipe
+        .fwd_log
+        .iter()
+        .chain(pipe.rev_log.iter())
+        .map(|x| x.pkt.id)
+        .collect();
+    let len = ids.len();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), len);
+    // Every ACK acks two segments (flights are even: 10, 20, 40, ...) except the one for the
+    // 101st, lone segment, held 40 ms by the delayed-ACK timer: samples are 50 ms and one
+    // 90 ms at the end, srtt = 7/8·50 + 1/8·90 = 55 ms.
+    assert_eq!(st.srtt, Nanos::from_ms(55));
+}
+
+#[test]
+fn slow_start_doubles_per_round_with_delayed_acks() {
+    // Linux Reno slow start counts packets acked (cwnd += acked), so an ACK for two segments
+    // adds two: 10 -> 20 -> 40 -> 80 over three rounds.
+    let (mut s, mut r) = reno_pair(TcpConfig::default(), TcpConfig::default());
+    let mut pipe = Pipe::new(Nanos::from_ms(50));
+    let mut cwnd_at = Vec::new();
+    // Handshake 0..100 ms, round k's ACKs arrive by 100 + 100k ms (+ 1 ms margin).
+    let marks = [
+        Nanos::from_ms(199),
+        Nanos::from_ms(299),
+        Nanos::from_ms(399),
+    ];
+    let mut i = 0;
+    pipe.run(&mut s, &mut r, Nanos::from_ms(400), |now, s| {
+        if i < marks.len() && now >= marks[i] {
+            i += 1;
+        }
+        while cwnd_at.len() < i {
+            cwnd_at.push(s.cc_state().snd_cwnd);
+        }
+    });
+    assert_eq!(s.cc_state().snd_cwnd, 80);
+    assert_eq!(cwnd_at[..2], [20, 40]);
+}
+
+#[test]
+fn rtt_samples_follow_rfc6298_end_to_end() {
+    // ACK every segment (delack_segments = 1) over a 100 ms RTT: every sample is 100 ms.
+    let rcfg = TcpConfig {
+        delack_segments: 1,
+        ..Default::default()
+    };
+    let (mut s, mut r) = reno_pair(sized(MSS), rcfg);
+    let mut pipe = Pipe::new(Nanos::from_ms(50));
+    pipe.run(&mut s, &mut r, Nanos::from_secs(5), |_, _| {});
+    // Two samples of 100 ms (SYN, one data segment): srtt = 100, rttvar = 3/4·50 = 37.5 ms,
+    // RTO = 100 + 150 = 250 ms.
+    let e = s.rtt_estimator();
+    assert_eq!(e.srtt(), Nanos::from_ms(100));
+    assert_eq!(e.rttvar(), Nanos::from_us(37_500));
+    assert_eq!(s.rto(), Nanos::from_ms(250));
+    assert_eq!(s.cc_state().min_rtt, Nanos::from_ms(100));
+}
+
+fn established_receiver(cfg: &TcpConfig, ecn_req: EcnMode) -> TcpReceiver {
+    let mut r = TcpReceiver::new(0, cfg);
+    r.handle_packet(syn(accecn::syn_flags(ecn_req), Ecn::NotEct), Nanos::ZERO);
+    r.poll_transmit(Nanos::ZERO).expect("syn/ack");
+    let ack = TcpHeader {
+        seq: 1,
+        ack: 1,
+        flags: tcp_flags::ACK,
+        ..Default::default()
+    };
+    r.handle_packet(
+        Packet {
+            transport: Transport::Tcp(ack),
+            ..Default::default()
+        },
+        Nanos::ZERO,
+    );
+    r
+}
+
+fn seg(k: u64, ecn: Ecn, flags: u16) -> Packet {
+    let h = TcpHeader {
+        seq: seq_of(k),
+        ack: 1,
+        flags: tcp_flags::ACK | flags,
+        payload_bytes: MSS as u32,
+        ..Default::default()
+    };
+    Packet {
+        bytes: 1500,
+        ecn,
+        transport: Transport::Tcp(h),
+        ..Default::default()
+    }
+}
+
+fn drain(r: &mut TcpReceiver, now: Nanos) -> Vec<TcpHeader> {
+    let mut v = Vec::new();
+    while let Some(p) = r.poll_transmit(now) {
+        v.push(*p.tcp().unwrap());
+    }
+    v
+}
+
+#[test]
+fn delayed_ack_every_second_segment_and_40ms_timer() {
+    let cfg = TcpConfig::default();
+    let mut r = established_receiver(&cfg, EcnMode::None);
+    let t = Nanos::from_ms;
+    r.handle_packet(seg(0, Ecn::NotEct, 0), t(1));
+    assert!(drain(&mut r, t(1)).is_empty());
+    assert_eq!(r.poll_timeout(), Some(t(41)));
+    r.handle_packet(seg(1, Ecn::NotEct, 0), t(2));
+    let a = drain(&mut r, t(2));
+    assert_eq!(a.len(), 1);
+    assert_eq!(a[0].ack, seq_of(2));
+    assert_eq!(r.poll_timeout(), None);
+    // A lone segment is acked by the 40 ms timer.
+    r.handle_packet(seg(2, Ecn::NotEct, 0), t(10));
+    assert!(drain(&mut r, t(10)).is_empty());
+    assert_eq!(r.poll_timeout(), Some(t(50)));
+    r.handle_timeout(t(50));
+    let a = drain(&mut r, t(50));
+    assert_eq!(a.len(), 1);
+    assert_eq!(a[0].ack, seq_of(3));
+}
+
+#[test]
+fn out_of_order_data_is_acked_at_once_with_sack_blocks_most_recent_first() {
+    let cfg = TcpConfig::default();
+    let mut r = established_receiver(&cfg, EcnMode::None);
+    let t = Nanos::from_ms(1);
+    r.handle_packet(seg(0, Ecn::NotEct, 0), t);
+    drain(&mut r, t);
+    // Holes at 1, 3-4, 6-7: segments 2, 5, 8 arrive; each is acked at once.
+    for k in [2u64, 5, 8] {
+        r.handle_packet(seg(k, Ecn::NotEct, 0), t);
+        let a = drain(&mut r, t);
+        assert_eq!(a.len(), 1);
+        assert_eq!(a[0].ack, seq_of(1));
+        assert_eq!(
+            a[0].sack[0],
+            (seq_of(k), seq_of(k + 1)),
+            "newest block first"
+        );
+    }
+    let a = drain(&mut r, t);
+    assert!(a.is_empty());
+    // Segment 4 joins 5: block [4,6) becomes first, then the most recent other ones, 8 and 2
+    // (RFC 2018 §4).
+    r.handle_packet(seg(4, Ecn::NotEct, 0), t);
+    let a = drain(&mut r, t);
+    assert_eq!(a[0].n_sack, 3);
+    assert_eq!(
+        a[0].sack,
+        [
+            (seq_of(4), seq_of(6)),
+            (seq_of(8), seq_of(9)),
+            (seq_of(2), seq_of(3))
+        ]
+    );
+    // Filling hole 1 advances rcv_nxt to 3 and is acked at once (hole filled).
+    r.handle_packet(seg(1, Ecn::NotEct, 0), t);
+    let a = drain(&mut r, t);
+    assert_eq!(a.len(), 1);
+    assert_eq!(a[0].ack, seq_of(3));
+    assert_eq!(a[0].n_sack, 2);
+    assert_eq!(
+        a[0].sack[..2],
+        [(seq_of(4), seq_of(6)), (seq_of(8), seq_of(9))]
+    );
+    // A duplicate is acked at once.
+    r.handle_packet(seg(0, Ecn::NotEct, 0), t);
+    assert_eq!(drain(&mut r, t).len(), 1);
+}
+
+#[test]
+fn accecn_receiver_quickacks_on_ce_change_and_counts_ace() {
+    let cfg = TcpConfig::default();
+    let mut r = established_receiver(&cfg, EcnMode::AccEcn);
+    assert_eq!(r.ecn_mode(), EcnMode::AccEcn);
+    let t = Nanos::from_ms(1);
+    // Non-CE (no change from the initial "not CE" state): delayed.
+    r.handle_packet(seg(0, Ecn::Ect1, 0), t);
+    assert!(drain(&mut r, t).is_empty());
+    // CE after non-CE: ACK at once, r.cep = 6 -> ACE 6.
+    r.handle_packet(seg(1, Ecn::Ce, 0), t);
+    let a = drain(&mut r, t);
+    assert_eq!(a.len(), 1);
+    assert_eq!(a[0].ace(), 6);
+    // CE again: no change, delayed.
+    r.handle_packet(seg(2, Ecn::Ce, 0), t);
+    assert!(drain(&mut r, t).is_empty());
+    // Back to non-CE: ACK at once, r.cep = 7.
+    r.handle_packet(seg(3, Ecn::Ect1, 0), t);
+    let a = drain(&mut r, t);
+    assert_eq!(a.len(), 1);
+    assert_eq!((a[0].ack, a[0].ace()), (seq_of(4), 7));
+    assert_eq!(r.r_cep(), 7);
+    // With quick-ACK off the CE change waits for the second segment.
+    let cfg = TcpConfig {
+        quickack_on_ce_change: false,
+        ..Default::default()
+    };
+    let mut r = established_receiver(&cfg, EcnMode::AccEcn);
+    r.handle_packet(seg(0, Ecn::Ce, 0), t);
+    assert!(drain(&mut r, t).is_empty());
+    r.handle_packet(seg(1, Ecn::Ce, 0), t);
+    // r.cep = 5 + 2 = 7.
+    assert_eq!(drain(&mut r, t)[0].ace(), 7);
+}
+
+#[test]
+fn classic_receiver_latches_ece_until_cwr() {
+    let cfg = TcpConfig::default();
+    let mut r = established_receiver(&cfg, EcnMode::Classic);
+    assert_eq!(r.ecn_mode(), EcnMode::Classic);
+    let t = Nanos::from_ms(1);
+    r.handle_packet(seg(0, Ecn::Ect0, 0), t);
+    assert!(drain(&mut r, t).is_empty());
+    // First CE: quick ACK with ECE.
+    r.handle_packet(seg(1, Ecn::Ce, 0), t);
+    let a = drain(&mut r, t);
+    assert_eq!(a.len(), 1);
+    assert!(a[0].has(tcp_flags::ECE));
+    // Unmarked data keep ECE on (delayed ACK, every second segment).
+    r.handle_packet(seg(2, Ecn::Ect0, 0), t);
+    assert!(drain(&mut r, t).is_empty());
+    r.handle_packet(seg(3, Ecn::Ect0, 0), t);
+    let a = drain(&mut r, t);
+    assert!(a[0].has(tcp_flags::ECE));
+    // CWR clears the latch and is acked at once.
+    r.handle_packet(seg(4, Ecn::Ect0, tcp_flags::CWR), t);
+    let a = drain(&mut r, t);
+    assert_eq!(a.len(), 1);
+    assert!(!a[0].has(tcp_flags::ECE));
+    // A CE-marked CWR segment latches again.
+    r.handle_packet(seg(5, Ecn::Ce, tcp_flags::CWR), t);
+    assert!(drain(&mut r, t)[0].has(tcp_flags::ECE));
+}
