@@ -726,3 +726,174 @@ fn classic_receiver_latches_ece_until_cwr() {
     r.handle_packet(seg(5, Ecn::Ce, tcp_flags::CWR), t);
     assert!(drain(&mut r, t)[0].has(tcp_flags::ECE));
 }
+
+// ----- loss recovery ----------------------------------------------------------------------------
+
+#[test]
+fn rto_backs_off_1x_2x_4x_with_cwnd_one() {
+    // RTT 100 ms: the SYN sample gives srtt 100, rttvar 50, RTO = 300 ms. Every data packet
+    // is then lost, so no further sample arrives.
+    let (cc, log) = Probe::boxed(false);
+    let mut s = TcpSender::new(0, TcpConfig::default(), cc);
+    let mut r = TcpReceiver::new(0, &TcpConfig::default());
+    let mut pipe = Pipe::new(Nanos::from_ms(50)).fwd(|p, _| p.tcp().unwrap().payload_bytes == 0);
+    let mut cwnd_after_rto = Vec::new();
+    let mut seen = 0;
+    pipe.run(&mut s, &mut r, Nanos::from_ms(5000), |_, s| {
+        if s.rto_count() > seen {
+            seen = s.rto_count();
+            cwnd_after_rto.push(s.cc_state().snd_cwnd);
+        }
+    });
+    let head: Vec<u64> = pipe
+        .data()
+        .filter(|d| d.h().seq == DATA_SEQ_START)
+        .map(|d| d.t.as_ns() / 1_000_000)
+        .collect();
+    // First sent at 100 ms (SYN/ACK arrival); the timer armed then fires at 100 + 300 = 400,
+    // then backs off: +600 -> 1000, +1200 -> 2200, +2400 -> 4600 ms.
+    assert_eq!(head, vec![100, 400, 1000, 2200, 4600]);
+    // Only the head is resent: cwnd = in flight (0 after marking all lost) + 1 = 1, and it
+    // stays 1 because nothing is acknowledged.
+    assert_eq!(pipe.data().count(), 10 + 4);
+    assert_eq!(cwnd_after_rto, vec![1, 1, 1, 1]);
+    assert_eq!(s.ca_state(), CaState::Loss);
+    let log = log.lock().unwrap();
+    // ssthresh is reduced once (10/2 = 5): later timeouts in Loss keep it (tcp_enter_loss).
+    assert_eq!(log.ssthresh_calls, 1);
+    assert_eq!(s.cc_state().snd_ssthresh, 5);
+    assert_eq!(
+        log.events.iter().filter(|e| **e == CwndEvent::Loss).count(),
+        1
+    );
+    assert_eq!(s.stats().lost_pkts, 10);
+    assert_eq!(s.stats().retransmits, 4);
+}
+
+#[test]
+fn rto_recovers_go_back_n_in_slow_start() {
+    // Lose the whole initial window once; the RTO resends it in order from cwnd 1 with slow
+    // start up to ssthresh = 5.
+    let (cc, log) = Probe::boxed(false);
+    let mut s = TcpSender::new(0, sized(10 * MSS), cc);
+    let mut r = TcpReceiver::new(0, &TcpConfig::default());
+    let mut pipe =
+        Pipe::new(Nanos::from_ms(50)).fwd(drop_first_tx(&[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]));
+    pipe.run(&mut s, &mut r, Nanos::from_secs(10), |_, _| {});
+    assert!(s.is_done());
+    assert_eq!(s.rto_count(), 1);
+    assert_eq!(s.stats().retransmits, 10);
+    let resent: Vec<u64> = pipe
+        .data()
+        .skip(10)
+        .map(|d| (d.h().seq - 1) / MSS)
+        .collect();
+    assert_eq!(resent, (0..10).collect::<Vec<_>>());
+    let log = log.lock().unwrap();
+    assert_eq!(log.states.first(), Some(&CaState::Loss));
+    assert_eq!(log.states.last(), Some(&CaState::Open));
+    assert_eq!(log.ssthresh_calls, 1);
+}
+
+fn recovery_case(sack: bool, losses: &'static [u64]) {
+    // 300 segments over a 100 ms RTT. The losses sit in the fourth flight (segments 70..150
+    // leave at ~400 ms with cwnd 80), far enough from its end for DupThresh SACKs / dupacks.
+    let cfg = TcpConfig {
+        sack,
+        ..sized(300 * MSS)
+    };
+    let rcfg = TcpConfig {
+        sack,
+        ..Default::default()
+    };
+    let (cc, log) = Probe::boxed(false);
+    let mut s = TcpSender::new(0, cfg, cc);
+    let mut r = TcpReceiver::new(0, &rcfg);
+    let mut pipe = Pipe::new(Nanos::from_ms(50)).fwd(drop_first_tx(losses));
+    pipe.run(&mut s, &mut r, Nanos::from_secs(20), |_, _| {});
+    let what = format!("sack={sack} losses={losses:?}");
+    assert!(s.is_done(), "{what}");
+    assert_eq!(r.delivered_bytes(), 300 * MSS);
+    assert_eq!(s.rto_count(), 0, "{what}");
+    let st = s.stats();
+    assert_eq!(st.retransmits, losses.len() as u64, "{what}");
+    assert_eq!(st.lost_pkts, losses.len() as u64, "{what}");
+    // The retransmissions are exactly the lost segments.
+    let mut resent: Vec<u64> = Vec::new();
+    let mut first = std::collections::HashSet::new();
+    for d in pipe.data() {
+        let k = (d.h().seq - 1) / MSS;
+        if !first.insert(k) {
+            resent.push(k);
+        }
+    }
+    assert_eq!(resent, losses.to_vec(), "{what}");
+    let log = log.lock().unwrap();
+    assert_eq!(log.ssthresh_calls, 1, "{what}");
+    let n_recovery = log
+        .states
+        .iter()
+        .filter(|s| **s == CaState::Recovery)
+        .count();
+    assert_eq!(n_recovery, 1, "{what}");
+    assert!(!log.states.contains(&CaState::Loss), "{what}");
+    assert_eq!(s.ca_state(), CaState::Open);
+    assert_eq!(
+        log.events
+            .iter()
+            .filter(|e| **e == CwndEvent::CompleteCwr)
+            .count(),
+        1
+    );
+}
+
+#[test]
+fn sack_recovers_one_two_three_losses_in_one_episode() {
+    recovery_case(true, &[100]);
+    recovery_case(true, &[100, 103]);
+    recovery_case(true, &[100, 103, 106]);
+}
+
+#[test]
+fn newreno_recovers_one_two_three_losses_in_one_episode() {
+    recovery_case(false, &[100]);
+    recovery_case(false, &[100, 103]);
+    recovery_case(false, &[100, 103, 106]);
+}
+
+#[test]
+fn prr_ends_recovery_at_ssthresh() {
+    // One loss with cwnd 80 at detection: ssthresh = 40 and, after PRR, cwnd = ssthresh when
+    // snd_una passes the recovery point (tcp_end_cwnd_reduction); no slow-start overshoot.
+    let (cc, log) = Probe::boxed(false);
+    let mut s = TcpSender::new(0, sized(300 * MSS), cc);
+    let mut r = TcpReceiver::new(0, &TcpConfig::default());
+    let mut pipe = Pipe::new(Nanos::from_ms(50)).fwd(drop_first_tx(&[100]));
+    let mut at_exit = None;
+    let mut was_recovery = false;
+    let mut max_in_recovery = 0;
+    pipe.run(&mut s, &mut r, Nanos::from_secs(20), |_, s| {
+        let rec = s.ca_state() == CaState::Recovery;
+        if rec {
+            max_in_recovery = max_in_recovery.max(s.in_flight());
+        }
+        if was_recovery && !rec && at_exit.is_none() {
+            at_exit = Some((s.cc_state().snd_cwnd, s.cc_state().snd_ssthresh));
+        }
+        was_recovery = rec;
+    });
+    let (cwnd, ssthresh) = at_exit.expect("recovery happened");
+    assert_eq!(log.lock().unwrap().ssthresh_calls, 1);
+    // Flights of 10, 20, 40 then 80 segments (70..149) leave at 100, 200, 300, 400 ms. At
+    // 500 ms the ACKs for 70..99 (15 delayed ACKs of 2) raise cwnd 80 -> 110; then the SACKs
+    // for 101, 102, 103 make segment 100 lost (DupThresh 3): ssthresh = 110/2 = 55, and the
+    // exit cwnd equals it.
+    assert_eq!(ssthresh, 55);
+    assert_eq!(cwnd, ssthresh);
+    // PRR with the slow-start reduction bound: when recovery starts, segments 100..149 are
+    // out, 49 SACKed and 1 lost, so in flight = 0 < ssthresh; each of the 47 SACKs from the
+    // entry one on (103..149) allows sndcnt = prr_delivered − prr_out, so the burst after
+    // that ACK train is 47 segments (the retransmission + 46 new) and in flight peaks at 47
+    // until the retransmission's ACK ends recovery one RTT later.
+    assert_eq!(max_in_recovery, 47);
+}
