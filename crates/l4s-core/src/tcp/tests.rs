@@ -213,6 +213,7 @@ struct Probe {
     inner: Reno,
     log: Arc<Mutex<Log>>,
     pacing_bps: Option<u64>,
+    handles_ecn: bool,
 }
 
 impl Probe {
@@ -222,6 +223,7 @@ impl Probe {
             inner: Reno::with_ecn(ecn),
             log: log.clone(),
             pacing_bps: None,
+            handles_ecn: false,
         };
         (Box::new(cc), log)
     }
@@ -233,6 +235,9 @@ impl CongestionControl for Probe {
     }
     fn requested_ecn(&self) -> EcnMode {
         self.inner.requested_ecn()
+    }
+    fn handles_ecn(&self) -> bool {
+        self.handles_ecn
     }
     fn init(&mut self, tp: &mut CcState) {
         tp.pacing_rate_bps = self.pacing_bps;
@@ -896,4 +901,191 @@ fn prr_ends_recovery_at_ssthresh() {
     // that ACK train is 47 segments (the retransmission + 46 new) and in flight peaks at 47
     // until the retransmission's ACK ends recovery one RTT later.
     assert_eq!(max_in_recovery, 47);
+}
+
+// ----- ECN feedback -----------------------------------------------------------------------------
+
+/// CE-mark the first transmission of the data segments with these indices.
+fn ce_first_tx(indices: Vec<u64>) -> impl FnMut(&mut Packet, Nanos) -> bool {
+    let mut seen = std::collections::HashSet::new();
+    move |p, _| {
+        let h = *p.tcp().expect("tcp");
+        if h.payload_bytes > 0 {
+            let k = (h.seq - DATA_SEQ_START) / MSS;
+            if indices.contains(&k) && seen.insert(k) && p.ecn.is_ecn_capable() {
+                p.ecn = Ecn::Ce;
+            }
+        }
+        true
+    }
+}
+
+#[test]
+fn classic_ecn_ece_latched_until_cwr_and_one_reduction_per_window() {
+    let (cc, log) = Probe::boxed(true);
+    let mut s = TcpSender::new(0, sized(300 * MSS), cc);
+    let mut r = TcpReceiver::new(0, &TcpConfig::default());
+    // Four marks within one window (the 80-segment flight 70..149).
+    let mut pipe = Pipe::new(Nanos::from_ms(50)).fwd(ce_first_tx(vec![100, 105, 110, 115]));
+    let mut at_exit = None;
+    let mut prev = CaState::Open;
+    pipe.run(&mut s, &mut r, Nanos::from_secs(20), |_, s| {
+        if prev == CaState::Cwr && s.ca_state() != CaState::Cwr && at_exit.is_none() {
+            at_exit = Some((s.cc_state().snd_cwnd, s.cc_state().snd_ssthresh));
+        }
+        prev = s.ca_state();
+    });
+    assert!(s.is_done());
+    assert_eq!(s.ecn_mode(), EcnMode::Classic);
+    let log = log.lock().unwrap();
+    assert_eq!(
+        log.ssthresh_calls, 1,
+        "one reduction for marks within one window"
+    );
+    assert!(log.states.contains(&CaState::Cwr));
+    assert!(!log.states.contains(&CaState::Recovery));
+    let (cwnd, ssthresh) = at_exit.expect("CWR ended");
+    assert_eq!(cwnd, ssthresh);
+    // Exactly one CWR, on new data (the first segment sent after entering CWR).
+    let cwr: Vec<&Sent> = pipe.data().filter(|d| d.h().has(tcp_flags::CWR)).collect();
+    assert_eq!(cwr.len(), 1);
+    let cwr_seq = cwr[0].h().seq;
+    assert!(cwr_seq >= seq_of(150), "CWR rides on new data");
+    // ECE on every ACK from the first CE until the ACK that covers the CWR segment.
+    let acks: Vec<&Sent> = pipe.acks().collect();
+    let first_ece = acks.iter().position(|a| a.h().has(tcp_flags::ECE)).unwrap();
+    // The quick ACK for CE segment 100 acks up to 101 (segment 99 was delayed-acked with 98).
+    assert_eq!(acks[first_ece].h().ack, seq_of(101));
+    let clear = acks.iter().position(|a| a.h().ack > cwr_seq).unwrap();
+    assert!(acks[first_ece..clear]
+        .iter()
+        .all(|a| a.h().has(tcp_flags::ECE)));
+    assert!(acks[clear..].iter().all(|a| !a.h().has(tcp_flags::ECE)));
+    // ce_delta_pkts = acked_pkts on ECE ACKs (Linux tcp_count_delivered), 0 otherwise, and
+    // ce_acked is their sum.
+    assert!(log
+        .acks
+        .iter()
+        .all(|a| a.ce_delta_pkts == if a.ece { a.acked_pkts } else { 0 }));
+    let ece_pkts: u64 = log.acks.iter().map(|a| a.ce_delta_pkts as u64).sum();
+    assert!(ece_pkts >= 16);
+    assert_eq!(s.stats().ce_acked, ece_pkts);
+}
+
+#[test]
+fn classic_ecn_marks_two_windows_apart_reduce_twice() {
+    let (cc, log) = Probe::boxed(true);
+    let mut s = TcpSender::new(0, sized(800 * MSS), cc);
+    let mut r = TcpReceiver::new(0, &TcpConfig::default());
+    let mut pipe = Pipe::new(Nanos::from_ms(50)).fwd(ce_first_tx(vec![100, 500]));
+    pipe.run(&mut s, &mut r, Nanos::from_secs(20), |_, _| {});
+    assert!(s.is_done());
+    assert_eq!(log.lock().unwrap().ssthresh_calls, 2);
+    assert_eq!(pipe.data().filter(|d| d.h().has(tcp_flags::CWR)).count(), 2);
+}
+
+#[test]
+fn classic_ecn_retransmissions_are_not_ect() {
+    let (cc, _log) = Probe::boxed(true);
+    let mut s = TcpSender::new(0, sized(300 * MSS), cc);
+    let mut r = TcpReceiver::new(0, &TcpConfig::default());
+    let mut pipe = Pipe::new(Nanos::from_ms(50)).fwd(drop_first_tx(&[100]));
+    pipe.run(&mut s, &mut r, Nanos::from_secs(20), |_, _| {});
+    let tx: Vec<&Sent> = pipe.data().filter(|d| d.h().seq == seq_of(100)).collect();
+    assert_eq!(tx.len(), 2);
+    assert_eq!(tx[0].pkt.ecn, Ecn::Ect0);
+    assert_eq!(tx[1].pkt.ecn, Ecn::NotEct); // RFC 3168 §6.1.5
+}
+
+/// AccECN flow whose second flight (segments 10..29, 20 packets) has its first `m` segments
+/// CE-marked; with `ack_loss` every ACK for that flight but the last is dropped.
+fn accecn_marks(m: u64, ack_loss: bool) -> (u64, Vec<AckSample>) {
+    let (cc, log) = Probe::boxed(false);
+    let cfg = TcpConfig {
+        ecn: Some(EcnMode::AccEcn),
+        ..sized(60 * MSS)
+    };
+    let mut s = TcpSender::new(0, cfg, cc);
+    let mut r = TcpReceiver::new(0, &TcpConfig::default());
+    let mut pipe = Pipe::new(Nanos::from_ms(50))
+        .fwd(ce_first_tx((10..10 + m).collect()))
+        .rev(move |p, _| {
+            let a = p.tcp().unwrap().ack;
+            !(ack_loss && a > seq_of(10) && a < seq_of(30))
+        });
+    pipe.run(&mut s, &mut r, Nanos::from_secs(20), |_, _| {});
+    assert!(s.is_done());
+    assert_eq!(s.ecn_mode(), EcnMode::AccEcn);
+    assert_eq!(r.r_cep(), 5 + m);
+    let acks = log.lock().unwrap().acks.clone();
+    (s.stats().ce_acked, acks)
+}
+
+#[test]
+fn accecn_counts_ce_exactly_without_ack_loss() {
+    // Each ACK covers at most two packets (delayed ACK, quick ACK on CE change), so the
+    // 3-bit ACE never wraps between ACKs and the sender counts every mark.
+    for m in [9u64, 16, 20] {
+        let (ce, acks) = accecn_marks(m, false);
+        assert_eq!(ce, m, "m={m}");
+        assert!(acks.iter().all(|a| a.acked_pkts <= 2));
+        assert_eq!(acks.iter().map(|a| a.ce_delta_pkts as u64).sum::<u64>(), m);
+        assert!(acks.iter().all(|a| a.ece == (a.ce_delta_pkts > 0)));
+    }
+}
+
+#[test]
+fn accecn_safer_delta_when_acks_are_lost() {
+    // Only the ACK for segment 29 arrives: it newly acks N = 20 packets, s.cep = 5,
+    // ACE = (5 + m) mod 8, delta = m mod 8, safer delta = 20 − ((20 − delta) mod 8):
+    //   m = 9:  delta 1, 20 − (19 mod 8 = 3) = 17 (over-estimate: the safe side);
+    //   m = 16: delta 0, 20 − (20 mod 8 = 4) = 16 (plain modulo would say 0);
+    //   m = 20: delta 4, 20 − (16 mod 8 = 0) = 20.
+    for (m, want) in [(9u64, 17u64), (16, 16), (20, 20)] {
+        let (ce, acks) = accecn_marks(m, true);
+        assert_eq!(ce, want, "m={m}");
+        let big = acks
+            .iter()
+            .find(|a| a.acked_pkts == 20)
+            .expect("one ACK for 20");
+        assert_eq!(big.ce_delta_pkts as u64, want);
+        assert!(big.ece);
+    }
+}
+
+#[test]
+fn accecn_with_cc_handling_ecn_does_not_enter_cwr() {
+    let log = Arc::new(Mutex::new(Log::default()));
+    let cc = Probe {
+        inner: Reno::default(),
+        log: log.clone(),
+        pacing_bps: None,
+        handles_ecn: true,
+    };
+    let cfg = TcpConfig {
+        ecn: Some(EcnMode::AccEcn),
+        ..sized(300 * MSS)
+    };
+    let mut s = TcpSender::new(0, cfg, Box::new(cc));
+    let mut r = TcpReceiver::new(0, &TcpConfig::default());
+    let mut pipe = Pipe::new(Nanos::from_ms(50)).fwd(ce_first_tx(vec![100, 250]));
+    pipe.run(&mut s, &mut r, Nanos::from_secs(20), |_, _| {});
+    let log = log.lock().unwrap();
+    assert_eq!(log.ssthresh_calls, 0);
+    assert!(!log.states.contains(&CaState::Cwr));
+    assert_eq!(s.stats().ce_acked, 2);
+    // Without handles_ecn the same marks (more than a window apart) give two CWR episodes.
+    let (cc, log) = Probe::boxed(false);
+    let cfg = TcpConfig {
+        ecn: Some(EcnMode::AccEcn),
+        ..sized(300 * MSS)
+    };
+    let mut s = TcpSender::new(0, cfg, cc);
+    let mut r = TcpReceiver::new(0, &TcpConfig::default());
+    let mut pipe = Pipe::new(Nanos::from_ms(50)).fwd(ce_first_tx(vec![100, 250]));
+    pipe.run(&mut s, &mut r, Nanos::from_secs(20), |_, _| {});
+    assert_eq!(log.lock().unwrap().ssthresh_calls, 2);
+    assert_eq!(s.stats().ce_acked, 2);
+    // AccECN does not use the CWR flag: every data segment carries the constant ACE = 5.
+    assert!(pipe.data().all(|d| d.h().ace() == 0b101));
 }
