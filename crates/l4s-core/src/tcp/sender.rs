@@ -473,6 +473,7 @@ impl TcpSender {
         if !self.new_data_available() {
             // tcp_rate_check_app_limited: nothing to send while the window has room.
             self.app_limited_until = (self.tp.delivered + self.in_flight() as u64).max(1);
+            self.tp.app_limited = true;
             return None;
         }
         if self.pacing_rate().is_some() && now < self.wstamp {
@@ -848,6 +849,7 @@ impl TcpSender {
         // 7. Rate sample (tcp_rate_gen).
         if self.app_limited_until != 0 && self.tp.delivered > self.app_limited_until {
             self.app_limited_until = 0;
+            self.tp.app_limited = false;
         }
         if newly_acked_sacked > 0 {
             self.delivered_mstamp = now;
