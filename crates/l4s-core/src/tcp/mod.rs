@@ -8,9 +8,9 @@
 //! Not modelled (named here so that nothing is hidden): FIN/close, receive-window updates
 //! (the sender is limited by a fixed `rwnd_bytes`), TSO/GSO/TSQ, the SACK-permitted option
 //! (each side uses its own `sack` setting: the receiver sends SACK blocks when its config says
-//! so and the sender uses them when its own does), timestamps for RTT (they are carried, RTT
-//! comes from Karn's rule), Linux's initial quick-ACK mode, DSACK, undo, RACK/TLP, cwnd
-//! restart after idle. Details per file.
+//! so and the sender uses them when its own does), PAWS, Linux's initial quick-ACK mode,
+//! DSACK, undo, RACK/TLP, cwnd restart after idle, connection abort after too many
+//! retransmissions (`tcp_retries2`). Details per file.
 
 pub mod accecn;
 pub mod receiver;

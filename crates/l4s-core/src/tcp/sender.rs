@@ -4,7 +4,8 @@
 //!
 //! The ACK path follows Linux `tcp_ack()` (net/ipv4/tcp_input.c): SACK tagging, cumulative
 //! clean-up, RTT (`tcp_ack_update_rtt`: oldest newly acked never-retransmitted segment for
-//! srtt, newest for the CC's sample and min_rtt), ECN decoding, `pkts_acked`, `in_ack_event`,
+//! srtt, newest for the CC's sample and min_rtt; the timestamp echo when only retransmitted
+//! data was acked), ECN decoding, `pkts_acked`, `in_ack_event`,
 //! the state machine of `tcp_fastretrans_alert` (CWR / Recovery / Loss exits and entries),
 //! `tcp_rate_gen` (net/ipv4/tcp_rate.c), then `tcp_cong_control`: the CC's `cong_control`
 //! if it has one, else PRR (`tcp_cwnd_reduction`) in CWR/Recovery, else `cong_avoid` when
@@ -228,6 +229,44 @@ impl TcpSender {
     /// `tcp_packets_in_flight()`: packets_out − (sacked_out + lost_out) + retrans_out.
     pub fn in_flight(&self) -> u32 {
         (self.packets_out + self.retrans_out).saturating_sub(self.left_out())
+    }
+
+    /// Recount the scoreboard and compare with the incremental counters (for tests).
+    #[cfg(test)]
+    pub(crate) fn check_invariants(&self) -> Result<(), String> {
+        let count = |f: fn(&Seg) -> bool| self.segs.iter().filter(|s| f(s)).count() as u32;
+        let checks = [
+            ("packets_out", self.packets_out, self.segs.len() as u32),
+            ("sacked_out", self.sacked_out, count(|s| s.sacked)),
+            ("lost_out", self.lost_out, count(|s| s.lost)),
+            ("retrans_out", self.retrans_out, count(|s| s.retrans)),
+        ];
+        for (name, kept, real) in checks {
+            if kept != real {
+                return Err(format!("{name}: counter {kept} != scoreboard {real}"));
+            }
+        }
+        if self.segs.iter().any(|s| s.sacked && (s.lost || s.retrans)) {
+            return Err("a SACKed segment is marked lost or in retransmission".into());
+        }
+        if self.segs.iter().any(|s| s.retrans && !s.lost) {
+            return Err("a retransmission in flight is not marked lost".into());
+        }
+        if let (Some(f), Some(b)) = (self.segs.front(), self.segs.back()) {
+            if f.seq != self.snd_una || b.end() != self.snd_nxt {
+                return Err(format!(
+                    "queue [{}, {}) vs snd_una {} snd_nxt {}",
+                    f.seq,
+                    b.end(),
+                    self.snd_una,
+                    self.snd_nxt
+                ));
+            }
+        }
+        if self.left_out() > self.packets_out + self.retrans_out {
+            return Err("left_out exceeds packets_out".into());
+        }
+        Ok(())
     }
 
     fn left_out(&self) -> u32 {
@@ -836,7 +875,15 @@ impl TcpSender {
         if let Some(t) = last_sackt {
             ca_rtt = Some(now - t);
         }
-        if let Some(r) = seq_rtt.or(sack_rtt) {
+        let mut srtt_sample = seq_rtt.or(sack_rtt);
+        if srtt_sample.is_none() && una_advanced && h.ts_ecr > Nanos::ZERO {
+            // Only retransmitted data was acknowledged: RFC 7323 timestamp echo (Linux
+            // tcp_rtt_tsopt_us), which also ends the RTO backoff.
+            let r = now - h.ts_ecr;
+            srtt_sample = Some(r);
+            ca_rtt = Some(r);
+        }
+        if let Some(r) = srtt_sample {
             self.rtt.on_sample(r);
             self.tp.srtt = self.rtt.srtt();
         }
