@@ -56,6 +56,11 @@ pub struct TcpConfig {
     /// Receiver: ACK at once when ECN feedback changes (AccECN: CE state of the arriving data
     /// differs from the previous packet's; classic: the first CE that latches ECE).
     pub quickack_on_ce_change: bool,
+    /// Receiver with classic ECN: echo ECE as DCTCP's receiver does (Linux
+    /// `dctcp_ece_ack_update`): ECE = CE state of the latest data packet, an immediate ACK
+    /// when that state changes (after first acking any delayed data with the old state), and
+    /// no latching until CWR. Set it for DCTCP flows, whose receiver runs DCTCP too.
+    pub dctcp_ece: bool,
     /// Initial window in packets (RFC 6928 IW10).
     pub init_cwnd: u32,
     pub min_rto: Nanos,
@@ -81,6 +86,7 @@ impl Default for TcpConfig {
             delack_segments: 2,
             delack_timeout: Nanos::from_ms(40),
             quickack_on_ce_change: true,
+            dctcp_ece: false,
             init_cwnd: 10,
             min_rto: Nanos::from_ms(200),
             max_rto: Nanos::from_secs(120),

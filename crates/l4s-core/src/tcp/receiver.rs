@@ -5,7 +5,9 @@
 //! when data arrives out of order or while the out-of-order queue is non-empty, for duplicate
 //! data, for a classic CWR data segment, and (with `quickack_on_ce_change`) when ECN feedback
 //! changes; otherwise arm the `delack_timeout` timer at the first unacknowledged segment.
-//! Classic ECN (RFC 3168 §6.1.3): ECE on every ACK from the first CE until data with CWR.
+//! Classic ECN (RFC 3168 §6.1.3): ECE on every ACK from the first CE until data with CWR;
+//! or, with `dctcp_ece`, DCTCP's receiver (Linux `dctcp_ece_ack_update`): ECE mirrors the CE
+//! state of the latest data packet, with an immediate ACK on each change.
 //! AccECN: r.cep counts CE packets from 5; every ACK carries ACE = r.cep mod 8.
 //! Simplified: no initial quick-ACK mode, no adaptive ATO (the timer is fixed), no DSACK,
 //! no AccECN option, no SYN/ACK retransmission timer (the client's SYN retransmission covers it),
@@ -33,6 +35,7 @@ pub struct TcpReceiver {
     delack_segments: u32,
     delack_timeout: Nanos,
     quickack_on_ce_change: bool,
+    dctcp_ece: bool,
     state: RcvState,
     ecn: EcnMode,
     next_id: u64,
@@ -67,6 +70,7 @@ impl TcpReceiver {
             delack_segments: cfg.delack_segments.max(1),
             delack_timeout: cfg.delack_timeout,
             quickack_on_ce_change: cfg.quickack_on_ce_change,
+            dctcp_ece: cfg.dctcp_ece,
             state: RcvState::Listen,
             ecn: EcnMode::None,
             next_id: 0,
@@ -194,6 +198,17 @@ impl TcpReceiver {
                 if self.quickack_on_ce_change && is_ce != self.last_data_ce {
                     ack_now = true;
                 }
+            }
+            EcnMode::Classic if self.dctcp_ece => {
+                // dctcp_ece_ack_update: on a CE-state change, first ACK what is pending
+                // with the old ECE, then ACK this segment at once with the new one.
+                if is_ce != self.last_data_ce {
+                    if self.delack_deadline.is_some() {
+                        self.send_ack(now);
+                    }
+                    ack_now = true;
+                }
+                self.demand_cwr = is_ce;
             }
             EcnMode::Classic => {
                 // Linux `tcp_ecn_accept_cwr`, then `tcp_ecn_check_ce`: a CE-marked CWR

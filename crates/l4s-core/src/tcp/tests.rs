@@ -725,6 +725,35 @@ fn accecn_receiver_quickacks_on_ce_change_and_counts_ace() {
 }
 
 #[test]
+fn dctcp_receiver_echoes_ce_state_per_packet() {
+    let cfg = TcpConfig {
+        dctcp_ece: true,
+        ..Default::default()
+    };
+    let mut r = established_receiver(&cfg, EcnMode::Classic);
+    let t = Nanos::from_ms(1);
+    let ece = |a: &TcpHeader| a.has(tcp_flags::ECE);
+    r.handle_packet(seg(0, Ecn::Ect0, 0), t);
+    assert!(drain(&mut r, t).is_empty());
+    // CE after a delayed non-CE segment: ACK 0 without ECE, then ACK 1 with ECE.
+    r.handle_packet(seg(1, Ecn::Ce, 0), t);
+    let a = drain(&mut r, t);
+    assert_eq!(a.len(), 2);
+    assert_eq!((a[0].ack, ece(&a[0])), (seq_of(1), false));
+    assert_eq!((a[1].ack, ece(&a[1])), (seq_of(2), true));
+    // Two more CE: ordinary delayed ACK, ECE on.
+    r.handle_packet(seg(2, Ecn::Ce, 0), t);
+    assert!(drain(&mut r, t).is_empty());
+    r.handle_packet(seg(3, Ecn::Ce, 0), t);
+    let a = drain(&mut r, t);
+    assert_eq!((a.len(), a[0].ack, ece(&a[0])), (1, seq_of(4), true));
+    // Non-CE with nothing pending: one immediate ACK, ECE off (no latch, no CWR needed).
+    r.handle_packet(seg(4, Ecn::Ect0, 0), t);
+    let a = drain(&mut r, t);
+    assert_eq!((a.len(), a[0].ack, ece(&a[0])), (1, seq_of(5), false));
+}
+
+#[test]
 fn classic_receiver_latches_ece_until_cwr() {
     let cfg = TcpConfig::default();
     let mut r = established_receiver(&cfg, EcnMode::Classic);
