@@ -111,6 +111,15 @@ pub struct TcpSender {
     retrans_out: u32,
     /// NewReno duplicate-ACK count standing in for `sacked_out` (`tcp_add_reno_sack`).
     reno_sacked: u32,
+    /// End of the highest SACKed segment seen.
+    highest_sacked_end: u64,
+    /// No lost, not yet retransmitted segment starts below this sequence (Linux
+    /// `retransmit_skb_hint`).
+    retransmit_hint: u64,
+    /// Segments below this sequence have had the DupThresh rule applied.
+    lost_mark_seq: u64,
+    /// SACK blocks of the previous ACK: ranges already tagged (Linux `recv_sack_cache`).
+    sack_cache: [(u64, u64); 3],
     /// Recovery point (`tp->high_seq`).
     high_seq: u64,
     prior_cwnd: u32,
@@ -177,6 +186,10 @@ impl TcpSender {
             lost_out: 0,
             retrans_out: 0,
             reno_sacked: 0,
+            highest_sacked_end: 0,
+            retransmit_hint: 0,
+            lost_mark_seq: 0,
+            sack_cache: [(0, 0); 3],
             high_seq: 0,
             prior_cwnd: 0,
             prr_delivered: 0,
@@ -263,6 +276,25 @@ impl TcpSender {
                 ));
             }
         }
+        if let Some(bad) = self
+            .segs
+            .iter()
+            .find(|s| s.seq < self.retransmit_hint && s.lost && !s.retrans && !s.sacked)
+        {
+            return Err(format!(
+                "lost segment {} below the retransmit hint",
+                bad.seq
+            ));
+        }
+        if self.is_sack() {
+            if let Some(bad) = self
+                .segs
+                .iter()
+                .find(|s| s.seq < self.lost_mark_seq && !s.sacked && !s.lost)
+            {
+                return Err(format!("segment {} below lost_mark_seq not lost", bad.seq));
+            }
+        }
         if self.left_out() > self.packets_out + self.retrans_out {
             return Err("left_out exceeds packets_out".into());
         }
@@ -341,9 +373,12 @@ impl TcpSender {
         if self.lost_out <= self.retrans_out {
             return None;
         }
+        let from = self.seg_index(self.retransmit_hint.max(self.snd_una));
         self.segs
             .iter()
+            .skip(from)
             .position(|s| s.lost && !s.retrans && !s.sacked)
+            .map(|k| k + from)
     }
 
     fn pacing_rate(&self) -> Option<u64> {
@@ -499,6 +534,7 @@ impl TcpSender {
         let idle = self.packets_out == 0;
         let no_flight = in_flight == 0;
         if let Some(idx) = self.next_lost() {
+            self.retransmit_hint = self.segs[idx].seq;
             if self.pacing_rate().is_some() && now < self.wstamp {
                 return None;
             }
@@ -616,27 +652,43 @@ impl TcpSender {
 
     /// RFC 6675 `IsLost`: mark every unSACKed segment with ≥ DupThresh SACKed segments above
     /// it. Returns the number newly marked.
+    ///
+    /// Every unSACKed segment below the DupThresh-th highest SACKed one is lost, and that
+    /// segment only moves up, so only the range above the previous one (`lost_mark_seq`) is
+    /// visited: amortised O(1) per ACK instead of a walk over the window.
     fn mark_lost_dupthresh(&mut self) -> u32 {
-        if self.sacked_out < DUP_THRESH {
+        if self.sacked_out < DUP_THRESH || self.segs.is_empty() {
             return 0;
         }
+        // Find the DupThresh-th highest SACKed segment, walking down from the highest one.
+        let top = self.seg_index(self.highest_sacked_end.saturating_sub(1));
+        let mut i = top.min(self.segs.len() - 1);
         let mut count = 0u32;
-        let mut newly = 0u32;
-        for i in (0..self.segs.len()).rev() {
-            let s = &mut self.segs[i];
-            if s.sacked {
+        let third = loop {
+            if self.segs[i].sacked {
                 count += 1;
-                continue;
-            }
-            if count >= DUP_THRESH {
-                if s.lost {
-                    // Everything below was handled when this one was marked.
-                    break;
+                if count == DUP_THRESH {
+                    break Some(i);
                 }
+            }
+            if i == 0 {
+                break None;
+            }
+            i -= 1;
+        };
+        let Some(third) = third else { return 0 };
+        let limit_seq = self.segs[third].seq;
+        let from = self.seg_index(self.lost_mark_seq.max(self.snd_una));
+        let mut newly = 0u32;
+        for j in from..third {
+            let s = &mut self.segs[j];
+            if !s.sacked && !s.lost {
                 s.lost = true;
                 newly += 1;
+                self.retransmit_hint = self.retransmit_hint.min(s.seq);
             }
         }
+        self.lost_mark_seq = self.lost_mark_seq.max(limit_seq);
         self.lost_out += newly;
         newly
     }
@@ -647,6 +699,7 @@ impl TcpSender {
             Some(s) if !s.lost && !s.sacked => {
                 s.lost = true;
                 self.lost_out += 1;
+                self.retransmit_hint = self.retransmit_hint.min(s.seq);
                 1
             }
             _ => 0,
@@ -739,11 +792,17 @@ impl TcpSender {
 
         // 1. SACK tagging (tcp_sacktag_write_queue).
         if self.is_sack() {
-            for b in 0..(h.n_sack as usize).min(3) {
-                let (start, end) = h.sack[b];
-                if end <= self.snd_una.max(ack) || start >= end {
-                    continue;
+            let n = (h.n_sack as usize).min(3);
+            let mut ranges: Vec<(u64, u64)> = Vec::with_capacity(4);
+            for &(start, end) in &h.sack[..n] {
+                if end > self.snd_una.max(ack) && start < end {
+                    // Only the parts not already tagged through last ACK's blocks.
+                    subtract_ranges(start, end, &self.sack_cache, &mut ranges);
                 }
+            }
+            self.sack_cache = [(0, 0); 3];
+            self.sack_cache[..n].copy_from_slice(&h.sack[..n]);
+            for (start, end) in ranges {
                 let mut i = self.seg_index(start.max(self.snd_una));
                 while i < self.segs.len() {
                     let s = &self.segs[i];
@@ -754,6 +813,7 @@ impl TcpSender {
                         let s = &mut self.segs[i];
                         s.sacked = true;
                         self.sacked_out += 1;
+                        self.highest_sacked_end = self.highest_sacked_end.max(s.end());
                         if s.lost {
                             s.lost = false;
                             self.lost_out -= 1;
@@ -1043,6 +1103,7 @@ impl TcpSender {
             }
         }
         self.lost_pkts += newly;
+        self.retransmit_hint = self.snd_una;
         self.retrans_out = 0;
         self.reno_sacked = 0;
         self.lost_out = self.segs.iter().filter(|s| s.lost).count() as u32;
@@ -1190,5 +1251,48 @@ impl Endpoint for TcpSender {
             Some(end) => self.state == SndState::Established && self.snd_una >= end,
             None => false,
         }
+    }
+}
+
+/// Append to `out` the parts of [start, end) not covered by any of `cached`.
+fn subtract_ranges(start: u64, end: u64, cached: &[(u64, u64); 3], out: &mut Vec<(u64, u64)>) {
+    let mut pieces = vec![(start, end)];
+    for &(cs, ce) in cached {
+        if cs >= ce {
+            continue;
+        }
+        let mut next = Vec::with_capacity(pieces.len() + 1);
+        for (s, e) in pieces {
+            if ce <= s || cs >= e {
+                next.push((s, e));
+                continue;
+            }
+            if s < cs {
+                next.push((s, cs));
+            }
+            if ce < e {
+                next.push((ce, e));
+            }
+        }
+        pieces = next;
+    }
+    out.extend(pieces);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::subtract_ranges;
+
+    #[test]
+    fn sack_cache_subtraction() {
+        let mut out = Vec::new();
+        // [10, 50) minus {[20, 30), [40, 60)} = [10, 20) + [30, 40).
+        subtract_ranges(10, 50, &[(20, 30), (40, 60), (0, 0)], &mut out);
+        assert_eq!(out, vec![(10, 20), (30, 40)]);
+        out.clear();
+        subtract_ranges(10, 50, &[(0, 100), (0, 0), (0, 0)], &mut out);
+        assert!(out.is_empty());
+        subtract_ranges(10, 50, &[(0, 0); 3], &mut out);
+        assert_eq!(out, vec![(10, 50)]);
     }
 }

@@ -1437,3 +1437,22 @@ mod prop {
         }
     }
 }
+
+#[test]
+#[ignore = "speed probe, run by hand in release"]
+fn speed_probe_big_window() {
+    let mut s = TcpSender::new(0, TcpConfig::default(), Box::new(Reno::default()));
+    let mut r = TcpReceiver::new(0, &TcpConfig::default());
+    let mut pipe = Pipe::new(Nanos::from_ms(50)).bottleneck(Rate::from_mbps(1000), 8000);
+    let t0 = std::time::Instant::now();
+    pipe.run(&mut s, &mut r, Nanos::from_secs(30), |_, _| {});
+    let st = s.stats();
+    eprintln!(
+        "wall {:?} pkts {} rtx {} rto {} goodput {:.1} Mb/s",
+        t0.elapsed(),
+        st.sent_pkts,
+        st.retransmits,
+        s.rto_count(),
+        r.delivered_bytes() as f64 * 8.0 / 30.0 / 1e6
+    );
+}
