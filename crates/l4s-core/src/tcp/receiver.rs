@@ -62,6 +62,13 @@ pub struct TcpReceiver {
 }
 
 impl TcpReceiver {
+    /// A receiver for `flow` after checking `cfg` ([`TcpConfig::validate`]).
+    pub fn try_new(flow: u32, cfg: &TcpConfig) -> Result<Self, crate::ParamError> {
+        cfg.validate()?;
+        Ok(Self::new(flow, cfg))
+    }
+
+    /// A receiver for `flow`; see [`TcpConfig`] for the fields it reads.
     pub fn new(flow: u32, cfg: &TcpConfig) -> Self {
         TcpReceiver {
             flow,

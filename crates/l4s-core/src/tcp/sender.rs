@@ -153,8 +153,18 @@ pub struct TcpSender {
 }
 
 impl TcpSender {
-    /// A sender for `flow`. `cfg` should have passed [`TcpConfig::validate`]; out-of-range
-    /// values are clamped here rather than panicking.
+    /// A sender for `flow` after checking `cfg` ([`TcpConfig::validate`]).
+    pub fn try_new(
+        flow: u32,
+        cfg: TcpConfig,
+        cc: Box<dyn CongestionControl>,
+    ) -> Result<Self, crate::ParamError> {
+        cfg.validate()?;
+        Ok(Self::new(flow, cfg, cc))
+    }
+
+    /// A sender for `flow`. `cfg` should have passed [`TcpConfig::validate`] (or use
+    /// [`TcpSender::try_new`]); out-of-range values are clamped here rather than panicking.
     pub fn new(flow: u32, cfg: TcpConfig, cc: Box<dyn CongestionControl>) -> Self {
         let mut cfg = cfg;
         cfg.mss = cfg.mss.max(1);

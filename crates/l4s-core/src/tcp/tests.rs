@@ -320,6 +320,17 @@ fn config_validation_names_the_parameter() {
     .validate()
     .unwrap_err();
     assert_eq!(e.param, "bytes");
+    let bad = TcpConfig {
+        delack_timeout: Nanos::ZERO,
+        ..Default::default()
+    };
+    let e = TcpSender::try_new(0, bad.clone(), Box::new(Reno::default()))
+        .err()
+        .unwrap();
+    assert_eq!(e.param, "delack_timeout");
+    assert!(e.to_string().contains("(0, 1s]"), "{e}");
+    assert!(TcpReceiver::try_new(0, &bad).is_err());
+    assert!(TcpSender::try_new(0, TcpConfig::default(), Box::new(Reno::default())).is_ok());
 }
 
 #[test]
