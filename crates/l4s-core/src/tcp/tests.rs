@@ -1467,3 +1467,61 @@ fn speed_probe_big_window() {
         r.delivered_bytes() as f64 * 8.0 / 30.0 / 1e6
     );
 }
+
+#[test]
+fn stop_ends_new_data_and_rwnd_caps_the_flight() {
+    // Bulk flow stopped at 1 s: no new data leaves after it (retransmissions may), and
+    // everything sent is acked.
+    let cfg = TcpConfig {
+        stop: Some(Nanos::from_secs(1)),
+        ..Default::default()
+    };
+    let (mut s, mut r) = reno_pair(cfg, TcpConfig::default());
+    let mut pipe = Pipe::new(Nanos::from_ms(25)).bottleneck(Rate::from_mbps(10), 30);
+    pipe.run(&mut s, &mut r, Nanos::from_secs(5), |_, _| {});
+    let stop = Nanos::from_secs(1);
+    let max_before = pipe
+        .data()
+        .filter(|d| d.t < stop)
+        .map(|d| d.h().seq)
+        .max()
+        .unwrap();
+    assert!(pipe
+        .data()
+        .filter(|d| d.t >= stop)
+        .all(|d| d.h().seq <= max_before));
+    let st = s.stats();
+    assert_eq!(st.in_flight_bytes, 0);
+    assert_eq!(r.delivered_bytes(), st.delivered_bytes);
+    assert!(st.delivered_bytes > 100 * MSS);
+    assert!(!s.is_done(), "bulk flows are never done");
+    assert!(s.cc_state().app_limited);
+    // A 5-segment receive window caps the bytes outstanding.
+    let cfg = TcpConfig {
+        rwnd_bytes: 5 * MSS,
+        ..sized(50 * MSS)
+    };
+    let (mut s, mut r) = reno_pair(cfg, TcpConfig::default());
+    let mut pipe = Pipe::new(Nanos::from_ms(25));
+    let mut max_out = 0;
+    pipe.run(&mut s, &mut r, Nanos::from_secs(10), |_, s| {
+        max_out = max_out.max(s.stats().in_flight_bytes);
+    });
+    assert!(s.is_done());
+    assert_eq!(max_out, 5 * MSS);
+}
+
+#[test]
+fn start_time_delays_the_syn() {
+    let cfg = TcpConfig {
+        start: Nanos::from_ms(250),
+        ..sized(MSS)
+    };
+    let (mut s, mut r) = reno_pair(cfg, TcpConfig::default());
+    assert_eq!(s.poll_timeout(), Some(Nanos::from_ms(250)));
+    assert!(s.poll_transmit(Nanos::from_ms(100)).is_none());
+    let mut pipe = Pipe::new(Nanos::from_ms(25));
+    pipe.run(&mut s, &mut r, Nanos::from_secs(5), |_, _| {});
+    assert_eq!(pipe.fwd_log[0].t, Nanos::from_ms(250));
+    assert!(s.is_done());
+}
