@@ -8,8 +8,8 @@
 //! Not modelled (named here so that nothing is hidden): FIN/close, receive-window updates
 //! (the sender is limited by a fixed `rwnd_bytes`), TSO/GSO/TSQ, the SACK-permitted option
 //! (each side uses its own `sack` setting: the receiver sends SACK blocks when its config says
-//! so and the sender uses them when its own does), PAWS, Linux's initial quick-ACK mode,
-//! DSACK, undo, RACK/TLP, cwnd restart after idle, connection abort after too many
+//! so and the sender uses them when its own does), PAWS, re-entering quick-ACK mode after
+//! idle, DSACK, undo, RACK/TLP, cwnd restart after idle, connection abort after too many
 //! retransmissions (`tcp_retries2`). Details per file.
 
 pub mod accecn;
@@ -51,6 +51,9 @@ pub struct TcpConfig {
     pub sack: bool,
     /// Receiver: ACK at least every this many full in-order segments (Linux: 2).
     pub delack_segments: u32,
+    /// Receiver: the first this many data segments are each acknowledged at once (Linux
+    /// `tcp_incr_quickack(sk, TCP_MAX_QUICKACKS)` on the first data packet: 16); 0 = none.
+    pub initial_quickacks: u32,
     /// Receiver: delayed-ACK timer (Linux `TCP_DELACK_MIN` = 40 ms, the floor of its ATO).
     pub delack_timeout: Nanos,
     /// Receiver: ACK at once when ECN feedback changes (AccECN: CE state of the arriving data
@@ -84,6 +87,7 @@ impl Default for TcpConfig {
             ecn: None,
             sack: true,
             delack_segments: 2,
+            initial_quickacks: 16,
             delack_timeout: Nanos::from_ms(40),
             quickack_on_ce_change: true,
             dctcp_ece: false,

@@ -1,7 +1,8 @@
 //! TCP data receiver: SYN/ACK with ECN negotiation, cumulative + SACK acknowledgements,
 //! delayed ACKs and ECN feedback (Linux `__tcp_ack_snd_check`, `tcp_ecn_check_ce`, RFC 2018).
 //!
-//! ACK policy (Linux): ACK at once when `delack_segments` in-order segments are unacknowledged,
+//! ACK policy (Linux): ACK each of the first `initial_quickacks` data segments at once (quick-
+//! ACK mode), then ACK at once when `delack_segments` in-order segments are unacknowledged,
 //! when data arrives out of order or while the out-of-order queue is non-empty, for duplicate
 //! data, for a classic CWR data segment, and (with `quickack_on_ce_change`) when ECN feedback
 //! changes; otherwise arm the `delack_timeout` timer at the first unacknowledged segment.
@@ -9,7 +10,7 @@
 //! or, with `dctcp_ece`, DCTCP's receiver (Linux `dctcp_ece_ack_update`): ECE mirrors the CE
 //! state of the latest data packet, with an immediate ACK on each change.
 //! AccECN: r.cep counts CE packets from 5; every ACK carries ACE = r.cep mod 8.
-//! Simplified: no initial quick-ACK mode, no adaptive ATO (the timer is fixed), no DSACK,
+//! Simplified: quick-ACK mode is not re-entered after idle, no adaptive ATO (the timer is fixed), no DSACK,
 //! no AccECN option, no SYN/ACK retransmission timer (the client's SYN retransmission covers it),
 //! ACKs and SYN/ACKs are Not-ECT.
 
@@ -47,6 +48,10 @@ pub struct TcpReceiver {
     sack_recent: Vec<SackBlock>,
     /// In-order segments received since the last ACK.
     unacked_segs: u32,
+    /// Quick-ACK credit: ACKs still to send at once (Linux `icsk_ack.quick`).
+    quick: u32,
+    initial_quickacks: u32,
+    saw_data: bool,
     delack_deadline: Option<Nanos>,
     /// `rcv_nxt` carried by the last ACK sent (RFC 7323 `Last.ACK.sent`).
     last_ack_sent: u64,
@@ -85,6 +90,9 @@ impl TcpReceiver {
             ooo: Vec::new(),
             sack_recent: Vec::new(),
             unacked_segs: 0,
+            quick: 0,
+            initial_quickacks: cfg.initial_quickacks,
+            saw_data: false,
             delack_deadline: None,
             last_ack_sent: 0,
             ts_recent: Nanos::ZERO,
@@ -188,6 +196,11 @@ impl TcpReceiver {
 
     fn on_data(&mut self, pkt: &Packet, h: &TcpHeader, now: Nanos) {
         let mut ack_now = false;
+        if !self.saw_data {
+            // tcp_event_data_recv: the first data packet starts in quick-ACK mode.
+            self.saw_data = true;
+            self.quick = self.initial_quickacks;
+        }
         let len = h.payload_bytes as u64;
         let is_ce = pkt.ecn == Ecn::Ce;
         match self.ecn {
@@ -227,7 +240,8 @@ impl TcpReceiver {
                 if is_ce && !self.demand_cwr {
                     self.demand_cwr = true;
                     if self.quickack_on_ce_change {
-                        ack_now = true;
+                        // tcp_enter_quickack_mode(sk, 2): this ACK and the next go at once.
+                        self.quick = self.quick.max(2);
                     }
                 }
             }
@@ -257,7 +271,7 @@ impl TcpReceiver {
             self.add_ooo(seq, end);
             ack_now = true;
         }
-        if !ack_now && self.unacked_segs >= self.delack_segments {
+        if !ack_now && (self.unacked_segs >= self.delack_segments || self.quick > 0) {
             ack_now = true;
         }
         if ack_now {
@@ -294,6 +308,7 @@ impl TcpReceiver {
             }
         }
         self.unacked_segs = 0;
+        self.quick = self.quick.saturating_sub(1);
         self.delack_deadline = None;
         self.last_ack_sent = self.rcv_nxt;
         self.acks_sent += 1;

@@ -1017,7 +1017,7 @@ impl TcpSender {
             match self.tp.ca_state {
                 // CWR is held until something above high_seq is acked, so that the CWR
                 // flag has reached the receiver.
-                CaState::Cwr if self.snd_una != self.high_seq || self.packets_out == 0 => {
+                CaState::Cwr if self.snd_una != self.high_seq => {
                     self.end_cwnd_reduction();
                     self.set_ca_state(CaState::Open);
                 }

@@ -496,10 +496,9 @@ fn lost_syn_is_retransmitted_after_one_second_then_two() {
         vec![Nanos::ZERO, Nanos::from_secs(1), Nanos::from_secs(3)]
     );
     assert!(s.is_done());
-    // Karn: the retransmitted SYN gives no RTT sample. Data: 5 segments; ACKs for segments
-    // 2 and 4 give 20 ms samples (srtt = 20), the lone 5th waits for the 40 ms delayed-ACK
-    // timer: sample 60 ms, srtt = 7/8·20 + 1/8·60 = 25 ms.
-    assert_eq!(s.cc_state().srtt, Nanos::from_ms(25));
+    // Karn: the retransmitted SYN gives no RTT sample. The 5 data segments are within the
+    // receiver's 16 initial quick ACKs, so every sample is 20 ms.
+    assert_eq!(s.cc_state().srtt, Nanos::from_ms(20));
 }
 
 // ----- data transfer, RTT, delayed ACKs ---------------------------------------------------------
@@ -629,7 +628,11 @@ fn drain(r: &mut TcpReceiver, now: Nanos) -> Vec<TcpHeader> {
 
 #[test]
 fn delayed_ack_every_second_segment_and_40ms_timer() {
-    let cfg = TcpConfig::default();
+    // Quick-ACK start-up off: these tests look at the steady delayed-ACK policy.
+    let cfg = TcpConfig {
+        initial_quickacks: 0,
+        ..Default::default()
+    };
     let mut r = established_receiver(&cfg, EcnMode::None);
     let t = Nanos::from_ms;
     r.handle_packet(seg(0, Ecn::NotEct, 0), t(1));
@@ -651,8 +654,29 @@ fn delayed_ack_every_second_segment_and_40ms_timer() {
 }
 
 #[test]
+fn first_sixteen_segments_are_quick_acked() {
+    // Linux enters quick-ACK mode with TCP_MAX_QUICKACKS = 16 on the first data packet.
+    let mut r = established_receiver(&TcpConfig::default(), EcnMode::None);
+    let t = Nanos::from_ms(1);
+    for k in 0..16 {
+        r.handle_packet(seg(k, Ecn::NotEct, 0), t);
+        let a = drain(&mut r, t);
+        assert_eq!((a.len(), a[0].ack), (1, seq_of(k + 1)), "segment {k}");
+    }
+    // The 17th waits for the 18th.
+    r.handle_packet(seg(16, Ecn::NotEct, 0), t);
+    assert!(drain(&mut r, t).is_empty());
+    r.handle_packet(seg(17, Ecn::NotEct, 0), t);
+    assert_eq!(drain(&mut r, t)[0].ack, seq_of(18));
+}
+
+#[test]
 fn out_of_order_data_is_acked_at_once_with_sack_blocks_most_recent_first() {
-    let cfg = TcpConfig::default();
+    // Quick-ACK start-up off: these tests look at the steady delayed-ACK policy.
+    let cfg = TcpConfig {
+        initial_quickacks: 0,
+        ..Default::default()
+    };
     let mut r = established_receiver(&cfg, EcnMode::None);
     let t = Nanos::from_ms(1);
     r.handle_packet(seg(0, Ecn::NotEct, 0), t);
@@ -701,7 +725,11 @@ fn out_of_order_data_is_acked_at_once_with_sack_blocks_most_recent_first() {
 
 #[test]
 fn accecn_receiver_quickacks_on_ce_change_and_counts_ace() {
-    let cfg = TcpConfig::default();
+    // Quick-ACK start-up off: these tests look at the steady delayed-ACK policy.
+    let cfg = TcpConfig {
+        initial_quickacks: 0,
+        ..Default::default()
+    };
     let mut r = established_receiver(&cfg, EcnMode::AccEcn);
     assert_eq!(r.ecn_mode(), EcnMode::AccEcn);
     let t = Nanos::from_ms(1);
@@ -725,6 +753,7 @@ fn accecn_receiver_quickacks_on_ce_change_and_counts_ace() {
     // With quick-ACK off the CE change waits for the second segment.
     let cfg = TcpConfig {
         quickack_on_ce_change: false,
+        initial_quickacks: 0,
         ..Default::default()
     };
     let mut r = established_receiver(&cfg, EcnMode::AccEcn);
@@ -739,6 +768,7 @@ fn accecn_receiver_quickacks_on_ce_change_and_counts_ace() {
 fn dctcp_receiver_echoes_ce_state_per_packet() {
     let cfg = TcpConfig {
         dctcp_ece: true,
+        initial_quickacks: 0,
         ..Default::default()
     };
     let mut r = established_receiver(&cfg, EcnMode::Classic);
@@ -766,30 +796,38 @@ fn dctcp_receiver_echoes_ce_state_per_packet() {
 
 #[test]
 fn classic_receiver_latches_ece_until_cwr() {
-    let cfg = TcpConfig::default();
+    // Quick-ACK start-up off: these tests look at the steady delayed-ACK policy.
+    let cfg = TcpConfig {
+        initial_quickacks: 0,
+        ..Default::default()
+    };
     let mut r = established_receiver(&cfg, EcnMode::Classic);
     assert_eq!(r.ecn_mode(), EcnMode::Classic);
     let t = Nanos::from_ms(1);
     r.handle_packet(seg(0, Ecn::Ect0, 0), t);
     assert!(drain(&mut r, t).is_empty());
-    // First CE: quick ACK with ECE.
+    // First CE: quick-ACK mode for two ACKs (tcp_enter_quickack_mode(sk, 2)), with ECE.
     r.handle_packet(seg(1, Ecn::Ce, 0), t);
     let a = drain(&mut r, t);
     assert_eq!(a.len(), 1);
     assert!(a[0].has(tcp_flags::ECE));
-    // Unmarked data keep ECE on (delayed ACK, every second segment).
     r.handle_packet(seg(2, Ecn::Ect0, 0), t);
-    assert!(drain(&mut r, t).is_empty());
+    let a = drain(&mut r, t);
+    assert_eq!((a.len(), a[0].ack), (1, seq_of(3)));
+    assert!(a[0].has(tcp_flags::ECE));
+    // Then unmarked data keep ECE on, with ordinary delayed ACKs.
     r.handle_packet(seg(3, Ecn::Ect0, 0), t);
+    assert!(drain(&mut r, t).is_empty());
+    r.handle_packet(seg(4, Ecn::Ect0, 0), t);
     let a = drain(&mut r, t);
     assert!(a[0].has(tcp_flags::ECE));
     // CWR clears the latch and is acked at once.
-    r.handle_packet(seg(4, Ecn::Ect0, tcp_flags::CWR), t);
+    r.handle_packet(seg(5, Ecn::Ect0, tcp_flags::CWR), t);
     let a = drain(&mut r, t);
     assert_eq!(a.len(), 1);
     assert!(!a[0].has(tcp_flags::ECE));
     // A CE-marked CWR segment latches again.
-    r.handle_packet(seg(5, Ecn::Ce, tcp_flags::CWR), t);
+    r.handle_packet(seg(6, Ecn::Ce, tcp_flags::CWR), t);
     assert!(drain(&mut r, t)[0].has(tcp_flags::ECE));
 }
 
@@ -1160,7 +1198,11 @@ fn rate_sample_follows_tcp_rate_c() {
     // leave with delivered = 10 and delivered_mstamp = 200 ms; their ACKs arrive at 300 ms.
     let (cc, log) = Probe::boxed(false);
     let mut s = TcpSender::new(0, sized(30 * MSS), cc);
-    let mut r = TcpReceiver::new(0, &TcpConfig::default());
+    let rcfg = TcpConfig {
+        initial_quickacks: 0,
+        ..Default::default()
+    };
+    let mut r = TcpReceiver::new(0, &rcfg);
     let mut pipe = Pipe::new(Nanos::from_ms(50));
     pipe.run(&mut s, &mut r, Nanos::from_secs(5), |_, _| {});
     let log = log.lock().unwrap();
