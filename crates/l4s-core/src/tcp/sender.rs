@@ -97,6 +97,8 @@ pub struct TcpSender {
     syn_rto: Nanos,
     syn_sent_at: Nanos,
     syn_retransmitted: bool,
+    /// SYN retransmissions so far (Linux `icsk_retransmits` in SYN-SENT).
+    syn_retries: u32,
     syn_pending: bool,
     /// Third handshake ACK to send, with its AccECN ACE reflection.
     handshake_ack: Option<u8>,
@@ -185,6 +187,7 @@ impl TcpSender {
             syn_rto: INITIAL_RTO.min(cfg.max_rto),
             syn_sent_at: Nanos::ZERO,
             syn_retransmitted: false,
+            syn_retries: 0,
             syn_pending: false,
             handshake_ack: None,
             snd_una: 0,
@@ -331,10 +334,22 @@ impl TcpSender {
     }
 
     fn make_syn(&mut self, now: Nanos) -> Packet {
+        // ECN fallback on SYN loss (RFC 3168 §6.1.1.1; Linux `__tcp_retransmit_skb` with
+        // tcp_ecn_fallback = 1): a classic request is dropped from every retransmitted SYN,
+        // an AccECN request is repeated once and dropped from the second retransmission on.
+        let keep_ecn = match self.requested_ecn {
+            EcnMode::AccEcn => self.syn_retries <= 1,
+            _ => self.syn_retries == 0,
+        };
+        let ecn_flags = if keep_ecn {
+            accecn::syn_flags(self.requested_ecn)
+        } else {
+            0
+        };
         let h = TcpHeader {
             seq: 0,
             ack: 0,
-            flags: tcp_flags::SYN | accecn::syn_flags(self.requested_ecn),
+            flags: tcp_flags::SYN | ecn_flags,
             ts_val: now,
             ..Default::default()
         };
@@ -1215,6 +1230,7 @@ impl Endpoint for TcpSender {
                     if now >= d {
                         // RFC 6298 §5.5 for the SYN: back off and resend.
                         self.syn_retransmitted = true;
+                        self.syn_retries += 1;
                         self.syn_rto =
                             Nanos((self.syn_rto.0.saturating_mul(2)).min(self.cfg.max_rto.0));
                         self.syn_pending = true;

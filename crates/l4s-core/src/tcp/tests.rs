@@ -501,6 +501,47 @@ fn lost_syn_is_retransmitted_after_one_second_then_two() {
     assert_eq!(s.cc_state().srtt, Nanos::from_ms(20));
 }
 
+#[test]
+fn ecn_falls_back_when_syns_are_lost() {
+    // (request, SYNs lost) -> (ECN bits on each SYN sent, negotiated mode). Classic drops
+    // ECE+CWR on every retransmitted SYN; AccECN keeps AE+CWR+ECE on the first retry only.
+    use EcnMode::*;
+    let acc = accecn::syn_flags(AccEcn);
+    let cls = accecn::syn_flags(Classic);
+    let cases: [(EcnMode, u32, Vec<u16>, EcnMode); 5] = [
+        (Classic, 0, vec![cls], Classic),
+        (Classic, 1, vec![cls, 0], None),
+        (AccEcn, 0, vec![acc], AccEcn),
+        (AccEcn, 1, vec![acc, acc], AccEcn),
+        (AccEcn, 2, vec![acc, acc, 0], None),
+    ];
+    for (req, lost, want_flags, want_mode) in cases {
+        let cfg = TcpConfig {
+            ecn: Some(req),
+            ..sized(3 * MSS)
+        };
+        let (mut s, mut r) = reno_pair(cfg, TcpConfig::default());
+        let mut n_syn = 0;
+        let mut pipe = Pipe::new(Nanos::from_ms(10)).fwd(move |p, _| {
+            if p.tcp().unwrap().has(tcp_flags::SYN) {
+                n_syn += 1;
+                return n_syn > lost;
+            }
+            true
+        });
+        pipe.run(&mut s, &mut r, Nanos::from_secs(20), |_, _| {});
+        let flags: Vec<u16> = pipe
+            .fwd_log
+            .iter()
+            .filter(|x| x.h().has(tcp_flags::SYN))
+            .map(|x| x.h().flags & (tcp_flags::AE | tcp_flags::CWR | tcp_flags::ECE))
+            .collect();
+        assert_eq!(flags, want_flags, "{req:?} with {lost} SYNs lost");
+        assert_eq!(s.ecn_mode(), want_mode, "{req:?} with {lost} SYNs lost");
+        assert!(s.is_done());
+    }
+}
+
 // ----- data transfer, RTT, delayed ACKs ---------------------------------------------------------
 
 #[test]
