@@ -2,7 +2,8 @@
 //! and the sender's delta with the "safer" wrap rule (Linux `tcp_accecn_process`, tcp_input.c).
 //!
 //! Simplification: the AccECN TCP option (byte counters) is neither sent nor used; the sender
-//! relies on the 3-bit ACE field alone, disambiguated by the safer-delta rule below.
+//! relies on the 3-bit ACE field alone, disambiguated by the safer-delta rule below unless
+//! ACKs are routinely thinned (Linux's `pkts_acked_ewma` guard, [`AckThinning`]).
 
 use crate::cc::EcnMode;
 use crate::packet::{tcp_flags, Ecn};
@@ -108,6 +109,53 @@ pub fn ace_delta(ace: u8, s_cep: u64, newly_acked_pkts: u64) -> u64 {
     newly_acked_pkts - (newly_acked_pkts.wrapping_sub(delta) & ACE_MASK)
 }
 
+/// Linux's guard against ACK thinning/compression (`pkts_acked_ewma` in
+/// `__tcp_accecn_process`): an EWMA (weight 1/64, 6 fractional bits) of the packets each ACK
+/// newly delivers. When ACKs routinely cover more than `ACK_COMP_THRESH` = 4 packets, large
+/// ACKs are normal rather than a sign of lost ACKs, and the plain modulo delta is used instead
+/// of the safer one.
+#[derive(Clone, Debug, Default)]
+pub struct AckThinning {
+    /// EWMA of packets newly delivered per ACK, fixed point with 6 fractional bits.
+    pub pkts_acked_ewma: u32,
+}
+
+impl AckThinning {
+    const WEIGHT_SHIFT: u32 = 6;
+    const PREC: u32 = 6;
+    const ACK_COMP_THRESH: u32 = 4;
+
+    /// Fold one ACK's newly delivered packet count into the EWMA.
+    pub fn update(&mut self, delivered_pkts: u64) {
+        if delivered_pkts == 0 {
+            return;
+        }
+        let d = (delivered_pkts.min(u32::MAX as u64 >> Self::PREC) as u32) << Self::PREC;
+        let e = if self.pkts_acked_ewma == 0 {
+            d
+        } else {
+            let e = self.pkts_acked_ewma as u64;
+            ((((e << Self::WEIGHT_SHIFT) - e) + d as u64) >> Self::WEIGHT_SHIFT) as u32
+        };
+        self.pkts_acked_ewma = e.min(0xFFFF);
+    }
+
+    /// ACKs are thinned: trust the plain delta.
+    pub fn compressed(&self) -> bool {
+        self.pkts_acked_ewma > Self::ACK_COMP_THRESH << Self::PREC
+    }
+
+    /// The CE delta for one ACK, after folding its delivered count into the EWMA.
+    pub fn delta(&mut self, ace: u8, s_cep: u64, newly_acked_pkts: u64) -> u64 {
+        self.update(newly_acked_pkts);
+        if self.compressed() {
+            ace_delta(ace, s_cep, 0)
+        } else {
+            ace_delta(ace, s_cep, newly_acked_pkts)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -194,5 +242,31 @@ mod tests {
                 assert!(d >= m && d <= n, "m={m} n={n} d={d}");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod thinning_tests {
+    use super::*;
+
+    #[test]
+    fn ewma_of_packets_per_ack() {
+        let mut t = AckThinning::default();
+        // First ACK of 2 packets: ewma = 2·64 = 128.
+        t.update(2);
+        assert_eq!(t.pkts_acked_ewma, 128);
+        // Then one of 20: (128·64 − 128 + 20·64) >> 6 = 9344 >> 6 = 146 (≈ 2.28 packets).
+        t.update(20);
+        assert_eq!(t.pkts_acked_ewma, 146);
+        assert!(!t.compressed());
+        // With the safer rule: m = 9 marks among N = 20 -> 17 (accecn safer delta).
+        let mut t2 = t.clone();
+        assert_eq!(t2.delta(((5 + 9) & 7) as u8, 5, 20), 17);
+        // Starting from thinned ACKs of 8 packets: ewma = 512 > 4·64, so the plain delta
+        // (9 mod 8 = 1) is used for the next big ACK.
+        let mut t3 = AckThinning::default();
+        t3.update(8);
+        assert!(t3.compressed());
+        assert_eq!(t3.delta(((5 + 9) & 7) as u8, 5, 20), 1);
     }
 }

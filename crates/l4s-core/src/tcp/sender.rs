@@ -131,6 +131,7 @@ pub struct TcpSender {
     cwr_pending: bool,
     /// AccECN s.cep: CE packets the peer has reported (+5), wrapping like ACE mod 8.
     s_cep: u64,
+    ack_thinning: accecn::AckThinning,
     rtt: RttEstimator,
     rto_deadline: Option<Nanos>,
     ts_recent: Nanos,
@@ -209,6 +210,7 @@ impl TcpSender {
             prr_out: 0,
             cwr_pending: false,
             s_cep: accecn::CEP_INIT,
+            ack_thinning: accecn::AckThinning::default(),
             rto_deadline: None,
             ts_recent: Nanos::ZERO,
             delivered_mstamp: Nanos::ZERO,
@@ -936,7 +938,9 @@ impl TcpSender {
             EcnMode::AccEcn => {
                 // Only ACKs with forward progress carry a usable ACE.
                 if una_advanced || newly_acked_sacked > 0 {
-                    ce_delta = accecn::ace_delta(h.ace(), self.s_cep, newly_acked_sacked as u64);
+                    ce_delta =
+                        self.ack_thinning
+                            .delta(h.ace(), self.s_cep, newly_acked_sacked as u64);
                     self.s_cep += ce_delta;
                     ece = ce_delta > 0;
                 }
