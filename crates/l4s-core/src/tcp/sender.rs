@@ -22,9 +22,17 @@
 //! `cong_avoid` call: there it holds a value for which `CcState::is_cwnd_limited` returns what
 //! Linux's `tcp_is_cwnd_limited` would (send-time `is_cwnd_limited` flag and
 //! `max_packets_out` kept by `tcp_cwnd_validate`), because a burst of ACKs arriving together
-//! would otherwise look application-limited. The receiver-side CA events `EcnIsCe`/`EcnNoCe` (DCTCP's delayed-ACK
-//! state in Linux) are not raised by the sender. Retransmissions are Not-ECT with classic ECN
-//! (RFC 3168 §6.1.5) and carry the data codepoint with AccECN. No undo of spurious recoveries.
+//! would otherwise look application-limited. The CA events `EcnIsCe`/`EcnNoCe` belong to the
+//! data receiver in Linux (DCTCP's delayed-ACK state) and are not raised by the sender.
+//!
+//! ECN: classic ECE makes the sender enter CWR once per window (unless the CC handles ECN),
+//! with CWR on the next new data segment; AccECN decodes the ACE delta ([`super::accecn`]).
+//! Retransmissions are Not-ECT with classic ECN (RFC 3168 §6.1.5; Linux keeps ECT for CCs
+//! flagged TCP_CONG_NEEDS_ECN such as DCTCP, which the trait cannot express) and carry the
+//! data codepoint with AccECN. SYN retransmissions fall back from ECN as Linux does.
+//! Pacing: each packet leaves no earlier than `tcp_wstamp_ns`, advanced by len/rate.
+//! Not modelled: undo of spurious recoveries (DSACK, F-RTO), RACK/TLP, cwnd restart after
+//! idle (CwndRestart is never raised), TSO/GSO.
 
 use std::collections::VecDeque;
 
@@ -1009,7 +1017,7 @@ impl TcpSender {
         }
 
         self.lost_pkts += newly_lost as u64;
-        let sample = AckSample {
+        let mut sample = AckSample {
             now,
             acked_pkts: newly_acked_sacked,
             acked_bytes,
@@ -1086,7 +1094,9 @@ impl TcpSender {
             CaState::Recovery | CaState::Loss => {}
         }
 
-        // 10. Window update (tcp_cong_control).
+        // 10. Window update (tcp_cong_control), with the rate sample's losses now including
+        // NewReno's head marking as Linux's rs->losses does.
+        sample.losses = newly_lost;
         self.sync_tp();
         if self.cc.has_cong_control() {
             self.cc.cong_control(&mut self.tp, &sample);
