@@ -1,9 +1,12 @@
 //! TCP sender and receiver state machines (sans-I/O, quinn-proto style), byte-accurate
-//! sequence accounting with RFC 9293 / RFC 5681 / RFC 6675 / RFC 6298 / RFC 3168 / AccECN.
+//! sequence accounting per RFC 9293, 5681, 6675, 6937, 6298, 3168 and AccECN (RFC 9768,
+//! draft-ietf-tcpm-accurate-ecn), following Linux net/ipv4/tcp_{input,output,rate}.c.
 //!
 //! The data flows one way: a [`TcpSender`] opens the connection with a SYN, sends data, and
 //! processes ACKs; a [`TcpReceiver`] answers with a SYN/ACK and (delayed) ACKs. Both implement
 //! [`crate::Endpoint`]. Congestion control is pluggable through [`crate::cc::CongestionControl`].
+//! Driving them: after every `handle_packet`/`handle_timeout`, call `poll_transmit(now)` until
+//! it returns None, then sleep until `poll_timeout()` (or the next arriving packet).
 //!
 //! Not modelled (named here so that nothing is hidden): FIN/close, receive-window updates
 //! (the sender is limited by a fixed `rwnd_bytes`), TSO/GSO/TSQ, the SACK-permitted option

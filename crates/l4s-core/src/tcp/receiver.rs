@@ -9,10 +9,11 @@
 //! Classic ECN (RFC 3168 §6.1.3): ECE on every ACK from the first CE until data with CWR;
 //! or, with `dctcp_ece`, DCTCP's receiver (Linux `dctcp_ece_ack_update`): ECE mirrors the CE
 //! state of the latest data packet, with an immediate ACK on each change.
-//! AccECN: r.cep counts CE packets from 5; every ACK carries ACE = r.cep mod 8.
-//! Simplified: quick-ACK mode is not re-entered after idle, no adaptive ATO (the timer is fixed), no DSACK,
-//! no AccECN option, no SYN/ACK retransmission timer (the client's SYN retransmission covers it),
-//! ACKs and SYN/ACKs are Not-ECT.
+//! AccECN: r.cep counts CE packets from 5; every ACK carries ACE = r.cep mod 8; the
+//! change-triggered ACK fires on CE -> not-CE as well as not-CE -> CE (as DCTCP's receiver).
+//! Simplified: quick-ACK mode is not re-entered after idle, no adaptive ATO (the timer is
+//! fixed), no DSACK, no AccECN option, no increment-triggered ACKs, no SYN/ACK retransmission
+//! timer (the client's SYN retransmission covers it); ACKs and SYN/ACKs are Not-ECT.
 
 use std::collections::VecDeque;
 
