@@ -18,11 +18,11 @@
 //! by the RTO (no RACK, no TLP). RTO: every non-SACKed segment is marked lost and resent in
 //! order (go-back-N) from cwnd = 1 in the Loss state.
 //!
-//! `CcState::packets_in_flight` is the current `tcp_packets_in_flight`, except during the
-//! `cong_avoid` call: there it holds a value for which `CcState::is_cwnd_limited` returns what
-//! Linux's `tcp_is_cwnd_limited` would (send-time `is_cwnd_limited` flag and
-//! `max_packets_out` kept by `tcp_cwnd_validate`), because a burst of ACKs arriving together
-//! would otherwise look application-limited. The CA events `EcnIsCe`/`EcnNoCe` belong to the
+//! `CcState::packets_in_flight` is the current `tcp_packets_in_flight`, except during
+//! `cong_avoid` and (in Open/Disorder) `cong_control`: there it is the value nearest the true
+//! one for which `CcState::is_cwnd_limited` returns Linux's `tcp_is_cwnd_limited` (the
+//! send-time flag and `max_packets_out` kept as `tcp_cwnd_validate` does); the in-flight
+//! count after an ACK is always below cwnd, so the plain formula would stop window growth. The CA events `EcnIsCe`/`EcnNoCe` belong to the
 //! data receiver in Linux (DCTCP's delayed-ACK state) and are not raised by the sender.
 //!
 //! ECN: classic ECE makes the sender enter CWR once per window (unless the CC handles ECN),
@@ -536,17 +536,25 @@ impl TcpSender {
         }
     }
 
-    /// Linux `tcp_is_cwnd_limited`, expressed as the in-flight value for which
-    /// `CcState::is_cwnd_limited` gives the same answer (used during `cong_avoid`).
+    /// Linux `tcp_is_cwnd_limited`: the send-time flag, or in slow start
+    /// cwnd < 2·max_packets_out.
+    fn linux_cwnd_limited(&self) -> bool {
+        self.is_cwnd_limited
+            || (self.tp.in_slow_start() && self.tp.snd_cwnd < 2 * self.max_packets_out)
+    }
+
+    /// The in-flight count closest to the true one for which `CcState::is_cwnd_limited`
+    /// gives Linux's `tcp_is_cwnd_limited` answer: raised to cwnd when Linux says limited,
+    /// capped below the formula's threshold when it says not.
     fn cwnd_limited_in_flight(&self) -> u32 {
         let cwnd = self.tp.snd_cwnd;
-        if self.is_cwnd_limited {
-            self.in_flight().max(cwnd)
+        let in_flight = self.in_flight();
+        if self.linux_cwnd_limited() {
+            in_flight.max(cwnd)
         } else if self.tp.in_slow_start() {
-            // Linux: cwnd < 2·max_packets_out.
-            self.max_packets_out
+            in_flight.min(cwnd / 2)
         } else {
-            self.in_flight().min(cwnd.saturating_sub(1))
+            in_flight.min(cwnd.saturating_sub(1))
         }
     }
 
@@ -1099,7 +1107,14 @@ impl TcpSender {
         sample.losses = newly_lost;
         self.sync_tp();
         if self.cc.has_cong_control() {
+            // Outside loss recovery and CWR the CC sees the cwnd-limited-equivalent in-flight
+            // (Prague and BBRv3 test `is_cwnd_limited()` here); during them the true value,
+            // which BBR's packet conservation needs.
+            if matches!(self.tp.ca_state, CaState::Open | CaState::Disorder) {
+                self.tp.packets_in_flight = self.cwnd_limited_in_flight();
+            }
             self.cc.cong_control(&mut self.tp, &sample);
+            self.sync_tp();
         } else if matches!(self.tp.ca_state, CaState::Cwr | CaState::Recovery) {
             self.cwnd_reduction(newly_acked_sacked, newly_lost, una_advanced);
         } else if una_advanced {
