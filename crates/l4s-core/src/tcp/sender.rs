@@ -836,7 +836,7 @@ impl TcpSender {
         // 1. SACK tagging (tcp_sacktag_write_queue).
         if self.is_sack() {
             let n = (h.n_sack as usize).min(3);
-            let mut ranges: Vec<(u64, u64)> = Vec::with_capacity(4);
+            let mut ranges = Ranges::default();
             for &(start, end) in &h.sack[..n] {
                 if end > self.snd_una.max(ack) && start < end {
                     // Only the parts not already tagged through last ACK's blocks.
@@ -845,7 +845,7 @@ impl TcpSender {
             }
             self.sack_cache = [(0, 0); 3];
             self.sack_cache[..n].copy_from_slice(&h.sack[..n]);
-            for (start, end) in ranges {
+            for &(start, end) in ranges.as_slice() {
                 let mut i = self.seg_index(start.max(self.snd_una));
                 while i < self.segs.len() {
                     let s = &self.segs[i];
@@ -1309,15 +1309,36 @@ impl Endpoint for TcpSender {
     }
 }
 
+/// A few byte ranges without allocation: 3 SACK blocks, each cut into at most 4 pieces by
+/// the 3 cached blocks, fit in 12.
+#[derive(Clone, Copy, Default)]
+struct Ranges {
+    v: [(u64, u64); 12],
+    n: usize,
+}
+
+impl Ranges {
+    fn push(&mut self, r: (u64, u64)) {
+        if self.n < self.v.len() {
+            self.v[self.n] = r;
+            self.n += 1;
+        }
+    }
+    fn as_slice(&self) -> &[(u64, u64)] {
+        &self.v[..self.n]
+    }
+}
+
 /// Append to `out` the parts of [start, end) not covered by any of `cached`.
-fn subtract_ranges(start: u64, end: u64, cached: &[(u64, u64); 3], out: &mut Vec<(u64, u64)>) {
-    let mut pieces = vec![(start, end)];
+fn subtract_ranges(start: u64, end: u64, cached: &[(u64, u64); 3], out: &mut Ranges) {
+    let mut pieces = Ranges::default();
+    pieces.push((start, end));
     for &(cs, ce) in cached {
         if cs >= ce {
             continue;
         }
-        let mut next = Vec::with_capacity(pieces.len() + 1);
-        for (s, e) in pieces {
+        let mut next = Ranges::default();
+        for &(s, e) in pieces.as_slice() {
             if ce <= s || cs >= e {
                 next.push((s, e));
                 continue;
@@ -1331,23 +1352,29 @@ fn subtract_ranges(start: u64, end: u64, cached: &[(u64, u64); 3], out: &mut Vec
         }
         pieces = next;
     }
-    out.extend(pieces);
+    for &r in pieces.as_slice() {
+        out.push(r);
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::subtract_ranges;
+    use super::{subtract_ranges, Ranges};
 
     #[test]
     fn sack_cache_subtraction() {
-        let mut out = Vec::new();
+        let mut out = Ranges::default();
         // [10, 50) minus {[20, 30), [40, 60)} = [10, 20) + [30, 40).
         subtract_ranges(10, 50, &[(20, 30), (40, 60), (0, 0)], &mut out);
-        assert_eq!(out, vec![(10, 20), (30, 40)]);
-        out.clear();
+        assert_eq!(out.as_slice(), [(10, 20), (30, 40)]);
+        let mut out = Ranges::default();
         subtract_ranges(10, 50, &[(0, 100), (0, 0), (0, 0)], &mut out);
-        assert!(out.is_empty());
+        assert!(out.as_slice().is_empty());
         subtract_ranges(10, 50, &[(0, 0); 3], &mut out);
-        assert_eq!(out, vec![(10, 50)]);
+        assert_eq!(out.as_slice(), [(10, 50)]);
+        // Three cached blocks inside cut one range into four pieces.
+        let mut out = Ranges::default();
+        subtract_ranges(0, 100, &[(10, 20), (30, 40), (50, 60)], &mut out);
+        assert_eq!(out.as_slice(), [(0, 10), (20, 30), (40, 50), (60, 100)]);
     }
 }

@@ -1723,8 +1723,9 @@ fn every_cc_fills_a_bottleneck_through_the_tcp_model() {
             s.rto_count()
         );
         assert_eq!(broken, None, "{}", c.cc);
-        // Payload capacity 20·1448/1500 = 19.3 Mb/s.
-        assert!(goodput > 0.8 * 19.3e6, "{}: {goodput}", c.cc);
+        // Payload capacity 20·1448/1500 = 19.3 Mb/s; every CC keeps the link busy (measured
+        // when written: 18.2 (bbr3) to 19.3 (dctcp) Mb/s over seconds 2..12).
+        assert!(goodput > 0.9 * 19.3e6, "{}: {goodput}", c.cc);
         if c.mark_k.is_some() {
             assert!(st.ce_acked > 0, "{}: no CE feedback", c.cc);
             assert_eq!(drops, 0, "{}", c.cc);
