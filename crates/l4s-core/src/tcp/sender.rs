@@ -736,6 +736,15 @@ impl TcpSender {
         newly
     }
 
+    /// `tcp_limit_reno_sacked`: duplicate ACKs cannot stand for more segments than are out
+    /// beyond the holes (at least one).
+    fn limit_reno_sacked(&mut self) {
+        let holes = self.lost_out.max(1).min(self.packets_out);
+        if self.reno_sacked + holes > self.packets_out {
+            self.reno_sacked = self.packets_out - holes;
+        }
+    }
+
     /// Mark the head segment lost (NewReno); returns 1 if it was newly marked.
     fn mark_head_lost(&mut self) -> u32 {
         match self.segs.front_mut() {
@@ -926,12 +935,14 @@ impl TcpSender {
                 self.reno_sacked = self.reno_sacked.saturating_sub(acked.saturating_sub(1));
             } else if self.packets_out > 0 && h.payload_bytes == 0 {
                 // tcp_add_reno_sack: an out-of-order segment was delivered.
-                if self.reno_sacked + 1 < self.packets_out {
-                    self.reno_sacked += 1;
+                let prior = self.reno_sacked;
+                self.reno_sacked += 1;
+                self.limit_reno_sacked();
+                if self.reno_sacked > prior {
                     self.tp.delivered += 1;
                 }
             }
-            self.reno_sacked = self.reno_sacked.min(self.packets_out.saturating_sub(1));
+            self.limit_reno_sacked();
         }
         let newly_acked_sacked = (self.tp.delivered - prior_delivered) as u32;
 
@@ -1076,6 +1087,7 @@ impl TcpSender {
                 || (st == CaState::Recovery && una_advanced)
             {
                 let n = self.mark_head_lost();
+                self.limit_reno_sacked();
                 newly_lost += n;
                 self.lost_pkts += n as u64;
             }

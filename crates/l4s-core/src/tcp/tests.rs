@@ -1486,7 +1486,7 @@ mod prop {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(48))]
 
-        /// Whatever the loss pattern on data and ACKs, ECN mode and SACK setting, a sized
+        /// Whatever the CC, loss pattern on data and ACKs, ECN mode and SACK setting, a sized
         /// transfer completes, delivers every byte exactly, and the scoreboard stays coherent.
         #[test]
         fn transfer_survives_random_loss_and_marks(
@@ -1498,12 +1498,16 @@ mod prop {
             ecn in 0usize..3,
             n_segs in 1u64..120,
             tail in 0u64..1448,
+            cc_idx in 0usize..6,
         ) {
             let mode = [EcnMode::None, EcnMode::Classic, EcnMode::AccEcn][ecn];
             let bytes = n_segs * MSS + tail;
             let cfg = TcpConfig { sack, ecn: Some(mode), ..sized(bytes) };
             let rcfg = TcpConfig { sack, ..Default::default() };
-            let mut s = TcpSender::new(0, cfg, Box::new(Reno::default()));
+            let name = ["reno", "cubic", "dctcp", "prague", "bbr1", "bbr3"][cc_idx];
+            let params = crate::cc::CcParams { seed, ..Default::default() };
+            let cc = crate::cc::by_name_with(name, &params).expect("cc");
+            let mut s = TcpSender::new(0, cfg, cc);
             let mut r = TcpReceiver::new(0, &rcfg);
             let mut rng_f = Rng::derive(seed, "fwd");
             let mut rng_r = Rng::derive(seed, "rev");
