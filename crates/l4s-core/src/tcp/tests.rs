@@ -67,6 +67,8 @@ struct Pipe {
     queue: std::collections::VecDeque<Nanos>,
     delay_fwd: Nanos,
     delay_rev: Nanos,
+    /// Extra per-packet delay in [0, jitter) from a seeded stream: reorders packets.
+    jitter: Option<(Nanos, crate::Rng)>,
     fwd: Filter,
     rev: Filter,
     fwd_log: Vec<Sent>,
@@ -81,10 +83,17 @@ impl Pipe {
             queue: std::collections::VecDeque::new(),
             delay_fwd: one_way,
             delay_rev: one_way,
+            jitter: None,
             fwd: Box::new(|_, _| true),
             rev: Box::new(|_, _| true),
             fwd_log: Vec::new(),
             rev_log: Vec::new(),
+        }
+    }
+    fn jitter_sample(&mut self) -> Nanos {
+        match &mut self.jitter {
+            Some((j, rng)) if j.0 > 0 => Nanos(rng.below(j.0)),
+            _ => Nanos::ZERO,
         }
     }
     fn bottleneck(mut self, rate: Rate, limit_pkts: usize) -> Self {
@@ -144,7 +153,7 @@ impl Pipe {
                     if kept {
                         n += 1;
                         heap.push(Ev {
-                            t: depart + self.delay_fwd,
+                            t: depart + self.delay_fwd + self.jitter_sample(),
                             n,
                             to_receiver: true,
                             pkt: p,
@@ -162,7 +171,7 @@ impl Pipe {
                     if kept {
                         n += 1;
                         heap.push(Ev {
-                            t: now + self.delay_rev,
+                            t: now + self.delay_rev + self.jitter_sample(),
                             n,
                             to_receiver: false,
                             pkt: p,
@@ -1486,8 +1495,9 @@ mod prop {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(48))]
 
-        /// Whatever the CC, loss pattern on data and ACKs, ECN mode and SACK setting, a sized
-        /// transfer completes, delivers every byte exactly, and the scoreboard stays coherent.
+        /// Whatever the CC, loss and reordering of data and ACKs, ECN mode and SACK setting,
+        /// a sized transfer completes, delivers every byte exactly, and the scoreboard stays
+        /// coherent.
         #[test]
         fn transfer_survives_random_loss_and_marks(
             seed in 0u64..1_000_000,
@@ -1499,6 +1509,7 @@ mod prop {
             n_segs in 1u64..120,
             tail in 0u64..1448,
             cc_idx in 0usize..6,
+            jitter_ms in 0u64..15,
         ) {
             let mode = [EcnMode::None, EcnMode::Classic, EcnMode::AccEcn][ecn];
             let bytes = n_segs * MSS + tail;
@@ -1519,6 +1530,8 @@ mod prop {
                     !rng_f.bernoulli(fwd_loss)
                 })
                 .rev(move |_, _| !rng_r.bernoulli(rev_loss));
+            // Up to 15 ms of random extra delay per packet reorders data and ACKs.
+            pipe.jitter = Some((Nanos::from_ms(jitter_ms), Rng::derive(seed, "jitter")));
             let mut broken = None;
             // Heavy loss hits retransmissions too, and the RTO backs off up to max_rto.
             pipe.run(&mut s, &mut r, Nanos::from_secs(1_000_000), |now, s| {
