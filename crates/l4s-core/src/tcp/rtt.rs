@@ -95,8 +95,9 @@ mod tests {
     #[test]
     fn rfc6298_exact_updates() {
         let mut e = est();
-        assert_eq!(e.rto(), Nanos::from_secs(1)); // §2.1: 1 s before any sample.
-                                                  // First sample R = 100 ms: srtt = 100, rttvar = 50, RTO = 100 + 4·50 = 300 ms.
+        // §2.1: 1 s before any sample.
+        assert_eq!(e.rto(), Nanos::from_secs(1));
+        // First sample R = 100 ms: srtt = 100, rttvar = 50, RTO = 100 + 4·50 = 300 ms.
         e.on_sample(Nanos::from_ms(100));
         assert_eq!(e.srtt(), Nanos::from_ms(100));
         assert_eq!(e.rttvar(), Nanos::from_ms(50));

@@ -22,8 +22,9 @@
 //! `cong_avoid` and (in Open/Disorder) `cong_control`: there it is the value nearest the true
 //! one for which `CcState::is_cwnd_limited` returns Linux's `tcp_is_cwnd_limited` (the
 //! send-time flag and `max_packets_out` kept as `tcp_cwnd_validate` does); the in-flight
-//! count after an ACK is always below cwnd, so the plain formula would stop window growth. The CA events `EcnIsCe`/`EcnNoCe` belong to the
-//! data receiver in Linux (DCTCP's delayed-ACK state) and are not raised by the sender.
+//! count after an ACK is always below cwnd, so the plain formula would stop window growth.
+//! The CA events `EcnIsCe`/`EcnNoCe` belong to the data receiver in Linux (DCTCP's
+//! delayed-ACK state) and are not raised by the sender.
 //!
 //! ECN: classic ECE makes the sender enter CWR once per window (unless the CC handles ECN),
 //! with CWR on the next new data segment; AccECN decodes the ACE delta ([`super::accecn`]).
