@@ -14,9 +14,11 @@
 //! Loss detection: with SACK a segment is lost when DupThresh = 3 segments above it are
 //! SACKed (RFC 6675 `IsLost`); without SACK the third duplicate ACK marks the head lost and a
 //! partial ACK in Recovery marks the new head lost (Linux `tcp_newreno_mark_lost`), duplicate
-//! ACKs counting as SACKed segments (`tcp_add_reno_sack`). A lost retransmission is found only
-//! by the RTO (no RACK, no TLP). RTO: every non-SACKed segment is marked lost and resent in
-//! order (go-back-N) from cwnd = 1 in the Loss state.
+//! ACKs counting as SACKed segments (`tcp_add_reno_sack`). With SACK a lost retransmission is
+//! found when DupThresh segments beyond the `snd_nxt` of its sending are SACKed (Linux 3.x
+//! `tcp_mark_lost_retrans`); otherwise, and for tail losses, by the RTO (no RACK, no TLP).
+//! RTO: every non-SACKed segment is marked lost and resent in order (go-back-N) from
+//! cwnd = 1 in the Loss state.
 //!
 //! `CcState::packets_in_flight` is the current `tcp_packets_in_flight`, except during
 //! `cong_avoid` and (in Open/Disorder) `cong_control`: there it is the value nearest the true
@@ -73,6 +75,8 @@ struct Seg {
     retrans: bool,
     /// Ever retransmitted (`TCPCB_EVER_RETRANS`; Karn's rule).
     ever_retrans: bool,
+    /// `snd_nxt` when last retransmitted (Linux 3.x `TCP_SKB_CB(skb)->ack_seq`).
+    retrans_nxt: u64,
 }
 
 impl Seg {
@@ -582,9 +586,11 @@ impl TcpSender {
             if self.pacing_rate().is_some() && now < self.wstamp {
                 return None;
             }
+            let snd_nxt = self.snd_nxt;
             let s = &mut self.segs[idx];
             s.retrans = true;
             s.ever_retrans = true;
+            s.retrans_nxt = snd_nxt;
             self.retrans_out += 1;
             self.retransmits += 1;
             return Some(self.data_packet(idx, now, true, idle, no_flight));
@@ -612,6 +618,7 @@ impl TcpSender {
             lost: false,
             retrans: false,
             ever_retrans: false,
+            retrans_nxt: 0,
         });
         self.snd_nxt += len as u64;
         self.packets_out += 1;
@@ -734,6 +741,36 @@ impl TcpSender {
         }
         self.lost_mark_seq = self.lost_mark_seq.max(limit_seq);
         self.lost_out += newly;
+        newly
+    }
+
+    /// Lost retransmissions (Linux 3.x `tcp_mark_lost_retrans`, the DupThresh rule applied to
+    /// retransmissions): a retransmission is lost when SACKs reach DupThresh segments beyond
+    /// the `snd_nxt` it was sent at; it is marked for another retransmission without an RTO.
+    fn mark_lost_retrans(&mut self) -> u32 {
+        if self.retrans_out == 0 {
+            return 0;
+        }
+        let received_upto = self.highest_sacked_end;
+        let margin = DUP_THRESH as u64 * self.cfg.mss as u64;
+        let mut seen = 0;
+        let mut newly = 0u32;
+        let from = self.seg_index(self.snd_una);
+        for s in self.segs.iter_mut().skip(from) {
+            if seen == self.retrans_out {
+                break;
+            }
+            if !s.retrans {
+                continue;
+            }
+            seen += 1;
+            if received_upto >= s.retrans_nxt + margin {
+                s.retrans = false;
+                newly += 1;
+                self.retransmit_hint = self.retransmit_hint.min(s.seq);
+            }
+        }
+        self.retrans_out -= newly;
         newly
     }
 
@@ -951,6 +988,7 @@ impl TcpSender {
         let mut newly_lost = 0u32;
         if self.is_sack() {
             newly_lost += self.mark_lost_dupthresh();
+            newly_lost += self.mark_lost_retrans();
         }
 
         // 5. ECN feedback (Linux FLAG_ECE / tcp_accecn_process).

@@ -1025,6 +1025,40 @@ fn newreno_recovers_one_two_three_losses_in_one_episode() {
 }
 
 #[test]
+fn lost_retransmission_is_found_by_sack_without_rto() {
+    // Segment 100 and its first retransmission are both dropped. The retransmission leaves
+    // at ~500 ms with snd_nxt beyond segment 150; new data sent during recovery is SACKed
+    // DupThresh segments past that point, so it is resent again in the same episode.
+    let (cc, log) = Probe::boxed(false);
+    let mut s = TcpSender::new(0, sized(400 * MSS), cc);
+    let mut r = TcpReceiver::new(0, &TcpConfig::default());
+    let mut n100 = 0;
+    let mut pipe = Pipe::new(Nanos::from_ms(50)).fwd(move |p, _| {
+        let h = p.tcp().unwrap();
+        if h.payload_bytes > 0 && h.seq == seq_of(100) {
+            n100 += 1;
+            return n100 > 2;
+        }
+        true
+    });
+    let mut broken = None;
+    pipe.run(&mut s, &mut r, Nanos::from_secs(20), |_, s| {
+        if broken.is_none() {
+            broken = s.check_invariants().err();
+        }
+    });
+    assert_eq!(broken, None);
+    assert!(s.is_done());
+    assert_eq!(s.rto_count(), 0);
+    assert_eq!(pipe.data().filter(|d| d.h().seq == seq_of(100)).count(), 3);
+    assert_eq!(s.stats().retransmits, 2);
+    assert_eq!(s.stats().lost_pkts, 2);
+    let log = log.lock().unwrap();
+    assert_eq!(log.ssthresh_calls, 1, "one recovery episode");
+    assert!(!log.states.contains(&CaState::Loss));
+}
+
+#[test]
 fn prr_ends_recovery_at_ssthresh() {
     // One loss with cwnd 80 at detection: ssthresh = 40 and, after PRR, cwnd = ssthresh when
     // snd_una passes the recovery point (tcp_end_cwnd_reduction); no slow-start overshoot.
