@@ -59,8 +59,8 @@ pub struct TcpConfig {
     pub initial_quickacks: u32,
     /// Receiver: delayed-ACK timer (Linux `TCP_DELACK_MIN` = 40 ms, the floor of its ATO).
     pub delack_timeout: Nanos,
-    /// Receiver: ACK at once when ECN feedback changes (AccECN: CE state of the arriving data
-    /// differs from the previous packet's; classic: the first CE that latches ECE).
+    /// Receiver: ACK at once when ECN feedback changes (AccECN: the IP-ECN field of arriving
+    /// data differs from the previous packet's; classic: the first CE that latches ECE).
     pub quickack_on_ce_change: bool,
     /// Receiver with classic ECN: echo ECE as DCTCP's receiver does (Linux
     /// `dctcp_ece_ack_update`): ECE = CE state of the latest data packet, an immediate ACK

@@ -9,8 +9,9 @@
 //! Classic ECN (RFC 3168 §6.1.3): ECE on every ACK from the first CE until data with CWR;
 //! or, with `dctcp_ece`, DCTCP's receiver (Linux `dctcp_ece_ack_update`): ECE mirrors the CE
 //! state of the latest data packet, with an immediate ACK on each change.
-//! AccECN: r.cep counts CE packets from 5; every ACK carries ACE = r.cep mod 8; the
-//! change-triggered ACK fires on CE -> not-CE as well as not-CE -> CE (as DCTCP's receiver).
+//! AccECN: r.cep counts CE packets from 5; every ACK carries ACE = r.cep mod 8; a data
+//! packet whose IP-ECN field differs from the previous packet's is acked at once (Linux's
+//! change-triggered ACK, `prev_ecnfield`; RFC 9768 asks at least for not-CE -> CE).
 //! Simplified: quick-ACK mode is not re-entered after idle, no adaptive ATO (the timer is
 //! fixed), no DSACK, no AccECN option, no increment-triggered ACKs, no SYN/ACK retransmission
 //! timer (the client's SYN retransmission covers it); ACKs and SYN/ACKs are Not-ECT.
@@ -63,6 +64,8 @@ pub struct TcpReceiver {
     /// Classic ECN: ECE latched until CWR (Linux `TCP_ECN_DEMAND_CWR`).
     demand_cwr: bool,
     last_data_ce: bool,
+    /// IP-ECN field of the previous packet of any kind (Linux `tp->prev_ecnfield`).
+    prev_ecnfield: Ecn,
     outq: VecDeque<Packet>,
     acks_sent: u64,
 }
@@ -101,6 +104,7 @@ impl TcpReceiver {
             r_bytes: Default::default(),
             demand_cwr: false,
             last_data_ce: false,
+            prev_ecnfield: Ecn::NotEct,
             outq: VecDeque::new(),
             acks_sent: 0,
         }
@@ -215,8 +219,9 @@ impl TcpReceiver {
                     Ecn::Ect1 => self.r_bytes.e1b = (self.r_bytes.e1b + len as u32) & 0xFF_FFFF,
                     Ecn::NotEct => {}
                 }
-                // AccECN change-triggered ACK: the CE state differs from the previous packet's.
-                if self.quickack_on_ce_change && is_ce != self.last_data_ce {
+                // AccECN change-triggered ACK (Linux `tcp_ecn_received_counters`): the IP-ECN
+                // field differs from the previous packet's.
+                if self.quickack_on_ce_change && pkt.ecn != self.prev_ecnfield {
                     ack_now = true;
                 }
             }
@@ -323,26 +328,8 @@ impl Endpoint for TcpReceiver {
         let Some(h) = pkt.tcp().copied() else {
             return;
         };
-        if h.has(tcp_flags::SYN) {
-            if !h.has(tcp_flags::ACK) && self.state != RcvState::Established {
-                self.on_syn(&pkt, &h, now);
-            }
-            return;
-        }
-        match self.state {
-            RcvState::Listen => return,
-            RcvState::SynRcvd => {
-                if h.has(tcp_flags::ACK) && h.ack >= 1 {
-                    self.state = RcvState::Established;
-                } else {
-                    return;
-                }
-            }
-            RcvState::Established => {}
-        }
-        if h.payload_bytes > 0 {
-            self.on_data(&pkt, &h, now);
-        }
+        self.on_packet(pkt, h, now);
+        self.prev_ecnfield = pkt.ecn;
     }
 
     fn poll_transmit(&mut self, _now: Nanos) -> Option<Packet> {
@@ -368,6 +355,31 @@ impl Endpoint for TcpReceiver {
             ssthresh_pkts: f64::NAN,
             alpha: f64::NAN,
             ..Default::default()
+        }
+    }
+}
+
+impl TcpReceiver {
+    fn on_packet(&mut self, pkt: Packet, h: TcpHeader, now: Nanos) {
+        if h.has(tcp_flags::SYN) {
+            if !h.has(tcp_flags::ACK) && self.state != RcvState::Established {
+                self.on_syn(&pkt, &h, now);
+            }
+            return;
+        }
+        match self.state {
+            RcvState::Listen => return,
+            RcvState::SynRcvd => {
+                if h.has(tcp_flags::ACK) && h.ack >= 1 {
+                    self.state = RcvState::Established;
+                } else {
+                    return;
+                }
+            }
+            RcvState::Established => {}
+        }
+        if h.payload_bytes > 0 {
+            self.on_data(&pkt, &h, now);
         }
     }
 }

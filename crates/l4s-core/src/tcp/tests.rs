@@ -791,22 +791,26 @@ fn accecn_receiver_quickacks_on_ce_change_and_counts_ace() {
     let mut r = established_receiver(&cfg, EcnMode::AccEcn);
     assert_eq!(r.ecn_mode(), EcnMode::AccEcn);
     let t = Nanos::from_ms(1);
-    // Non-CE (no change from the initial "not CE" state): delayed.
+    // Linux acks at once on any change of the IP-ECN field from the previous packet (the
+    // handshake ACK was Not-ECT), so the first ECT(1) segment is acked at once, ACE = 5.
     r.handle_packet(seg(0, Ecn::Ect1, 0), t);
-    assert!(drain(&mut r, t).is_empty());
-    // CE after non-CE: ACK at once, r.cep = 6 -> ACE 6.
-    r.handle_packet(seg(1, Ecn::Ce, 0), t);
     let a = drain(&mut r, t);
-    assert_eq!(a.len(), 1);
-    assert_eq!(a[0].ace(), 6);
-    // CE again: no change, delayed.
+    assert_eq!((a.len(), a[0].ace()), (1, 5));
+    // Same field again: delayed.
+    r.handle_packet(seg(1, Ecn::Ect1, 0), t);
+    assert!(drain(&mut r, t).is_empty());
+    // CE after ECT(1): ACK at once (segments 1 and 2), r.cep = 6 -> ACE 6.
     r.handle_packet(seg(2, Ecn::Ce, 0), t);
+    let a = drain(&mut r, t);
+    assert_eq!((a.len(), a[0].ack, a[0].ace()), (1, seq_of(3), 6));
+    // CE again: no change, delayed.
+    r.handle_packet(seg(3, Ecn::Ce, 0), t);
     assert!(drain(&mut r, t).is_empty());
-    // Back to non-CE: ACK at once, r.cep = 7.
-    r.handle_packet(seg(3, Ecn::Ect1, 0), t);
+    // Back to ECT(1): ACK at once, r.cep = 7.
+    r.handle_packet(seg(4, Ecn::Ect1, 0), t);
     let a = drain(&mut r, t);
     assert_eq!(a.len(), 1);
-    assert_eq!((a[0].ack, a[0].ace()), (seq_of(4), 7));
+    assert_eq!((a[0].ack, a[0].ace()), (seq_of(5), 7));
     assert_eq!(r.r_cep(), 7);
     // With quick-ACK off the CE change waits for the second segment.
     let cfg = TcpConfig {
