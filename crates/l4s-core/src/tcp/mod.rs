@@ -12,8 +12,8 @@
 //! (the sender is limited by a fixed `rwnd_bytes`), TSO/GSO/TSQ, the SACK-permitted option
 //! (each side uses its own `sack` setting: the receiver sends SACK blocks when its config says
 //! so and the sender uses them when its own does), PAWS, re-entering quick-ACK mode after
-//! idle, DSACK, undo, RACK/TLP, cwnd restart after idle, connection abort after too many
-//! retransmissions (`tcp_retries2`). Details per file.
+//! idle, DSACK, undo, RACK (a simplified tail loss probe is modelled), cwnd restart after
+//! idle, connection abort after too many retransmissions (`tcp_retries2`). Details per file.
 
 pub mod accecn;
 pub mod receiver;
@@ -81,6 +81,8 @@ pub struct TcpConfig {
     pub rwnd_bytes: u64,
     /// Honour the CC's pacing rate (Linux internal pacing via `tcp_wstamp_ns`).
     pub pacing: bool,
+    /// Tail loss probe (Linux `tcp_early_retrans` = 3, RFC 8985 §7), with SACK only.
+    pub tlp: bool,
 }
 
 impl Default for TcpConfig {
@@ -102,6 +104,7 @@ impl Default for TcpConfig {
             stop: None,
             rwnd_bytes: 1 << 40,
             pacing: true,
+            tlp: true,
         }
     }
 }

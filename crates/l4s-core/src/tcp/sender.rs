@@ -16,9 +16,13 @@
 //! partial ACK in Recovery marks the new head lost (Linux `tcp_newreno_mark_lost`), duplicate
 //! ACKs counting as SACKed segments (`tcp_add_reno_sack`). With SACK a lost retransmission is
 //! found when DupThresh segments beyond the `snd_nxt` of its sending are SACKed (Linux 3.x
-//! `tcp_mark_lost_retrans`); otherwise, and for tail losses, by the RTO (no RACK, no TLP).
-//! RTO: every non-SACKed segment is marked lost and resent in order (go-back-N) from
-//! cwnd = 1 in the Loss state.
+//! `tcp_mark_lost_retrans`); otherwise by the RTO. Tail losses: a tail loss probe (Linux
+//! `tcp_schedule_loss_probe` / `tcp_send_loss_probe`, RFC 8985 §7) sends one new segment or
+//! resends the last one after PTO = 2·srtt (+200 ms with one packet out, else +2 ms, capped
+//! by the RTO); when the probe's segment is delivered, the un-SACKed segments sent before it
+//! are marked lost at once (RACK's rule with a zero reordering window, applied once per probe;
+//! general RACK is not modelled). RTO: every non-SACKed segment is marked lost and resent in
+//! order (go-back-N) from cwnd = 1 in the Loss state.
 //!
 //! `CcState::packets_in_flight` is the current `tcp_packets_in_flight`, except during
 //! `cong_avoid` and (in Open/Disorder) `cong_control`: there it is the value nearest the true
@@ -34,8 +38,8 @@
 //! flagged TCP_CONG_NEEDS_ECN such as DCTCP, which the trait cannot express) and carry the
 //! data codepoint with AccECN. SYN retransmissions fall back from ECN as Linux does.
 //! Pacing: each packet leaves no earlier than `tcp_wstamp_ns`, advanced by len/rate.
-//! Not modelled: undo of spurious recoveries (DSACK, F-RTO), RACK/TLP, cwnd restart after
-//! idle (CwndRestart is never raised), TSO/GSO.
+//! Not modelled: undo of spurious recoveries (DSACK, F-RTO), RACK beyond the probe rule,
+//! cwnd restart after idle (CwndRestart is never raised), TSO/GSO.
 
 use std::collections::VecDeque;
 
@@ -48,6 +52,11 @@ use crate::{Endpoint, FlowStats};
 
 /// RFC 6675 DupThresh (Linux `tcp_reordering` default 3).
 pub const DUP_THRESH: u32 = 3;
+/// Extra probe timeout when a single packet is out: the worst-case delayed ACK (Linux
+/// `TCP_RTO_MIN` in `tcp_schedule_loss_probe`, RFC 8985 WCDelAckT).
+pub const TLP_WC_DELACK: Nanos = Nanos::from_ms(200);
+/// Extra probe timeout otherwise (Linux `TCP_TIMEOUT_MIN`, two jiffies at HZ=1000).
+pub const TLP_TIMEOUT_MIN: Nanos = Nanos::from_ms(2);
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum SndState {
@@ -147,6 +156,15 @@ pub struct TcpSender {
     ack_thinning: accecn::AckThinning,
     rtt: RttEstimator,
     rto_deadline: Option<Nanos>,
+    /// Tail loss probe: when the probe timer fires, the probe to send, the end of the
+    /// outstanding probe episode (`tp->tlp_high_seq`), whether the probe was a retransmission,
+    /// and the probe's send time and segment end (for marking the holes below it lost).
+    tlp_deadline: Option<Nanos>,
+    tlp_pending: bool,
+    tlp_high_seq: Option<u64>,
+    tlp_retrans: bool,
+    tlp_probe: Option<(Nanos, u64)>,
+    tlp_probes: u64,
     ts_recent: Nanos,
     // Rate sampling (tcp_rate.c).
     delivered_mstamp: Nanos,
@@ -225,6 +243,12 @@ impl TcpSender {
             s_cep: accecn::CEP_INIT,
             ack_thinning: accecn::AckThinning::default(),
             rto_deadline: None,
+            tlp_deadline: None,
+            tlp_pending: false,
+            tlp_high_seq: None,
+            tlp_retrans: false,
+            tlp_probe: None,
+            tlp_probes: 0,
             ts_recent: Nanos::ZERO,
             delivered_mstamp: Nanos::ZERO,
             first_tx_mstamp: Nanos::ZERO,
@@ -604,6 +628,14 @@ impl TcpSender {
         if self.pacing_rate().is_some() && now < self.wstamp {
             return None;
         }
+        let p = self.send_new_segment(now, idle, no_flight);
+        // tcp_write_xmit -> tcp_schedule_loss_probe after new data.
+        self.schedule_loss_probe(now, false);
+        Some(p)
+    }
+
+    /// Put the next new segment on the wire (cwnd and pacing already checked by the caller).
+    fn send_new_segment(&mut self, now: Nanos, idle: bool, no_flight: bool) -> Packet {
         let end = self.app_end.unwrap_or(u64::MAX);
         let len = (end - self.snd_nxt).min(self.cfg.mss as u64) as u32;
         self.segs.push_back(Seg {
@@ -623,7 +655,129 @@ impl TcpSender {
         self.snd_nxt += len as u64;
         self.packets_out += 1;
         let idx = self.segs.len() - 1;
-        Some(self.data_packet(idx, now, false, idle, no_flight))
+        self.data_packet(idx, now, false, idle, no_flight)
+    }
+
+    /// Tail loss probes sent so far.
+    pub fn tlp_probes(&self) -> u64 {
+        self.tlp_probes
+    }
+
+    /// `tcp_schedule_loss_probe`: PTO = 2·srtt (+ the worst-case delayed ACK when one packet
+    /// is out, else 2 ms), never later than the RTO; only in Open/Disorder/CWR with SACK.
+    fn schedule_loss_probe(&mut self, now: Nanos, advancing_rto: bool) {
+        let eligible = self.cfg.tlp
+            && self.is_sack()
+            && self.packets_out > 0
+            && matches!(
+                self.tp.ca_state,
+                CaState::Open | CaState::Disorder | CaState::Cwr
+            );
+        if !eligible {
+            self.tlp_deadline = None;
+            return;
+        }
+        let mut pto = if self.rtt.has_sample() {
+            let extra = if self.packets_out == 1 {
+                TLP_WC_DELACK
+            } else {
+                TLP_TIMEOUT_MIN
+            };
+            Nanos(2 * self.rtt.srtt().0) + extra
+        } else {
+            INITIAL_RTO
+        };
+        let rto_delta = if advancing_rto {
+            Some(self.rtt.rto())
+        } else {
+            self.rto_deadline.map(|d| d - now)
+        };
+        if let Some(d) = rto_delta {
+            if d > Nanos::ZERO {
+                pto = pto.min(d);
+            }
+        }
+        self.tlp_deadline = Some(now + pto);
+    }
+
+    /// `tcp_send_loss_probe`: one new segment if the application has one (regardless of
+    /// cwnd), else a retransmission of the last segment. Pacing is not applied to the probe.
+    fn send_loss_probe(&mut self, now: Nanos) -> Option<Packet> {
+        let idle = self.packets_out == 0;
+        let no_flight = self.in_flight() == 0;
+        let p = if self.new_data_available() {
+            self.tlp_retrans = false;
+            self.send_new_segment(now, idle, no_flight)
+        } else {
+            let idx = self.segs.len().checked_sub(1)?;
+            if self.segs[idx].sacked {
+                return None;
+            }
+            // Not marked lost: the probe is not counted twice in flight (Linux counts it in
+            // retrans_out); ever_retrans keeps Karn's rule.
+            self.segs[idx].ever_retrans = true;
+            self.retransmits += 1;
+            self.tlp_retrans = true;
+            self.data_packet(idx, now, true, idle, no_flight)
+        };
+        let last = self.segs.back().map(|s| s.end()).unwrap_or(self.snd_nxt);
+        self.tlp_high_seq = Some(self.snd_nxt);
+        self.tlp_probe = Some((now, last));
+        self.tlp_probes += 1;
+        self.rto_deadline = Some(now + self.rtt.rto());
+        Some(p)
+    }
+
+    /// When the probe's segment is delivered, every un-SACKed segment sent before it is lost
+    /// (the RACK rule with a zero reordering window, applied once per probe).
+    fn mark_lost_after_probe(&mut self, ack: u64) -> u32 {
+        let Some((probe_tx, probe_end)) = self.tlp_probe else {
+            return 0;
+        };
+        let delivered = ack >= probe_end
+            || self
+                .segs
+                .back()
+                .is_some_and(|s| s.end() == probe_end && s.sacked);
+        if !delivered {
+            return 0;
+        }
+        self.tlp_probe = None;
+        let mut newly = 0;
+        for s in self.segs.iter_mut() {
+            if !s.sacked && !s.lost && s.tx_time < probe_tx {
+                s.lost = true;
+                newly += 1;
+                self.retransmit_hint = self.retransmit_hint.min(s.seq);
+            }
+        }
+        self.lost_out += newly;
+        newly
+    }
+
+    /// `tcp_process_tlp_ack`: end the probe episode; a retransmitted probe followed by an ACK
+    /// beyond the episode means it repaired a loss, so the window is reduced once.
+    fn process_tlp_ack(&mut self, ack: u64, una_advanced: bool, newly_acked_sacked: u32) {
+        let Some(hs) = self.tlp_high_seq else {
+            return;
+        };
+        if ack < hs {
+            return;
+        }
+        if !self.tlp_retrans {
+            self.tlp_high_seq = None;
+        } else if ack > hs {
+            self.tlp_high_seq = None;
+            if matches!(self.tp.ca_state, CaState::Open | CaState::Disorder) {
+                self.init_cwnd_reduction();
+                self.set_ca_state(CaState::Cwr);
+                self.end_cwnd_reduction();
+                self.set_ca_state(CaState::Open);
+            }
+        } else if !una_advanced && newly_acked_sacked == 0 {
+            // A pure duplicate ACK: original and probe both arrived, nothing was lost.
+            self.tlp_high_seq = None;
+        }
     }
 
     // ----- ACK processing -------------------------------------------------------------------
@@ -799,6 +953,7 @@ impl TcpSender {
     /// `tcp_init_cwnd_reduction`.
     fn init_cwnd_reduction(&mut self) {
         self.high_seq = self.snd_nxt;
+        self.tlp_high_seq = None;
         self.tp.snd_cwnd_cnt = 0;
         self.prior_cwnd = self.tp.snd_cwnd;
         self.prr_delivered = 0;
@@ -989,6 +1144,7 @@ impl TcpSender {
         if self.is_sack() {
             newly_lost += self.mark_lost_dupthresh();
             newly_lost += self.mark_lost_retrans();
+            newly_lost += self.mark_lost_after_probe(ack);
         }
 
         // 5. ECN feedback (Linux FLAG_ECE / tcp_accecn_process).
@@ -1097,7 +1253,8 @@ impl TcpSender {
         }
         self.cc.in_ack_event(&mut self.tp, &sample);
 
-        // 9. State machine (tcp_fastretrans_alert).
+        // 9. Probe episode (tcp_process_tlp_ack), then the state machine (tcp_fastretrans_alert).
+        self.process_tlp_ack(ack, una_advanced, newly_acked_sacked);
         if self.snd_una >= self.high_seq {
             match self.tp.ca_state {
                 // CWR is held until something above high_seq is acked, so that the CWR
@@ -1176,19 +1333,29 @@ impl TcpSender {
         }
         self.tp.snd_cwnd = self.tp.snd_cwnd.max(1);
 
-        // 11. Retransmission timer (RFC 6298 §5.2–5.3).
+        // 11. Retransmission timer (RFC 6298 §5.2–5.3) and probe timer (tcp_set_xmit_timer).
         if una_advanced {
             self.rto_deadline = if self.packets_out > 0 {
                 Some(now + self.rtt.rto())
             } else {
                 None
             };
+            self.schedule_loss_probe(now, true);
+        } else if !matches!(
+            self.tp.ca_state,
+            CaState::Open | CaState::Disorder | CaState::Cwr
+        ) {
+            self.tlp_deadline = None;
         }
     }
 
     /// RTO expiry (`tcp_retransmit_timer` → `tcp_enter_loss`).
     fn on_rto(&mut self, now: Nanos) {
         self.rto_count += 1;
+        self.tlp_deadline = None;
+        self.tlp_pending = false;
+        self.tlp_high_seq = None;
+        self.tlp_probe = None;
         let st = self.tp.ca_state;
         if matches!(st, CaState::Open | CaState::Disorder)
             || self.high_seq <= self.snd_una
@@ -1273,6 +1440,12 @@ impl Endpoint for TcpSender {
                 if let Some(ace) = self.handshake_ack.take() {
                     return Some(self.handshake_ack_packet(ace, now));
                 }
+                if self.tlp_pending {
+                    self.tlp_pending = false;
+                    if let Some(p) = self.send_loss_probe(now) {
+                        return Some(p);
+                    }
+                }
                 self.transmit_data(now)
             }
         }
@@ -1284,6 +1457,9 @@ impl Endpoint for TcpSender {
             SndState::SynSent => self.syn_deadline,
             SndState::Established => {
                 let mut t = self.rto_deadline;
+                if let Some(p) = self.tlp_deadline {
+                    t = Some(t.map_or(p, |r| r.min(p)));
+                }
                 if self.pacing_rate().is_some()
                     && self.wstamp > self.last_now
                     && self.can_send_data()
@@ -1319,6 +1495,17 @@ impl Endpoint for TcpSender {
                 }
             }
             SndState::Established => {
+                if let Some(p) = self.tlp_deadline {
+                    if now >= p {
+                        self.tlp_deadline = None;
+                        if self.tlp_high_seq.is_none() && self.packets_out > 0 {
+                            // The probe timer stands in for the RTO timer (Linux has one
+                            // timer): the RTO restarts when the probe leaves.
+                            self.tlp_pending = true;
+                            self.rto_deadline = Some(now + self.rtt.rto());
+                        }
+                    }
+                }
                 if let Some(d) = self.rto_deadline {
                     if now >= d {
                         if self.packets_out > 0 {

@@ -898,9 +898,13 @@ fn classic_receiver_latches_ece_until_cwr() {
 #[test]
 fn rto_backs_off_1x_2x_4x_with_cwnd_one() {
     // RTT 100 ms: the SYN sample gives srtt 100, rttvar 50, RTO = 300 ms. Every data packet
-    // is then lost, so no further sample arrives.
+    // is then lost, so no further sample arrives. Tail loss probes off: this is the RTO alone.
     let (cc, log) = Probe::boxed(false);
-    let mut s = TcpSender::new(0, TcpConfig::default(), cc);
+    let cfg = TcpConfig {
+        tlp: false,
+        ..Default::default()
+    };
+    let mut s = TcpSender::new(0, cfg, cc);
     let mut r = TcpReceiver::new(0, &TcpConfig::default());
     let mut pipe = Pipe::new(Nanos::from_ms(50)).fwd(|p, _| p.tcp().unwrap().payload_bytes == 0);
     let mut cwnd_after_rto = Vec::new();
@@ -939,9 +943,13 @@ fn rto_backs_off_1x_2x_4x_with_cwnd_one() {
 #[test]
 fn rto_recovers_go_back_n_in_slow_start() {
     // Lose the whole initial window once; the RTO resends it in order from cwnd 1 with slow
-    // start up to ssthresh = 5.
+    // start up to ssthresh = 5 (tail loss probes off; with them see the TLP tests).
     let (cc, log) = Probe::boxed(false);
-    let mut s = TcpSender::new(0, sized(10 * MSS), cc);
+    let cfg = TcpConfig {
+        tlp: false,
+        ..sized(10 * MSS)
+    };
+    let mut s = TcpSender::new(0, cfg, cc);
     let mut r = TcpReceiver::new(0, &TcpConfig::default());
     let mut pipe =
         Pipe::new(Nanos::from_ms(50)).fwd(drop_first_tx(&[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]));
@@ -1026,6 +1034,68 @@ fn newreno_recovers_one_two_three_losses_in_one_episode() {
     recovery_case(false, &[100]);
     recovery_case(false, &[100, 103]);
     recovery_case(false, &[100, 103, 106]);
+}
+
+#[test]
+fn tail_loss_probe_repairs_a_lost_tail_without_rto() {
+    // 20 segments over a 100 ms RTT; the last two (18, 19) are lost. Segments 10..19 leave
+    // at 200 ms; the ACK for 17 arrives at 300 ms with 2 packets out, so the probe timer is
+    // min(2·srtt + 2 ms, RTO) = min(202, 200) ms (srtt 100 ms, RTO floored at min_rto):
+    // the probe (a retransmission of 19, no new data) leaves at 500 ms; its SACK at 600 ms
+    // shows 18, sent before it, lost: fast recovery resends 18 at 600 ms, acked at 700 ms.
+    let (cc, log) = Probe::boxed(false);
+    let mut s = TcpSender::new(0, sized(20 * MSS), cc);
+    let mut r = TcpReceiver::new(0, &TcpConfig::default());
+    let mut pipe = Pipe::new(Nanos::from_ms(50)).fwd(drop_first_tx(&[18, 19]));
+    let mut done_at = None;
+    pipe.run(&mut s, &mut r, Nanos::from_secs(10), |now, s| {
+        if s.is_done() && done_at.is_none() {
+            done_at = Some(now);
+        }
+    });
+    assert!(s.is_done());
+    assert_eq!(s.rto_count(), 0);
+    assert_eq!(s.tlp_probes(), 1);
+    let tx: Vec<(u64, u64)> = pipe
+        .data()
+        .filter(|d| d.h().seq >= seq_of(18))
+        .map(|d| ((d.h().seq - 1) / MSS, d.t.as_ns() / 1_000_000))
+        .collect();
+    assert_eq!(tx, vec![(18, 200), (19, 200), (19, 500), (18, 600)]);
+    assert_eq!(done_at, Some(Nanos::from_ms(700)));
+    let log = log.lock().unwrap();
+    assert_eq!(log.ssthresh_calls, 1);
+    assert!(log.states.contains(&CaState::Recovery));
+    // Without the probe the same losses wait for the RTO (500 ms) and restart from cwnd 1.
+    let (cc, _log) = Probe::boxed(false);
+    let cfg = TcpConfig {
+        tlp: false,
+        ..sized(20 * MSS)
+    };
+    let mut s = TcpSender::new(0, cfg, cc);
+    let mut r = TcpReceiver::new(0, &TcpConfig::default());
+    let mut pipe = Pipe::new(Nanos::from_ms(50)).fwd(drop_first_tx(&[18, 19]));
+    pipe.run(&mut s, &mut r, Nanos::from_secs(10), |_, _| {});
+    assert_eq!((s.rto_count(), s.tlp_probes()), (1, 0));
+}
+
+#[test]
+fn tail_loss_probe_sends_new_data_when_there_is_some() {
+    // Bulk flow whose ACKs all stop after the first flight: the probe is a new segment
+    // (cwnd ignored), sent once; the RTO follows.
+    let (cc, _log) = Probe::boxed(false);
+    let mut s = TcpSender::new(0, TcpConfig::default(), cc);
+    let mut r = TcpReceiver::new(0, &TcpConfig::default());
+    let mut pipe = Pipe::new(Nanos::from_ms(50)).rev(|p, _| p.tcp().unwrap().has(tcp_flags::SYN));
+    pipe.run(&mut s, &mut r, Nanos::from_ms(1000), |_, _| {});
+    // IW 10 at 100 ms; no ACK ever: PTO = min(2·100 + 2, RTO 300) = 202 ms -> probe = new
+    // segment 10 at 302 ms; RTO restarts then: 302 + 300 = 602 ms.
+    let t: Vec<(u64, u64)> = pipe
+        .data()
+        .map(|d| ((d.h().seq - 1) / MSS, d.t.as_ns() / 1_000_000))
+        .collect();
+    assert_eq!(t[9..], [(9, 100), (10, 302), (0, 602)]);
+    assert_eq!(s.tlp_probes(), 1);
 }
 
 #[test]
