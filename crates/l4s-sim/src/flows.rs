@@ -1,13 +1,22 @@
 //! Flow factory: a `[[flows]]` entry → (sender, receiver) endpoints by `cc`.
-//! `cbr` builds the paced UDP source; every other name is a TCP congestion control.
+//! `cbr` builds the paced UDP source; every other name is a TCP congestion control
+//! (`l4s_core::cc::by_name_with`) driving an `l4s_core::tcp::TcpSender`, with a
+//! `TcpReceiver` that supports every ECN mode (a modern Linux receiver).
+//!
+//! `ecn` per flow: unset = what the CC asks for (Prague: AccECN + ECT(1); DCTCP: classic ECN;
+//! Reno/CUBIC/BBR: none); "none" forces no ECN; "classic" RFC 3168; "accecn" AccECN feedback
+//! with the CC's usual codepoint; "l4s" AccECN + ECT(1) (Prague, DCTCP, BBRv3 only).
 
 use crate::error::SimError;
 use crate::scenario::{FlowConfig, FlowEcn};
 use l4s_core::cbr::{CbrConfig, CbrSink, CbrSource};
-use l4s_core::{Ecn, Endpoint};
+use l4s_core::cc::{by_name_with, CcParams, EcnMode};
+use l4s_core::tcp::{TcpConfig, TcpReceiver, TcpSender};
+use l4s_core::{Ecn, Endpoint, Rng};
 
-/// Allowed `cc` values in this version.
-pub const CC_NAMES: &str = "cbr";
+/// Allowed `cc` values.
+pub const CC_NAMES: &str = "prague, dctcp, reno, cubic, bbr1, bbr3, cbr";
+const TCP_CCS: [&str; 6] = ["prague", "dctcp", "reno", "cubic", "bbr1", "bbr3"];
 
 /// The two ends of one flow plus what the recorders need to know about it.
 pub struct FlowEnds {
@@ -94,13 +103,62 @@ pub fn validate_flow(i: usize, fl: &FlowConfig) -> Result<(), SimError> {
             ));
         }
     }
-    Err(SimError::field(
-        p("cc"),
-        format!(
-            "\"{}\" is not available in this build; expected one of {CC_NAMES}",
-            fl.cc
-        ),
-    ))
+    if !TCP_CCS.contains(&fl.cc.as_str()) {
+        return Err(SimError::field(
+            p("cc"),
+            format!(
+                "\"{}\" is not a known congestion control; expected one of {CC_NAMES}",
+                fl.cc
+            ),
+        ));
+    }
+    if fl.ecn == Some(FlowEcn::L4s) && !matches!(fl.cc.as_str(), "prague" | "dctcp" | "bbr3") {
+        return Err(SimError::field(
+            p("ecn"),
+            format!(
+                "\"l4s\" (ECT(1)) needs an L4S congestion control, not \"{}\"; expected one of \"none\", \"classic\", \"accecn\" (or cc = prague, dctcp, bbr3)",
+                fl.cc
+            ),
+        ));
+    }
+    tcp_config(fl).validate().map_err(|e| {
+        SimError::field(
+            p(&e.param),
+            format!("{} is out of range; expected {}", e.value, e.expected),
+        )
+    })?;
+    Ok(())
+}
+
+/// The sender's TCP configuration for a flow entry.
+fn tcp_config(fl: &FlowConfig) -> TcpConfig {
+    let d = TcpConfig::default();
+    TcpConfig {
+        mss: fl.mss.unwrap_or(d.mss),
+        ecn: fl.ecn.map(|e| match e {
+            FlowEcn::None => EcnMode::None,
+            FlowEcn::Classic => EcnMode::Classic,
+            FlowEcn::Accecn | FlowEcn::L4s => EcnMode::AccEcn,
+        }),
+        sack: fl.sack.unwrap_or(d.sack),
+        init_cwnd: fl.init_cwnd.unwrap_or(d.init_cwnd),
+        bytes: fl.bytes,
+        start: fl.start,
+        stop: fl.stop,
+        pacing: fl.pacing.unwrap_or(d.pacing),
+        ..d
+    }
+}
+
+fn cc_params(fl: &FlowConfig, seed: u64) -> CcParams {
+    let e = fl.ecn;
+    CcParams {
+        ecn: matches!(e, Some(FlowEcn::Classic | FlowEcn::Accecn)),
+        accecn: matches!(e, Some(FlowEcn::Accecn | FlowEcn::L4s)),
+        ect1: e == Some(FlowEcn::L4s),
+        l4s: e == Some(FlowEcn::L4s),
+        seed,
+    }
 }
 
 fn cbr_config(fl: &FlowConfig, rate: l4s_core::Rate) -> CbrConfig {
@@ -120,9 +178,7 @@ fn cbr_config(fl: &FlowConfig, rate: l4s_core::Rate) -> CbrConfig {
 }
 
 /// Build flow `id` (global index) from its (validated) config entry `i`.
-/// `seed` is the scenario seed: a flow derives its own streams from it ("flow/<id>/...").
 pub fn build_flow(i: usize, id: u32, fl: &FlowConfig, seed: u64) -> Result<FlowEnds, SimError> {
-    let _ = seed;
     if is_cbr(fl) {
         let rate = fl.rate.ok_or_else(|| {
             SimError::field(
@@ -144,11 +200,24 @@ pub fn build_flow(i: usize, id: u32, fl: &FlowConfig, seed: u64) -> Result<FlowE
             l4s,
         });
     }
-    Err(SimError::field(
-        format!("flows[{i}].cc"),
-        format!(
-            "\"{}\" is not available in this build; expected one of {CC_NAMES}",
-            fl.cc
-        ),
-    ))
+    let cc_seed = Rng::derive(seed, &format!("flow/{id}/cc")).next_u64();
+    let cc = by_name_with(&fl.cc, &cc_params(fl, cc_seed)).map_err(|e| {
+        SimError::field(
+            format!("flows[{i}].cc"),
+            format!("{} is out of range; expected {}", e.value, e.expected),
+        )
+    })?;
+    let cfg = tcp_config(fl);
+    let mode = cfg.ecn.unwrap_or_else(|| cc.requested_ecn());
+    let l4s = cc.data_ecn(mode) == Ecn::Ect1;
+    // The receiver supports every ECN mode (its `ecn` None); the sender asks.
+    let rcv_cfg = TcpConfig {
+        ecn: None,
+        ..cfg.clone()
+    };
+    Ok(FlowEnds {
+        sender: Box::new(TcpSender::new(id, cfg, cc)),
+        receiver: Box::new(TcpReceiver::new(id, &rcv_cfg)),
+        l4s,
+    })
 }

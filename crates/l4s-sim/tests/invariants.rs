@@ -14,8 +14,37 @@ const AQMS: [&str; 7] = [
     "kind = \"dualpi2\"\nlimit = 40\ndrop_early = true\nstep_thresh_pkts = 5",
 ];
 
-/// Sources: overload from one unresponsive flow per class, and an on/off mix under capacity.
-const SOURCES: [&str; 3] = [
+/// Sources: overload from one unresponsive flow per class, an on/off mix under capacity, and
+/// two TCP mixes (L4S + Classic; sized + bulk with BBR).
+const SOURCES: [&str; 5] = [
+    r#"
+[[flows]]
+cc = "prague"
+rtt = "20ms"
+[[flows]]
+cc = "cubic"
+rtt = "40ms"
+[[flows]]
+cc = "dctcp"
+rtt = "10ms"
+ecn = "l4s"
+start = "300ms"
+"#,
+    r#"
+[[flows]]
+cc = "reno"
+rtt = "30ms"
+ecn = "classic"
+bytes = 200000
+[[flows]]
+cc = "bbr1"
+rtt = "60ms"
+[[flows]]
+cc = "bbr3"
+rtt = "25ms"
+ecn = "l4s"
+stop = "1.5s"
+"#,
     r#"
 [[flows]]
 cc = "cbr"
@@ -84,7 +113,13 @@ fn check_invariants(r: &RunResults, what: &str) {
         t.delivered_pkts + t.aqm_dropped_pkts + t.link_lost_pkts + t.in_flight_pkts,
         "conservation: {what}: {t:?}"
     );
-    assert!(t.sent_pkts > 500, "{what}: {t:?}");
+    // The run carried traffic (TCP under 6 % bursty loss sends only a few hundred packets).
+    assert!(t.sent_pkts > 100, "{what}: {t:?}");
+    assert_eq!(
+        t.acks_sent,
+        t.acks_delivered + t.acks_dropped + t.acks_in_flight,
+        "ack conservation: {what}: {t:?}"
+    );
     let v: serde_json::Value = serde_json::from_str(&r.summary_json).unwrap();
     // AQM drops by queue (after warmup) never exceed the drops of all flows after warmup.
     let q_drops: u64 = v["queues"]
@@ -116,6 +151,14 @@ fn check_invariants(r: &RunResults, what: &str) {
     for (i, owd) in r.flow_min_owd_ms.iter().enumerate() {
         let half = rtts[i]["base_rtt_ms"].as_f64().unwrap() / 2.0;
         assert!(*owd >= half, "{what}: flow {i} owd {owd} < {half}");
+    }
+    // A TCP sender's smoothed RTT is never below the base RTT (propagation both ways).
+    for i in 0..r.flows.t_s.len() {
+        let srtt = r.flows.srtt_ms[i];
+        let base = rtts[r.flows.flow[i] as usize]["base_rtt_ms"]
+            .as_f64()
+            .unwrap();
+        assert!(srtt == 0.0 || srtt >= base, "{what}: srtt {srtt} < {base}");
     }
     // Utilisation ≤ 1 (bytes finishing in (warmup, end] fit in the capacity, plus at most
     // one packet that started before warmup).
