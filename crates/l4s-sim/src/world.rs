@@ -290,12 +290,14 @@ impl World {
                         c.min_owd = Some(owd);
                     }
                     self.flows[f].receiver.handle_packet(p, t);
+                    // Each arrival's answer leaves before the next arrival is processed, as
+                    // with one event per packet.
+                    self.pump_receiver(f);
                 }
                 if let Some(h) = self.flows[f].fwd.head_time() {
                     self.flows[f].fwd.armed = Some(h);
                     self.ev.push(h, Kind::FwdArrive, f as u32);
                 }
-                self.pump_receiver(f);
             }
             Kind::RevArrive => {
                 if self.flows[f].rev.armed != Some(t) {
@@ -306,6 +308,7 @@ impl World {
                 while let Some(p) = self.flows[f].rev.pop_due(t) {
                     self.net.totals.acks_delivered += 1;
                     self.flows[f].sender.handle_packet(p, t);
+                    self.pump_sender(f);
                 }
                 if self.flows[f].await_done && self.flows[f].sender.is_done() {
                     self.flows[f].await_done = false;
@@ -315,7 +318,6 @@ impl World {
                     self.flows[f].rev.armed = Some(h);
                     self.ev.push(h, Kind::RevArrive, f as u32);
                 }
-                self.pump_sender(f);
             }
             Kind::LinkService => {
                 self.events += 1;
