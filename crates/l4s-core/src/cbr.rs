@@ -1,5 +1,6 @@
 //! Constant-bit-rate (paced UDP) source and its sink, as sans-I/O [`Endpoint`]s.
-//! Models an unresponsive real-time sender (RFC 9330 §4 "unresponsive" traffic); optional ECT(1).
+//! An unresponsive sender paced at an exact rate like iperf3's UDP mode (no RFC governs it);
+//! optional ECT(1) to use an L4S queue, as unresponsive L4S traffic does.
 //!
 //! Packet `n` of an on-period starting at `t0` leaves at `t0 + floor(n·bytes·8/rate)` ns, so the
 //! long-run rate is exact with no rounding drift. With `on`/`off` set the source alternates

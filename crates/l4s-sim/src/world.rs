@@ -1,8 +1,15 @@
 //! The dumbbell: N sender/receiver pairs sharing one bottleneck (AQM + link model) toward the
 //! receivers, each with its own base RTT; ACKs return on an uncongested path (or an optional
-//! rate-limited FIFO). Simplification (named): a flow's whole forward propagation, rtt/2, is
-//! applied after the bottleneck (senders reach the queue at once), and rtt/2 on the way back;
-//! only the sum matters for every figure recorded.
+//! rate-limited FIFO). Time is virtual, in ns; see `engine` for the event list.
+//!
+//! Simplifications (named):
+//! - a flow's whole forward propagation, rtt/2, is applied after the bottleneck (senders reach
+//!   the queue at once), and rtt/2 on the way back; only the sum matters for every figure;
+//! - loss (i.i.d. or Gilbert–Elliott) and jitter act on the forward path after the bottleneck;
+//!   the ACK path is lossless and jitter-free;
+//! - the ACK link, when rate-limited, is a tail-drop FIFO without AQM;
+//! - a packet counts as CE-marked by the AQM when it leaves the AQM with CE (senders never send
+//!   CE), and DualPI2 packets are attributed to L or C by their codepoint (CE by their flow's).
 
 use crate::aqm_config::AqmConfig;
 use crate::engine::{DelayLine, EventQueue, Kind};
