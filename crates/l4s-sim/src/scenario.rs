@@ -215,6 +215,11 @@ pub(crate) fn path_error(
         return SimError::field(full, format!("unknown field; expected {allowed}"));
     }
     let p = join(&path, "");
+    let msg = if msg.starts_with("invalid type") && msg.ends_with("expected a string") {
+        format!("{msg}: durations and rates are written as strings, e.g. \"15ms\", \"50mbit\"")
+    } else {
+        msg
+    };
     SimError::field(if p.is_empty() { "scenario".into() } else { p }, msg)
 }
 

@@ -110,7 +110,7 @@ fn rate_without_unit() {
     let t = BASE.replace("rate = \"10mbit\"", "rate = \"10\"");
     assert_names(&err(&t), "link.rate", &["missing unit", "mbit"]);
     let t = BASE.replace("rate = \"10mbit\"", "rate = 10");
-    assert_names(&err(&t), "link.rate", &["integer", "string"]);
+    assert_names(&err(&t), "link.rate", &["integer", "string", "\"50mbit\""]);
 }
 
 #[test]
@@ -172,4 +172,17 @@ fn trace_file_problems_name_link_trace() {
     let e = l4s_sim::run_in(&s, &dir).unwrap_err().to_string();
     assert_names(&e, "link.trace", &["cannot read", "missing.down"]);
     std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn json_scenario_runs_like_its_toml_twin() {
+    let toml = BASE.replace("rate = \"1mbit\"", "rate = \"1mbit\"\necn = \"l4s\"");
+    let json = r#"{"duration": "1s", "link": {"rate": "10mbit"}, "aqm": {"kind": "fifo"},
+                   "flows": [{"cc": "cbr", "rtt": "20ms", "rate": "1mbit", "ecn": "l4s"}]}"#;
+    let dir = std::env::temp_dir();
+    let a = l4s_sim::run_toml_in(&toml, &dir).unwrap();
+    let b = l4s_sim::run_json_in(json, &dir).unwrap();
+    assert_eq!(a.totals, b.totals);
+    assert_eq!(format!("{:?}", a.flows), format!("{:?}", b.flows));
+    assert_eq!(a.flow_class, vec!["L4S".to_string()]);
 }
