@@ -20,7 +20,8 @@
 //!   the snd_nxt at entry is ACKed — and, once RTT-independent, at most once per `rtt_target`:
 //!   frac_cwnd −= α·frac_cwnd/2 (rounded unbiased).
 //! - Additive increase per non-CE ACKed packet (also during CWR, not in loss recovery, only
-//!   when cwnd-limited): max(acked, round(acked·ai_ack_increase/frac_cwnd)·MTU_SYS/mtu) in
+//!   when `tcp_is_cwnd_limited` or, as 0.6 does for a sender that paces by itself, while
+//!   unsent data waits: see `may_raise_cwnd`): max(acked, round(acked·ai_ack_increase/frac_cwnd)·MTU_SYS/mtu) in
 //!   2^-20 packets (0.7 scales by 1500/mtu; 0.6 divided by ceil(frac_cwnd) without it). RTT
 //!   independence (`prague_rtt_scaling`, default `RTT_CONTROL_RATE` = [`RttScaling::Rate`]):
 //!   ai_ack_increase = 2^20·(srtt/rtt_target)² when srtt < rtt_target, so every flow below the
@@ -369,6 +370,17 @@ impl Prague {
         ceil.clamp(MIN_CWND as u64, tp.snd_cwnd_clamp.max(MIN_CWND) as u64) as u32
     }
 
+    /// May the window grow on this ACK: `tcp_is_cwnd_limited`, or (0.6's bypass, kept
+    /// here) the sender paces by itself and unsent data waits. Prague paces at
+    /// floor(frac_cwnd)·mtu/srtt while snd_cwnd = ceil(frac_cwnd), so an internally paced
+    /// sender never fills snd_cwnd: its pacer sends before the window test, the send-time
+    /// cwnd-limited flag stays false, and without the bypass the additive increase would stop
+    /// for good after the first reduction. (Linux 0.7 relies on the fq qdisc doing the pacing:
+    /// then the packets fq holds count as in flight and the window does fill.)
+    fn may_raise_cwnd(tp: &CcState) -> bool {
+        tp.is_cwnd_limited() || (tp.internal_pacing && !tp.write_queue_empty)
+    }
+
     /// `prague_update_cwnd`.
     fn update_cwnd(&mut self, tp: &mut CcState, ack: &AckSample) {
         let mut acked = ack.acked_pkts as i64;
@@ -380,7 +392,7 @@ impl Prague {
             self.saw_ce = true;
             acked -= ack.ce_delta_pkts as i64;
         }
-        if acked > 0 && !self.in_loss && tp.is_cwnd_limited() {
+        if acked > 0 && !self.in_loss && Self::may_raise_cwnd(tp) {
             let mut acked = acked as u32;
             if tp.in_slow_start() {
                 acked = tcp_slow_start(tp, acked);
@@ -614,6 +626,7 @@ mod tests {
                 tp.snd_una += MSS as u64;
                 tp.snd_nxt = tp.snd_una + 40 * MSS as u64;
                 tp.packets_in_flight = tp.snd_cwnd;
+                tp.is_cwnd_limited = true;
                 let ce = (i % 4 == 0) as u32; // F = 10/40 = 0.25 in every round
                 let ack = AckSample {
                     now,
