@@ -722,6 +722,37 @@ mod tests {
     }
 
     #[test]
+    fn additive_increase_continues_when_the_own_pacer_is_the_limit() {
+        // Regression: Prague paces at floor(frac_cwnd)/srtt while snd_cwnd = ceil(frac_cwnd),
+        // so an internally paced sender never fills snd_cwnd and tcp_is_cwnd_limited stays
+        // false; gating on it alone froze frac_cwnd for good after the first reduction.
+        // cwnd 20, ssthresh 10 (congestion avoidance), round 0 (< 4: ai_ack_increase =
+        // 2^20). One unmarked ACK of one packet adds
+        //   round(1·2^20·2^20 / (20·2^20)) = round(52428.8) = 52429, ×1500/1488 (mtu =
+        //   1448 + 40) = floor(52851.61) = 52851 units of 2^-20 packets,
+        // so frac_cwnd = 20·2^20 + 52851 = 21024371 and snd_cwnd steps to ceil = 21.
+        let rtt = Nanos::from_ms(20);
+        let grown = 21_024_371.0 / ONE_CWND as f64;
+        let run = |cwnd_limited: bool, internal_pacing: bool, write_queue_empty: bool| {
+            let (mut cc, mut d) = accecn(PragueParams::default(), rtt, 20, 10);
+            d.tp.is_cwnd_limited = cwnd_limited;
+            d.tp.max_packets_out = 19;
+            d.tp.internal_pacing = internal_pacing;
+            d.tp.write_queue_empty = write_queue_empty;
+            d.ack(&mut cc, 1, 0, rtt);
+            (cc.cwnd_precise(&d.tp), d.tp.snd_cwnd)
+        };
+        // Paced by the sender itself with data waiting, window never filled: grows.
+        assert_eq!(run(false, true, false), (grown, 21));
+        // Window filled (tcp_cwnd_validate recorded it): grows by the same amount.
+        assert_eq!(run(true, false, true), (grown, 21));
+        // Paced below TCP (fq), window not filled: not cwnd-limited, no growth.
+        assert_eq!(run(false, false, false), (20.0, 20));
+        // Application-limited (nothing unsent), window not filled: no growth.
+        assert_eq!(run(false, true, true), (20.0, 20));
+    }
+
+    #[test]
     fn slow_start_keeps_frac_cwnd_with_snd_cwnd() {
         // 0.7 prague_update_cwnd: in slow start frac_cwnd = snd_cwnd << CWND_UNIT after
         // tcp_slow_start. 10 unmarked ACKs: 10 → 20 packets, frac 20.0. Then the first CE

@@ -1728,6 +1728,36 @@ fn stop_ends_new_data_and_rwnd_caps_the_flight() {
 }
 
 #[test]
+fn cc_state_carries_tcp_cwnd_validate_record() {
+    // Linux tcp_cwnd_validate at send time: a bulk sender puts its whole IW10 out, the 10th
+    // segment makes in_flight = 10 = cwnd (is_cwnd_limited, max_packets_out = 10); a 3-segment
+    // transfer leaves 3 < 10 out (not limited, max_packets_out = 3, nothing left unsent).
+    // The CC reads the record on the first ACK, when in flight is already below cwnd.
+    for (cfg, limited, max_out, queue_empty) in [
+        (TcpConfig::default(), true, 10, false),
+        (sized(3 * MSS), false, 3, true),
+    ] {
+        let (mut s, mut r) = reno_pair(cfg, TcpConfig::default());
+        let mut pipe = Pipe::new(Nanos::from_ms(25));
+        let mut seen = None;
+        // SYN/ACK back at 50 ms, data out at 50 ms, first ACK back at 100 ms (+ delayed ACK).
+        pipe.run(&mut s, &mut r, Nanos::from_ms(400), |_, s| {
+            if seen.is_none() && s.snd_una() > DATA_SEQ_START {
+                let tp = s.cc_state();
+                seen = Some((
+                    tp.is_cwnd_limited,
+                    tp.max_packets_out,
+                    tp.write_queue_empty,
+                    tp.internal_pacing,
+                    tp.packets_in_flight < tp.snd_cwnd,
+                ));
+            }
+        });
+        assert_eq!(seen, Some((limited, max_out, queue_empty, true, true)));
+    }
+}
+
+#[test]
 fn start_time_delays_the_syn() {
     let cfg = TcpConfig {
         start: Nanos::from_ms(250),
