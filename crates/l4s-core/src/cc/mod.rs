@@ -182,6 +182,13 @@ pub trait CongestionControl: Send {
         }
     }
 
+    /// Linux `TCP_CONG_NEEDS_ECN`: the CC relies on ECN for every data segment, so with
+    /// classic ECN retransmissions keep the ECT codepoint instead of going Not-ECT
+    /// (`tcp_ecn_send`; RFC 3168 §6.1.5 otherwise). DCTCP sets it.
+    fn needs_ecn(&self) -> bool {
+        false
+    }
+
     /// True when the CC reacts to CE feedback itself (Prague, BBRv3); the TCP sender then does
     /// not enter CWR on ECE. False: ECE makes the sender call `ssthresh` and enter CWR once per
     /// window, as `tcp_enter_cwr()` does (Reno, Cubic, DCTCP).

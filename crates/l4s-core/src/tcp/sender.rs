@@ -34,8 +34,8 @@
 //!
 //! ECN: classic ECE makes the sender enter CWR once per window (unless the CC handles ECN),
 //! with CWR on the next new data segment; AccECN decodes the ACE delta ([`super::accecn`]).
-//! Retransmissions are Not-ECT with classic ECN (RFC 3168 §6.1.5; Linux keeps ECT for CCs
-//! flagged TCP_CONG_NEEDS_ECN such as DCTCP, which the trait cannot express) and carry the
+//! Retransmissions are Not-ECT with classic ECN (RFC 3168 §6.1.5) unless the CC needs ECN
+//! (`CongestionControl::needs_ecn`, Linux TCP_CONG_NEEDS_ECN: DCTCP), and carry the
 //! data codepoint with AccECN. SYN retransmissions fall back from ECN as Linux does.
 //! Pacing: each packet leaves no earlier than `tcp_wstamp_ns`, advanced by len/rate.
 //! Not modelled: undo of spurious recoveries (DSACK, F-RTO), RACK beyond the probe rule,
@@ -534,7 +534,8 @@ impl TcpSender {
         let mut ecn = self.cc.data_ecn(self.tp.ecn);
         match self.tp.ecn {
             EcnMode::Classic => {
-                if retransmission {
+                // tcp_ecn_send: retransmissions go Not-ECT unless the CC needs ECN.
+                if retransmission && !self.cc.needs_ecn() {
                     ecn = Ecn::NotEct;
                 } else if self.cwr_pending {
                     h.flags |= tcp_flags::CWR;

@@ -1263,6 +1263,23 @@ fn classic_ecn_retransmissions_are_not_ect() {
     assert_eq!(tx[1].pkt.ecn, Ecn::NotEct); // RFC 3168 §6.1.5
 }
 
+#[test]
+fn dctcp_retransmissions_keep_ect() {
+    // Linux tcp_ecn_send: a CC flagged TCP_CONG_NEEDS_ECN (DCTCP) keeps ECT on
+    // retransmissions over classic ECN; the same loss as above, resent as ECT(0).
+    let cc = crate::cc::by_name("dctcp").expect("dctcp");
+    assert!(cc.needs_ecn());
+    let mut s = TcpSender::new(0, sized(300 * MSS), cc);
+    let mut r = TcpReceiver::new(0, &TcpConfig::default());
+    let mut pipe = Pipe::new(Nanos::from_ms(50)).fwd(drop_first_tx(&[100]));
+    pipe.run(&mut s, &mut r, Nanos::from_secs(20), |_, _| {});
+    assert_eq!(s.ecn_mode(), EcnMode::Classic);
+    let tx: Vec<&Sent> = pipe.data().filter(|d| d.h().seq == seq_of(100)).collect();
+    assert_eq!(tx.len(), 2);
+    assert_eq!(tx[0].pkt.ecn, Ecn::Ect0);
+    assert_eq!(tx[1].pkt.ecn, Ecn::Ect0);
+}
+
 /// AccECN flow whose second flight (segments 10..29, 20 packets) has its first `m` segments
 /// CE-marked; with `ack_loss` every ACK for that flight but the last is dropped.
 fn accecn_marks(m: u64, ack_loss: bool) -> (u64, Vec<AckSample>) {
