@@ -32,17 +32,16 @@
 //! - Pacing: mtu/srtt per packet × max(floor(frac_cwnd), in_flight), at least 100 kb/s
 //!   (`MINIMUM_RATE`), doubled while snd_cwnd < ssthresh/2; no other factor.
 //! - Loss (`prague_enter_loss`, on Recovery entry or RTO): frac_cwnd −= frac_cwnd/2, no increase
-//!   until the state returns to Open; undo: frac_cwnd = max(frac_cwnd, loss_frac_cwnd),
+//!   until the state returns to Open; `ssthresh()` returns snd_ssthresh unchanged
+//!   (`prague_ssthresh`: the TCP sender, as Linux `tcp_end_cwnd_reduction` does for a
+//!   `cong_control` CC, does not set cwnd = ssthresh when Recovery ends, and every step of
+//!   snd_cwnd down to the halved frac_cwnd sets ssthresh = snd_cwnd); undo: frac_cwnd = max(frac_cwnd, loss_frac_cwnd),
 //!   snd_cwnd = max(loss_cwnd, snd_cwnd).
 //!
 //! Simplified / differs:
 //! - The TCP sender does not enter CWR for this CC (`handles_ecn`): the CWR episode
 //!   (`tcp_enter_cwr` → `prague_enter_cwr`, held until snd_una passes the snd_nxt at entry,
 //!   only from Open/Disorder) is tracked here from `AckSample::ce_delta_pkts`.
-//! - `ssthresh()` returns max(cwnd/2, 2) (Reno's halving) so a TCP layer that applies it on
-//!   Recovery/RTO gets a sane value; Linux's `prague_ssthresh` returns the current ssthresh
-//!   unchanged. The halving of the window itself is done by `prague_enter_loss` as in Linux and
-//!   the first step down sets ssthresh = snd_cwnd, so the end result is the same.
 //! - Without AccECN negotiated (`tp.ecn != AccEcn`) this behaves as `prague_reno` (Reno, no
 //!   ECN, Not-ECT data). In Linux Prague carries `TCP_CONG_NO_FALLBACK_RFC3168`: a classic-ECN
 //!   SYN/ACK disables ECN (`tcp_ecn_rcv_synack`), so `prague_init` sees no ECN and switches to
@@ -488,7 +487,8 @@ impl CongestionControl for Prague {
     fn ssthresh(&mut self, tp: &mut CcState) -> u32 {
         match self.reno.as_mut() {
             Some(r) => r.ssthresh(tp),
-            None => (tp.snd_cwnd >> 1).max(MIN_CWND),
+            // `prague_ssthresh`: unchanged; the window reduction is `prague_enter_loss`.
+            None => tp.snd_ssthresh,
         }
     }
     fn cong_avoid(&mut self, tp: &mut CcState, ack: &AckSample) {
@@ -968,8 +968,11 @@ mod tests {
 
     #[test]
     fn loss_halves_fractional_window_and_undo_restores() {
-        let (mut cc, mut d) = accecn(PragueParams::default(), Nanos::from_ms(10), 60, 30);
-        assert_eq!(cc.ssthresh(&mut d.tp), 30);
+        // prague_ssthresh leaves ssthresh as it is (45, not Reno's 60/2); prague_enter_loss
+        // halves frac_cwnd 60 → 30 and each step of snd_cwnd down sets ssthresh = snd_cwnd,
+        // so 30 steps later snd_cwnd = ssthresh = 30.
+        let (mut cc, mut d) = accecn(PragueParams::default(), Nanos::from_ms(10), 60, 45);
+        assert_eq!(cc.ssthresh(&mut d.tp), 45);
         cc.set_state(&mut d.tp, CaState::Recovery);
         d.tp.ca_state = CaState::Recovery;
         // cwnd_cnt = −30 packets; drained one packet per ACK, no growth while in loss.

@@ -1263,6 +1263,53 @@ fn classic_ecn_retransmissions_are_not_ect() {
     assert_eq!(tx[1].pkt.ecn, Ecn::NotEct); // RFC 3168 §6.1.5
 }
 
+/// A `cong_control` CC that leaves the window alone and answers `ssthresh` with 5.
+struct OwnWindow {
+    log: Arc<Mutex<Log>>,
+}
+
+impl CongestionControl for OwnWindow {
+    fn name(&self) -> &'static str {
+        "own-window"
+    }
+    fn requested_ecn(&self) -> EcnMode {
+        EcnMode::None
+    }
+    fn has_cong_control(&self) -> bool {
+        true
+    }
+    fn ssthresh(&mut self, _tp: &mut CcState) -> u32 {
+        5
+    }
+    fn set_state(&mut self, _tp: &mut CcState, new: CaState) {
+        self.log.lock().expect("log").states.push(new);
+    }
+    fn cwnd_event(&mut self, _tp: &mut CcState, ev: CwndEvent) {
+        self.log.lock().expect("log").events.push(ev);
+    }
+}
+
+#[test]
+fn recovery_end_leaves_a_cong_control_window_alone() {
+    // Linux tcp_end_cwnd_reduction returns at once for a CC with cong_control (BBR,
+    // Prague): cwnd is not set to ssthresh and CA_EVENT_COMPLETE_CWR is not raised. The CC
+    // never changes IW10 and says ssthresh = 5: after one fast recovery cwnd is still 10.
+    let log = Arc::new(Mutex::new(Log::default()));
+    let cc = Box::new(OwnWindow { log: log.clone() });
+    let mut s = TcpSender::new(0, sized(300 * MSS), cc);
+    let mut r = TcpReceiver::new(0, &TcpConfig::default());
+    let mut pipe = Pipe::new(Nanos::from_ms(50)).fwd(drop_first_tx(&[100]));
+    pipe.run(&mut s, &mut r, Nanos::from_secs(30), |_, _| {});
+    assert!(s.is_done());
+    assert_eq!(s.rto_count(), 0);
+    let log = log.lock().unwrap();
+    assert!(log.states.contains(&CaState::Recovery));
+    assert_eq!(log.states.last(), Some(&CaState::Open));
+    assert!(!log.events.contains(&CwndEvent::CompleteCwr));
+    assert_eq!(s.cc_state().snd_ssthresh, 5);
+    assert_eq!(s.cc_state().snd_cwnd, 10);
+}
+
 #[test]
 fn dctcp_retransmissions_keep_ect() {
     // Linux tcp_ecn_send: a CC flagged TCP_CONG_NEEDS_ECN (DCTCP) keeps ECT on
