@@ -682,6 +682,7 @@ pub(crate) mod tests {
             tp.srtt = rtt;
             tp.min_rtt = rtt;
             tp.packets_in_flight = tp.snd_cwnd;
+            tp.is_cwnd_limited = true;
             cc.init(&mut tp);
             Path {
                 tp,

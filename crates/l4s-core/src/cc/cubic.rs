@@ -506,6 +506,7 @@ mod tests {
         tp.snd_una = 21 * 1448;
         tp.snd_nxt = 40 * 1448;
         tp.packets_in_flight = 20;
+        tp.is_cwnd_limited = true;
         (cc, tp)
     }
 
@@ -523,7 +524,8 @@ mod tests {
         // Linux hystart_update (called from cubictcp_acked) resets the round when snd_una
         // passes end_seq, whether or not cong_avoid runs (not cwnd-limited: it returns early).
         let (mut cc, mut tp) = hystart_setup();
-        tp.packets_in_flight = 1; // 20 ≥ 2·1: not cwnd-limited in slow start
+        tp.is_cwnd_limited = false;
+        tp.max_packets_out = 1; // 20 ≥ 2·1: not cwnd-limited in slow start
         let t0 = Nanos::from_secs(1);
         let ack = sample(t0, Nanos::from_ms(10));
         cc.pkts_acked(&mut tp, &ack);

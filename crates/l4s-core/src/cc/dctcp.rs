@@ -104,6 +104,10 @@ impl CongestionControl for Dctcp {
             EcnMode::Classic
         }
     }
+    /// Linux dctcp carries `TCP_CONG_NEEDS_ECN`: retransmissions stay ECN-capable.
+    fn needs_ecn(&self) -> bool {
+        true
+    }
     fn data_ecn(&self, negotiated: EcnMode) -> Ecn {
         match negotiated {
             EcnMode::None => Ecn::NotEct,

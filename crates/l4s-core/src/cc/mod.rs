@@ -72,6 +72,16 @@ pub struct CcState {
     pub delivered_ce: u64,
     /// Packets in flight now (`tcp_packets_in_flight`).
     pub packets_in_flight: u32,
+    /// The window was fully used in the current window of data (`tp->is_cwnd_limited`), kept
+    /// by the sender at send time as Linux `tcp_cwnd_validate` does. After an ACK the
+    /// in-flight count is always below cwnd, so only this send-time record can tell.
+    pub is_cwnd_limited: bool,
+    /// Most packets out in the current window of data (`tp->max_packets_out`).
+    pub max_packets_out: u32,
+    /// The TCP sender paces by itself (`tcp_needs_internal_pacing`: no fq qdisc below it).
+    pub internal_pacing: bool,
+    /// No data waits to be sent for the first time (`tcp_write_queue_empty`).
+    pub write_queue_empty: bool,
     pub ca_state: CaState,
     /// What the handshake negotiated.
     pub ecn: EcnMode,
@@ -98,6 +108,10 @@ impl CcState {
             delivered: 0,
             delivered_ce: 0,
             packets_in_flight: 0,
+            is_cwnd_limited: false,
+            max_packets_out: 0,
+            internal_pacing: false,
+            write_queue_empty: true,
             ca_state: CaState::Open,
             ecn: EcnMode::None,
             pacing_rate_bps: None,
@@ -110,12 +124,13 @@ impl CcState {
     pub fn in_slow_start(&self) -> bool {
         self.snd_cwnd < self.snd_ssthresh
     }
-    /// `tcp_is_cwnd_limited()` (simplified: in flight fills the window).
+    /// `tcp_is_cwnd_limited()`: the send-time flag, or in slow start cwnd below twice the
+    /// most packets out in this window (so that slow start can double what was used).
     pub fn is_cwnd_limited(&self) -> bool {
-        if self.in_slow_start() {
-            return self.snd_cwnd < 2 * self.packets_in_flight.max(1);
+        if self.is_cwnd_limited {
+            return true;
         }
-        self.packets_in_flight >= self.snd_cwnd
+        self.in_slow_start() && self.snd_cwnd < self.max_packets_out.saturating_mul(2)
     }
 }
 
@@ -165,6 +180,13 @@ pub trait CongestionControl: Send {
             EcnMode::None => Ecn::NotEct,
             _ => Ecn::Ect0,
         }
+    }
+
+    /// Linux `TCP_CONG_NEEDS_ECN`: the CC relies on ECN for every data segment, so with
+    /// classic ECN retransmissions keep the ECT codepoint instead of going Not-ECT
+    /// (`tcp_ecn_send`; RFC 3168 §6.1.5 otherwise). DCTCP sets it.
+    fn needs_ecn(&self) -> bool {
+        false
     }
 
     /// True when the CC reacts to CE feedback itself (Prague, BBRv3); the TCP sender then does

@@ -20,7 +20,8 @@
 //!   the snd_nxt at entry is ACKed — and, once RTT-independent, at most once per `rtt_target`:
 //!   frac_cwnd −= α·frac_cwnd/2 (rounded unbiased).
 //! - Additive increase per non-CE ACKed packet (also during CWR, not in loss recovery, only
-//!   when cwnd-limited): max(acked, round(acked·ai_ack_increase/frac_cwnd)·MTU_SYS/mtu) in
+//!   when `tcp_is_cwnd_limited` or, as 0.6 does for a sender that paces by itself, while
+//!   unsent data waits: see `may_raise_cwnd`): max(acked, round(acked·ai_ack_increase/frac_cwnd)·MTU_SYS/mtu) in
 //!   2^-20 packets (0.7 scales by 1500/mtu; 0.6 divided by ceil(frac_cwnd) without it). RTT
 //!   independence (`prague_rtt_scaling`, default `RTT_CONTROL_RATE` = [`RttScaling::Rate`]):
 //!   ai_ack_increase = 2^20·(srtt/rtt_target)² when srtt < rtt_target, so every flow below the
@@ -31,17 +32,16 @@
 //! - Pacing: mtu/srtt per packet × max(floor(frac_cwnd), in_flight), at least 100 kb/s
 //!   (`MINIMUM_RATE`), doubled while snd_cwnd < ssthresh/2; no other factor.
 //! - Loss (`prague_enter_loss`, on Recovery entry or RTO): frac_cwnd −= frac_cwnd/2, no increase
-//!   until the state returns to Open; undo: frac_cwnd = max(frac_cwnd, loss_frac_cwnd),
+//!   until the state returns to Open; `ssthresh()` returns snd_ssthresh unchanged
+//!   (`prague_ssthresh`: the TCP sender, as Linux `tcp_end_cwnd_reduction` does for a
+//!   `cong_control` CC, does not set cwnd = ssthresh when Recovery ends, and every step of
+//!   snd_cwnd down to the halved frac_cwnd sets ssthresh = snd_cwnd); undo: frac_cwnd = max(frac_cwnd, loss_frac_cwnd),
 //!   snd_cwnd = max(loss_cwnd, snd_cwnd).
 //!
 //! Simplified / differs:
 //! - The TCP sender does not enter CWR for this CC (`handles_ecn`): the CWR episode
 //!   (`tcp_enter_cwr` → `prague_enter_cwr`, held until snd_una passes the snd_nxt at entry,
 //!   only from Open/Disorder) is tracked here from `AckSample::ce_delta_pkts`.
-//! - `ssthresh()` returns max(cwnd/2, 2) (Reno's halving) so a TCP layer that applies it on
-//!   Recovery/RTO gets a sane value; Linux's `prague_ssthresh` returns the current ssthresh
-//!   unchanged. The halving of the window itself is done by `prague_enter_loss` as in Linux and
-//!   the first step down sets ssthresh = snd_cwnd, so the end result is the same.
 //! - Without AccECN negotiated (`tp.ecn != AccEcn`) this behaves as `prague_reno` (Reno, no
 //!   ECN, Not-ECT data). In Linux Prague carries `TCP_CONG_NO_FALLBACK_RFC3168`: a classic-ECN
 //!   SYN/ACK disables ECN (`tcp_ecn_rcv_synack`), so `prague_init` sees no ECN and switches to
@@ -369,6 +369,17 @@ impl Prague {
         ceil.clamp(MIN_CWND as u64, tp.snd_cwnd_clamp.max(MIN_CWND) as u64) as u32
     }
 
+    /// May the window grow on this ACK: `tcp_is_cwnd_limited`, or (0.6's bypass, kept
+    /// here) the sender paces by itself and unsent data waits. Prague paces at
+    /// floor(frac_cwnd)·mtu/srtt while snd_cwnd = ceil(frac_cwnd), so an internally paced
+    /// sender never fills snd_cwnd: its pacer sends before the window test, the send-time
+    /// cwnd-limited flag stays false, and without the bypass the additive increase would stop
+    /// for good after the first reduction. (Linux 0.7 relies on the fq qdisc doing the pacing:
+    /// then the packets fq holds count as in flight and the window does fill.)
+    fn may_raise_cwnd(tp: &CcState) -> bool {
+        tp.is_cwnd_limited() || (tp.internal_pacing && !tp.write_queue_empty)
+    }
+
     /// `prague_update_cwnd`.
     fn update_cwnd(&mut self, tp: &mut CcState, ack: &AckSample) {
         let mut acked = ack.acked_pkts as i64;
@@ -380,7 +391,7 @@ impl Prague {
             self.saw_ce = true;
             acked -= ack.ce_delta_pkts as i64;
         }
-        if acked > 0 && !self.in_loss && tp.is_cwnd_limited() {
+        if acked > 0 && !self.in_loss && Self::may_raise_cwnd(tp) {
             let mut acked = acked as u32;
             if tp.in_slow_start() {
                 acked = tcp_slow_start(tp, acked);
@@ -476,7 +487,8 @@ impl CongestionControl for Prague {
     fn ssthresh(&mut self, tp: &mut CcState) -> u32 {
         match self.reno.as_mut() {
             Some(r) => r.ssthresh(tp),
-            None => (tp.snd_cwnd >> 1).max(MIN_CWND),
+            // `prague_ssthresh`: unchanged; the window reduction is `prague_enter_loss`.
+            None => tp.snd_ssthresh,
         }
     }
     fn cong_avoid(&mut self, tp: &mut CcState, ack: &AckSample) {
@@ -614,6 +626,7 @@ mod tests {
                 tp.snd_una += MSS as u64;
                 tp.snd_nxt = tp.snd_una + 40 * MSS as u64;
                 tp.packets_in_flight = tp.snd_cwnd;
+                tp.is_cwnd_limited = true;
                 let ce = (i % 4 == 0) as u32; // F = 10/40 = 0.25 in every round
                 let ack = AckSample {
                     now,
@@ -706,6 +719,37 @@ mod tests {
         cc.set_state(&mut d.tp, CaState::Open);
         d.ack(&mut cc, 1, 1, rtt);
         assert!(cc.cwnd_precise(&d.tp) > w / 2.0 + 1.0);
+    }
+
+    #[test]
+    fn additive_increase_continues_when_the_own_pacer_is_the_limit() {
+        // Regression: Prague paces at floor(frac_cwnd)/srtt while snd_cwnd = ceil(frac_cwnd),
+        // so an internally paced sender never fills snd_cwnd and tcp_is_cwnd_limited stays
+        // false; gating on it alone froze frac_cwnd for good after the first reduction.
+        // cwnd 20, ssthresh 10 (congestion avoidance), round 0 (< 4: ai_ack_increase =
+        // 2^20). One unmarked ACK of one packet adds
+        //   round(1·2^20·2^20 / (20·2^20)) = round(52428.8) = 52429, ×1500/1488 (mtu =
+        //   1448 + 40) = floor(52851.61) = 52851 units of 2^-20 packets,
+        // so frac_cwnd = 20·2^20 + 52851 = 21024371 and snd_cwnd steps to ceil = 21.
+        let rtt = Nanos::from_ms(20);
+        let grown = 21_024_371.0 / ONE_CWND as f64;
+        let run = |cwnd_limited: bool, internal_pacing: bool, write_queue_empty: bool| {
+            let (mut cc, mut d) = accecn(PragueParams::default(), rtt, 20, 10);
+            d.tp.is_cwnd_limited = cwnd_limited;
+            d.tp.max_packets_out = 19;
+            d.tp.internal_pacing = internal_pacing;
+            d.tp.write_queue_empty = write_queue_empty;
+            d.ack(&mut cc, 1, 0, rtt);
+            (cc.cwnd_precise(&d.tp), d.tp.snd_cwnd)
+        };
+        // Paced by the sender itself with data waiting, window never filled: grows.
+        assert_eq!(run(false, true, false), (grown, 21));
+        // Window filled (tcp_cwnd_validate recorded it): grows by the same amount.
+        assert_eq!(run(true, false, true), (grown, 21));
+        // Paced below TCP (fq), window not filled: not cwnd-limited, no growth.
+        assert_eq!(run(false, false, false), (20.0, 20));
+        // Application-limited (nothing unsent), window not filled: no growth.
+        assert_eq!(run(false, true, true), (20.0, 20));
     }
 
     #[test]
@@ -924,8 +968,11 @@ mod tests {
 
     #[test]
     fn loss_halves_fractional_window_and_undo_restores() {
-        let (mut cc, mut d) = accecn(PragueParams::default(), Nanos::from_ms(10), 60, 30);
-        assert_eq!(cc.ssthresh(&mut d.tp), 30);
+        // prague_ssthresh leaves ssthresh as it is (45, not Reno's 60/2); prague_enter_loss
+        // halves frac_cwnd 60 → 30 and each step of snd_cwnd down sets ssthresh = snd_cwnd,
+        // so 30 steps later snd_cwnd = ssthresh = 30.
+        let (mut cc, mut d) = accecn(PragueParams::default(), Nanos::from_ms(10), 60, 45);
+        assert_eq!(cc.ssthresh(&mut d.tp), 45);
         cc.set_state(&mut d.tp, CaState::Recovery);
         d.tp.ca_state = CaState::Recovery;
         // cwnd_cnt = −30 packets; drained one packet per ACK, no growth while in loss.

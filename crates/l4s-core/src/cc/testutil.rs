@@ -36,6 +36,8 @@ impl Driver {
         tp.min_rtt = rtt;
         tp.snd_nxt = tp.snd_cwnd as u64 * MSS as u64;
         tp.packets_in_flight = tp.snd_cwnd;
+        // A bulk sender that fills its window (`tcp_cwnd_validate` recorded it).
+        tp.is_cwnd_limited = true;
         cc.init(&mut tp);
         Driver {
             tp,

@@ -24,18 +24,18 @@
 //! general RACK is not modelled). RTO: every non-SACKed segment is marked lost and resent in
 //! order (go-back-N) from cwnd = 1 in the Loss state.
 //!
-//! `CcState::packets_in_flight` is the current `tcp_packets_in_flight`, except during
-//! `cong_avoid` and (in Open/Disorder) `cong_control`: there it is the value nearest the true
-//! one for which `CcState::is_cwnd_limited` returns Linux's `tcp_is_cwnd_limited` (the
-//! send-time flag and `max_packets_out` kept as `tcp_cwnd_validate` does); the in-flight
-//! count after an ACK is always below cwnd, so the plain formula would stop window growth.
+//! `CcState::packets_in_flight` is always the current `tcp_packets_in_flight`; whether the
+//! window was used to the full is the send-time record `CcState::is_cwnd_limited` /
+//! `max_packets_out`, kept as Linux `tcp_cwnd_validate` does (the in-flight count after an
+//! ACK is always below cwnd, so it cannot tell). `internal_pacing` and `write_queue_empty`
+//! tell the CC that the sender paces by itself and whether unsent data waits.
 //! The CA events `EcnIsCe`/`EcnNoCe` belong to the data receiver in Linux (DCTCP's
 //! delayed-ACK state) and are not raised by the sender.
 //!
 //! ECN: classic ECE makes the sender enter CWR once per window (unless the CC handles ECN),
 //! with CWR on the next new data segment; AccECN decodes the ACE delta ([`super::accecn`]).
-//! Retransmissions are Not-ECT with classic ECN (RFC 3168 §6.1.5; Linux keeps ECT for CCs
-//! flagged TCP_CONG_NEEDS_ECN such as DCTCP, which the trait cannot express) and carry the
+//! Retransmissions are Not-ECT with classic ECN (RFC 3168 §6.1.5) unless the CC needs ECN
+//! (`CongestionControl::needs_ecn`, Linux TCP_CONG_NEEDS_ECN: DCTCP), and carry the
 //! data codepoint with AccECN. SYN retransmissions fall back from ECN as Linux does.
 //! Pacing: each packet leaves no earlier than `tcp_wstamp_ns`, advanced by len/rate.
 //! Not modelled: undo of spurious recoveries (DSACK, F-RTO), RACK beyond the probe rule,
@@ -409,6 +409,10 @@ impl TcpSender {
         self.tp.snd_nxt = self.snd_nxt;
         self.tp.packets_in_flight = self.in_flight();
         self.tp.app_limited = self.app_limited_until != 0;
+        self.tp.is_cwnd_limited = self.is_cwnd_limited;
+        self.tp.max_packets_out = self.max_packets_out;
+        self.tp.internal_pacing = self.cfg.pacing;
+        self.tp.write_queue_empty = !self.new_data_available();
     }
 
     fn set_ca_state(&mut self, s: CaState) {
@@ -530,7 +534,8 @@ impl TcpSender {
         let mut ecn = self.cc.data_ecn(self.tp.ecn);
         match self.tp.ecn {
             EcnMode::Classic => {
-                if retransmission {
+                // tcp_ecn_send: retransmissions go Not-ECT unless the CC needs ECN.
+                if retransmission && !self.cc.needs_ecn() {
                     ecn = Ecn::NotEct;
                 } else if self.cwr_pending {
                     h.flags |= tcp_flags::CWR;
@@ -563,28 +568,6 @@ impl TcpSender {
             self.is_cwnd_limited = is_cwnd_limited;
             self.max_packets_out = self.packets_out;
             self.cwnd_usage_seq = self.snd_nxt;
-        }
-    }
-
-    /// Linux `tcp_is_cwnd_limited`: the send-time flag, or in slow start
-    /// cwnd < 2·max_packets_out.
-    fn linux_cwnd_limited(&self) -> bool {
-        self.is_cwnd_limited
-            || (self.tp.in_slow_start() && self.tp.snd_cwnd < 2 * self.max_packets_out)
-    }
-
-    /// The in-flight count closest to the true one for which `CcState::is_cwnd_limited`
-    /// gives Linux's `tcp_is_cwnd_limited` answer: raised to cwnd when Linux says limited,
-    /// capped below the formula's threshold when it says not.
-    fn cwnd_limited_in_flight(&self) -> u32 {
-        let cwnd = self.tp.snd_cwnd;
-        let in_flight = self.in_flight();
-        if self.linux_cwnd_limited() {
-            in_flight.max(cwnd)
-        } else if self.tp.in_slow_start() {
-            in_flight.min(cwnd / 2)
-        } else {
-            in_flight.min(cwnd.saturating_sub(1))
         }
     }
 
@@ -1033,19 +1016,11 @@ impl TcpSender {
         sample.losses = newly_lost;
         self.sync_tp();
         if self.cc.has_cong_control() {
-            // Outside loss recovery and CWR the CC sees the cwnd-limited-equivalent in-flight
-            // (Prague and BBRv3 test `is_cwnd_limited()` here); during them the true value,
-            // which BBR's packet conservation needs.
-            if matches!(self.tp.ca_state, CaState::Open | CaState::Disorder) {
-                self.tp.packets_in_flight = self.cwnd_limited_in_flight();
-            }
             self.cc.cong_control(&mut self.tp, &sample);
             self.sync_tp();
         } else if matches!(self.tp.ca_state, CaState::Cwr | CaState::Recovery) {
             self.cwnd_reduction(newly_acked_sacked, newly_lost, una_advanced);
         } else if una_advanced {
-            // Linux's tcp_is_cwnd_limited reflects how the window was used when sending.
-            self.tp.packets_in_flight = self.cwnd_limited_in_flight();
             self.cc.cong_avoid(&mut self.tp, &sample);
             self.sync_tp();
         }

@@ -1263,6 +1263,70 @@ fn classic_ecn_retransmissions_are_not_ect() {
     assert_eq!(tx[1].pkt.ecn, Ecn::NotEct); // RFC 3168 §6.1.5
 }
 
+/// A `cong_control` CC that leaves the window alone and answers `ssthresh` with 5.
+struct OwnWindow {
+    log: Arc<Mutex<Log>>,
+}
+
+impl CongestionControl for OwnWindow {
+    fn name(&self) -> &'static str {
+        "own-window"
+    }
+    fn requested_ecn(&self) -> EcnMode {
+        EcnMode::None
+    }
+    fn has_cong_control(&self) -> bool {
+        true
+    }
+    fn ssthresh(&mut self, _tp: &mut CcState) -> u32 {
+        5
+    }
+    fn set_state(&mut self, _tp: &mut CcState, new: CaState) {
+        self.log.lock().expect("log").states.push(new);
+    }
+    fn cwnd_event(&mut self, _tp: &mut CcState, ev: CwndEvent) {
+        self.log.lock().expect("log").events.push(ev);
+    }
+}
+
+#[test]
+fn recovery_end_leaves_a_cong_control_window_alone() {
+    // Linux tcp_end_cwnd_reduction returns at once for a CC with cong_control (BBR,
+    // Prague): cwnd is not set to ssthresh and CA_EVENT_COMPLETE_CWR is not raised. The CC
+    // never changes IW10 and says ssthresh = 5: after one fast recovery cwnd is still 10.
+    let log = Arc::new(Mutex::new(Log::default()));
+    let cc = Box::new(OwnWindow { log: log.clone() });
+    let mut s = TcpSender::new(0, sized(300 * MSS), cc);
+    let mut r = TcpReceiver::new(0, &TcpConfig::default());
+    let mut pipe = Pipe::new(Nanos::from_ms(50)).fwd(drop_first_tx(&[100]));
+    pipe.run(&mut s, &mut r, Nanos::from_secs(30), |_, _| {});
+    assert!(s.is_done());
+    assert_eq!(s.rto_count(), 0);
+    let log = log.lock().unwrap();
+    assert!(log.states.contains(&CaState::Recovery));
+    assert_eq!(log.states.last(), Some(&CaState::Open));
+    assert!(!log.events.contains(&CwndEvent::CompleteCwr));
+    assert_eq!(s.cc_state().snd_ssthresh, 5);
+    assert_eq!(s.cc_state().snd_cwnd, 10);
+}
+
+#[test]
+fn dctcp_retransmissions_keep_ect() {
+    // Linux tcp_ecn_send: a CC flagged TCP_CONG_NEEDS_ECN (DCTCP) keeps ECT on
+    // retransmissions over classic ECN; the same loss as above, resent as ECT(0).
+    let cc = crate::cc::by_name("dctcp").expect("dctcp");
+    assert!(cc.needs_ecn());
+    let mut s = TcpSender::new(0, sized(300 * MSS), cc);
+    let mut r = TcpReceiver::new(0, &TcpConfig::default());
+    let mut pipe = Pipe::new(Nanos::from_ms(50)).fwd(drop_first_tx(&[100]));
+    pipe.run(&mut s, &mut r, Nanos::from_secs(20), |_, _| {});
+    assert_eq!(s.ecn_mode(), EcnMode::Classic);
+    let tx: Vec<&Sent> = pipe.data().filter(|d| d.h().seq == seq_of(100)).collect();
+    assert_eq!(tx.len(), 2);
+    assert_eq!(tx[0].pkt.ecn, Ecn::Ect0);
+    assert_eq!(tx[1].pkt.ecn, Ecn::Ect0);
+}
+
 /// AccECN flow whose second flight (segments 10..29, 20 packets) has its first `m` segments
 /// CE-marked; with `ack_loss` every ACK for that flight but the last is dropped.
 fn accecn_marks(m: u64, ack_loss: bool) -> (u64, Vec<AckSample>) {
@@ -1725,6 +1789,36 @@ fn stop_ends_new_data_and_rwnd_caps_the_flight() {
     });
     assert!(s.is_done());
     assert_eq!(max_out, 5 * MSS);
+}
+
+#[test]
+fn cc_state_carries_tcp_cwnd_validate_record() {
+    // Linux tcp_cwnd_validate at send time: a bulk sender puts its whole IW10 out, the 10th
+    // segment makes in_flight = 10 = cwnd (is_cwnd_limited, max_packets_out = 10); a 3-segment
+    // transfer leaves 3 < 10 out (not limited, max_packets_out = 3, nothing left unsent).
+    // The CC reads the record on the first ACK, when in flight is already below cwnd.
+    for (cfg, limited, max_out, queue_empty) in [
+        (TcpConfig::default(), true, 10, false),
+        (sized(3 * MSS), false, 3, true),
+    ] {
+        let (mut s, mut r) = reno_pair(cfg, TcpConfig::default());
+        let mut pipe = Pipe::new(Nanos::from_ms(25));
+        let mut seen = None;
+        // SYN/ACK back at 50 ms, data out at 50 ms, first ACK back at 100 ms (+ delayed ACK).
+        pipe.run(&mut s, &mut r, Nanos::from_ms(400), |_, s| {
+            if seen.is_none() && s.snd_una() > DATA_SEQ_START {
+                let tp = s.cc_state();
+                seen = Some((
+                    tp.is_cwnd_limited,
+                    tp.max_packets_out,
+                    tp.write_queue_empty,
+                    tp.internal_pacing,
+                    tp.packets_in_flight < tp.snd_cwnd,
+                ));
+            }
+        });
+        assert_eq!(seen, Some((limited, max_out, queue_empty, true, true)));
+    }
 }
 
 #[test]

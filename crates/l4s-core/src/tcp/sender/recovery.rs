@@ -117,8 +117,12 @@ impl TcpSender {
         }
     }
 
-    /// `tcp_end_cwnd_reduction`.
+    /// `tcp_end_cwnd_reduction`: nothing for a CC with `cong_control` (BBR, Prague), whose
+    /// window is its own; else cwnd = ssthresh and `CA_EVENT_COMPLETE_CWR`.
     pub(super) fn end_cwnd_reduction(&mut self) {
+        if self.cc.has_cong_control() {
+            return;
+        }
         if self.tp.snd_ssthresh < u32::MAX
             && matches!(self.tp.ca_state, CaState::Cwr | CaState::Recovery)
         {
