@@ -299,8 +299,9 @@ impl World {
                     self.flows[f].receiver.handle_packet(p, t);
                     // Each arrival's answer leaves before the next arrival is processed, as
                     // with one event per packet.
-                    self.pump_receiver(f);
+                    self.drain_receiver(f);
                 }
+                self.arm_receiver(f);
                 if let Some(h) = self.flows[f].fwd.head_time() {
                     self.flows[f].fwd.armed = Some(h);
                     self.ev.push(h, Kind::FwdArrive, f as u32);
@@ -315,8 +316,9 @@ impl World {
                 while let Some(p) = self.flows[f].rev.pop_due(t) {
                     self.net.totals.acks_delivered += 1;
                     self.flows[f].sender.handle_packet(p, t);
-                    self.pump_sender(f);
+                    self.drain_sender(f);
                 }
+                self.arm_sender(f);
                 if self.flows[f].await_done && self.flows[f].sender.is_done() {
                     self.flows[f].await_done = false;
                     self.rec.counters[f].done_at = Some(t);
@@ -444,6 +446,14 @@ impl World {
 
     /// Send everything the sender of flow `f` releases now into the bottleneck.
     fn pump_sender(&mut self, f: usize) {
+        self.drain_sender(f);
+        self.arm_sender(f);
+    }
+
+    /// Send what the sender releases now, without re-arming its timer (for a batch of
+    /// same-instant arrivals, armed once after the batch).
+    #[inline]
+    fn drain_sender(&mut self, f: usize) {
         let now = self.now;
         while let Some(mut p) = self.flows[f].sender.poll_transmit(now) {
             // The engine owns the flow id and release time of what leaves an endpoint.
@@ -452,11 +462,16 @@ impl World {
             self.net.totals.sent_pkts += 1;
             self.enqueue(p);
         }
-        self.arm_sender(f);
     }
 
     /// Send everything the receiver of flow `f` releases now onto the ACK path.
     fn pump_receiver(&mut self, f: usize) {
+        self.drain_receiver(f);
+        self.arm_receiver(f);
+    }
+
+    #[inline]
+    fn drain_receiver(&mut self, f: usize) {
         let now = self.now;
         while let Some(mut p) = self.flows[f].receiver.poll_transmit(now) {
             p.flow = f as u32;
@@ -471,7 +486,6 @@ impl World {
                 }
             }
         }
-        self.arm_receiver(f);
     }
 
     fn enqueue(&mut self, p: Packet) {
