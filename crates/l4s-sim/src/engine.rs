@@ -122,6 +122,37 @@ impl EventQueue {
     }
 }
 
+/// The times of one endpoint's timer events still in the queue, latest first. A new event is
+/// pushed only when the wanted time is earlier than every outstanding one; an outstanding
+/// earlier event fires, finds nothing due and re-arms. So a timer that swings between a near
+/// pacing release and a far RTO leaves no stale entries piling up in the heap.
+#[derive(Debug, Default)]
+pub struct TimerSlots {
+    /// Strictly decreasing; the earliest is last.
+    times: Vec<Nanos>,
+}
+
+impl TimerSlots {
+    /// True when an event at `w` must be pushed (and records it).
+    #[inline]
+    pub fn arm(&mut self, w: Nanos) -> bool {
+        if self.times.last().is_some_and(|&e| e <= w) {
+            return false;
+        }
+        self.times.push(w);
+        true
+    }
+    /// The event at `t` fired. Events of one endpoint fire in time order, so it is the earliest.
+    #[inline]
+    pub fn fired(&mut self, t: Nanos) {
+        debug_assert_eq!(self.times.last(), Some(&t));
+        self.times.pop();
+    }
+    pub fn outstanding(&self) -> usize {
+        self.times.len()
+    }
+}
+
 /// Packets in propagation on one path, ordered by arrival time. `armed` is the arrival time
 /// for which an event is in the queue (events for other times are stale and skipped).
 #[derive(Debug, Default)]
@@ -207,6 +238,21 @@ mod tests {
         assert!(q.pop_until(Nanos(29)).is_none());
         assert_eq!(q.pop_until(Nanos(30)).unwrap().kind, Kind::LinkService);
         assert!(q.is_empty());
+    }
+
+    #[test]
+    fn timer_slots_push_only_for_an_earlier_time() {
+        let mut s = TimerSlots::default();
+        assert!(s.arm(Nanos(200))); // RTO
+        assert!(s.arm(Nanos(10))); // pacing release, earlier: a second event
+        assert!(!s.arm(Nanos(10))); // same time: already there
+        assert!(!s.arm(Nanos(150))); // later than the earliest: that one will re-arm
+        assert_eq!(s.outstanding(), 2);
+        s.fired(Nanos(10));
+        assert!(!s.arm(Nanos(210))); // the 200 event is still out
+        s.fired(Nanos(200));
+        assert!(s.arm(Nanos(210)));
+        assert_eq!(s.outstanding(), 1);
     }
 
     #[test]

@@ -12,7 +12,7 @@
 //!   CE), and DualPI2 packets are attributed to L or C by their codepoint (CE by their flow's).
 
 use crate::aqm_config::AqmConfig;
-use crate::engine::{DelayLine, EventQueue, Kind};
+use crate::engine::{DelayLine, EventQueue, Kind, TimerSlots};
 use crate::error::SimError;
 use crate::flows::build_flow;
 use crate::recorder::{Recorder, SummaryCtx};
@@ -36,8 +36,8 @@ struct Flow {
     rev_delay: Nanos,
     fwd: DelayLine,
     rev: DelayLine,
-    sender_armed: Option<Nanos>,
-    receiver_armed: Option<Nanos>,
+    sender_timers: TimerSlots,
+    receiver_timers: TimerSlots,
     l4s: bool,
     /// A sized transfer whose completion time is still to be recorded.
     await_done: bool,
@@ -172,8 +172,8 @@ impl World {
                     rev_delay: fc.rtt - half,
                     fwd: DelayLine::default(),
                     rev: DelayLine::default(),
-                    sender_armed: None,
-                    receiver_armed: None,
+                    sender_timers: TimerSlots::default(),
+                    receiver_timers: TimerSlots::default(),
                     l4s: ends.l4s,
                     await_done: fc.bytes.is_some(),
                     same_instant: (Nanos::MAX, 0),
@@ -258,12 +258,9 @@ impl World {
     fn dispatch(&mut self, kind: Kind, f: usize, t: Nanos) {
         match kind {
             Kind::SenderTimer => {
-                if self.flows[f].sender_armed != Some(t) {
-                    return;
-                }
+                self.flows[f].sender_timers.fired(t);
                 self.events += 1;
                 self.guard_livelock(f, t, "sender");
-                self.flows[f].sender_armed = None;
                 let fl = &mut self.flows[f];
                 if fl.sender.poll_timeout().is_some_and(|w| w <= t) {
                     fl.sender.handle_timeout(t);
@@ -271,12 +268,9 @@ impl World {
                 self.pump_sender(f);
             }
             Kind::ReceiverTimer => {
-                if self.flows[f].receiver_armed != Some(t) {
-                    return;
-                }
+                self.flows[f].receiver_timers.fired(t);
                 self.events += 1;
                 self.guard_livelock(f, t, "receiver");
-                self.flows[f].receiver_armed = None;
                 let fl = &mut self.flows[f];
                 if fl.receiver.poll_timeout().is_some_and(|w| w <= t) {
                     fl.receiver.handle_timeout(t);
@@ -416,8 +410,7 @@ impl World {
         let fl = &mut self.flows[f];
         if let Some(w) = fl.sender.poll_timeout() {
             let w = w.max(self.now);
-            if fl.sender_armed.is_none_or(|a| w < a) {
-                fl.sender_armed = Some(w);
+            if fl.sender_timers.arm(w) {
                 self.ev.push(w, Kind::SenderTimer, f as u32);
             }
         }
@@ -427,8 +420,7 @@ impl World {
         let fl = &mut self.flows[f];
         if let Some(w) = fl.receiver.poll_timeout() {
             let w = w.max(self.now);
-            if fl.receiver_armed.is_none_or(|a| w < a) {
-                fl.receiver_armed = Some(w);
+            if fl.receiver_timers.arm(w) {
                 self.ev.push(w, Kind::ReceiverTimer, f as u32);
             }
         }
