@@ -1,5 +1,13 @@
 //! Recorders: per-queue and per-flow series every sample interval, optional per-packet rows,
 //! exact per-packet sojourns after warmup for summary.json, and the summary document itself.
+//!
+//! summary.json figures cover the window (warmup, duration]: a flow's `tput_mbps` is its
+//! goodput (payload delivered in order) over the whole window even if it starts or stops
+//! inside it; queue sojourn statistics are exact over every packet dequeued in the window
+//! (percentiles interpolate between closest ranks, as numpy's default); counters are
+//! differences of cumulative counters at the two ends; `srtt_ms` is the mean of the sampled
+//! smoothed RTTs in the window; utilisation is bytes that finished serialisation in the window
+//! over the bytes the link could carry in it.
 
 use crate::results::{FlowColumns, PacketColumns, QueueColumns, RunResults, Totals};
 use l4s_core::aqm::QueueSample;
@@ -42,7 +50,7 @@ pub struct Recorder {
     /// srtt sums over samples after warmup, per flow (sum_ms, n).
     srtt_acc: Vec<(f64, u64)>,
     pub counters: Vec<FlowCounters>,
-    /// Bytes whose last bit left the bottleneck at or after warmup.
+    /// Bytes whose last bit left the bottleneck in (warmup, duration].
     pub link_bytes_after_warmup: u64,
     snap: Option<WarmupSnap>,
     scratch: Vec<QueueSample>,
