@@ -1,0 +1,288 @@
+"""The `l4slab` command line: run, sweep, plot, summary, compare, emulate.
+
+Exit codes: 0 success; 1 some sweep runs failed (finished runs are kept); 2 bad input (the
+message names the field) or a feature that is not available; 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from l4slab import __version__
+from l4slab.scenario import ScenarioError
+
+console = Console()
+err_console = Console(stderr=True)
+
+EXIT_FAILED_RUNS = 1
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+
+
+def _fail(msg: str, code: int = EXIT_BAD_INPUT) -> None:
+    err_console.print(f"[bold red]error:[/] {msg}", highlight=False, markup=True,
+                      soft_wrap=True)
+    sys.exit(code)
+
+
+def _friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Bad input becomes one message and exit code 2, never a traceback."""
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except ScenarioError as e:
+            _fail(_escape(str(e)))
+        except FileNotFoundError as e:
+            _fail(_escape(str(e)))
+    return wrapper
+
+
+def _escape(s: str) -> str:
+    from rich.markup import escape
+
+    return escape(s)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", "-V", prog_name="l4slab")
+def main() -> None:
+    """l4slab — an L4S lab: simulate DualPI2, Prague, Cubic & co., sweep parameters, plot,
+    compare. Each command has --help."""
+
+
+# --- run --------------------------------------------------------------------------------------
+
+@main.command()
+@click.argument("scenario", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Run directory (default: out/<scenario>-<time>).")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="Override a scenario key, e.g. --set aqm.step_thresh=5ms --set "
+                   "flows.0.cc=dctcp (values are TOML scalars; bare words are strings).")
+@click.option("--no-figures", is_flag=True, help="Skip figures (tables and report only).")
+@_friendly
+def run(scenario: Path, out_dir: Path | None, overrides: tuple[str, ...],
+        no_figures: bool) -> None:
+    """Run one SCENARIO (TOML) and write its run directory."""
+    from l4slab.runner import run as run_scenario
+
+    if out_dir is None:
+        out_dir = Path("out") / f"{scenario.stem}-{time.strftime('%Y%m%d-%H%M%S')}"
+    t0 = time.perf_counter()
+    with console.status(f"simulating {scenario} …"):
+        result = run_scenario(scenario, out_dir, list(overrides), figures=not no_figures)
+    elapsed = time.perf_counter() - t0
+    _print_summaries([(str(out_dir), result.summary, result.scenario)])
+    console.print(f"run directory: [bold]{out_dir}[/] ({elapsed:.1f} s); "
+                  f"report: {out_dir / 'report.html'}", highlight=False)
+
+
+# --- sweep ------------------------------------------------------------------------------------
+
+@main.command()
+@click.argument("sweep_file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
+              help="Parallel runs (default: all cores).")
+@click.option("--dask", "dask_address", metavar="ADDRESS", default=None,
+              help="Run on a Dask cluster (scheduler address, e.g. tcp://host:8786).")
+@click.option("--dask-local", is_flag=True, help="Run on a local Dask cluster (-j workers).")
+@click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Sweep directory (default: out/<sweep file name>); rerun to resume.")
+@click.option("--figures", is_flag=True, help="Also draw figures for every run.")
+@click.option("--no-resume", is_flag=True, help="Rerun runs that already finished.")
+@_friendly
+def sweep(sweep_file: Path, jobs: int | None, dask_address: str | None, dask_local: bool,
+          out_dir: Path | None, figures: bool, no_resume: bool) -> None:
+    """Run SWEEP_FILE: a grid over scenario keys × replications (see `l4slab.sweep`)."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    from l4slab.sweep import sweep as run_sweep
+
+    if dask_address and dask_local:
+        raise click.UsageError("give --dask ADDRESS or --dask-local, not both")
+    if out_dir is None:
+        out_dir = Path("out") / sweep_file.stem
+    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
+                        MofNCompleteColumn(), TextColumn("[red]{task.fields[failed]}"),
+                        TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                        console=console, transient=False)
+    state: dict[str, Any] = {"task": None, "failed": 0}
+
+    def on_start(total: int, skipped: int) -> None:
+        if skipped:
+            console.print(f"resuming: {skipped} of {total} runs already finished in {out_dir}")
+        state["task"] = progress.add_task("runs", total=total - skipped, failed="")
+        progress.start()
+
+    def on_progress(outcome: Any, done: int, total: int) -> None:
+        if outcome.status == "failed":
+            state["failed"] += 1
+        progress.update(state["task"], completed=done,
+                        failed=f"{state['failed']} failed" if state["failed"] else "")
+
+    try:
+        res = run_sweep(sweep_file, out_dir, jobs=jobs, dask=dask_address,
+                        dask_local=dask_local, figures=figures, resume=not no_resume,
+                        on_start=on_start, on_progress=on_progress)
+    except KeyboardInterrupt:
+        progress.stop()
+        err_console.print(f"interrupted: finished runs are kept in {out_dir}; run the same "
+                          "command again to resume.")
+        sys.exit(EXIT_INTERRUPTED)
+    finally:
+        progress.stop()
+
+    console.print(f"sweep: {len(res.index)} runs ({res.ran} ran, {res.skipped} resumed, "
+                  f"{len(res.failed)} failed) in {res.elapsed_s:.1f} s", highlight=False)
+    console.print(f"index: {out_dir / 'sweep.parquet'}; report: {out_dir / 'report.html'}",
+                  highlight=False)
+    if res.failed:
+        table = Table(title="failed runs", title_style="bold red")
+        table.add_column("run")
+        table.add_column("parameters")
+        table.add_column("error", overflow="fold")
+        for o in sorted(res.failed, key=lambda o: o.task.index):
+            params = ", ".join(f"{k}={v}" for k, v in o.task.params.items())
+            table.add_row(o.task.name, params, o.error or "")
+        err_console.print(table)
+        sys.exit(EXIT_FAILED_RUNS)
+
+
+# --- plot -------------------------------------------------------------------------------------
+
+@main.command()
+@click.argument("dirs", nargs=-1, required=True,
+                type=click.Path(exists=True, file_okay=False, path_type=Path))
+@_friendly
+def plot(dirs: tuple[Path, ...]) -> None:
+    """(Re)draw figures and report.html of run or sweep directories DIRS."""
+    from l4slab.plots import plot_run, plot_sweep
+    from l4slab.report import run_report, sweep_report
+    from l4slab.results import load_run
+    from l4slab.sweep import load_sweep
+
+    for d in dirs:
+        if (d / "sweep.parquet").exists():
+            data = load_sweep(d)
+            files = plot_sweep(data, d)
+            report = sweep_report(data, d)
+        else:
+            run_data = load_run(d)
+            files = plot_run(run_data, d)
+            report = run_report(run_data, d)
+        console.print(f"{d}: {len(files)} figure files, {report}", highlight=False)
+
+
+# --- summary ----------------------------------------------------------------------------------
+
+def _scenario_bits(scenario: dict[str, Any]) -> tuple[str, str]:
+    aqm = str((scenario.get("aqm") or {}).get("kind", "?"))
+    flows = scenario.get("flows") or []
+    ccs = []
+    for f in flows:
+        n = f.get("count", 1)
+        ccs.append(f"{f.get('cc', '?')}" + (f"×{n}" if isinstance(n, int) and n > 1 else ""))
+    return aqm, ", ".join(ccs)
+
+
+def _print_summaries(rows: list[tuple[str, dict[str, Any], dict[str, Any]]]) -> None:
+    from l4slab.sweep import flatten_summary
+
+    table = Table(show_lines=False)
+    for col, just in (("run", "left"), ("aqm", "left"), ("flows", "left"),
+                      ("L4S Mb/s", "right"), ("Classic Mb/s", "right"),
+                      ("sojourn p99 ms", "right"), ("util", "right"), ("Jain", "right")):
+        table.add_column(col, justify=just)  # type: ignore[arg-type]
+
+    def f(v: Any, fmt: str) -> str:
+        return format(v, fmt) if isinstance(v, (int, float)) else "–"
+
+    for name, summary, scenario in rows:
+        m = flatten_summary(summary)
+        aqm, flows = _scenario_bits(scenario)
+        p99 = " / ".join(f"{q}:{m[k]:.2f}" for q in ("L", "C", "single", "fq")
+                         if isinstance(m.get(k := f"queues.{q}.sojourn_ms.p99"), (int, float)))
+        table.add_row(name, aqm, flows, f(m.get("class.L4S.tput_mbps"), ".2f"),
+                      f(m.get("class.Classic.tput_mbps"), ".2f"), p99 or "–",
+                      f(m.get("link.utilisation"), ".3f"), f(m.get("jain"), ".3f"))
+    console.print(table)
+
+
+@main.command()
+@click.argument("dirs", nargs=-1, required=True,
+                type=click.Path(exists=True, file_okay=False, path_type=Path))
+@_friendly
+def summary(dirs: tuple[Path, ...]) -> None:
+    """Table of the summaries of run or sweep directories DIRS."""
+    import tomllib
+
+    rows: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
+    pending: list[str] = []
+    for d in dirs:
+        run_dirs = ([d / "runs" / r for r in sorted(p.name for p in (d / "runs").iterdir())]
+                    if (d / "sweep.parquet").exists() or (d / "runs").is_dir() else [d])
+        for rd in run_dirs:
+            sp = rd / "summary.json"
+            if not sp.exists():
+                err = rd / "error.txt"
+                pending.append(f"{rd}: " + (err.read_text().strip() if err.exists()
+                                            else "not finished (no summary.json)"))
+                continue
+            scen = tomllib.loads((rd / "scenario.toml").read_text()) \
+                if (rd / "scenario.toml").exists() else {}
+            rows.append((str(rd), json.loads(sp.read_text()), scen))
+    if rows:
+        _print_summaries(rows)
+    for p in pending:
+        err_console.print(f"[yellow]{_escape(p)}[/]")
+    if not rows:
+        _fail("no finished runs in " + ", ".join(map(str, dirs)))
+
+
+# --- compare / emulate ------------------------------------------------------------------------
+
+def _compare_unavailable(reason: str) -> click.Command:
+    @click.command("compare", context_settings={"ignore_unknown_options": True})
+    @click.argument("args", nargs=-1, type=click.UNPROCESSED)
+    def compare(args: tuple[str, ...]) -> None:
+        """Compare two groups of runs with the statistical validation toolkit."""
+        _fail(f"compare: the validation toolkit is not available yet ({reason})")
+    return compare
+
+
+try:
+    from l4slab.validation.cli import validate_cmd as _validate_cmd
+except ImportError as _e:  # the validation toolkit lands separately
+    main.add_command(_compare_unavailable(str(_e)))
+else:
+    main.add_command(_validate_cmd, name="compare")
+
+
+@main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def emulate(args: tuple[str, ...]) -> None:
+    """Run a scenario on the Linux emulator (not built yet)."""
+    _fail("emulate: the emulator (crates/l4s-emu) is not built in this release; use "
+          "`l4slab run` for the simulator")
+
+
+if __name__ == "__main__":
+    main()
