@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from l4slab.plots import numeric_axis, plot_run, plot_sweep
-from l4slab.report import run_report, sweep_report
+from l4slab.report import sweep_report
 from l4slab.results import from_core, load, load_run, write_run_dir
 from l4slab.sweep import SweepData, flatten_summary
 
@@ -37,14 +37,16 @@ def synthetic_raw(n=200, packets=True):
     flows = {
         "t_s": col(qt), "flow": col(f),
         "delivered_bytes": col((np.repeat(np.arange(1, n + 1), 2) * 50_000).astype(np.uint64)),
-        "tput_mbps": col(np.where(f == 0, 24.0, 25.0)), "cwnd_pkts": col(np.where(f == 0, 80., 90.)),
+        "tput_mbps": col(np.where(f == 0, 24.0, 25.0)),
+        "cwnd_pkts": col(np.where(f == 0, 80.0, 90.0)),
         "srtt_ms": col(np.full(2 * n, 41.0)), "pacing_mbps": col(np.full(2 * n, 25.0)),
         "ce_acked": col(np.arange(2 * n, dtype=np.uint64)),
     }
     pk = None
     if packets:
         m = 1000
-        pk = {"t_s": col(np.linspace(0, t[-1], m)), "flow": col((np.arange(m) % 2).astype(np.uint32)),
+        pk = {"t_s": col(np.linspace(0, t[-1], m)),
+              "flow": col((np.arange(m) % 2).astype(np.uint32)),
               "queue": col((np.arange(m) % 2).astype(np.uint8)),
               "sojourn_ms": col(np.linspace(0, 20, m)),
               "verdict": col((np.arange(m) % 3).astype(np.uint8))}

@@ -1,7 +1,8 @@
 """Run one scenario through the Rust simulator (`l4slab._core.run_scenario`).
 
-The scenario goes to Rust as TOML text when it is a file used unchanged (so parse errors carry
-line numbers) and as JSON after overrides. The GIL is released while the simulation runs.
+Python reads the TOML (tomllib reports syntax errors with line numbers), applies overrides and
+sends the effective scenario to Rust as JSON, where serde validates it and names the field path
+of any error. The GIL is released while the simulation runs.
 """
 
 from __future__ import annotations
