@@ -81,10 +81,11 @@ def _per_flow(run: Any, column: str, ylabel: str, title: str, total: bool) -> Fi
     ax.set_xlabel("time [s]")
     ax.set_ylabel(ylabel)
     ax.set_title(title)
-    ax.set_xlim(left=0)
-    ax.set_ylim(bottom=0)
+    ax.set_xlim(0, float(df["t_s"].max()))
+    ax.set_ylim(0, ax.get_ylim()[1] * 1.05)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize="small", loc="upper right", ncols=2 if len(meta) > 6 else 1)
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0),
+              ncols=2 if len(meta) > 12 else 1)
     return fig
 
 
