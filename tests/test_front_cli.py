@@ -89,7 +89,6 @@ def test_packets_are_opt_in(scen, tmp_path):
     [
         ("aqm.bogus=1", ["aqm.bogus"]),  # unknown key
         ("flows.0.rtt=20xs", ["flows", "rtt"]),  # bad unit
-        ("link.trace=missing.down", ["link.trace", "missing.down"]),  # missing trace file
         ("aqm.step_thresh", ["expected key=value"]),  # bad --set syntax
         ("flows.7.cc=reno", ["flows.7.cc", "out of range"]),
     ],
@@ -97,6 +96,18 @@ def test_packets_are_opt_in(scen, tmp_path):
 def test_bad_input_is_one_message_and_exit_2(scen, tmp_path, override, needles):
     res = invoke("run", scen, "-o", tmp_path / "x", "--set", override)
     assert_bad_input(res, *needles)
+
+
+def test_missing_trace_file_names_the_field_and_the_file(tmp_path):
+    scen = tmp_path / "trace.toml"
+    data = {**SHORT, "link": {"trace": "traces/missing.down"}}
+    scen.write_text(dumps_toml(data))
+    assert_bad_input(invoke("run", scen, "-o", tmp_path / "x"), "link.trace",
+                     "traces/missing.down")
+    # sweeps check every grid point before running anything
+    sw = tmp_path / "sw.toml"
+    sw.write_text('base = "trace.toml"\n[grid]\n"aqm.step_thresh" = ["1ms"]\n')
+    assert_bad_input(invoke("sweep", sw, "-o", tmp_path / "o"), "link.trace", "missing.down")
 
 
 def test_missing_scenario_file(tmp_path):

@@ -193,36 +193,54 @@ def plot(dirs: tuple[Path, ...]) -> None:
 
 # --- summary ----------------------------------------------------------------------------------
 
-def _scenario_bits(scenario: dict[str, Any]) -> tuple[str, str]:
-    aqm = str((scenario.get("aqm") or {}).get("kind", "?"))
-    flows = scenario.get("flows") or []
-    ccs = []
-    for f in flows:
-        n = f.get("count", 1)
-        ccs.append(f"{f.get('cc', '?')}" + (f"×{n}" if isinstance(n, int) and n > 1 else ""))
-    return aqm, ", ".join(ccs)
+def _scenario_bits(summary: dict[str, Any], scenario: dict[str, Any]) -> tuple[str, str]:
+    aqm = summary.get("aqm") or (scenario.get("aqm") or {}).get("kind", "?")
+    if isinstance(aqm, dict):
+        aqm = aqm.get("kind", "?")
+    ccs: dict[str, int] = {}
+    for f in summary.get("flows") or []:
+        ccs[str(f.get("cc", "?"))] = ccs.get(str(f.get("cc", "?")), 0) + 1
+    return str(aqm), ", ".join(cc + (f"×{n}" if n > 1 else "") for cc, n in ccs.items())
 
 
-def _print_summaries(rows: list[tuple[str, dict[str, Any], dict[str, Any]]]) -> None:
+def _print_summaries(rows: list[tuple[str, dict[str, Any], dict[str, Any]]],
+                     title: str | None = None,
+                     params: list[dict[str, Any]] | None = None) -> None:
+    """One row per run: name, [swept parameters], AQM and flows (in the title when every
+    row has the same), per-class throughput, p99 sojourn per queue, utilisation, Jain."""
     from l4slab.sweep import flatten_summary
 
-    table = Table(show_lines=False)
-    for col, just in (("run", "left"), ("aqm", "left"), ("flows", "left"),
-                      ("L4S Mb/s", "right"), ("Classic Mb/s", "right"),
-                      ("sojourn p99 ms", "right"), ("util", "right"), ("Jain", "right")):
-        table.add_column(col, justify=just)  # type: ignore[arg-type]
+    flat = [flatten_summary(r[1]) for r in rows]
+    setups = [_scenario_bits(r[1], r[2]) for r in rows]
+    same_setup = len(set(setups)) == 1
+    if same_setup:
+        title = " · ".join(x for x in (title, f"{setups[0][0]}: {setups[0][1]}") if x)
+    queues = [q for q in ("L", "C", "single", "fq")
+              if any(f"queues.{q}.sojourn_ms.p99" in m for m in flat)]
+    pkeys = list(dict.fromkeys(k for p in params or [] for k in p))
+    table = Table(title=title, title_justify="left")
+    table.add_column("run", overflow="fold")
+    for k in pkeys:
+        table.add_column(k.rsplit(".", 1)[-1], min_width=len(k.rsplit(".", 1)[-1]))
+    if not same_setup:
+        table.add_column("aqm")
+        table.add_column("flows", overflow="fold")
+    for col in ["L4S Mb/s", "Classic Mb/s"] + [f"p99 {q} ms" for q in queues] + ["util",
+                                                                                  "Jain"]:
+        table.add_column(col, justify="right")
 
     def f(v: Any, fmt: str) -> str:
-        return format(v, fmt) if isinstance(v, (int, float)) else "–"
+        return format(v, fmt) if isinstance(v, (int, float)) and v == v else "–"
 
-    for name, summary, scenario in rows:
-        m = flatten_summary(summary)
-        aqm, flows = _scenario_bits(scenario)
-        p99 = " / ".join(f"{q}:{m[k]:.2f}" for q in ("L", "C", "single", "fq")
-                         if isinstance(m.get(k := f"queues.{q}.sojourn_ms.p99"), (int, float)))
-        table.add_row(name, aqm, flows, f(m.get("class.L4S.tput_mbps"), ".2f"),
-                      f(m.get("class.Classic.tput_mbps"), ".2f"), p99 or "–",
-                      f(m.get("link.utilisation"), ".3f"), f(m.get("jain"), ".3f"))
+    for i, ((name, _, _), m) in enumerate(zip(rows, flat, strict=True)):
+        cells = [name] + [str((params or [{}] * len(rows))[i].get(k, "")) for k in pkeys]
+        if not same_setup:
+            cells += list(setups[i])
+        cells += [f(m.get("class.L4S.tput_mbps"), ".2f"),
+                  f(m.get("class.Classic.tput_mbps"), ".2f")]
+        cells += [f(m.get(f"queues.{q}.sojourn_ms.p99"), ".2f") for q in queues]
+        cells += [f(m.get("link.utilisation"), ".3f"), f(m.get("jain"), ".3f")]
+        table.add_row(*cells)
     console.print(table)
 
 
@@ -231,29 +249,47 @@ def _print_summaries(rows: list[tuple[str, dict[str, Any], dict[str, Any]]]) -> 
                 type=click.Path(exists=True, file_okay=False, path_type=Path))
 @_friendly
 def summary(dirs: tuple[Path, ...]) -> None:
-    """Table of the summaries of run or sweep directories DIRS."""
+    """Table of the summaries of run or sweep directories DIRS (a sweep: one row per run)."""
     import tomllib
 
-    rows: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
+    def read(rd: Path, name: str) -> tuple[str, dict[str, Any], dict[str, Any]] | None:
+        sp = rd / "summary.json"
+        if not sp.exists():
+            err = rd / "error.txt"
+            pending.append(f"{rd}: " + (err.read_text().strip() if err.exists()
+                                        else "not finished (no summary.json)"))
+            return None
+        scen = (tomllib.loads((rd / "scenario.toml").read_text())
+                if (rd / "scenario.toml").exists() else {})
+        return name, json.loads(sp.read_text()), scen
+
     pending: list[str] = []
+    singles: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
+    shown = 0
     for d in dirs:
-        run_dirs = ([d / "runs" / r for r in sorted(p.name for p in (d / "runs").iterdir())]
-                    if (d / "sweep.parquet").exists() or (d / "runs").is_dir() else [d])
-        for rd in run_dirs:
-            sp = rd / "summary.json"
-            if not sp.exists():
-                err = rd / "error.txt"
-                pending.append(f"{rd}: " + (err.read_text().strip() if err.exists()
-                                            else "not finished (no summary.json)"))
-                continue
-            scen = tomllib.loads((rd / "scenario.toml").read_text()) \
-                if (rd / "scenario.toml").exists() else {}
-            rows.append((str(rd), json.loads(sp.read_text()), scen))
-    if rows:
-        _print_summaries(rows)
+        if (d / "sweep.parquet").exists() or (d / "runs").is_dir():
+            rows, params = [], []
+            for rd in sorted(p for p in (d / "runs").iterdir() if p.is_dir()):
+                row = read(rd, rd.name)
+                if row:
+                    rows.append(row)
+                    try:
+                        params.append(json.loads((rd / "params.json").read_text())["params"])
+                    except (OSError, ValueError, KeyError):
+                        params.append({})
+            if rows:
+                _print_summaries(rows, title=f"sweep {d}", params=params)
+                shown += len(rows)
+        else:
+            row = read(d, str(d))
+            if row:
+                singles.append(row)
+    if singles:
+        _print_summaries(singles)
+        shown += len(singles)
     for p in pending:
         err_console.print(f"[yellow]{_escape(p)}[/]")
-    if not rows:
+    if not shown:
         _fail("no finished runs in " + ", ".join(map(str, dirs)))
 
 

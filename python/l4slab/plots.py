@@ -59,8 +59,8 @@ def _warmup(ax: Any, run: Any) -> None:
 
 def _per_flow(run: Any, column: str, ylabel: str, title: str, total: bool) -> Figure | None:
     df = run.flows
-    if df is None or not len(df) or column not in df:
-        return None
+    if df is None or not len(df) or column not in df or not df[column].notna().any():
+        return None  # e.g. cwnd of CBR sources
     fig = _figure()
     ax = fig.add_subplot()
     _warmup(ax, run)

@@ -1,8 +1,10 @@
 //! Simulator bindings: run or validate a scenario from Python (issue "Python front end").
 //! Columns cross into Python as little-endian `bytes` that numpy views with `np.frombuffer`.
 
+use std::path::PathBuf;
+
 use l4s_sim::results::{FlowColumns, PacketColumns, QueueColumns};
-use l4s_sim::RunResults;
+use l4s_sim::{RunResults, Scenario, SimError};
 use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -121,10 +123,74 @@ fn results_dict<'py>(py: Python<'py>, r: &RunResults) -> PyResult<Bound<'py, PyD
     }
     d.set_item("summary_json", &r.summary_json)?;
     d.set_item("events", r.events)?;
+    let t = &r.totals;
+    let totals = PyDict::new(py);
+    for (k, v) in [
+        ("sent_pkts", t.sent_pkts),
+        ("delivered_pkts", t.delivered_pkts),
+        ("aqm_dropped_pkts", t.aqm_dropped_pkts),
+        ("link_lost_pkts", t.link_lost_pkts),
+        ("in_flight_pkts", t.in_flight_pkts),
+        ("acks_sent", t.acks_sent),
+        ("acks_delivered", t.acks_delivered),
+        ("acks_dropped", t.acks_dropped),
+        ("acks_in_flight", t.acks_in_flight),
+    ] {
+        totals.set_item(k, v)?;
+    }
+    d.set_item("totals", totals)?;
+    d.set_item("flow_min_owd_ms", &r.flow_min_owd_ms)?;
     Ok(d)
+}
+
+fn scenario_error(e: SimError) -> PyErr {
+    ScenarioError::new_err(e.to_string())
+}
+
+/// Parse `text` ("toml" | "json") and anchor relative paths (traces) at `base_dir`.
+fn parse(text: &str, fmt: &str, base_dir: &str) -> Result<Scenario, SimError> {
+    let mut s = match fmt {
+        "toml" => Scenario::from_toml_str(text)?,
+        "json" => Scenario::from_json_str(text)?,
+        other => {
+            return Err(SimError::field(
+                "fmt",
+                format!("{other:?} is not a scenario format (\"toml\" | \"json\")"),
+            ))
+        }
+    };
+    s.base_dir = Some(PathBuf::from(base_dir));
+    Ok(s)
+}
+
+/// Run a scenario; returns the columns as `(dtype, bytes)` pairs plus names and the
+/// summary JSON. The GIL is released for the whole parse + simulation.
+#[pyfunction]
+#[pyo3(signature = (text, fmt = "toml", base_dir = "."))]
+fn run_scenario<'py>(
+    py: Python<'py>,
+    text: &str,
+    fmt: &str,
+    base_dir: &str,
+) -> PyResult<Bound<'py, PyDict>> {
+    let res = py
+        .detach(|| parse(text, fmt, base_dir).and_then(|s| l4s_sim::run(&s)))
+        .map_err(scenario_error)?;
+    results_dict(py, &res)
+}
+
+/// Check a scenario without running it: parse, validate, and build the simulated world
+/// (which reads trace files), so a missing trace is reported here too.
+#[pyfunction]
+#[pyo3(signature = (text, fmt = "toml", base_dir = "."))]
+fn validate_scenario(py: Python<'_>, text: &str, fmt: &str, base_dir: &str) -> PyResult<()> {
+    py.detach(|| parse(text, fmt, base_dir).and_then(|s| l4s_sim::world::World::new(&s).map(drop)))
+        .map_err(scenario_error)
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
+    m.add_function(wrap_pyfunction!(run_scenario, m)?)?;
+    m.add_function(wrap_pyfunction!(validate_scenario, m)?)?;
     Ok(())
 }
