@@ -250,18 +250,19 @@ def _process_pool(jobs: int) -> Executor:
     def run_all(tasks: list[RunTask]) -> Iterator[RunOutcome]:
         # spawn: workers start clean (no inherited threads from rich/dask/matplotlib).
         ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-            futures = {pool.submit(execute_task, t): t for t in tasks}
-            try:
-                for fut in as_completed(futures):
-                    try:
-                        yield fut.result()
-                    except Exception as e:  # noqa: BLE001 - worker died (e.g. killed)
-                        yield RunOutcome(futures[fut], "failed", f"worker failed: {e!r}")
-            except BaseException:
-                for f in futures:
-                    f.cancel()
-                raise
+        pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx)
+        futures = {pool.submit(execute_task, t): t for t in tasks}
+        try:
+            for fut in as_completed(futures):
+                try:
+                    yield fut.result()
+                except Exception as e:  # noqa: BLE001 - worker died (e.g. killed)
+                    yield RunOutcome(futures[fut], "failed", f"worker failed: {e!r}")
+        except BaseException:
+            # Ctrl-C or the consumer stopped: drop queued runs, do not wait for them.
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
     return run_all
 
 
