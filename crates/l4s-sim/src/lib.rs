@@ -1,6 +1,62 @@
 //! l4s-sim: deterministic discrete-event simulator driving l4s-core's AQMs, links and
 //! transport models in virtual time.
+//!
+//! ```no_run
+//! let res = l4s_sim::run_toml(r#"
+//!     duration = "2s"
+//!     [link]
+//!     rate = "10mbit"
+//!     [aqm]
+//!     kind = "fifo"
+//!     [[flows]]
+//!     cc = "cbr"
+//!     rtt = "20ms"
+//!     rate = "5mbit"
+//! "#).unwrap();
+//! println!("{}", res.summary_json);
+//! ```
 
+pub mod aqm_config;
+pub mod engine;
+pub mod error;
+pub mod flows;
+pub mod output;
+pub mod recorder;
 pub mod results;
+pub mod scenario;
+pub mod world;
 
-pub use results::RunResults;
+pub use aqm_config::AqmConfig;
+pub use error::SimError;
+pub use results::{RunResults, Totals};
+pub use scenario::Scenario;
+
+use std::path::Path;
+
+/// Run a scenario. Relative trace paths resolve against `scenario.base_dir` (or the current
+/// directory when it is unset).
+pub fn run(scenario: &Scenario) -> Result<RunResults, SimError> {
+    world::World::new(scenario)?.run(scenario)
+}
+
+/// Run a scenario with relative paths resolved against `base_dir` (the scenario file's folder).
+pub fn run_in(scenario: &Scenario, base_dir: &Path) -> Result<RunResults, SimError> {
+    let mut s = scenario.clone();
+    s.base_dir = Some(base_dir.to_path_buf());
+    run(&s)
+}
+
+/// Parse and run a TOML scenario (relative paths against the current directory).
+pub fn run_toml(toml: &str) -> Result<RunResults, SimError> {
+    run(&Scenario::from_toml_str(toml)?)
+}
+
+/// Parse and run a TOML scenario with relative paths resolved against `base_dir`.
+pub fn run_toml_in(toml: &str, base_dir: &Path) -> Result<RunResults, SimError> {
+    run_in(&Scenario::from_toml_str(toml)?, base_dir)
+}
+
+/// Parse and run a JSON scenario (what the Python front end sends) against `base_dir`.
+pub fn run_json_in(json: &str, base_dir: &Path) -> Result<RunResults, SimError> {
+    run_in(&Scenario::from_json_str(json)?, base_dir)
+}

@@ -60,4 +60,28 @@ pub struct RunResults {
     pub summary_json: String,
     /// Events the engine processed (for the benchmark).
     pub events: u64,
+    /// Packet accounting (conservation).
+    pub totals: Totals,
+    /// Smallest sender→receiver one-way delay each flow saw, ms (NaN if nothing arrived).
+    pub flow_min_owd_ms: Vec<f64>,
+}
+
+/// Packet accounting on the bottleneck (forward) path at the end of a run. Conservation:
+/// `sent_pkts == delivered_pkts + aqm_dropped_pkts + link_lost_pkts + in_flight_pkts`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Totals {
+    /// Packets senders put on the wire.
+    pub sent_pkts: u64,
+    /// Packets that reached a receiver.
+    pub delivered_pkts: u64,
+    pub aqm_dropped_pkts: u64,
+    pub link_lost_pkts: u64,
+    /// In the AQM, on the link, or propagating at the end.
+    pub in_flight_pkts: u64,
+    /// Reverse (ACK) path: sent by receivers, delivered to senders, dropped by the ACK link,
+    /// in flight at the end.
+    pub acks_sent: u64,
+    pub acks_delivered: u64,
+    pub acks_dropped: u64,
+    pub acks_in_flight: u64,
 }

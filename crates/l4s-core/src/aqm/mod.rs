@@ -10,7 +10,11 @@ pub mod pie;
 use crate::packet::Packet;
 use crate::time::Nanos;
 
+pub use codel::{Codel, CodelParams};
+pub use dualpi2::{DualPi2, DualPi2Params};
 pub use fifo::{Fifo, FifoEcn, FifoEcnParams, FifoParams};
+pub use fq_codel::{FqCodel, FqCodelParams};
+pub use pie::{Pie, PieParams};
 
 /// What happened to a packet, for per-packet records.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

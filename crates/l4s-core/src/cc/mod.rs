@@ -2,10 +2,13 @@
 //! (include/net/tcp.h) with the slow-start / additive-increase helpers of net/ipv4/tcp_cong.c.
 
 pub mod bbr;
+pub mod bbr3;
 pub mod cubic;
 pub mod dctcp;
 pub mod prague;
 pub mod reno;
+#[cfg(test)]
+mod testutil;
 
 use crate::packet::Ecn;
 use crate::time::Nanos;
@@ -69,6 +72,16 @@ pub struct CcState {
     pub delivered_ce: u64,
     /// Packets in flight now (`tcp_packets_in_flight`).
     pub packets_in_flight: u32,
+    /// The window was fully used in the current window of data (`tp->is_cwnd_limited`), kept
+    /// by the sender at send time as Linux `tcp_cwnd_validate` does. After an ACK the
+    /// in-flight count is always below cwnd, so only this send-time record can tell.
+    pub is_cwnd_limited: bool,
+    /// Most packets out in the current window of data (`tp->max_packets_out`).
+    pub max_packets_out: u32,
+    /// The TCP sender paces by itself (`tcp_needs_internal_pacing`: no fq qdisc below it).
+    pub internal_pacing: bool,
+    /// No data waits to be sent for the first time (`tcp_write_queue_empty`).
+    pub write_queue_empty: bool,
     pub ca_state: CaState,
     /// What the handshake negotiated.
     pub ecn: EcnMode,
@@ -95,6 +108,10 @@ impl CcState {
             delivered: 0,
             delivered_ce: 0,
             packets_in_flight: 0,
+            is_cwnd_limited: false,
+            max_packets_out: 0,
+            internal_pacing: false,
+            write_queue_empty: true,
             ca_state: CaState::Open,
             ecn: EcnMode::None,
             pacing_rate_bps: None,
@@ -107,12 +124,13 @@ impl CcState {
     pub fn in_slow_start(&self) -> bool {
         self.snd_cwnd < self.snd_ssthresh
     }
-    /// `tcp_is_cwnd_limited()` (simplified: in flight fills the window).
+    /// `tcp_is_cwnd_limited()`: the send-time flag, or in slow start cwnd below twice the
+    /// most packets out in this window (so that slow start can double what was used).
     pub fn is_cwnd_limited(&self) -> bool {
-        if self.in_slow_start() {
-            return self.snd_cwnd < 2 * self.packets_in_flight.max(1);
+        if self.is_cwnd_limited {
+            return true;
         }
-        self.packets_in_flight >= self.snd_cwnd
+        self.in_slow_start() && self.snd_cwnd < self.max_packets_out.saturating_mul(2)
     }
 }
 
@@ -162,6 +180,13 @@ pub trait CongestionControl: Send {
             EcnMode::None => Ecn::NotEct,
             _ => Ecn::Ect0,
         }
+    }
+
+    /// Linux `TCP_CONG_NEEDS_ECN`: the CC relies on ECN for every data segment, so with
+    /// classic ECN retransmissions keep the ECT codepoint instead of going Not-ECT
+    /// (`tcp_ecn_send`; RFC 3168 §6.1.5 otherwise). DCTCP sets it.
+    fn needs_ecn(&self) -> bool {
+        false
     }
 
     /// True when the CC reacts to CE feedback itself (Prague, BBRv3); the TCP sender then does
@@ -241,10 +266,38 @@ pub fn tcp_cong_avoid_ai(tp: &mut CcState, w: u32, acked: u32) {
     tp.snd_cwnd = tp.snd_cwnd.min(tp.snd_cwnd_clamp);
 }
 
-/// Build a CC by its scenario name. Unknown names list the allowed ones.
+/// Options a scenario can pass to a CC on top of its name (see [`by_name_with`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CcParams {
+    /// Reno / Cubic: ask for classic ECN (RFC 3168), Linux `net.ipv4.tcp_ecn = 1`.
+    pub ecn: bool,
+    /// DCTCP: ask for AccECN instead of classic ECN in the handshake.
+    pub accecn: bool,
+    /// DCTCP: mark data ECT(1) instead of ECT(0) (DCTCP as an L4S sender).
+    pub ect1: bool,
+    /// BBRv3: "L4S-compatible BBR": ask for AccECN and send ECT(1).
+    pub l4s: bool,
+    /// Seed of the CC's own random stream (BBRv3 randomises its probe wait).
+    pub seed: u64,
+}
+
+/// Build a CC by its scenario name with default options. Unknown names list the allowed ones.
 pub fn by_name(name: &str) -> Result<Box<dyn CongestionControl>, crate::error::ParamError> {
+    by_name_with(name, &CcParams::default())
+}
+
+/// Build a CC by its scenario name with options.
+pub fn by_name_with(
+    name: &str,
+    params: &CcParams,
+) -> Result<Box<dyn CongestionControl>, crate::error::ParamError> {
     match name {
-        "reno" => Ok(Box::new(reno::Reno::default())),
+        "reno" => Ok(Box::new(reno::Reno::with_ecn(params.ecn))),
+        "cubic" => Ok(Box::new(cubic::Cubic::new(params.ecn))),
+        "dctcp" => Ok(Box::new(dctcp::Dctcp::new(params.accecn, params.ect1))),
+        "prague" => Ok(Box::new(prague::Prague::default())),
+        "bbr1" => Ok(Box::new(bbr::Bbr::new(params.seed))),
+        "bbr3" => Ok(Box::new(bbr3::Bbr3::new(params.l4s, params.seed))),
         _ => Err(crate::error::ParamError::new(
             "cc",
             format!("\"{name}\""),
@@ -279,5 +332,33 @@ mod tests {
         tcp_cong_avoid_ai(&mut tp, 10, 1);
         assert_eq!(tp.snd_cwnd, 11);
         assert_eq!(tp.snd_cwnd_cnt, 0);
+    }
+
+    #[test]
+    fn by_name_builds_every_cc_and_rejects_unknown() {
+        for name in ["reno", "cubic", "dctcp", "prague", "bbr1", "bbr3"] {
+            let cc = by_name(name).expect(name);
+            assert_eq!(cc.name(), name);
+        }
+        let err = by_name("vegas").err().expect("unknown name must fail");
+        assert!(err.to_string().contains("bbr3"), "{err}");
+        let p = CcParams {
+            ecn: true,
+            accecn: true,
+            ect1: true,
+            l4s: true,
+            seed: 1,
+        };
+        assert_eq!(
+            by_name_with("cubic", &p).unwrap().requested_ecn(),
+            EcnMode::Classic
+        );
+        let d = by_name_with("dctcp", &p).unwrap();
+        assert_eq!(d.requested_ecn(), EcnMode::AccEcn);
+        assert_eq!(d.data_ecn(EcnMode::AccEcn), Ecn::Ect1);
+        let b = by_name_with("bbr3", &p).unwrap();
+        assert_eq!(b.requested_ecn(), EcnMode::AccEcn);
+        assert_eq!(b.data_ecn(EcnMode::AccEcn), Ecn::Ect1);
+        assert_eq!(by_name("bbr1").unwrap().requested_ecn(), EcnMode::None);
     }
 }

@@ -1,1 +1,1051 @@
-//! prague: not yet implemented (see issue "Transport models").
+//! TCP Prague, the L4S scalable congestion control (draft-briscoe-iccrg-prague-congestion-control).
+//! Follows L4STeam net/ipv4/tcp_prague.c: `prague_update_alpha`, `prague_enter_cwr`, `prague_update_cwnd`, `prague_update_pacing_rate`.
+//!
+//! Reference: the newest L4STeam version (MODULE_VERSION 0.7, `frac_cwnd` + `rate_bytes`) in
+//! its window mode (`prague_cwnd_mode` 0); where it differs from 0.6 this file says so.
+//!
+//! Faithful to Linux:
+//! - α: EWMA of the CE fraction of delivered packets with g = 1/2^`PRAGUE_SHIFT_G` (1/16),
+//!   kept upscaled by 1/g in `PRAGUE_ALPHA_BITS` = 24 bits of fixed point (0.6: 20) so the
+//!   remainder carries over. Start (`prague_alpha_mode`): α = 0 and the first CE ever halves
+//!   frac_cwnd (0.7 default, [`AlphaMode::HalveAtFirstMark`]), or α = 1 (0.6,
+//!   [`AlphaMode::InitOne`]). Not updated before the first CE (`saw_ce`); updated when a
+//!   round ends (snd_una ≥ `next_seq`, the snd_nxt at the round start) and, once the flow is
+//!   RTT-independent, only when `rtt_target` (25 ms) elapsed since the last update.
+//! - Window: `frac_cwnd` in 2^-20 packets (`CWND_UNIT`); snd_cwnd steps one packet per ACK
+//!   towards max(ceil(frac_cwnd), `MIN_CWND` = 2) (capped by the clamp) and every step down
+//!   sets ssthresh = snd_cwnd. frac_cwnd itself may fall below 2 (`cwnd_precise()` shows it).
+//!   In slow start frac_cwnd follows snd_cwnd (0.7; 0.6 left it stale).
+//! - CE response: at most once per round — the sender's CWR state lasts until something above
+//!   the snd_nxt at entry is ACKed — and, once RTT-independent, at most once per `rtt_target`:
+//!   frac_cwnd −= α·frac_cwnd/2 (rounded unbiased).
+//! - Additive increase per non-CE ACKed packet (also during CWR, not in loss recovery, only
+//!   when `tcp_is_cwnd_limited` or, as 0.6 does for a sender that paces by itself, while
+//!   unsent data waits: see `may_raise_cwnd`): max(acked, round(acked·ai_ack_increase/frac_cwnd)·MTU_SYS/mtu) in
+//!   2^-20 packets (0.7 scales by 1500/mtu; 0.6 divided by ceil(frac_cwnd) without it). RTT
+//!   independence (`prague_rtt_scaling`, default `RTT_CONTROL_RATE` = [`RttScaling::Rate`]):
+//!   ai_ack_increase = 2^20·(srtt/rtt_target)² when srtt < rtt_target, so every flow below the
+//!   target gains rate at the same pace as a flow at the target; it starts after
+//!   `prague_rtt_transition` = 4 rounds of congestion avoidance (0.6: 500). Rate works on
+//!   srtt in 1/8 µs as 0.7 does; the 0.6-only heuristics (None, Scalable, Additive; 0.7 has
+//!   Rate alone) use 0.6's 128 µs units (`RTT_UNIT`).
+//! - Pacing: mtu/srtt per packet × max(floor(frac_cwnd), in_flight), at least 100 kb/s
+//!   (`MINIMUM_RATE`), doubled while snd_cwnd < ssthresh/2; no other factor.
+//! - Loss (`prague_enter_loss`, on Recovery entry or RTO): frac_cwnd −= frac_cwnd/2, no increase
+//!   until the state returns to Open; `ssthresh()` returns snd_ssthresh unchanged
+//!   (`prague_ssthresh`: the TCP sender, as Linux `tcp_end_cwnd_reduction` does for a
+//!   `cong_control` CC, does not set cwnd = ssthresh when Recovery ends, and every step of
+//!   snd_cwnd down to the halved frac_cwnd sets ssthresh = snd_cwnd); undo: frac_cwnd = max(frac_cwnd, loss_frac_cwnd),
+//!   snd_cwnd = max(loss_cwnd, snd_cwnd).
+//!
+//! Simplified / differs:
+//! - The TCP sender does not enter CWR for this CC (`handles_ecn`): the CWR episode
+//!   (`tcp_enter_cwr` → `prague_enter_cwr`, held until snd_una passes the snd_nxt at entry,
+//!   only from Open/Disorder) is tracked here from `AckSample::ce_delta_pkts`.
+//! - Without AccECN negotiated (`tp.ecn != AccEcn`) this behaves as `prague_reno` (Reno, no
+//!   ECN, Not-ECT data). In Linux Prague carries `TCP_CONG_NO_FALLBACK_RFC3168`: a classic-ECN
+//!   SYN/ACK disables ECN (`tcp_ecn_rcv_synack`), so `prague_init` sees no ECN and switches to
+//!   `prague_reno`; a `Classic` handed in here is treated the same way.
+//! - Not modelled (0.7): the rate-based mode (`prague_cwnd_mode` 1, and the default switch 2
+//!   into it once the window is ≤ 4·1500 bytes after the first CE) with its ±3% pacing
+//!   offsets, the packet-size reduction at tiny windows (`prague_valid_mtu`), `hsrtt`; the TSO
+//!   burst sizing (`max_tso_burst`). 0.6's classic-ECN AQM detection (off by default) is not
+//!   modelled either. `mtu` = mss + 40 header bytes. Undo in 0.7 goes through the pacing rate
+//!   (`rate_bytes`·hsrtt/mtu); here it keeps the larger frac_cwnd as 0.6 does.
+
+use super::{
+    reno::Reno, tcp_slow_start, AckSample, CaState, CcState, CongestionControl, CwndEvent, EcnMode,
+};
+use crate::error::ParamError;
+use crate::packet::Ecn;
+use crate::time::Nanos;
+
+pub const MIN_CWND: u32 = 2;
+pub const PRAGUE_ALPHA_BITS: u32 = 24;
+pub const PRAGUE_MAX_ALPHA: u64 = 1 << PRAGUE_ALPHA_BITS;
+pub const CWND_UNIT: u32 = 20;
+pub const ONE_CWND: u64 = 1 << CWND_UNIT;
+pub const PRAGUE_SHIFT_G: u32 = 4;
+/// RTTs are kept in units of 2^7 µs = 128 µs.
+pub const RTT_UNIT: u32 = 7;
+/// `DEFAULT_RTT_TRANSITION`: rounds after slow start before RTT independence starts
+/// (4 in 0.7; 0.6 used 500).
+pub const DEFAULT_RTT_TRANSITION: u32 = 4;
+/// IPv4 + TCP header bytes added to the MSS for the pacing rate (`tcp_mss_to_mtu`).
+pub const HEADER_BYTES: u32 = 40;
+const MAX_SCALED_RTT_US: u64 = 100_000;
+/// `MTU_SYS`: the additive increase is scaled by MTU_SYS/mtu so that flows with smaller
+/// packets gain the same bytes per RTT.
+pub const MTU_SYS: u64 = 1500;
+/// `MINIMUM_RATE`: the pacing rate never goes below 12500 B/s (100 kb/s).
+pub const MINIMUM_RATE_BYTES_PER_S: u64 = 12_500;
+
+fn us2rtt(us: u64) -> u64 {
+    us >> RTT_UNIT
+}
+fn rtt2us(rtt: u64) -> u64 {
+    rtt << RTT_UNIT
+}
+
+/// Linux `prague_rtt_scaling` heuristics (`RTT_CONTROL_*`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub enum RttScaling {
+    /// `RTT_CONTROL_NONE`: classic 1 packet per RTT, α every round.
+    None,
+    /// `RTT_CONTROL_RATE` (Linux default): flows with RTT ≤ target gain rate alike.
+    #[default]
+    Rate,
+    /// `RTT_CONTROL_SCALABLE`: trades rate balance at tiny RTTs for ≥ 1/8 packet per RTT.
+    Scalable,
+    /// `RTT_CONTROL_ADDITIVE`: behave as with an RTT of srtt + target.
+    Additive,
+}
+
+/// Linux `prague_alpha_mode`: how α starts.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub enum AlphaMode {
+    /// 0 (0.7 default): α starts at 0 and the first CE ever seen halves frac_cwnd.
+    #[default]
+    HalveAtFirstMark,
+    /// 1 (0.6 behaviour): α starts at 1, so the first CE cuts by α/2 = 1/2 through CWR.
+    InitOne,
+}
+
+/// Prague's module parameters.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct PragueParams {
+    /// `prague_rtt_target` (default 25 ms).
+    pub rtt_target: Nanos,
+    /// `prague_rtt_scaling` (default Rate).
+    pub rtt_scaling: RttScaling,
+    /// `prague_rtt_transition`: rounds of congestion avoidance before RTT independence (4).
+    pub rtt_transition_rounds: u32,
+    /// `prague_alpha_mode` (default HalveAtFirstMark).
+    pub alpha_mode: AlphaMode,
+}
+
+impl Default for PragueParams {
+    fn default() -> Self {
+        PragueParams {
+            rtt_target: Nanos::from_ms(25),
+            rtt_scaling: RttScaling::Rate,
+            rtt_transition_rounds: DEFAULT_RTT_TRANSITION,
+            alpha_mode: AlphaMode::HalveAtFirstMark,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Prague {
+    params: PragueParams,
+    /// When the last CE reduction happened (`cwr_stamp`).
+    cwr_stamp: Option<Nanos>,
+    /// When α was last updated (`alpha_stamp`).
+    alpha_stamp: Nanos,
+    /// α/g in 2^-20 units.
+    upscaled_alpha: u64,
+    /// Additive increase per non-CE ACKed packet, in 2^-20 packets (before dividing by cwnd).
+    ai_ack_increase: u64,
+    /// The window in 2^-20 packets (`frac_cwnd`); snd_cwnd follows ceil(frac_cwnd).
+    frac_cwnd: u64,
+    loss_frac_cwnd: u64,
+    loss_cwnd: u32,
+    delivered: u64,
+    delivered_ce: u64,
+    old_delivered: u64,
+    old_delivered_ce: u64,
+    next_seq: u64,
+    /// Rounds since slow-start exit.
+    round: u32,
+    /// In units of 128 µs.
+    rtt_target: u64,
+    saw_ce: bool,
+    in_loss: bool,
+    /// The sender's CWR episode for CE: Some(snd_nxt at entry).
+    cwr_high_seq: Option<u64>,
+    ca_state: CaState,
+    /// Time of the last ACK (for a CWR entry requested through `set_state`).
+    last_now: Nanos,
+    /// AccECN was not negotiated: Reno.
+    reno: Option<Reno>,
+}
+
+impl Default for Prague {
+    fn default() -> Self {
+        Prague::build(PragueParams::default())
+    }
+}
+
+impl Prague {
+    /// Prague with explicit parameters; `rtt_target` must lie in 1 ms..=1 s.
+    pub fn new(params: PragueParams) -> Result<Self, ParamError> {
+        let t = params.rtt_target;
+        if t < Nanos::from_ms(1) || t > Nanos::from_secs(1) {
+            return Err(ParamError::new("rtt_target", t, "1ms..=1s"));
+        }
+        Ok(Prague::build(params))
+    }
+
+    fn build(params: PragueParams) -> Self {
+        Prague {
+            params,
+            cwr_stamp: None,
+            alpha_stamp: Nanos::ZERO,
+            upscaled_alpha: match params.alpha_mode {
+                AlphaMode::HalveAtFirstMark => 0,
+                AlphaMode::InitOne => PRAGUE_MAX_ALPHA << PRAGUE_SHIFT_G,
+            },
+            ai_ack_increase: ONE_CWND,
+            frac_cwnd: 0,
+            loss_frac_cwnd: 0,
+            loss_cwnd: 0,
+            delivered: 0,
+            delivered_ce: 0,
+            old_delivered: 0,
+            old_delivered_ce: 0,
+            next_seq: 0,
+            round: 0,
+            rtt_target: us2rtt(params.rtt_target.as_ns() / 1000),
+            saw_ce: false,
+            in_loss: false,
+            cwr_high_seq: None,
+            ca_state: CaState::Open,
+            last_now: Nanos::ZERO,
+            reno: None,
+        }
+    }
+
+    /// True when running the Reno fallback.
+    pub fn is_reno_fallback(&self) -> bool {
+        self.reno.is_some()
+    }
+
+    /// Current additive increase per ACKed packet before the 1/cwnd division, in packets.
+    pub fn ai_ack_increase_pkts(&self) -> f64 {
+        self.ai_ack_increase as f64 / ONE_CWND as f64
+    }
+
+    fn srtt_rtt_units(tp: &CcState) -> u64 {
+        us2rtt(tp.srtt.as_ns() / 1000)
+    }
+
+    /// `prague_is_rtt_indep`.
+    fn is_rtt_indep(&self, tp: &CcState) -> bool {
+        self.params.rtt_scaling != RttScaling::None
+            && !tp.in_slow_start()
+            && self.round >= self.params.rtt_transition_rounds
+    }
+
+    /// `prague_target_rtt` in 128 µs units.
+    fn target_rtt(&self, tp: &CcState) -> u64 {
+        match self.params.rtt_scaling {
+            RttScaling::Additive => self.rtt_target + Self::srtt_rtt_units(tp),
+            _ => self.rtt_target,
+        }
+    }
+
+    /// The target in µs: exact for the fixed target (0.7), 128 µs units for Additive (0.6).
+    fn target_us(&self, tp: &CcState) -> u64 {
+        match self.params.rtt_scaling {
+            RttScaling::Additive => rtt2us(self.target_rtt(tp)),
+            _ => self.params.rtt_target.as_ns() / 1000,
+        }
+    }
+
+    fn target_elapsed(&self, tp: &CcState, since: Nanos, now: Nanos) -> bool {
+        self.target_us(tp) <= now.saturating_sub(since).as_ns() / 1000
+    }
+
+    /// `prague_ai_ack_increase`.
+    fn update_ai_ack_increase(&mut self, tp: &CcState) {
+        let unscaled = ONE_CWND;
+        let rtt = Self::srtt_rtt_units(tp);
+        // Unscaled during the transition, without an RTT sample, or above 100 ms
+        // (`MAX_SCALED_RTT`; 0.7 compares srtt in µs, 0.6 in 128 µs units).
+        let srtt_us = tp.srtt.as_ns() / 1000;
+        let scaled_ok = self.round >= self.params.rtt_transition_rounds
+            && tp.srtt > Nanos::ZERO
+            && srtt_us <= MAX_SCALED_RTT_US
+            && (rtt != 0 || self.params.rtt_scaling == RttScaling::Rate);
+        self.ai_ack_increase = match self.params.rtt_scaling {
+            RttScaling::None => unscaled,
+            _ if !scaled_ok => unscaled,
+            RttScaling::Rate => {
+                // 0.7 works on srtt_us (1/8 µs units): 2^20·(srtt/target)², rounded.
+                let rtt8 = tp.srtt.as_ns() / 125;
+                let target8 = self.params.rtt_target.as_ns() / 125;
+                if rtt8 >= target8 {
+                    unscaled
+                } else {
+                    let div = target8 as u128 * target8 as u128;
+                    let num = ((rtt8 as u128) << CWND_UNIT) * rtt8 as u128;
+                    ((num + div / 2) / div) as u64
+                }
+            }
+            RttScaling::Additive => {
+                let target = self.target_rtt(tp);
+                if rtt >= target {
+                    unscaled
+                } else {
+                    // 2^20·rtt²/target², rounded.
+                    let div = target * target;
+                    (((rtt << CWND_UNIT) * rtt) + div / 2) / div
+                }
+            }
+            RttScaling::Scalable => {
+                // R0 ≈ 16 ms, R1 ≈ 1.5 ms: at least 1/8 packet per RTT.
+                let r0 = us2rtt(1 << 14) as i64;
+                let r1 = us2rtt((1 << 10) + (1 << 9)) as i64;
+                let one = ONE_CWND as i64;
+                let mut inc = (one >> 3) * r0;
+                inc += one * ((rtt as i64 - r1).max(0)).min(r0);
+                let inc = inc as u64 * rtt;
+                let div = (r0 * r0) as u64;
+                (inc + div / 2) / div
+            }
+        };
+    }
+
+    /// `prague_new_round`.
+    fn new_round(&mut self, tp: &CcState) {
+        self.next_seq = tp.snd_nxt;
+        self.old_delivered = self.delivered;
+        self.old_delivered_ce = self.delivered_ce;
+        if !tp.in_slow_start() {
+            self.round = self.round.wrapping_add(1);
+            if self.round == 0 {
+                self.round = self.params.rtt_transition_rounds;
+            }
+        }
+        self.update_ai_ack_increase(tp);
+    }
+
+    /// `prague_update_alpha`: α ← α·(1 − g) + g·F, F = CE fraction of this round.
+    fn update_alpha(&mut self, tp: &CcState, now: Nanos) {
+        if self.saw_ce {
+            let mut ecn_segs = self.delivered_ce - self.old_delivered_ce;
+            if ecn_segs > 0 {
+                let acked = (self.delivered - self.old_delivered).max(1);
+                ecn_segs = (ecn_segs << PRAGUE_ALPHA_BITS) / acked;
+            }
+            let a = self.upscaled_alpha;
+            let a = a - (a >> PRAGUE_SHIFT_G) + ecn_segs;
+            self.alpha_stamp = now;
+            self.upscaled_alpha = a.min(PRAGUE_MAX_ALPHA << PRAGUE_SHIFT_G);
+        }
+        self.new_round(tp);
+    }
+
+    /// `prague_enter_cwr`: take cwnd·α/2 off the fractional window (once per episode, and
+    /// once RTT-independent not more often than every target RTT).
+    fn enter_cwr(&mut self, tp: &CcState, now: Nanos) {
+        if self.is_rtt_indep(tp) {
+            if let Some(stamp) = self.cwr_stamp {
+                if !self.target_elapsed(tp, stamp, now) {
+                    return;
+                }
+            }
+        }
+        self.cwr_stamp = Some(now);
+        let alpha = (self.upscaled_alpha >> PRAGUE_SHIFT_G) as u128;
+        // α·frac_cwnd/2 of the fractional window (not of snd_cwnd, which may still be
+        // stepping down from an earlier reduction), rounded unbiased (+1/2).
+        let reduction =
+            (alpha * self.frac_cwnd as u128 + PRAGUE_MAX_ALPHA as u128) >> (PRAGUE_ALPHA_BITS + 1);
+        self.frac_cwnd -= reduction as u64;
+    }
+
+    /// `prague_enter_loss`: halve the fractional window, hold increase until Open.
+    fn enter_loss(&mut self, tp: &CcState) {
+        self.loss_cwnd = tp.snd_cwnd;
+        self.loss_frac_cwnd = self.frac_cwnd;
+        self.frac_cwnd -= self.frac_cwnd >> 1;
+        self.in_loss = true;
+    }
+
+    /// `prague_frac_cwnd_to_snd_cwnd`: ceil(frac_cwnd), at least `MIN_CWND`, at most the clamp.
+    fn frac_to_snd_cwnd(&self, tp: &CcState) -> u32 {
+        let ceil = (self.frac_cwnd + (ONE_CWND - 1)) >> CWND_UNIT;
+        ceil.clamp(MIN_CWND as u64, tp.snd_cwnd_clamp.max(MIN_CWND) as u64) as u32
+    }
+
+    /// May the window grow on this ACK: `tcp_is_cwnd_limited`, or (0.6's bypass, kept
+    /// here) the sender paces by itself and unsent data waits. Prague paces at
+    /// floor(frac_cwnd)·mtu/srtt while snd_cwnd = ceil(frac_cwnd), so an internally paced
+    /// sender never fills snd_cwnd: its pacer sends before the window test, the send-time
+    /// cwnd-limited flag stays false, and without the bypass the additive increase would stop
+    /// for good after the first reduction. (Linux 0.7 relies on the fq qdisc doing the pacing:
+    /// then the packets fq holds count as in flight and the window does fill.)
+    fn may_raise_cwnd(tp: &CcState) -> bool {
+        tp.is_cwnd_limited() || (tp.internal_pacing && !tp.write_queue_empty)
+    }
+
+    /// `prague_update_cwnd`.
+    fn update_cwnd(&mut self, tp: &mut CcState, ack: &AckSample) {
+        let mut acked = ack.acked_pkts as i64;
+        if ack.ce_delta_pkts > 0 {
+            if !self.saw_ce && self.params.alpha_mode == AlphaMode::HalveAtFirstMark {
+                // α starts at 0: the first CE ever halves the window instead (rounded up).
+                self.frac_cwnd = (self.frac_cwnd + 1) >> 1;
+            }
+            self.saw_ce = true;
+            acked -= ack.ce_delta_pkts as i64;
+        }
+        if acked > 0 && !self.in_loss && Self::may_raise_cwnd(tp) {
+            let mut acked = acked as u32;
+            if tp.in_slow_start() {
+                acked = tcp_slow_start(tp, acked);
+                // Slow start grows snd_cwnd; the fractional window follows it.
+                self.frac_cwnd = (tp.snd_cwnd as u64) << CWND_UNIT;
+                if acked == 0 {
+                    self.update_ai_ack_increase(tp);
+                    return;
+                }
+            }
+            // acked·ai_ack_increase/frac_cwnd (rounded to nearest), then ×MTU_SYS/mtu.
+            let mut increase = acked as u128 * self.ai_ack_increase as u128;
+            if self.frac_cwnd > 0 {
+                let f = self.frac_cwnd as u128;
+                increase = ((increase << CWND_UNIT) + f / 2) / f;
+            }
+            let increase = (increase * MTU_SYS as u128 / Self::mtu(tp) as u128) as u64;
+            self.frac_cwnd += increase.max(acked as u64);
+        }
+        // snd_cwnd steps at most one packet per ACK towards ceil(frac_cwnd); every step
+        // down also sets ssthresh (the "step-wise decrement" of Linux).
+        let target = self.frac_to_snd_cwnd(tp);
+        if tp.snd_cwnd > target {
+            tp.snd_cwnd -= 1;
+            tp.snd_ssthresh = tp.snd_cwnd;
+            self.update_ai_ack_increase(tp);
+        } else if tp.snd_cwnd < target {
+            tp.snd_cwnd += 1;
+            self.update_ai_ack_increase(tp);
+        }
+    }
+
+    /// `tcp_mss_to_mtu` with a fixed header size.
+    fn mtu(tp: &CcState) -> u64 {
+        (tp.mss + HEADER_BYTES) as u64
+    }
+
+    /// `prague_update_pacing_rate` (window mode): mtu/srtt per packet (truncated to B/s)
+    /// × max(floor(frac_cwnd), in_flight), at least `MINIMUM_RATE`, ×2 while
+    /// snd_cwnd < ssthresh/2 (100% in congestion avoidance, 200% in slow start).
+    fn update_pacing_rate(&self, tp: &mut CcState) {
+        if tp.srtt == Nanos::ZERO {
+            tp.pacing_rate_bps = None;
+            return;
+        }
+        let per_pkt_bytes_per_s = Self::mtu(tp) as u128 * 1_000_000_000 / tp.srtt.as_ns() as u128;
+        let max_inflight =
+            ((self.frac_cwnd >> CWND_UNIT) as u128).max(tp.packets_in_flight as u128);
+        let mut rate = (per_pkt_bytes_per_s * max_inflight).max(MINIMUM_RATE_BYTES_PER_S as u128);
+        if tp.snd_cwnd < tp.snd_ssthresh / 2 {
+            rate *= 2;
+        }
+        tp.pacing_rate_bps = Some((rate * 8).min(u64::MAX as u128) as u64);
+    }
+}
+
+impl CongestionControl for Prague {
+    fn name(&self) -> &'static str {
+        "prague"
+    }
+    fn requested_ecn(&self) -> EcnMode {
+        EcnMode::AccEcn
+    }
+    fn data_ecn(&self, negotiated: EcnMode) -> Ecn {
+        match negotiated {
+            EcnMode::AccEcn => Ecn::Ect1,
+            // TCP_CONG_NO_FALLBACK_RFC3168: a classic-ECN SYN/ACK disables ECN for Prague.
+            EcnMode::Classic | EcnMode::None => Ecn::NotEct,
+        }
+    }
+    fn handles_ecn(&self) -> bool {
+        self.reno.is_none()
+    }
+    fn has_cong_control(&self) -> bool {
+        self.reno.is_none()
+    }
+    /// `prague_init`: Reno without AccECN; else α = 1, fresh round.
+    fn init(&mut self, tp: &mut CcState) {
+        if tp.ecn != EcnMode::AccEcn {
+            // prague_reno: tcp_reno_* without ECN (RFC 3168 is never used by Prague).
+            self.reno = Some(Reno::with_ecn(false));
+            tp.pacing_rate_bps = None;
+            return;
+        }
+        let params = self.params;
+        *self = Prague::build(params);
+        self.saw_ce = tp.delivered_ce > 0;
+        self.ca_state = tp.ca_state;
+        self.frac_cwnd = (tp.snd_cwnd as u64) << CWND_UNIT;
+        self.update_pacing_rate(tp);
+        self.new_round(tp);
+    }
+    fn ssthresh(&mut self, tp: &mut CcState) -> u32 {
+        match self.reno.as_mut() {
+            Some(r) => r.ssthresh(tp),
+            // `prague_ssthresh`: unchanged; the window reduction is `prague_enter_loss`.
+            None => tp.snd_ssthresh,
+        }
+    }
+    fn cong_avoid(&mut self, tp: &mut CcState, ack: &AckSample) {
+        if let Some(r) = self.reno.as_mut() {
+            r.cong_avoid(tp, ack);
+        }
+    }
+    /// `prague_cong_control` plus the CWR episode Linux's TCP runs for ECE.
+    fn cong_control(&mut self, tp: &mut CcState, ack: &AckSample) {
+        if self.reno.is_some() {
+            return;
+        }
+        self.delivered += ack.acked_pkts as u64;
+        self.delivered_ce += ack.ce_delta_pkts as u64;
+        self.last_now = ack.now;
+        // CWR is held until something above the snd_nxt at entry is ACKed.
+        if let Some(h) = self.cwr_high_seq {
+            if tp.snd_una > h || !matches!(tp.ca_state, CaState::Open | CaState::Disorder) {
+                self.cwr_high_seq = None;
+            }
+        }
+        if ack.ce_delta_pkts > 0
+            && self.cwr_high_seq.is_none()
+            && matches!(tp.ca_state, CaState::Open | CaState::Disorder)
+        {
+            self.cwr_high_seq = Some(tp.snd_nxt);
+            self.enter_cwr(tp, ack.now);
+        }
+        self.update_cwnd(tp, ack);
+        let round_done = tp.snd_una >= self.next_seq;
+        let rtt_ok = !self.is_rtt_indep(tp)
+            || self.params.rtt_scaling == RttScaling::None
+            || self.target_elapsed(tp, self.alpha_stamp, ack.now);
+        if round_done && rtt_ok {
+            self.update_alpha(tp, ack.now);
+        }
+        self.update_pacing_rate(tp);
+    }
+    fn set_state(&mut self, tp: &mut CcState, new: CaState) {
+        if self.reno.is_some() || new == self.ca_state {
+            self.ca_state = new;
+            return;
+        }
+        match new {
+            CaState::Recovery => self.enter_loss(tp),
+            // A CWR the sender entered on its own (e.g. local congestion): `prague_state`.
+            CaState::Cwr => self.enter_cwr(tp, self.last_now),
+            CaState::Open => self.in_loss = false,
+            _ => {}
+        }
+        self.ca_state = new;
+    }
+    fn cwnd_event(&mut self, tp: &mut CcState, ev: CwndEvent) {
+        if self.reno.is_none() && ev == CwndEvent::Loss {
+            self.enter_loss(tp);
+        }
+    }
+    /// `prague_cwnd_undo`.
+    fn undo_cwnd(&mut self, tp: &mut CcState, prior_cwnd: u32) -> u32 {
+        if self.reno.is_some() {
+            return tp.snd_cwnd.max(prior_cwnd);
+        }
+        // Progress made since the loss counts: keep the larger fractional window.
+        self.in_loss = false;
+        self.frac_cwnd = self.frac_cwnd.max(self.loss_frac_cwnd);
+        self.loss_cwnd.max(tp.snd_cwnd)
+    }
+    fn cwnd_precise(&self, tp: &CcState) -> f64 {
+        if self.reno.is_some() {
+            return tp.snd_cwnd as f64;
+        }
+        // Linux's frac_cwnd itself: it may lie below MIN_CWND (snd_cwnd stays at 2 then).
+        self.frac_cwnd as f64 / ONE_CWND as f64
+    }
+    fn alpha(&self) -> f64 {
+        if self.reno.is_some() {
+            return f64::NAN;
+        }
+        (self.upscaled_alpha >> PRAGUE_SHIFT_G) as f64 / PRAGUE_MAX_ALPHA as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cc::testutil::{Driver, MSS};
+
+    /// `prague_alpha_mode = 1`: α starts at 1 (the 0.6 behaviour).
+    fn init_one() -> PragueParams {
+        PragueParams {
+            alpha_mode: AlphaMode::InitOne,
+            ..Default::default()
+        }
+    }
+
+    fn accecn(params: PragueParams, rtt: Nanos, cwnd: u32, ssthresh: u32) -> (Prague, Driver) {
+        let mut cc = Prague::new(params).unwrap();
+        let d = Driver::with_cwnd(&mut cc, EcnMode::AccEcn, rtt, cwnd, ssthresh);
+        (cc, d)
+    }
+
+    #[test]
+    fn rejects_bad_rtt_target() {
+        let p = PragueParams {
+            rtt_target: Nanos::ZERO,
+            ..Default::default()
+        };
+        let e = Prague::new(p).err().unwrap();
+        assert!(e.to_string().contains("rtt_target"), "{e}");
+    }
+
+    #[test]
+    fn alpha_converges_to_marked_fraction() {
+        // prague_alpha_mode = 1 (α starts at 1), the closed form below starts from α_0 = 1;
+        // no RTT independence within these 80 rounds (0.6's 500-round transition), so α is
+        // updated every round, not every 25 ms.
+        let mut cc = Prague::new(PragueParams {
+            rtt_transition_rounds: 500,
+            ..init_one()
+        })
+        .unwrap();
+        let mut tp = CcState::new(MSS);
+        tp.ecn = EcnMode::AccEcn;
+        tp.snd_ssthresh = 20;
+        tp.snd_cwnd = 40;
+        tp.srtt = Nanos::from_ms(10);
+        tp.snd_nxt = 40 * MSS as u64;
+        cc.init(&mut tp); // round 1 covers the first 40 packets
+        assert_eq!(cc.alpha(), 1.0);
+        let g: f64 = 1.0 / 16.0;
+        let mut now = Nanos::from_secs(1);
+        for n in 1..=80 {
+            for i in 0..40u32 {
+                now += Nanos::from_us(250);
+                tp.snd_una += MSS as u64;
+                tp.snd_nxt = tp.snd_una + 40 * MSS as u64;
+                tp.packets_in_flight = tp.snd_cwnd;
+                tp.is_cwnd_limited = true;
+                let ce = (i % 4 == 0) as u32; // F = 10/40 = 0.25 in every round
+                let ack = AckSample {
+                    now,
+                    acked_pkts: 1,
+                    ce_delta_pkts: ce,
+                    ece: ce > 0,
+                    ..Default::default()
+                };
+                cc.cong_control(&mut tp, &ack);
+            }
+            // α_n = (1−g)^n·1 + (1 − (1−g)^n)·0.25 (the first round already has CE, so
+            // every round updates); fixed point at 2^-20 keeps it within 1e-4.
+            let closed = (1.0 - g).powi(n) + (1.0 - (1.0 - g).powi(n)) * 0.25;
+            assert!(
+                (cc.alpha() - closed).abs() < 1e-4,
+                "n={n} alpha={} closed={closed}",
+                cc.alpha()
+            );
+        }
+        // (15/16)^80 = 0.0058: α = 0.2544.
+        assert!((cc.alpha() - 0.25).abs() < 0.005);
+    }
+
+    #[test]
+    fn no_alpha_update_before_first_ce() {
+        let (mut cc, mut d) = accecn(init_one(), Nanos::from_ms(10), 20, 10);
+        for _ in 0..20 {
+            d.round(&mut cc, Nanos::from_ms(10), |_| false);
+        }
+        assert_eq!(cc.alpha(), 1.0);
+        // One CE, then unmarked ACKs until the round containing it ends: α = 15/16 + F/16
+        // with F = 1/W, W = the packets of that round ≈ cwnd ± 2 (the round ends at the
+        // snd_nxt seen when the previous one ended).
+        let w = d.tp.snd_cwnd as f64;
+        let rtt = Nanos::from_ms(10);
+        d.ack(&mut cc, 1, 1, rtt);
+        let mut n = 0;
+        while cc.alpha() == 1.0 && n < 100 {
+            d.ack(&mut cc, 1, 0, rtt);
+            n += 1;
+        }
+        let w_lo = w - 2.0;
+        let w_hi = w + 2.0;
+        let hi = 15.0 / 16.0 + (1.0 / w_lo) / 16.0;
+        let lo = 15.0 / 16.0 + (1.0 / w_hi) / 16.0;
+        let a = cc.alpha();
+        assert!(a > lo && a < hi, "alpha={a} cwnd={}", d.tp.snd_cwnd);
+    }
+
+    #[test]
+    fn window_stays_at_minimum_under_full_marking() {
+        let rtt = Nanos::from_ms(10);
+        let (mut cc, mut d) = accecn(PragueParams::default(), rtt, 50, u32::MAX);
+        for _ in 0..300 {
+            let w = d.tp.snd_cwnd;
+            for _ in 0..w {
+                d.now += Nanos(rtt.as_ns() / w as u64);
+                d.ack(&mut cc, 1, 1, rtt);
+                assert!(d.tp.snd_cwnd >= MIN_CWND);
+                assert!(cc.cwnd_precise(&d.tp) >= 0.0);
+            }
+        }
+        assert_eq!(d.tp.snd_cwnd, MIN_CWND);
+        assert!(cc.alpha() > 0.99, "alpha={}", cc.alpha());
+        // Linux keeps cutting frac_cwnd below MIN_CWND (only snd_cwnd is floored at 2):
+        // with every packet marked and α ≈ 1 each round halves it, far below 2 after 300.
+        assert!(cc.cwnd_precise(&d.tp) < 1.0, "{}", cc.cwnd_precise(&d.tp));
+    }
+
+    #[test]
+    fn first_mark_halves_window_with_alpha_starting_at_zero() {
+        // prague_alpha_mode = 0 (default): α = 0 at start; the first CE ever halves
+        // frac_cwnd ((40·2^20 + 1) >> 1 = 20 packets) while the CWR cut is α·W/2 = 0.
+        let rtt = Nanos::from_ms(10);
+        let (mut cc, mut d) = accecn(PragueParams::default(), rtt, 40, 20);
+        assert_eq!(cc.alpha(), 0.0);
+        d.ack(&mut cc, 1, 1, rtt);
+        assert_eq!(cc.cwnd_precise(&d.tp), 20.0);
+        assert_eq!((d.tp.snd_cwnd, d.tp.snd_ssthresh), (39, 39));
+        // The round of the 40 packets in flight at init ends on the 40th ACK: F = 1/40,
+        // upscaled α = 0 − 0 + floor(2^24/40) = 419430, α = 419430 >> 4 = 26214 (/2^24).
+        for _ in 0..38 {
+            d.ack(&mut cc, 1, 0, rtt);
+            assert_eq!(cc.alpha(), 0.0);
+        }
+        d.ack(&mut cc, 1, 0, rtt);
+        assert_eq!(cc.alpha(), 26214.0 / (1u64 << 24) as f64);
+        // A second CE is no second halving.
+        let w = cc.cwnd_precise(&d.tp);
+        cc.set_state(&mut d.tp, CaState::Open);
+        d.ack(&mut cc, 1, 1, rtt);
+        assert!(cc.cwnd_precise(&d.tp) > w / 2.0 + 1.0);
+    }
+
+    #[test]
+    fn additive_increase_continues_when_the_own_pacer_is_the_limit() {
+        // Regression: Prague paces at floor(frac_cwnd)/srtt while snd_cwnd = ceil(frac_cwnd),
+        // so an internally paced sender never fills snd_cwnd and tcp_is_cwnd_limited stays
+        // false; gating on it alone froze frac_cwnd for good after the first reduction.
+        // cwnd 20, ssthresh 10 (congestion avoidance), round 0 (< 4: ai_ack_increase =
+        // 2^20). One unmarked ACK of one packet adds
+        //   round(1·2^20·2^20 / (20·2^20)) = round(52428.8) = 52429, ×1500/1488 (mtu =
+        //   1448 + 40) = floor(52851.61) = 52851 units of 2^-20 packets,
+        // so frac_cwnd = 20·2^20 + 52851 = 21024371 and snd_cwnd steps to ceil = 21.
+        let rtt = Nanos::from_ms(20);
+        let grown = 21_024_371.0 / ONE_CWND as f64;
+        let run = |cwnd_limited: bool, internal_pacing: bool, write_queue_empty: bool| {
+            let (mut cc, mut d) = accecn(PragueParams::default(), rtt, 20, 10);
+            d.tp.is_cwnd_limited = cwnd_limited;
+            d.tp.max_packets_out = 19;
+            d.tp.internal_pacing = internal_pacing;
+            d.tp.write_queue_empty = write_queue_empty;
+            d.ack(&mut cc, 1, 0, rtt);
+            (cc.cwnd_precise(&d.tp), d.tp.snd_cwnd)
+        };
+        // Paced by the sender itself with data waiting, window never filled: grows.
+        assert_eq!(run(false, true, false), (grown, 21));
+        // Window filled (tcp_cwnd_validate recorded it): grows by the same amount.
+        assert_eq!(run(true, false, true), (grown, 21));
+        // Paced below TCP (fq), window not filled: not cwnd-limited, no growth.
+        assert_eq!(run(false, false, false), (20.0, 20));
+        // Application-limited (nothing unsent), window not filled: no growth.
+        assert_eq!(run(false, true, true), (20.0, 20));
+    }
+
+    #[test]
+    fn slow_start_keeps_frac_cwnd_with_snd_cwnd() {
+        // 0.7 prague_update_cwnd: in slow start frac_cwnd = snd_cwnd << CWND_UNIT after
+        // tcp_slow_start. 10 unmarked ACKs: 10 → 20 packets, frac 20.0. Then the first CE
+        // (an ACK of one marked packet, acked − ece_delta = 0) halves frac: (20·2^20+1)>>1
+        // = 10 packets; snd_cwnd steps to 19 and ssthresh = 19 ends slow start.
+        let rtt = Nanos::from_ms(10);
+        let (mut cc, mut d) = accecn(PragueParams::default(), rtt, 10, u32::MAX);
+        for _ in 0..10 {
+            d.ack(&mut cc, 1, 0, rtt);
+        }
+        assert_eq!(d.tp.snd_cwnd, 20);
+        assert_eq!(cc.cwnd_precise(&d.tp), 20.0);
+        d.ack(&mut cc, 1, 1, rtt);
+        assert_eq!(cc.cwnd_precise(&d.tp), 10.0);
+        assert_eq!((d.tp.snd_cwnd, d.tp.snd_ssthresh), (19, 19));
+        assert!(!d.tp.in_slow_start());
+    }
+
+    #[test]
+    fn rtt_independence_starts_after_four_rounds() {
+        // DEFAULT_RTT_TRANSITION = 4 (0.7): the AI is scaled by (5 ms/25 ms)² from the 4th
+        // round of congestion avoidance on: 2^20·0.04 = 41943.04 → 41943.
+        let rtt = Nanos::from_ms(5);
+        let (mut cc, mut d) = accecn(PragueParams::default(), rtt, 40, 20);
+        let mut rounds = 0;
+        while cc.round < 4 {
+            assert_eq!(cc.ai_ack_increase, ONE_CWND, "round {}", cc.round);
+            d.round(&mut cc, rtt, |_| false);
+            rounds += 1;
+            assert!(rounds <= 4);
+        }
+        assert_eq!(cc.ai_ack_increase, 41943);
+    }
+
+    #[test]
+    fn reduction_applies_to_fractional_window() {
+        // prague_enter_cwr takes α·frac_cwnd/2, not α·snd_cwnd/2. Two CWR entries in a row
+        // (the second before snd_cwnd has stepped down): 100 → 100 − 0.5·100/2 = 75, then
+        // 75 − 0.5·75/2 = 56.25 (a cut based on snd_cwnd = 100 would give 50).
+        let (mut cc, mut d) = accecn(PragueParams::default(), Nanos::from_ms(10), 100, 50);
+        cc.upscaled_alpha = (PRAGUE_MAX_ALPHA / 2) << PRAGUE_SHIFT_G; // α = 0.5
+        cc.set_state(&mut d.tp, CaState::Cwr);
+        assert_eq!(cc.cwnd_precise(&d.tp), 75.0);
+        assert_eq!(d.tp.snd_cwnd, 100);
+        cc.set_state(&mut d.tp, CaState::Open);
+        cc.set_state(&mut d.tp, CaState::Cwr);
+        assert_eq!(cc.cwnd_precise(&d.tp), 56.25);
+    }
+
+    #[test]
+    fn fractional_window_below_min_cwnd() {
+        // cwnd 3, α = 1, one CE ACK: frac = 3·2^20 − ((2^24·3·2^20 + 2^24) >> 25)
+        // = 3·2^20 − 3·2^19 = 1.5 packets; snd_cwnd = max(ceil(1.5), 2) = 2.
+        let rtt = Nanos::from_ms(10);
+        let (mut cc, mut d) = accecn(init_one(), rtt, 3, 2);
+        d.ack(&mut cc, 1, 1, rtt);
+        assert_eq!(d.tp.snd_cwnd, 2);
+        assert_eq!(cc.cwnd_precise(&d.tp), 1.5);
+        // One unmarked ACK: increase = round(2^20·2^20/1572864) = 699051, ×1500/1488
+        // (MTU_SYS/mtu) = 704688 → frac = 1572864 + 704688 = 2277552 (2.172 packets),
+        // ceil = 3: snd_cwnd steps up to 3.
+        d.ack(&mut cc, 1, 0, rtt);
+        assert_eq!(cc.frac_cwnd, 2_277_552);
+        assert_eq!(d.tp.snd_cwnd, 3);
+    }
+
+    #[test]
+    fn undo_right_after_loss_restores_the_fractional_window() {
+        // prague_cwnd_undo: frac_cwnd = max(frac_cwnd, loss_frac_cwnd) = 60 packets.
+        let (mut cc, mut d) = accecn(PragueParams::default(), Nanos::from_ms(10), 60, 30);
+        cc.set_state(&mut d.tp, CaState::Recovery);
+        assert_eq!(cc.cwnd_precise(&d.tp), 30.0);
+        d.tp.snd_cwnd = cc.undo_cwnd(&mut d.tp, 0);
+        assert_eq!(d.tp.snd_cwnd, 60);
+        assert_eq!(cc.cwnd_precise(&d.tp), 60.0);
+        assert!(!cc.in_loss);
+    }
+
+    #[test]
+    fn one_reduction_per_round() {
+        let rtt = Nanos::from_ms(10);
+        let (mut cc, mut d) = accecn(PragueParams::default(), rtt, 100, 50);
+        cc.upscaled_alpha = (PRAGUE_MAX_ALPHA / 2) << PRAGUE_SHIFT_G; // α = 0.5
+        cc.saw_ce = true;
+        // A round in which every ACK carries CE: one reduction of 100·0.5/2 = 25 packets,
+        // moved into snd_cwnd one packet per ACK, no increase (all ACKs are CE).
+        d.round(&mut cc, rtt, |_| true);
+        assert_eq!(d.tp.snd_cwnd, 75);
+        assert!((cc.cwnd_precise(&d.tp) - 75.0).abs() < 1e-6);
+        // α updated once at the end of that round: 0.5·15/16 + 1/16 = 0.53125.
+        assert!((cc.alpha() - 0.53125).abs() < 1e-5);
+        // The next marked round reduces once more: 75·0.53125/2 = 19.92 → 55.08.
+        d.round(&mut cc, rtt, |_| true);
+        assert!(
+            (cc.cwnd_precise(&d.tp) - 55.078).abs() < 0.01,
+            "{}",
+            cc.cwnd_precise(&d.tp)
+        );
+    }
+
+    #[test]
+    fn rtt_independent_reduction_at_most_every_rtt_target() {
+        // 5 ms RTT, RTT independence from the start: CE every round, but reductions only
+        // every 25 ms = 5 rounds.
+        let rtt = Nanos::from_ms(5);
+        let p = PragueParams {
+            rtt_transition_rounds: 0,
+            ..Default::default()
+        };
+        let (mut cc, mut d) = accecn(p, rtt, 200, 100);
+        cc.upscaled_alpha = (PRAGUE_MAX_ALPHA / 10) << PRAGUE_SHIFT_G; // α = 0.1
+        let mut cuts = 0;
+        for _ in 0..20 {
+            let before = cc.cwr_stamp;
+            d.round(&mut cc, rtt, |i| i == 0);
+            if cc.cwr_stamp != before {
+                cuts += 1;
+            }
+        }
+        // 20 rounds × 5 ms = 100 ms → 4 reductions (one per 25 ms), not 20.
+        assert_eq!(cuts, 4);
+    }
+
+    #[test]
+    fn ai_scaling_factor_is_rtt_ratio_squared() {
+        let (mut cc, mut d) = accecn(
+            PragueParams {
+                rtt_transition_rounds: 0,
+                ..Default::default()
+            },
+            Nanos::from_ms(5),
+            10,
+            5,
+        );
+        cc.update_ai_ack_increase(&d.tp);
+        // srtt 5 ms = 39 units of 128 µs, target 25 ms = 195 units:
+        // (39²·2^20 + 195²/2) / 195² = 41943.04 → 41943 = 0.04·2^20.
+        assert_eq!(cc.ai_ack_increase, 41943);
+        d.tp.srtt = Nanos::from_ms(40);
+        cc.update_ai_ack_increase(&d.tp);
+        assert_eq!(cc.ai_ack_increase, 1 << 20); // above target: 1 packet per RTT
+    }
+
+    /// Congestion avoidance for `secs` without marks; returns the cwnd growth.
+    fn growth(rtt: Nanos, secs: f64) -> f64 {
+        let p = PragueParams {
+            rtt_transition_rounds: 0,
+            ..Default::default()
+        };
+        let (mut cc, mut d) = accecn(p, rtt, 40, 20);
+        let start = d.now;
+        let w0 = cc.cwnd_precise(&d.tp);
+        while (d.now - start).as_secs_f64() < secs - 1e-9 {
+            d.round(&mut cc, rtt, |_| false);
+        }
+        cc.cwnd_precise(&d.tp) - w0
+    }
+
+    #[test]
+    fn rtt_independent_increase() {
+        // RTT_CONTROL_RATE: +(rtt/25 ms)² packet per RTT. Over 1 s the 25 ms flow adds
+        // 40 packets (1 per RTT), the 5 ms flow 200 RTTs × 0.04 = 8 packets. Packets sent per
+        // 25 ms = cwnd·25 ms/rtt then grow alike: 40·1 = 8·5 = 40 over 1 s, i.e. one packet
+        // per 25 ms more every 25 ms for both flows: their rates rise at the same pace.
+        let g25 = growth(Nanos::from_ms(25), 1.0);
+        let g5 = growth(Nanos::from_ms(5), 1.0);
+        assert!((g25 - 40.0).abs() / 40.0 < 0.03, "25 ms flow grew {g25}");
+        assert!((g5 - 8.0).abs() / 8.0 < 0.03, "5 ms flow grew {g5}");
+        let per25_25 = g25 * 25.0 / 25.0 / 40.0;
+        let per25_5 = g5 * 25.0 / 5.0 / 40.0;
+        assert!((per25_25 - per25_5).abs() / per25_25 < 0.03);
+        // Without RTT independence the 5 ms flow would add 1 per RTT: 200 packets.
+        let mut cc = Prague::new(PragueParams {
+            rtt_scaling: RttScaling::None,
+            ..Default::default()
+        })
+        .unwrap();
+        let rtt = Nanos::from_ms(5);
+        let mut d = Driver::with_cwnd(&mut cc, EcnMode::AccEcn, rtt, 40, 20);
+        for _ in 0..200 {
+            d.round(&mut cc, rtt, |_| false);
+        }
+        assert!((cc.cwnd_precise(&d.tp) - 240.0).abs() < 2.0);
+    }
+
+    #[test]
+    fn pacing_rate_formula() {
+        let (cc, mut d) = accecn(PragueParams::default(), Nanos::from_ms(10), 100, 1000);
+        d.tp.packets_in_flight = 100;
+        d.tp.snd_ssthresh = 1000;
+        cc.update_pacing_rate(&mut d.tp);
+        // mtu = 1448 + 40 = 1488 B; 1488·8·100/0.010 s = 119.04 Mb/s, ×2 as 100 < 1000/2.
+        assert_eq!(d.tp.pacing_rate_bps, Some(238_080_000));
+        d.tp.snd_ssthresh = 150; // 100 ≥ 75: no doubling
+        cc.update_pacing_rate(&mut d.tp);
+        assert_eq!(d.tp.pacing_rate_bps, Some(119_040_000));
+        d.tp.packets_in_flight = 120; // max(cwnd, in_flight)
+        cc.update_pacing_rate(&mut d.tp);
+        assert_eq!(d.tp.pacing_rate_bps, Some(142_848_000));
+        // The window term is floor(frac_cwnd): 100.5 packets (snd_cwnd 101) pace as 100.
+        let mut cc = cc;
+        cc.frac_cwnd = 100 * ONE_CWND + ONE_CWND / 2;
+        d.tp.snd_cwnd = 101;
+        d.tp.packets_in_flight = 0;
+        cc.update_pacing_rate(&mut d.tp);
+        assert_eq!(d.tp.pacing_rate_bps, Some(119_040_000));
+        // MINIMUM_RATE: 1 packet per 1000 s would be 1.488 B/s; the floor is 12500 B/s.
+        cc.frac_cwnd = ONE_CWND;
+        d.tp.srtt = Nanos::from_secs(1000);
+        cc.update_pacing_rate(&mut d.tp);
+        assert_eq!(d.tp.pacing_rate_bps, Some(100_000));
+    }
+
+    #[test]
+    fn loss_halves_fractional_window_and_undo_restores() {
+        // prague_ssthresh leaves ssthresh as it is (45, not Reno's 60/2); prague_enter_loss
+        // halves frac_cwnd 60 → 30 and each step of snd_cwnd down sets ssthresh = snd_cwnd,
+        // so 30 steps later snd_cwnd = ssthresh = 30.
+        let (mut cc, mut d) = accecn(PragueParams::default(), Nanos::from_ms(10), 60, 45);
+        assert_eq!(cc.ssthresh(&mut d.tp), 45);
+        cc.set_state(&mut d.tp, CaState::Recovery);
+        d.tp.ca_state = CaState::Recovery;
+        // cwnd_cnt = −30 packets; drained one packet per ACK, no growth while in loss.
+        assert!((cc.cwnd_precise(&d.tp) - 30.0).abs() < 1e-9);
+        for _ in 0..40 {
+            d.ack(&mut cc, 1, 0, Nanos::from_ms(10));
+        }
+        assert_eq!(d.tp.snd_cwnd, 30);
+        assert_eq!(d.tp.snd_ssthresh, 30);
+        assert_eq!(cc.undo_cwnd(&mut d.tp, 0), 60);
+    }
+
+    #[test]
+    fn ce_during_loss_recovery_is_not_a_second_reduction() {
+        // Linux enters CWR only from Open/Disorder: CE while in Recovery changes nothing
+        // beyond the loss halving (60 → 30).
+        let rtt = Nanos::from_ms(10);
+        let (mut cc, mut d) = accecn(init_one(), rtt, 60, 30);
+        cc.set_state(&mut d.tp, CaState::Recovery);
+        d.tp.ca_state = CaState::Recovery;
+        for _ in 0..60 {
+            d.ack(&mut cc, 1, 1, rtt);
+        }
+        assert_eq!(d.tp.snd_cwnd, 30);
+        // A CWR the sender enters itself goes through prague_enter_cwr: α = 1 → −15.
+        cc.set_state(&mut d.tp, CaState::Open);
+        d.tp.ca_state = CaState::Open;
+        cc.set_state(&mut d.tp, CaState::Cwr);
+        assert!((cc.cwnd_precise(&d.tp) - 15.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn falls_back_to_reno_without_accecn() {
+        for ecn in [EcnMode::None, EcnMode::Classic] {
+            let mut cc = Prague::default();
+            let mut d = Driver::with_cwnd(&mut cc, ecn, Nanos::from_ms(10), 41, 20);
+            assert!(cc.is_reno_fallback());
+            assert!(!cc.has_cong_control() && !cc.handles_ecn());
+            assert!(cc.alpha().is_nan());
+            assert_eq!(cc.ssthresh(&mut d.tp), 20);
+            // Reno growth: one window of ACKs adds one packet.
+            d.round(&mut cc, Nanos::from_ms(10), |_| false);
+            assert_eq!(d.tp.snd_cwnd, 42);
+            assert_eq!(d.tp.pacing_rate_bps, None);
+        }
+        let cc = Prague::default();
+        assert_eq!(cc.data_ecn(EcnMode::AccEcn), Ecn::Ect1);
+        // TCP_CONG_NO_FALLBACK_RFC3168: a classic-ECN peer leaves Prague without ECN.
+        assert_eq!(cc.data_ecn(EcnMode::Classic), Ecn::NotEct);
+        assert_eq!(cc.data_ecn(EcnMode::None), Ecn::NotEct);
+    }
+
+    proptest::proptest! {
+        /// Any CE pattern, also with stretch ACKs: snd_cwnd ≥ MIN_CWND, α ∈ [0, 1], the
+        /// fractional window ≥ MIN_CWND.
+        #[test]
+        fn invariants_under_any_marking(
+            marks in proptest::collection::vec((1u32..4, 0u32..4), 1..400),
+            rtt_ms in 1u64..200,
+        ) {
+            let rtt = Nanos::from_ms(rtt_ms);
+            let (mut cc, mut d) = accecn(PragueParams::default(), rtt, 10, u32::MAX);
+            for (acked, ce) in marks {
+                d.now += Nanos(rtt.as_ns() / 10);
+                d.ack(&mut cc, acked, ce.min(acked), rtt);
+                proptest::prop_assert!(d.tp.snd_cwnd >= MIN_CWND);
+                proptest::prop_assert!((0.0..=1.0).contains(&cc.alpha()));
+                // frac_cwnd may go below MIN_CWND (Linux floors only snd_cwnd), never
+                // below zero, and snd_cwnd is its ceiling within one step.
+                let w = cc.cwnd_precise(&d.tp);
+                proptest::prop_assert!(w >= 0.0);
+                proptest::prop_assert!(d.tp.pacing_rate_bps.unwrap_or(1) > 0);
+            }
+        }
+    }
+}

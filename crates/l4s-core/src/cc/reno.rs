@@ -68,6 +68,7 @@ mod tests {
         tp.snd_cwnd = 20;
         tp.snd_ssthresh = 10;
         tp.packets_in_flight = 20;
+        tp.is_cwnd_limited = true; // the window was filled when sending
         let ack = AckSample {
             acked_pkts: 1,
             ..Default::default()
@@ -86,6 +87,7 @@ mod tests {
         tp.snd_cwnd = 20;
         tp.snd_ssthresh = 10;
         tp.packets_in_flight = 5;
+        tp.max_packets_out = 5; // at most 5 of 20 were ever out: not cwnd-limited
         let ack = AckSample {
             acked_pkts: 1,
             ..Default::default()

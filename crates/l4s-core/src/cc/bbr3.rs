@@ -1,0 +1,1352 @@
+//! BBR v3: the BBRv2/v3 model with bandwidth/inflight bounds and loss/ECN response (draft-cardwell-ccwg-bbr).
+//! Follows google/bbr `v3` branch net/ipv4/tcp_bbr.c: `bbr_main`, `bbr_update_cycle_phase`, `bbr_adapt_upper_bounds`, `bbr_adapt_lower_bounds`.
+//!
+//! Faithful core (constants as Linux v3):
+//! - Startup: pacing gain 2.77 (`bbr_startup_pacing_gain` = 256·277/100 + 1), cwnd gain 2;
+//!   exit on a bandwidth plateau (3 rounds < 25 % growth), on too much loss in Startup
+//!   (≥ 6 loss events in a Recovery round and loss rate > 2 %) or on 2 consecutive rounds with
+//!   CE ratio ≥ 50 % (`bbr_check_ecn_too_high_in_startup`), the latter two setting
+//!   inflight_hi = max(BDP, inflight_latest). Drain at 1/2.885 until inflight ≤ BDP.
+//! - ProbeBW phases Down (0.91) → Cruise (1.0) → Refill (1.0, one round) → Up (1.25, cwnd gain
+//!   2.25) → Down; a probe starts after a random 2–3 s wall clock wait or after
+//!   min(63, target inflight) rounds (Reno coexistence), or quickly after ECN-only cycles
+//!   (`bbr_ecn_reprobe_gain`); Up grows inflight_hi with a doubling slope each round while
+//!   cwnd-limited and ends on a bandwidth plateau or when a previous probe went too high and
+//!   inflight reached inflight_hi; Down ends when inflight ≤ min(BDP, inflight_hi − 15 %).
+//! - Model: bw = min(max bw over the last 2 probe cycles (`bw_hi[2]`), `bw_lo`); upper bound
+//!   `inflight_hi` and lower bounds `inflight_lo`/`bw_lo`; `bw_latest`/`inflight_latest` per
+//!   round. "Inflight too high" while probing (loss > `bbr_loss_thresh` 2 % of the flight, or
+//!   CE > `bbr_ecn_thresh` 50 % of the delivered packets of the sample) cuts
+//!   inflight_hi = max(tx_in_flight, (1 − β)·target inflight), β = 0.3, once per probe, and
+//!   ends Up. When not probing, once per round: ECN → inflight_lo ×= (1 − ecn_alpha·1/3)
+//!   (`bbr_ecn_lower_bounds`, `bbr_ecn_factor`); loss → bw_lo, inflight_lo ×= 0.7 but not below
+//!   the latest round's delivery (`bbr_loss_lower_bounds`). cwnd is capped by inflight_hi
+//!   (Up/Down/Refill), by inflight_hi − 15 % headroom (Cruise, ProbeRTT), and by inflight_lo.
+//! - `ecn_alpha`: EWMA of the CE ratio per round, gain 1/16, initial 1.0, 8-bit fixed point.
+//! - ProbeRTT every 5 s (`bbr_probe_rtt_win_ms`), cwnd = max(4, BDP/2) for ≥ 200 ms and one
+//!   round; min_rtt window 10 s; pacing margin 1 %; quantisation budget max(cwnd, 3·TSO goal)
+//!   (+2 in Up); ack-aggregation allowance (`extra_acked`).
+//!
+//! Option `l4s` ("L4S-compatible BBR"): ask for AccECN, send ECT(1), and treat CE as the
+//! shallow-threshold signal at any RTT. Linux v3 uses ECN only when the route says the ECN is
+//! shallow-threshold (`TCP_ECN_LOW`) and min_rtt ≤ `bbr_ecn_max_rtt_us` (5 ms); with `l4s` the
+//! RTT limit is lifted (as with `bbr_ecn_max_rtt_us = 0`). Without `l4s` this BBR asks for no ECN.
+//!
+//! Simplified (named): per-packet loss marking (`bbr_skb_marked_lost`, with the exact
+//! `bbr_inflight_hi_from_lost_skb` prefix) is replaced by the ACK path: the loss/CE counts of a
+//! rate sample (`rs->lost`, `rs->delivered_ce`) are reconstructed from cumulative counters at
+//! the sample's `prior_delivered`, and `tx_in_flight` ≈ delivered + lost over that sample.
+//! Not modelled: PLB, the app-limited fast path, TLP loss-probe recovery, the precise-ACK CE
+//! receiver state machine, EDT in `bbr_packets_in_net_at_edt`, undo of spurious recovery
+//! beyond restoring the saved bounds. The TSO-oriented quantisation budget is kept as Linux
+//! computes it: below ~3 ms min_rtt its min_rtt allowance (64 KB >> (min_rtt/512 µs)) keeps
+//! tens of packets of cwnd although the model sends single packets.
+
+use super::bbr::{
+    bdp_pkts, bw_sample, is_recovery, rate_bytes_per_sec, BBR_SCALE, BBR_UNIT, BW_UNIT,
+};
+use super::{AckSample, CaState, CcState, CongestionControl, CwndEvent, EcnMode};
+use crate::packet::Ecn;
+use crate::rng::Rng;
+use crate::time::Nanos;
+use std::collections::VecDeque;
+
+pub const BBR_STARTUP_PACING_GAIN: u64 = BBR_UNIT * 277 / 100 + 1;
+pub const BBR_STARTUP_CWND_GAIN: u64 = BBR_UNIT * 2;
+pub const BBR_DRAIN_GAIN: u64 = BBR_UNIT * 1000 / 2885;
+pub const BBR_CWND_GAIN: u64 = BBR_UNIT * 2;
+/// Pacing gains of the phases Up, Down, Cruise, Refill.
+pub const BBR_PACING_GAIN: [u64; 4] = [BBR_UNIT * 5 / 4, BBR_UNIT * 91 / 100, BBR_UNIT, BBR_UNIT];
+pub const BBR_BETA: u64 = BBR_UNIT * 30 / 100;
+pub const BBR_ECN_ALPHA_GAIN: u64 = BBR_UNIT / 16;
+pub const BBR_ECN_ALPHA_INIT: u64 = BBR_UNIT;
+pub const BBR_ECN_FACTOR: u64 = BBR_UNIT / 3;
+pub const BBR_ECN_THRESH: u64 = BBR_UNIT / 2;
+pub const BBR_ECN_REPROBE_GAIN: u64 = BBR_UNIT / 2;
+pub const BBR_LOSS_THRESH: u64 = BBR_UNIT * 2 / 100;
+pub const BBR_FULL_LOSS_CNT: u32 = 6;
+pub const BBR_FULL_ECN_CNT: u32 = 2;
+pub const BBR_INFLIGHT_HEADROOM: u64 = BBR_UNIT * 15 / 100;
+/// Extra cwnd gain in Up, in units of BBR_UNIT/4.
+pub const BBR_BW_PROBE_CWND_GAIN: u64 = 1;
+pub const BBR_BW_PROBE_MAX_ROUNDS: u32 = 63;
+pub const BBR_BW_PROBE_RAND_ROUNDS: u64 = 2;
+pub const BBR_BW_PROBE_BASE: Nanos = Nanos::from_secs(2);
+pub const BBR_BW_PROBE_RAND_US: u64 = 1_000_000;
+pub const BBR_CWND_MIN_TARGET: u32 = 4;
+pub const BBR_FULL_BW_THRESH: u64 = BBR_UNIT * 5 / 4;
+pub const BBR_FULL_BW_CNT: u32 = 3;
+pub const BBR_MIN_RTT_WIN: Nanos = Nanos::from_secs(10);
+pub const BBR_PROBE_RTT_WIN: Nanos = Nanos::from_secs(5);
+pub const BBR_PROBE_RTT_MODE: Nanos = Nanos::from_ms(200);
+pub const BBR_PROBE_RTT_CWND_GAIN: u64 = BBR_UNIT / 2;
+const BBR_ECN_MAX_RTT_US: u64 = 5000;
+const BBR_EXTRA_ACKED_WIN_RTTS: u32 = 5;
+const BBR_EXTRA_ACKED_MAX_US: u64 = 100_000;
+const GSO_BUDGET_BYTES: u64 = 65536 - 1 - 320;
+const TCP_MIN_TSO_SEGS: u64 = 2;
+const UNSET: u32 = u32::MAX;
+
+/// `enum bbr_mode`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Startup,
+    Drain,
+    ProbeBw,
+    ProbeRtt,
+}
+
+/// `enum bbr_pacing_gain_phase`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Phase {
+    Up = 0,
+    Down = 1,
+    Cruise = 2,
+    Refill = 3,
+}
+
+/// `enum bbr_ack_phase`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum AckPhase {
+    Init,
+    Refilling,
+    ProbeStarting,
+    ProbeFeedback,
+    ProbeStopping,
+}
+
+/// What one ACK's rate sample says (the subset of `struct rate_sample` BBRv3 reads).
+#[derive(Clone, Copy, Debug, Default)]
+struct Rs {
+    acked: u32,
+    delivered: u64,
+    delivered_ce: u64,
+    lost: u64,
+    tx_in_flight: u64,
+    is_app_limited: bool,
+    is_ece: bool,
+    prior_delivered: u64,
+    valid: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct Bbr3 {
+    l4s: bool,
+    rng: Rng,
+    mode: Mode,
+    phase: Phase,
+    ack_phase: AckPhase,
+    min_rtt_us: u64,
+    min_rtt_stamp: Nanos,
+    probe_rtt_min_us: u64,
+    probe_rtt_min_stamp: Nanos,
+    probe_rtt_done_stamp: Option<Nanos>,
+    probe_rtt_round_done: bool,
+    next_rtt_delivered: u64,
+    round_start: bool,
+    cycle_mstamp: Nanos,
+    prev_ca_state: CaState,
+    idle_restart: bool,
+    pacing_gain: u64,
+    cwnd_gain: u64,
+    full_bw_reached: bool,
+    full_bw_now: bool,
+    full_bw_cnt: u32,
+    full_bw: u64,
+    has_seen_rtt: bool,
+    prior_cwnd: u32,
+    init_cwnd: u32,
+    pacing_rate: u64,
+    // aggregation
+    ack_epoch_mstamp: Nanos,
+    ack_epoch_acked: u32,
+    extra_acked: [u32; 2],
+    extra_acked_win_rtts: u32,
+    extra_acked_win_idx: usize,
+    // v3 model
+    startup_ecn_rounds: u32,
+    loss_in_cycle: bool,
+    ecn_in_cycle: bool,
+    loss_round_delivered: u64,
+    loss_round_start: bool,
+    loss_in_round: bool,
+    ecn_in_round: bool,
+    loss_events_in_round: u32,
+    undo_bw_lo: u64,
+    undo_inflight_lo: u32,
+    undo_inflight_hi: u32,
+    bw_latest: u64,
+    bw_lo: u64,
+    bw_hi: [u64; 2],
+    inflight_latest: u32,
+    inflight_lo: u32,
+    inflight_hi: u32,
+    bw_probe_up_cnt: u32,
+    bw_probe_up_acks: u32,
+    bw_probe_up_rounds: u32,
+    probe_wait: Nanos,
+    ecn_eligible: bool,
+    ecn_alpha: u64,
+    bw_probe_samples: bool,
+    prev_probe_too_high: bool,
+    stopped_risky_probe: bool,
+    rounds_since_probe: u32,
+    alpha_last_delivered: u64,
+    alpha_last_delivered_ce: u64,
+    // Cumulative counters for rate-sample reconstruction.
+    delivered: u64,
+    delivered_ce: u64,
+    lost: u64,
+    history: VecDeque<(u64, u64, u64)>,
+    /// Samples sent before this many deliveries are app-limited (Linux `tp->app_limited`
+    /// marker set in ProbeRTT).
+    app_limited_until: u64,
+}
+
+impl Bbr3 {
+    /// `l4s`: AccECN + ECT(1) + ECN response at any RTT. `seed`: random probe timing.
+    pub fn new(l4s: bool, seed: u64) -> Self {
+        Bbr3 {
+            l4s,
+            rng: Rng::derive(seed, "bbr3"),
+            mode: Mode::Startup,
+            phase: Phase::Up,
+            ack_phase: AckPhase::Init,
+            min_rtt_us: UNSET as u64,
+            min_rtt_stamp: Nanos::ZERO,
+            probe_rtt_min_us: UNSET as u64,
+            probe_rtt_min_stamp: Nanos::ZERO,
+            probe_rtt_done_stamp: None,
+            probe_rtt_round_done: false,
+            next_rtt_delivered: 0,
+            round_start: false,
+            cycle_mstamp: Nanos::ZERO,
+            prev_ca_state: CaState::Open,
+            idle_restart: false,
+            pacing_gain: BBR_STARTUP_PACING_GAIN,
+            cwnd_gain: BBR_STARTUP_CWND_GAIN,
+            full_bw_reached: false,
+            full_bw_now: false,
+            full_bw_cnt: 0,
+            full_bw: 0,
+            has_seen_rtt: false,
+            prior_cwnd: 0,
+            init_cwnd: 10,
+            pacing_rate: 0,
+            ack_epoch_mstamp: Nanos::ZERO,
+            ack_epoch_acked: 0,
+            extra_acked: [0; 2],
+            extra_acked_win_rtts: 0,
+            extra_acked_win_idx: 0,
+            startup_ecn_rounds: 0,
+            loss_in_cycle: false,
+            ecn_in_cycle: false,
+            loss_round_delivered: 1,
+            loss_round_start: false,
+            loss_in_round: false,
+            ecn_in_round: false,
+            loss_events_in_round: 0,
+            undo_bw_lo: 0,
+            undo_inflight_lo: 0,
+            undo_inflight_hi: 0,
+            bw_latest: 0,
+            bw_lo: u64::MAX,
+            bw_hi: [0; 2],
+            inflight_latest: 0,
+            inflight_lo: UNSET,
+            inflight_hi: UNSET,
+            bw_probe_up_cnt: UNSET,
+            bw_probe_up_acks: 0,
+            bw_probe_up_rounds: 0,
+            probe_wait: Nanos::ZERO,
+            ecn_eligible: false,
+            ecn_alpha: BBR_ECN_ALPHA_INIT,
+            bw_probe_samples: false,
+            prev_probe_too_high: false,
+            stopped_risky_probe: false,
+            rounds_since_probe: 0,
+            alpha_last_delivered: 0,
+            alpha_last_delivered_ce: 0,
+            delivered: 0,
+            delivered_ce: 0,
+            lost: 0,
+            history: VecDeque::new(),
+            app_limited_until: 0,
+        }
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+    pub fn phase(&self) -> Phase {
+        self.phase
+    }
+    /// inflight_hi in packets (None = unbounded).
+    pub fn inflight_hi(&self) -> Option<u32> {
+        (self.inflight_hi != UNSET).then_some(self.inflight_hi)
+    }
+    /// inflight_lo in packets (None = unbounded).
+    pub fn inflight_lo(&self) -> Option<u32> {
+        (self.inflight_lo != UNSET).then_some(self.inflight_lo)
+    }
+    pub fn ecn_alpha(&self) -> f64 {
+        self.ecn_alpha as f64 / BBR_UNIT as f64
+    }
+    pub fn max_bw_pps(&self) -> f64 {
+        self.max_bw() as f64 / BW_UNIT as f64 * 1e6
+    }
+    pub fn full_bw_reached(&self) -> bool {
+        self.full_bw_reached
+    }
+
+    fn max_bw(&self) -> u64 {
+        self.bw_hi[0].max(self.bw_hi[1])
+    }
+    fn bw(&self) -> u64 {
+        self.max_bw().min(self.bw_lo)
+    }
+    fn can_use_ecn(&self, tp: &CcState) -> bool {
+        self.l4s && tp.ecn != EcnMode::None
+    }
+
+    fn bdp(&self, bw: u64, gain: u64) -> u32 {
+        if self.min_rtt_us == UNSET as u64 {
+            return self.init_cwnd;
+        }
+        bdp_pkts(bw, self.min_rtt_us, gain)
+    }
+
+    /// v3 `bbr_tso_segs_goal`: pacing budget plus a min_rtt-based allowance.
+    fn tso_segs_goal(&self, tp: &CcState) -> u32 {
+        let mut bytes = self.pacing_rate >> 10;
+        let r = self.min_rtt_us >> 9;
+        if r < 32 {
+            bytes += 65536 >> r;
+        }
+        let bytes = bytes.min(GSO_BUDGET_BYTES);
+        (bytes / tp.mss.max(1) as u64).max(TCP_MIN_TSO_SEGS) as u32
+    }
+
+    /// v3 `bbr_quantization_budget`.
+    fn quantization_budget(&self, tp: &CcState, cwnd: u32) -> u32 {
+        let mut cwnd = cwnd
+            .max(3 * self.tso_segs_goal(tp))
+            .max(BBR_CWND_MIN_TARGET);
+        if self.mode == Mode::ProbeBw && self.phase == Phase::Up {
+            cwnd += 2;
+        }
+        cwnd
+    }
+
+    fn inflight(&self, tp: &CcState, bw: u64, gain: u64) -> u32 {
+        let bdp = self.bdp(bw, gain);
+        self.quantization_budget(tp, bdp)
+    }
+
+    /// `bbr_target_inflight`.
+    fn target_inflight(&self, tp: &CcState) -> u32 {
+        self.inflight(tp, self.bw(), BBR_UNIT).min(tp.snd_cwnd)
+    }
+
+    fn packets_in_net(&self, tp: &CcState, inflight_now: u32) -> u32 {
+        if self.pacing_gain > BBR_UNIT {
+            inflight_now + self.tso_segs_goal(tp)
+        } else {
+            inflight_now
+        }
+    }
+
+    fn is_probing_bandwidth(&self) -> bool {
+        self.mode == Mode::Startup
+            || (self.mode == Mode::ProbeBw && matches!(self.phase, Phase::Refill | Phase::Up))
+    }
+
+    fn set_pacing_rate(&mut self, tp: &mut CcState, bw: u64, gain: u64) {
+        if !self.has_seen_rtt && tp.srtt > Nanos::ZERO {
+            self.init_pacing_rate_from_rtt(tp);
+        }
+        let rate = rate_bytes_per_sec(bw, tp.mss, gain, 1);
+        if self.full_bw_reached || rate > self.pacing_rate {
+            self.pacing_rate = rate;
+        }
+        tp.pacing_rate_bps = Some(self.pacing_rate.saturating_mul(8));
+    }
+
+    fn init_pacing_rate_from_rtt(&mut self, tp: &CcState) {
+        let rtt_us = if tp.srtt > Nanos::ZERO {
+            self.has_seen_rtt = true;
+            (tp.srtt.as_ns() / 1000).max(1)
+        } else {
+            1000
+        };
+        let bw = tp.snd_cwnd as u64 * BW_UNIT / rtt_us;
+        self.pacing_rate = rate_bytes_per_sec(bw, tp.mss, BBR_STARTUP_PACING_GAIN, 1);
+    }
+
+    fn save_cwnd(&mut self, tp: &CcState) {
+        if !is_recovery(self.prev_ca_state) && self.mode != Mode::ProbeRtt {
+            self.prior_cwnd = tp.snd_cwnd;
+        } else {
+            self.prior_cwnd = self.prior_cwnd.max(tp.snd_cwnd);
+        }
+    }
+
+    /// Rebuild `rs->delivered_ce`, `rs->lost`, `tx_in_flight` for this ACK's sample.
+    fn rate_sample(&mut self, ack: &AckSample) -> Rs {
+        self.delivered += ack.acked_pkts as u64;
+        self.delivered_ce += ack.ce_delta_pkts as u64;
+        self.lost += ack.losses as u64;
+        // The counters as they stood when the sampled packet was sent.
+        let mut then = (0u64, 0u64, 0u64);
+        while let Some(&front) = self.history.front() {
+            if front.0 <= ack.prior_delivered {
+                then = front;
+                if self.history.len() > 1 && self.history[1].0 <= ack.prior_delivered {
+                    self.history.pop_front();
+                    continue;
+                }
+            }
+            break;
+        }
+        self.history
+            .push_back((self.delivered, self.delivered_ce, self.lost));
+        let valid = ack.rs_interval > Nanos::ZERO && ack.acked_pkts > 0;
+        let delivered = ack.rs_delivered;
+        let delivered_ce = (self.delivered_ce - then.1).min(delivered);
+        let lost = self.lost - then.2;
+        Rs {
+            acked: ack.acked_pkts,
+            delivered,
+            delivered_ce,
+            lost,
+            tx_in_flight: delivered + lost,
+            is_app_limited: ack.is_app_limited || ack.prior_delivered < self.app_limited_until,
+            is_ece: ack.ece || ack.ce_delta_pkts > 0,
+            prior_delivered: ack.prior_delivered,
+            valid,
+        }
+    }
+
+    /// `bbr_update_round_start`.
+    fn update_round_start(&mut self, tp: &CcState, ack: &AckSample) {
+        self.round_start = false;
+        if ack.rs_interval > Nanos::ZERO && ack.prior_delivered >= self.next_rtt_delivered {
+            self.next_rtt_delivered = tp.delivered;
+            self.round_start = true;
+        }
+    }
+
+    /// `bbr_update_ecn_alpha`: per round, α ← (1 − 1/16)·α + ce_ratio/16.
+    fn update_ecn_alpha(&mut self, tp: &CcState) -> Option<u64> {
+        if !self.ecn_eligible
+            && self.can_use_ecn(tp)
+            && (self.l4s || self.min_rtt_us <= BBR_ECN_MAX_RTT_US)
+        {
+            self.ecn_eligible = true;
+        }
+        if !self.ecn_eligible {
+            return None;
+        }
+        let delivered = self.delivered - self.alpha_last_delivered;
+        let delivered_ce = self.delivered_ce - self.alpha_last_delivered_ce;
+        if delivered == 0 {
+            return None;
+        }
+        let ce_ratio = (delivered_ce << BBR_SCALE) / delivered;
+        let gain = BBR_ECN_ALPHA_GAIN;
+        let mut alpha = ((BBR_UNIT - gain) * self.ecn_alpha) >> BBR_SCALE;
+        alpha += (gain * ce_ratio) >> BBR_SCALE;
+        self.ecn_alpha = alpha.min(BBR_UNIT);
+        self.alpha_last_delivered = self.delivered;
+        self.alpha_last_delivered_ce = self.delivered_ce;
+        self.check_ecn_too_high_in_startup(tp, ce_ratio);
+        Some(ce_ratio)
+    }
+
+    fn handle_queue_too_high_in_startup(&mut self, tp: &CcState) {
+        self.full_bw_reached = true;
+        let bdp = self.inflight(tp, self.max_bw(), BBR_UNIT);
+        self.inflight_hi = bdp.max(self.inflight_latest);
+    }
+
+    fn check_ecn_too_high_in_startup(&mut self, tp: &CcState, ce_ratio: u64) {
+        if self.full_bw_reached || !self.ecn_eligible {
+            return;
+        }
+        if ce_ratio >= BBR_ECN_THRESH {
+            self.startup_ecn_rounds += 1;
+        } else {
+            self.startup_ecn_rounds = 0;
+        }
+        if self.startup_ecn_rounds >= BBR_FULL_ECN_CNT {
+            self.handle_queue_too_high_in_startup(tp);
+        }
+    }
+
+    fn update_latest_delivery_signals(&mut self, tp: &CcState, rs: &Rs, sample_bw: u64) {
+        self.loss_round_start = false;
+        if !rs.valid {
+            return;
+        }
+        self.bw_latest = self.bw_latest.max(sample_bw);
+        self.inflight_latest = self
+            .inflight_latest
+            .max(rs.delivered.min(UNSET as u64) as u32);
+        if rs.prior_delivered >= self.loss_round_delivered {
+            self.loss_round_delivered = tp.delivered;
+            self.loss_round_start = true;
+        }
+    }
+
+    /// Once per round, restart the latest-delivery filters.
+    fn advance_latest_delivery_signals(&mut self, rs: &Rs, sample_bw: u64) {
+        if self.loss_round_start {
+            self.bw_latest = sample_bw;
+            self.inflight_latest = rs.delivered.min(UNSET as u64) as u32;
+        }
+    }
+
+    fn reset_congestion_signals(&mut self) {
+        self.loss_in_round = false;
+        self.ecn_in_round = false;
+        self.loss_in_cycle = false;
+        self.ecn_in_cycle = false;
+        self.bw_latest = 0;
+        self.inflight_latest = 0;
+    }
+
+    fn reset_lower_bounds(&mut self) {
+        self.bw_lo = u64::MAX;
+        self.inflight_lo = UNSET;
+    }
+
+    fn reset_full_bw(&mut self) {
+        self.full_bw = 0;
+        self.full_bw_cnt = 0;
+        self.full_bw_now = false;
+    }
+
+    /// `bbr_ecn_cut`: 1 − ecn_alpha·ecn_factor.
+    fn ecn_cut(&self) -> u64 {
+        BBR_UNIT - ((self.ecn_alpha * BBR_ECN_FACTOR) >> BBR_SCALE)
+    }
+
+    fn init_lower_bounds(&mut self, tp: &CcState, init_bw: bool) {
+        if init_bw && self.bw_lo == u64::MAX {
+            self.bw_lo = self.max_bw();
+        }
+        if self.inflight_lo == UNSET {
+            self.inflight_lo = tp.snd_cwnd;
+        }
+    }
+
+    /// `bbr_adapt_lower_bounds`: multiplicative cuts on ECN / loss when not probing.
+    fn adapt_lower_bounds(&mut self, tp: &CcState) {
+        if self.is_probing_bandwidth() {
+            return;
+        }
+        let mut ecn_inflight_lo = UNSET;
+        if self.ecn_in_round {
+            self.init_lower_bounds(tp, false);
+            ecn_inflight_lo = ((self.inflight_lo as u64 * self.ecn_cut()) >> BBR_SCALE) as u32;
+        }
+        if self.loss_in_round {
+            self.init_lower_bounds(tp, true);
+            let loss_cut = BBR_UNIT - BBR_BETA;
+            self.bw_lo = self
+                .bw_latest
+                .max(((self.bw_lo as u128 * loss_cut as u128) >> BBR_SCALE) as u64);
+            self.inflight_lo = self
+                .inflight_latest
+                .max(((self.inflight_lo as u64 * loss_cut) >> BBR_SCALE) as u32);
+        }
+        self.inflight_lo = self.inflight_lo.min(ecn_inflight_lo);
+        self.bw_lo = self.bw_lo.max(1);
+    }
+
+    /// `bbr_update_congestion_signals`.
+    fn update_congestion_signals(&mut self, tp: &CcState, rs: &Rs, ack: &AckSample, bw: u64) {
+        if !rs.valid {
+            return;
+        }
+        if !rs.is_app_limited || bw >= self.max_bw() {
+            self.bw_hi[1] = self.bw_hi[1].max(bw);
+        }
+        self.loss_in_round |= ack.losses > 0;
+        if !self.loss_round_start {
+            return;
+        }
+        self.adapt_lower_bounds(tp);
+        self.loss_in_round = false;
+        self.ecn_in_round = false;
+    }
+
+    fn update_ack_aggregation(&mut self, tp: &CcState, rs: &Rs, now: Nanos) {
+        if rs.acked == 0 || !rs.valid {
+            return;
+        }
+        if self.round_start {
+            self.extra_acked_win_rtts = (self.extra_acked_win_rtts + 1).min(0x1F);
+            let thresh = if self.full_bw_reached {
+                BBR_EXTRA_ACKED_WIN_RTTS
+            } else {
+                1
+            };
+            if self.extra_acked_win_rtts >= thresh {
+                self.extra_acked_win_rtts = 0;
+                self.extra_acked_win_idx ^= 1;
+                self.extra_acked[self.extra_acked_win_idx] = 0;
+            }
+        }
+        let epoch_us = now.saturating_sub(self.ack_epoch_mstamp).as_ns() / 1000;
+        let mut expected = (self.bw() as u128 * epoch_us as u128 / BW_UNIT as u128) as u64;
+        if self.ack_epoch_acked as u64 <= expected || self.ack_epoch_acked + rs.acked >= (1 << 20) {
+            self.ack_epoch_acked = 0;
+            self.ack_epoch_mstamp = now;
+            expected = 0;
+        }
+        self.ack_epoch_acked = (self.ack_epoch_acked + rs.acked).min(0xFFFFF);
+        let extra = (self.ack_epoch_acked as u64 - expected).min(tp.snd_cwnd as u64) as u32;
+        let idx = self.extra_acked_win_idx;
+        self.extra_acked[idx] = self.extra_acked[idx].max(extra);
+    }
+
+    fn ack_aggregation_cwnd(&self) -> u32 {
+        let max_aggr =
+            (self.bw() as u128 * BBR_EXTRA_ACKED_MAX_US as u128 / BW_UNIT as u128) as u32;
+        self.extra_acked[0].max(self.extra_acked[1]).min(max_aggr)
+    }
+
+    /// `bbr_check_loss_too_high_in_startup`.
+    fn check_loss_too_high_in_startup(&mut self, tp: &CcState, rs: &Rs, ack: &AckSample) {
+        if self.full_bw_reached {
+            return;
+        }
+        if ack.losses > 0 && self.loss_events_in_round < 0xF {
+            self.loss_events_in_round += 1;
+        }
+        if self.loss_round_start
+            && tp.ca_state == CaState::Recovery
+            && self.loss_events_in_round >= BBR_FULL_LOSS_CNT
+            && self.is_inflight_too_high(rs)
+        {
+            self.handle_queue_too_high_in_startup(tp);
+            return;
+        }
+        if self.loss_round_start {
+            self.loss_events_in_round = 0;
+        }
+    }
+
+    /// `bbr_check_full_bw_reached` (v3: also the plateau detector of Up).
+    fn check_full_bw_reached(&mut self, rs: &Rs, sample_bw: u64) {
+        if self.full_bw_now || rs.is_app_limited {
+            return;
+        }
+        let bw_thresh = ((self.full_bw as u128 * BBR_FULL_BW_THRESH as u128) >> BBR_SCALE) as u64;
+        if sample_bw >= bw_thresh {
+            self.reset_full_bw();
+            self.full_bw = sample_bw;
+            return;
+        }
+        if !self.round_start {
+            return;
+        }
+        self.full_bw_cnt += 1;
+        self.full_bw_now = self.full_bw_cnt >= BBR_FULL_BW_CNT;
+        self.full_bw_reached |= self.full_bw_now;
+    }
+
+    /// `bbr_check_drain`.
+    fn check_drain(&mut self, tp: &mut CcState, now: Nanos) {
+        if self.mode == Mode::Startup && self.full_bw_reached {
+            self.mode = Mode::Drain;
+            tp.snd_ssthresh = self.inflight(tp, self.max_bw(), BBR_UNIT);
+            self.reset_congestion_signals();
+        }
+        if self.mode == Mode::Drain
+            && self.packets_in_net(tp, tp.packets_in_flight)
+                <= self.inflight(tp, self.max_bw(), BBR_UNIT)
+        {
+            self.mode = Mode::ProbeBw;
+            self.start_bw_probe_down(tp, now);
+        }
+    }
+
+    /// `bbr_is_inflight_too_high`: loss > 2 % of the flight or CE > 50 % of delivered.
+    fn is_inflight_too_high(&self, rs: &Rs) -> bool {
+        if rs.lost > 0 && rs.tx_in_flight > 0 {
+            let loss_thresh = (rs.tx_in_flight * BBR_LOSS_THRESH) >> BBR_SCALE;
+            if rs.lost > loss_thresh {
+                return true;
+            }
+        }
+        if rs.delivered_ce > 0 && rs.delivered > 0 && self.ecn_eligible {
+            let ecn_thresh = (rs.delivered * BBR_ECN_THRESH) >> BBR_SCALE;
+            if rs.delivered_ce > ecn_thresh {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// `bbr_inflight_with_headroom`: inflight_hi − 15 %.
+    fn inflight_with_headroom(&self) -> u32 {
+        if self.inflight_hi == UNSET {
+            return UNSET;
+        }
+        let headroom =
+            (((self.inflight_hi as u64 * BBR_INFLIGHT_HEADROOM) >> BBR_SCALE) as u32).max(1);
+        self.inflight_hi
+            .saturating_sub(headroom)
+            .max(BBR_CWND_MIN_TARGET)
+    }
+
+    /// `bbr_handle_inflight_too_high`: cap inflight_hi once per probe, end Up.
+    fn handle_inflight_too_high(&mut self, tp: &CcState, rs: &Rs, now: Nanos) {
+        self.prev_probe_too_high = true;
+        self.bw_probe_samples = false;
+        if !rs.is_app_limited {
+            let floor = (self.target_inflight(tp) as u64 * (BBR_UNIT - BBR_BETA)) >> BBR_SCALE;
+            self.inflight_hi = rs.tx_in_flight.max(floor).min(UNSET as u64 - 1) as u32;
+        }
+        if self.mode == Mode::ProbeBw && self.phase == Phase::Up {
+            self.start_bw_probe_down(tp, now);
+        }
+    }
+
+    fn raise_inflight_hi_slope(&mut self, tp: &CcState) {
+        let growth_this_round = 1u32 << self.bw_probe_up_rounds.min(30);
+        self.bw_probe_up_rounds = (self.bw_probe_up_rounds + 1).min(30);
+        self.bw_probe_up_cnt = (tp.snd_cwnd / growth_this_round).max(1);
+    }
+
+    fn probe_inflight_hi_upward(&mut self, tp: &CcState, rs: &Rs) {
+        if !tp.is_cwnd_limited() || tp.snd_cwnd < self.inflight_hi {
+            return; // not fully using inflight_hi
+        }
+        self.bw_probe_up_acks += rs.acked;
+        if self.bw_probe_up_acks >= self.bw_probe_up_cnt {
+            let delta = self.bw_probe_up_acks / self.bw_probe_up_cnt;
+            self.bw_probe_up_acks -= delta * self.bw_probe_up_cnt;
+            self.inflight_hi = self.inflight_hi.saturating_add(delta);
+        }
+        if self.round_start {
+            self.raise_inflight_hi_slope(tp);
+        }
+    }
+
+    /// `bbr_adapt_upper_bounds`; true when it decided a state transition.
+    fn adapt_upper_bounds(&mut self, tp: &CcState, rs: &Rs, now: Nanos) -> bool {
+        if self.ack_phase == AckPhase::ProbeStarting && self.round_start {
+            self.ack_phase = AckPhase::ProbeFeedback;
+        }
+        if self.ack_phase == AckPhase::ProbeStopping && self.round_start {
+            self.bw_probe_samples = false;
+            self.ack_phase = AckPhase::Init;
+            if self.mode == Mode::ProbeBw && !rs.is_app_limited && self.bw_hi[1] != 0 {
+                // Advance the 2-cycle max filter.
+                self.bw_hi[0] = self.bw_hi[1];
+                self.bw_hi[1] = 0;
+            }
+            if self.mode == Mode::ProbeBw && self.stopped_risky_probe && !self.prev_probe_too_high {
+                self.start_bw_probe_refill(tp, 0);
+                return true;
+            }
+        }
+        if self.is_inflight_too_high(rs) {
+            if self.bw_probe_samples {
+                self.handle_inflight_too_high(tp, rs, now);
+            }
+        } else {
+            if self.inflight_hi == UNSET {
+                return false;
+            }
+            if rs.tx_in_flight > self.inflight_hi as u64 {
+                self.inflight_hi = rs.tx_in_flight.min(UNSET as u64 - 1) as u32;
+            }
+            if self.mode == Mode::ProbeBw && self.phase == Phase::Up {
+                self.probe_inflight_hi_upward(tp, rs);
+            }
+        }
+        false
+    }
+
+    fn pick_probe_wait(&mut self) {
+        self.rounds_since_probe = self.rng.below(BBR_BW_PROBE_RAND_ROUNDS) as u32;
+        self.probe_wait = BBR_BW_PROBE_BASE + Nanos::from_us(self.rng.below(BBR_BW_PROBE_RAND_US));
+    }
+
+    fn start_bw_probe_refill(&mut self, tp: &CcState, bw_probe_up_rounds: u32) {
+        self.reset_lower_bounds();
+        self.bw_probe_up_rounds = bw_probe_up_rounds;
+        self.bw_probe_up_acks = 0;
+        self.stopped_risky_probe = false;
+        self.ack_phase = AckPhase::Refilling;
+        self.next_rtt_delivered = tp.delivered;
+        self.phase = Phase::Refill;
+    }
+
+    fn start_bw_probe_up(&mut self, tp: &CcState, sample_bw: u64, now: Nanos) {
+        self.ack_phase = AckPhase::ProbeStarting;
+        self.next_rtt_delivered = tp.delivered;
+        self.cycle_mstamp = now;
+        self.reset_full_bw();
+        self.full_bw = sample_bw;
+        self.phase = Phase::Up;
+        self.raise_inflight_hi_slope(tp);
+    }
+
+    fn start_bw_probe_down(&mut self, tp: &CcState, now: Nanos) {
+        self.reset_congestion_signals();
+        self.bw_probe_up_cnt = UNSET;
+        self.pick_probe_wait();
+        self.cycle_mstamp = now;
+        self.ack_phase = AckPhase::ProbeStopping;
+        self.next_rtt_delivered = tp.delivered;
+        self.phase = Phase::Down;
+    }
+
+    fn start_bw_probe_cruise(&mut self) {
+        if self.inflight_lo != UNSET {
+            self.inflight_lo = self.inflight_lo.min(self.inflight_hi);
+        }
+        self.phase = Phase::Cruise;
+    }
+
+    fn is_reno_coexistence_probe_time(&self, tp: &CcState) -> bool {
+        let rounds = BBR_BW_PROBE_MAX_ROUNDS.min(self.target_inflight(tp));
+        self.rounds_since_probe >= rounds
+    }
+
+    /// `bbr_check_time_to_probe_bw`.
+    fn check_time_to_probe_bw(&mut self, tp: &CcState, now: Nanos) -> bool {
+        if self.ecn_eligible
+            && self.ecn_in_cycle
+            && !self.loss_in_cycle
+            && tp.ca_state == CaState::Open
+        {
+            // ECN-only congestion: re-probe soon with a volume of inflight_hi/2.
+            let v = (self.inflight_hi as u64 * BBR_ECN_REPROBE_GAIN) >> BBR_SCALE;
+            let n = if v == 0 { 0 } else { 63 - v.leading_zeros() };
+            self.start_bw_probe_refill(tp, n);
+            return true;
+        }
+        if now.saturating_sub(self.cycle_mstamp) > self.probe_wait
+            || self.is_reno_coexistence_probe_time(tp)
+        {
+            self.start_bw_probe_refill(tp, 0);
+            return true;
+        }
+        false
+    }
+
+    fn check_time_to_cruise(&self, tp: &CcState, inflight: u32, bw: u64) -> bool {
+        if inflight > self.inflight_with_headroom() {
+            return false;
+        }
+        inflight <= self.inflight(tp, bw, BBR_UNIT)
+    }
+
+    /// `bbr_update_cycle_phase`: the ProbeBW state machine.
+    fn update_cycle_phase(&mut self, tp: &CcState, rs: &Rs, ack: &AckSample, sample_bw: u64) {
+        if !self.full_bw_reached {
+            return;
+        }
+        if self.adapt_upper_bounds(tp, rs, ack.now) {
+            return;
+        }
+        if self.mode != Mode::ProbeBw {
+            return;
+        }
+        let inflight = self.packets_in_net(tp, ack.prior_in_flight);
+        let bw = self.max_bw();
+        match self.phase {
+            Phase::Cruise => {
+                self.check_time_to_probe_bw(tp, ack.now);
+            }
+            Phase::Refill => {
+                if self.round_start {
+                    self.bw_probe_samples = true;
+                    self.start_bw_probe_up(tp, sample_bw, ack.now);
+                }
+            }
+            Phase::Up => {
+                let mut done = false;
+                if self.prev_probe_too_high && inflight >= self.inflight_hi {
+                    self.stopped_risky_probe = true;
+                    done = true;
+                } else if tp.is_cwnd_limited() && tp.snd_cwnd >= self.inflight_hi {
+                    // inflight_hi is limiting bw growth: not a plateau.
+                    self.reset_full_bw();
+                    self.full_bw = sample_bw;
+                } else if self.full_bw_now {
+                    done = true;
+                }
+                if done {
+                    self.prev_probe_too_high = false;
+                    self.start_bw_probe_down(tp, ack.now);
+                }
+            }
+            Phase::Down => {
+                if self.check_time_to_probe_bw(tp, ack.now) {
+                    return;
+                }
+                if self.check_time_to_cruise(tp, inflight, bw) {
+                    self.start_bw_probe_cruise();
+                }
+            }
+        }
+    }
+
+    fn probe_rtt_cwnd(&self) -> u32 {
+        BBR_CWND_MIN_TARGET.max(self.bdp(self.bw(), BBR_PROBE_RTT_CWND_GAIN))
+    }
+
+    fn exit_probe_rtt(&mut self, tp: &CcState, now: Nanos) {
+        self.reset_lower_bounds();
+        if self.full_bw_reached {
+            self.mode = Mode::ProbeBw;
+            self.start_bw_probe_down(tp, now);
+            self.start_bw_probe_cruise();
+        } else {
+            self.mode = Mode::Startup;
+        }
+    }
+
+    fn check_probe_rtt_done(&mut self, tp: &mut CcState, now: Nanos) {
+        match self.probe_rtt_done_stamp {
+            Some(done) if now > done => {}
+            _ => return,
+        }
+        self.probe_rtt_min_stamp = now; // schedule the next ProbeRTT
+        tp.snd_cwnd = tp.snd_cwnd.max(self.prior_cwnd);
+        self.exit_probe_rtt(tp, now);
+    }
+
+    /// `bbr_update_min_rtt`: 5 s ProbeRTT window, 10 s min_rtt window.
+    fn update_min_rtt(&mut self, tp: &mut CcState, ack: &AckSample) {
+        let now = ack.now;
+        let probe_rtt_expired = now > self.probe_rtt_min_stamp + BBR_PROBE_RTT_WIN;
+        if let Some(rtt) = ack.rtt {
+            let us = rtt.as_ns() / 1000;
+            if us < self.probe_rtt_min_us || probe_rtt_expired {
+                self.probe_rtt_min_us = us;
+                self.probe_rtt_min_stamp = now;
+            }
+        }
+        let min_rtt_expired = now > self.min_rtt_stamp + BBR_MIN_RTT_WIN;
+        if self.probe_rtt_min_us <= self.min_rtt_us || min_rtt_expired {
+            self.min_rtt_us = self.probe_rtt_min_us;
+            self.min_rtt_stamp = self.probe_rtt_min_stamp;
+        }
+        if probe_rtt_expired && !self.idle_restart && self.mode != Mode::ProbeRtt {
+            self.mode = Mode::ProbeRtt;
+            self.save_cwnd(tp);
+            self.probe_rtt_done_stamp = None;
+            self.ack_phase = AckPhase::ProbeStopping;
+            self.next_rtt_delivered = tp.delivered;
+        }
+        if self.mode == Mode::ProbeRtt {
+            // Ignore low-rate samples during this mode.
+            self.app_limited_until = (tp.delivered + tp.packets_in_flight as u64).max(1);
+            if self.probe_rtt_done_stamp.is_none() && tp.packets_in_flight <= self.probe_rtt_cwnd()
+            {
+                self.probe_rtt_done_stamp = Some(now + BBR_PROBE_RTT_MODE);
+                self.probe_rtt_round_done = false;
+                self.next_rtt_delivered = tp.delivered;
+            } else if self.probe_rtt_done_stamp.is_some() {
+                if self.round_start {
+                    self.probe_rtt_round_done = true;
+                }
+                if self.probe_rtt_round_done {
+                    self.check_probe_rtt_done(tp, now);
+                }
+            }
+        }
+        if ack.rs_delivered > 0 {
+            self.idle_restart = false;
+        }
+    }
+
+    fn update_gains(&mut self) {
+        let (p, c) = match self.mode {
+            Mode::Startup => (BBR_STARTUP_PACING_GAIN, BBR_STARTUP_CWND_GAIN),
+            Mode::Drain => (BBR_DRAIN_GAIN, BBR_STARTUP_CWND_GAIN),
+            Mode::ProbeBw => {
+                let mut c = BBR_CWND_GAIN;
+                if self.phase == Phase::Up {
+                    c += BBR_UNIT * BBR_BW_PROBE_CWND_GAIN / 4;
+                }
+                (BBR_PACING_GAIN[self.phase as usize], c)
+            }
+            Mode::ProbeRtt => (BBR_UNIT, BBR_UNIT),
+        };
+        self.pacing_gain = p;
+        self.cwnd_gain = c;
+    }
+
+    /// v3 `bbr_set_cwnd`, then `bbr_bound_cwnd_for_inflight_model`.
+    fn set_cwnd(&mut self, tp: &mut CcState, acked: u32, bw: u64) {
+        let mut cwnd = tp.snd_cwnd;
+        if acked > 0 {
+            let mut target = self.bdp(bw, self.cwnd_gain);
+            target += self.ack_aggregation_cwnd();
+            target = self.quantization_budget(tp, target);
+            if self.full_bw_reached {
+                cwnd = (cwnd + acked).min(target);
+            } else if cwnd < target || cwnd < 2 * self.init_cwnd {
+                cwnd += acked;
+            }
+            cwnd = cwnd.max(BBR_CWND_MIN_TARGET);
+        }
+        tp.snd_cwnd = cwnd.min(tp.snd_cwnd_clamp);
+        if self.mode == Mode::ProbeRtt {
+            tp.snd_cwnd = tp.snd_cwnd.min(self.probe_rtt_cwnd());
+        }
+        // Bound by the model.
+        let mut cap = UNSET;
+        if self.mode == Mode::ProbeBw && self.phase != Phase::Cruise {
+            cap = self.inflight_hi;
+        } else if self.mode == Mode::ProbeRtt
+            || (self.mode == Mode::ProbeBw && self.phase == Phase::Cruise)
+        {
+            cap = self.inflight_with_headroom();
+        }
+        cap = cap.min(self.inflight_lo).max(BBR_CWND_MIN_TARGET);
+        tp.snd_cwnd = tp.snd_cwnd.min(cap);
+    }
+}
+
+impl CongestionControl for Bbr3 {
+    fn name(&self) -> &'static str {
+        "bbr3"
+    }
+    fn requested_ecn(&self) -> EcnMode {
+        if self.l4s {
+            EcnMode::AccEcn
+        } else {
+            EcnMode::None
+        }
+    }
+    fn data_ecn(&self, negotiated: EcnMode) -> Ecn {
+        match negotiated {
+            EcnMode::None => Ecn::NotEct,
+            _ if self.l4s => Ecn::Ect1,
+            _ => Ecn::Ect0,
+        }
+    }
+    /// CE is a model input here (ecn_alpha, inflight bounds): the sender must not also
+    /// enter CWR for it.
+    fn handles_ecn(&self) -> bool {
+        true
+    }
+    fn has_cong_control(&self) -> bool {
+        true
+    }
+    /// `bbr_init`.
+    fn init(&mut self, tp: &mut CcState) {
+        let (l4s, rng) = (self.l4s, self.rng.clone());
+        *self = Bbr3::new(l4s, 0);
+        self.rng = rng;
+        self.init_cwnd = tp.snd_cwnd.min(0x7F);
+        tp.snd_ssthresh = u32::MAX;
+        self.next_rtt_delivered = tp.delivered;
+        if tp.min_rtt > Nanos::ZERO {
+            self.min_rtt_us = tp.min_rtt.as_ns() / 1000;
+            self.probe_rtt_min_us = self.min_rtt_us;
+        }
+        self.init_pacing_rate_from_rtt(tp);
+        tp.pacing_rate_bps = Some(self.pacing_rate.saturating_mul(8));
+        // Start sampling ECN after the first full flight is ACKed.
+        self.loss_round_delivered = tp.delivered + 1;
+        self.delivered = tp.delivered;
+        self.delivered_ce = tp.delivered_ce;
+        self.alpha_last_delivered = tp.delivered;
+        self.alpha_last_delivered_ce = tp.delivered_ce;
+    }
+    /// `bbr_ssthresh`: remember cwnd and the bounds for undo.
+    fn ssthresh(&mut self, tp: &mut CcState) -> u32 {
+        self.save_cwnd(tp);
+        self.undo_bw_lo = self.bw_lo;
+        self.undo_inflight_lo = self.inflight_lo;
+        self.undo_inflight_hi = self.inflight_hi;
+        tp.snd_ssthresh
+    }
+    /// `bbr_main`.
+    fn cong_control(&mut self, tp: &mut CcState, ack: &AckSample) {
+        let rs = self.rate_sample(ack);
+        self.update_round_start(tp, ack);
+        if self.round_start {
+            self.rounds_since_probe = (self.rounds_since_probe + 1).min(0xFF);
+            self.update_ecn_alpha(tp);
+        }
+        self.ecn_in_round |= self.ecn_eligible && rs.is_ece;
+        let sample_bw = bw_sample(ack).unwrap_or(0);
+        self.update_latest_delivery_signals(tp, &rs, sample_bw);
+        // bbr_update_model
+        self.update_congestion_signals(tp, &rs, ack, sample_bw);
+        self.update_ack_aggregation(tp, &rs, ack.now);
+        self.check_loss_too_high_in_startup(tp, &rs, ack);
+        self.check_full_bw_reached(&rs, sample_bw);
+        self.check_drain(tp, ack.now);
+        self.update_cycle_phase(tp, &rs, ack, sample_bw);
+        self.update_min_rtt(tp, ack);
+        self.update_gains();
+        let bw = self.bw();
+        self.set_pacing_rate(tp, bw, self.pacing_gain);
+        self.set_cwnd(tp, rs.acked, bw);
+        self.advance_latest_delivery_signals(&rs, sample_bw);
+        self.prev_ca_state = tp.ca_state;
+        self.loss_in_cycle |= rs.lost > 0;
+        self.ecn_in_cycle |= rs.delivered_ce > 0;
+    }
+    /// `bbr_set_state`.
+    fn set_state(&mut self, tp: &mut CcState, new: CaState) {
+        if new == CaState::Loss {
+            self.prev_ca_state = CaState::Loss;
+            self.reset_full_bw();
+            if !self.is_probing_bandwidth() && self.inflight_lo == UNSET {
+                self.inflight_lo = tp.snd_cwnd.max(self.prior_cwnd);
+            }
+        } else if self.prev_ca_state == CaState::Loss {
+            tp.snd_cwnd = tp.snd_cwnd.max(self.prior_cwnd);
+        }
+    }
+    fn cwnd_event(&mut self, tp: &mut CcState, ev: CwndEvent) {
+        if ev == CwndEvent::TxStart && tp.app_limited {
+            self.idle_restart = true;
+            self.ack_epoch_acked = 0;
+            if self.mode == Mode::ProbeBw {
+                let bw = self.bw();
+                self.set_pacing_rate(tp, bw, BBR_UNIT);
+            }
+        }
+    }
+    /// `bbr_undo_cwnd`: spurious loss, restore the saved bounds.
+    fn undo_cwnd(&mut self, _tp: &mut CcState, _prior_cwnd: u32) -> u32 {
+        self.reset_full_bw();
+        self.loss_in_round = false;
+        self.bw_lo = self.bw_lo.max(self.undo_bw_lo);
+        self.inflight_lo = self.inflight_lo.max(self.undo_inflight_lo);
+        self.inflight_hi = self.inflight_hi.max(self.undo_inflight_hi);
+        self.prior_cwnd
+    }
+    fn alpha(&self) -> f64 {
+        if self.ecn_eligible {
+            self.ecn_alpha()
+        } else {
+            f64::NAN
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cc::bbr::tests::Path;
+
+    const RTT: Nanos = Nanos::from_ms(50);
+
+    fn no_marks(_: u32) -> bool {
+        false
+    }
+
+    /// Run a path of `b_pps` (BDP = b_pps·50 ms) until ProbeBW Up with probe samples armed.
+    fn to_probe_up(l4s: bool, b_pps: f64) -> (Bbr3, Path, u32) {
+        let bdp = (b_pps * RTT.as_secs_f64()).round() as u32;
+        let mut cc = Bbr3::new(l4s, 11);
+        let ecn = if l4s { EcnMode::AccEcn } else { EcnMode::None };
+        let mut p = Path::with_ecn(&mut cc, RTT, ecn);
+        for _ in 0..300 {
+            if cc.mode() == Mode::ProbeBw && cc.phase() == Phase::Up {
+                break;
+            }
+            let rate = (p.tp.snd_cwnd as f64 / RTT.as_secs_f64()).min(b_pps);
+            let n = p.tp.snd_cwnd.min(bdp);
+            p.round_with(&mut cc, RTT, rate, n, Some(bdp), no_marks, no_marks);
+        }
+        assert_eq!((cc.mode(), cc.phase()), (Mode::ProbeBw, Phase::Up));
+        assert!(cc.bw_probe_samples);
+        // Startup ended on a bandwidth plateau, so inflight_hi has no value yet.
+        assert_eq!(cc.inflight_hi(), None);
+        (cc, p, bdp)
+    }
+
+    #[test]
+    fn ecn_negotiation_follows_l4s_option() {
+        let l4s = Bbr3::new(true, 0);
+        assert_eq!(l4s.requested_ecn(), EcnMode::AccEcn);
+        assert_eq!(l4s.data_ecn(EcnMode::AccEcn), Ecn::Ect1);
+        let plain = Bbr3::new(false, 0);
+        assert_eq!(plain.requested_ecn(), EcnMode::None);
+        assert_eq!(plain.data_ecn(EcnMode::None), Ecn::NotEct);
+    }
+
+    #[test]
+    fn ecn_alpha_is_ewma_of_ce_ratio() {
+        let mut cc = Bbr3::new(true, 1);
+        let mut p = Path::with_ecn(&mut cc, RTT, EcnMode::AccEcn);
+        // Every 4th packet CE. α is updated at each round start over the packets delivered
+        // since the previous one: the first update sees 1 packet (CE) → ratio 256; then
+        // rounds of 40 packets with 10 CE → ratio (10 << 8)/40 = 64. Integer recurrence
+        // α ← (240·α >> 8) + (16·ratio >> 8) from α = 256: 256, 244, 232, 221.
+        // Exact while Startup keeps rounds aligned with our 40-packet rounds. Later, phase
+        // changes restart BBR's round (next_rtt_delivered = delivered), which adds updates
+        // over short windows whose CE share is not exactly 1/4 (e.g. 1 CE in 7 packets):
+        // α then decays at least as fast as one update per path round and stays near F
+        // (a short window moves α by at most g·|F_w − F| ≈ 0.016–0.05).
+        let mut expect: u64 = 256;
+        let g: f64 = 1.0 / 16.0;
+        let mut prev: f64 = 1.0;
+        for r in 0..80 {
+            p.round_with(&mut cc, RTT, 1000.0, 40, Some(40), |i| i % 4 == 0, no_marks);
+            let ratio = if r == 0 { 256 } else { 64 };
+            expect = ((240 * expect) >> 8) + ((16 * ratio) >> 8);
+            let a = cc.ecn_alpha();
+            if r <= 3 {
+                assert_eq!(cc.ecn_alpha, expect, "round {r}");
+            }
+            if r >= 1 {
+                let closed = (1.0 - g).powi(r) + (1.0 - (1.0 - g).powi(r)) * 0.25;
+                assert!(
+                    a <= closed + 0.01,
+                    "round {r}: {a} decays slower than {closed}"
+                );
+                assert!(a >= 0.25 - 0.05, "round {r}: {a}");
+                assert!(a <= prev.max(0.25) + 0.05, "round {r}: not decaying");
+            }
+            prev = a;
+        }
+        assert!(
+            (cc.ecn_alpha() - 0.25).abs() < 0.03,
+            "alpha {}",
+            cc.ecn_alpha()
+        );
+    }
+
+    #[test]
+    fn ecn_above_threshold_lowers_inflight_hi_while_probing() {
+        let (cc0, p0, bdp) = to_probe_up(true, 1000.0);
+        assert_eq!(bdp, 50);
+        // 40 % CE (i % 5 < 2) stays under bbr_ecn_thresh = 50 % of a flight: no cut.
+        let (mut cc, mut p) = (cc0.clone(), p0.clone());
+        p.round_with(&mut cc, RTT, 1000.0, 50, Some(50), |i| i % 5 < 2, no_marks);
+        assert_eq!(cc.inflight_hi(), None);
+        // All CE: at the 26th ACK more than half of the sample's flight (rs.delivered = 50)
+        // is CE → inflight_hi = max(tx_in_flight = 50, (1 − 0.3)·target 52 = 36) = 50, and
+        // the probe stops (Down, or straight to an ECN re-probe Refill).
+        let (mut cc, mut p) = (cc0, p0);
+        p.round_with(&mut cc, RTT, 1000.0, 50, Some(50), |_| true, no_marks);
+        assert_eq!(cc.inflight_hi(), Some(50));
+        assert_ne!(cc.phase(), Phase::Up);
+        assert!(
+            p.tp.snd_cwnd <= 50,
+            "cwnd {} capped by inflight_hi",
+            p.tp.snd_cwnd
+        );
+    }
+
+    #[test]
+    fn loss_above_two_percent_caps_inflight_hi() {
+        // BDP 200 so that 2 % is more than one packet: loss_thresh = 5/256 (1.95 %);
+        // "too high" when lost > tx_in_flight·5 >> 8.
+        let (cc0, p0, bdp) = to_probe_up(false, 4000.0);
+        assert_eq!(bdp, 200);
+        // 3 losses: tx_in_flight = 200 + 3 = 203, thresh = 1015 >> 8 = 3 → 3 > 3 is false.
+        let (mut cc, mut p) = (cc0.clone(), p0.clone());
+        p.round_with(&mut cc, RTT, 4000.0, 200, Some(200), no_marks, |i| {
+            [10, 70, 130].contains(&i)
+        });
+        assert_eq!(cc.inflight_hi(), None);
+        // 5 losses: at the 4th, tx = 204, thresh = 1020 >> 8 = 3 → 4 > 3: inflight_hi =
+        // max(204, 0.7·target) = 204 and Up ends.
+        let (mut cc, mut p) = (cc0, p0);
+        p.round_with(&mut cc, RTT, 4000.0, 200, Some(200), no_marks, |i| {
+            i % 40 == 10
+        });
+        assert_eq!(cc.inflight_hi(), Some(204));
+        assert_ne!(cc.phase(), Phase::Up);
+    }
+
+    #[test]
+    fn lower_bounds_cut_by_ecn_and_loss_when_not_probing() {
+        let mut cc = Bbr3::new(true, 0);
+        let mut tp = CcState::new(1448);
+        tp.snd_cwnd = 60;
+        cc.mode = Mode::ProbeBw;
+        cc.phase = Phase::Down;
+        cc.ecn_alpha = 128; // α = 0.5
+        cc.ecn_in_round = true;
+        cc.adapt_lower_bounds(&tp);
+        // ecn_cut = 256 − (128·85 >> 8 = 42) = 214: 60·214 >> 8 = 50 ≈ 60·(1 − 0.5/3).
+        assert_eq!(cc.inflight_lo(), Some(50));
+        // Loss: inflight_lo = max(inflight_latest, 0.7·inflight_lo) = max(30, 50·180 >> 8 = 35).
+        cc.ecn_in_round = false;
+        cc.loss_in_round = true;
+        cc.inflight_latest = 30;
+        cc.bw_hi = [1000, 0];
+        cc.bw_latest = 500;
+        cc.adapt_lower_bounds(&tp);
+        assert_eq!(cc.inflight_lo(), Some(35));
+        // bw_lo = max(bw_latest 500, 1000·180 >> 8 = 703) = 703.
+        assert_eq!(cc.bw_lo, 703);
+        // While probing (Up) the lower bounds are left alone.
+        cc.phase = Phase::Up;
+        cc.adapt_lower_bounds(&tp);
+        assert_eq!(cc.inflight_lo(), Some(35));
+    }
+
+    #[test]
+    fn startup_exits_on_persistent_high_ce() {
+        let mut cc = Bbr3::new(true, 2);
+        let mut p = Path::with_ecn(&mut cc, RTT, EcnMode::AccEcn);
+        // Rates keep doubling (no plateau), but every packet is CE: two round-start updates
+        // with a CE ratio ≥ 50 % end Startup (bbr_full_ecn_cnt = 2), setting inflight_hi =
+        // max(BDP, inflight_latest).
+        let mut rounds = 0;
+        while cc.mode() == Mode::Startup && rounds < 10 {
+            let n = p.tp.snd_cwnd;
+            let rate = n as f64 / RTT.as_secs_f64();
+            p.round_with(&mut cc, RTT, rate, n, None, |_| true, no_marks);
+            rounds += 1;
+        }
+        assert!(cc.full_bw_reached());
+        assert!(rounds <= 3, "rounds {rounds}");
+        assert!(cc.inflight_hi().is_some());
+        // Without ECN (l4s off) the same path keeps Startup going.
+        let mut cc = Bbr3::new(false, 2);
+        let mut p = Path::with_ecn(&mut cc, RTT, EcnMode::None);
+        for _ in 0..4 {
+            let n = p.tp.snd_cwnd;
+            p.round_with(&mut cc, RTT, n as f64 / 0.05, n, None, |_| true, no_marks);
+        }
+        assert_eq!(cc.mode(), Mode::Startup);
+    }
+
+    proptest::proptest! {
+        /// Random rates, CE and losses: cwnd ≥ 4, pacing > 0, α ∈ [0, 1].
+        #[test]
+        fn invariants_under_random_feedback(
+            rounds in proptest::collection::vec((100.0f64..5000.0, 0u32..4, 0u32..3), 1..40),
+        ) {
+            let mut cc = Bbr3::new(true, 3);
+            let mut p = Path::with_ecn(&mut cc, RTT, EcnMode::AccEcn);
+            for (rate, ce_every, loss_at) in rounds {
+                let n = p.tp.snd_cwnd.clamp(4, 300);
+                p.round_with(
+                    &mut cc,
+                    RTT,
+                    rate,
+                    n,
+                    None,
+                    |i| ce_every > 0 && i % (ce_every + 1) == 0,
+                    |i| loss_at > 0 && i == loss_at * 7,
+                );
+                proptest::prop_assert!(p.tp.snd_cwnd >= BBR_CWND_MIN_TARGET);
+                proptest::prop_assert!(p.tp.pacing_rate_bps.unwrap_or(0) > 0);
+                proptest::prop_assert!((0.0..=1.0).contains(&cc.ecn_alpha()));
+            }
+        }
+    }
+}

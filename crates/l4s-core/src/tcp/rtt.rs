@@ -1,0 +1,151 @@
+//! Round-trip time estimation and retransmission timeout (RFC 6298 §2, §5.5–5.7).
+//! srtt/rttvar updated with α = 1/8, β = 1/4 in integer nanoseconds; RTO with binary backoff.
+
+use crate::time::Nanos;
+
+/// Clock granularity G of RFC 6298 §2 (the Linux jiffy at HZ=1000).
+pub const CLOCK_GRANULARITY: Nanos = Nanos::from_ms(1);
+/// RTO before any sample (RFC 6298 §2.1), also the SYN timeout (Linux `TCP_TIMEOUT_INIT`).
+pub const INITIAL_RTO: Nanos = Nanos::from_secs(1);
+
+#[derive(Clone, Debug)]
+pub struct RttEstimator {
+    srtt: Nanos,
+    rttvar: Nanos,
+    has_sample: bool,
+    min_rto: Nanos,
+    max_rto: Nanos,
+    /// Number of consecutive timeouts (Linux `icsk_backoff`).
+    backoff: u32,
+}
+
+impl RttEstimator {
+    pub fn new(min_rto: Nanos, max_rto: Nanos) -> Self {
+        RttEstimator {
+            srtt: Nanos::ZERO,
+            rttvar: Nanos::ZERO,
+            has_sample: false,
+            min_rto,
+            max_rto,
+            backoff: 0,
+        }
+    }
+
+    /// RFC 6298 §2.2 (first sample) and §2.3 (later samples). A valid sample also ends the
+    /// backoff (§5.7; Linux resets `icsk_backoff` in `tcp_ack_update_rtt`).
+    pub fn on_sample(&mut self, r: Nanos) {
+        if !self.has_sample {
+            self.srtt = r;
+            self.rttvar = Nanos(r.0 / 2);
+            self.has_sample = true;
+        } else {
+            let diff = self.srtt.0.abs_diff(r.0);
+            // rttvar = (1 - 1/4)·rttvar + 1/4·|srtt - R|; srtt = (1 - 1/8)·srtt + 1/8·R.
+            self.rttvar = Nanos((3 * self.rttvar.0 + diff) / 4);
+            self.srtt = Nanos((7 * self.srtt.0 + r.0) / 8);
+        }
+        self.backoff = 0;
+    }
+
+    /// A retransmission timer expired: back the timer off (RFC 6298 §5.5).
+    pub fn on_timeout(&mut self) {
+        self.backoff = self.backoff.saturating_add(1);
+    }
+
+    pub fn has_sample(&self) -> bool {
+        self.has_sample
+    }
+    pub fn srtt(&self) -> Nanos {
+        self.srtt
+    }
+    pub fn rttvar(&self) -> Nanos {
+        self.rttvar
+    }
+    pub fn backoff(&self) -> u32 {
+        self.backoff
+    }
+
+    /// RTO without backoff: srtt + max(G, 4·rttvar) clamped to [min_rto, max_rto]
+    /// (RFC 6298 §2.2–2.5); 1 s before the first sample.
+    pub fn base_rto(&self) -> Nanos {
+        let rto = if self.has_sample {
+            self.srtt + CLOCK_GRANULARITY.max(Nanos(4 * self.rttvar.0))
+        } else {
+            INITIAL_RTO
+        };
+        rto.max(self.min_rto).min(self.max_rto)
+    }
+
+    /// The timer to arm now: base RTO doubled per backoff step, at most max_rto.
+    pub fn rto(&self) -> Nanos {
+        let base = self.base_rto().0 as u128;
+        let shifted = base << self.backoff.min(64);
+        Nanos(shifted.min(self.max_rto.0 as u128) as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn est() -> RttEstimator {
+        RttEstimator::new(Nanos::from_ms(200), Nanos::from_secs(120))
+    }
+
+    #[test]
+    fn rfc6298_exact_updates() {
+        let mut e = est();
+        // §2.1: 1 s before any sample.
+        assert_eq!(e.rto(), Nanos::from_secs(1));
+        // First sample R = 100 ms: srtt = 100, rttvar = 50, RTO = 100 + 4·50 = 300 ms.
+        e.on_sample(Nanos::from_ms(100));
+        assert_eq!(e.srtt(), Nanos::from_ms(100));
+        assert_eq!(e.rttvar(), Nanos::from_ms(50));
+        assert_eq!(e.rto(), Nanos::from_ms(300));
+        // R = 200 ms: rttvar = 3/4·50 + 1/4·|100-200| = 62.5; srtt = 7/8·100 + 1/8·200 = 112.5;
+        // RTO = 112.5 + 250 = 362.5 ms.
+        e.on_sample(Nanos::from_ms(200));
+        assert_eq!(e.rttvar(), Nanos::from_us(62_500));
+        assert_eq!(e.srtt(), Nanos::from_us(112_500));
+        assert_eq!(e.rto(), Nanos::from_us(362_500));
+        // R = 100 ms: rttvar = 3/4·62.5 + 1/4·12.5 = 50; srtt = 7/8·112.5 + 12.5 = 110.9375;
+        // RTO = 110.9375 + 200 = 310.9375 ms.
+        e.on_sample(Nanos::from_ms(100));
+        assert_eq!(e.rttvar(), Nanos::from_ms(50));
+        assert_eq!(e.srtt(), Nanos(110_937_500));
+        assert_eq!(e.rto(), Nanos(310_937_500));
+    }
+
+    #[test]
+    fn min_rto_and_granularity_apply() {
+        let mut e = est();
+        // R = 10 ms: srtt + 4·rttvar = 10 + 20 = 30 ms < min_rto -> 200 ms.
+        e.on_sample(Nanos::from_ms(10));
+        assert_eq!(e.rto(), Nanos::from_ms(200));
+        // Many identical samples drive rttvar to 0: RTO = srtt + G, still floored at min_rto.
+        let mut e = RttEstimator::new(Nanos::ZERO, Nanos::from_secs(120));
+        for _ in 0..200 {
+            e.on_sample(Nanos::from_ms(10));
+        }
+        assert_eq!(e.rttvar(), Nanos::ZERO);
+        assert_eq!(e.rto(), Nanos::from_ms(11));
+    }
+
+    #[test]
+    fn backoff_doubles_until_max_and_resets_on_sample() {
+        let mut e = est();
+        e.on_sample(Nanos::from_ms(100)); // RTO 300 ms
+        e.on_timeout();
+        assert_eq!(e.rto(), Nanos::from_ms(600));
+        e.on_timeout();
+        assert_eq!(e.rto(), Nanos::from_ms(1200));
+        for _ in 0..20 {
+            e.on_timeout();
+        }
+        assert_eq!(e.rto(), Nanos::from_secs(120));
+        e.on_sample(Nanos::from_ms(100));
+        assert_eq!(e.backoff(), 0);
+        // rttvar = 3/4·50 + 0 = 37.5; RTO = 100 + 150 = 250 ms.
+        assert_eq!(e.rto(), Nanos::from_ms(250));
+    }
+}

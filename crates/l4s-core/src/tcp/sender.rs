@@ -1,0 +1,1200 @@
+//! TCP data sender: handshake with ECN negotiation, segment scoreboard, SACK (RFC 6675
+//! DupThresh) or NewReno (RFC 6582) loss recovery with PRR (RFC 6937), RTO with backoff
+//! (RFC 6298), classic ECN (RFC 3168) and AccECN feedback, Linux rate sampling and pacing.
+//!
+//! The ACK path follows Linux `tcp_ack()` (net/ipv4/tcp_input.c): SACK tagging, cumulative
+//! clean-up, RTT (`tcp_ack_update_rtt`: oldest newly acked never-retransmitted segment for
+//! srtt, newest for the CC's sample and min_rtt; the timestamp echo when only retransmitted
+//! data was acked), ECN decoding, `pkts_acked`, `in_ack_event`,
+//! the state machine of `tcp_fastretrans_alert` (CWR / Recovery / Loss exits and entries),
+//! `tcp_rate_gen` (net/ipv4/tcp_rate.c), then `tcp_cong_control`: the CC's `cong_control`
+//! if it has one, else PRR (`tcp_cwnd_reduction`) in CWR/Recovery, else `cong_avoid` when
+//! the ACK advanced `snd_una` (in Open, Disorder and Loss, as `tcp_may_raise_cwnd`).
+//!
+//! Loss detection: with SACK a segment is lost when DupThresh = 3 segments above it are
+//! SACKed (RFC 6675 `IsLost`); without SACK the third duplicate ACK marks the head lost and a
+//! partial ACK in Recovery marks the new head lost (Linux `tcp_newreno_mark_lost`), duplicate
+//! ACKs counting as SACKed segments (`tcp_add_reno_sack`). With SACK a lost retransmission is
+//! found when DupThresh segments beyond the `snd_nxt` of its sending are SACKed (Linux 3.x
+//! `tcp_mark_lost_retrans`); otherwise by the RTO. Tail losses: a tail loss probe (Linux
+//! `tcp_schedule_loss_probe` / `tcp_send_loss_probe`, RFC 8985 §7) sends one new segment or
+//! resends the last one after PTO = 2·srtt (+200 ms with one packet out, else +2 ms, capped
+//! by the RTO); when the probe's segment is delivered, the un-SACKed segments sent before it
+//! are marked lost at once (RACK's rule with a zero reordering window, applied once per probe;
+//! general RACK is not modelled). RTO: every non-SACKed segment is marked lost and resent in
+//! order (go-back-N) from cwnd = 1 in the Loss state.
+//!
+//! `CcState::packets_in_flight` is always the current `tcp_packets_in_flight`; whether the
+//! window was used to the full is the send-time record `CcState::is_cwnd_limited` /
+//! `max_packets_out`, kept as Linux `tcp_cwnd_validate` does (the in-flight count after an
+//! ACK is always below cwnd, so it cannot tell). `internal_pacing` and `write_queue_empty`
+//! tell the CC that the sender paces by itself and whether unsent data waits.
+//! The CA events `EcnIsCe`/`EcnNoCe` belong to the data receiver in Linux (DCTCP's
+//! delayed-ACK state) and are not raised by the sender.
+//!
+//! ECN: classic ECE makes the sender enter CWR once per window (unless the CC handles ECN),
+//! with CWR on the next new data segment; AccECN decodes the ACE delta ([`super::accecn`]).
+//! Retransmissions are Not-ECT with classic ECN (RFC 3168 §6.1.5) unless the CC needs ECN
+//! (`CongestionControl::needs_ecn`, Linux TCP_CONG_NEEDS_ECN: DCTCP), and carry the
+//! data codepoint with AccECN. SYN retransmissions fall back from ECN as Linux does.
+//! Pacing: each packet leaves no earlier than `tcp_wstamp_ns`, advanced by len/rate.
+//! Not modelled: undo of spurious recoveries (DSACK, F-RTO), RACK beyond the probe rule,
+//! cwnd restart after idle (CwndRestart is never raised), TSO/GSO.
+
+use std::collections::VecDeque;
+
+mod recovery;
+mod tlp;
+
+use recovery::{subtract_ranges, Ranges};
+pub use tlp::{TLP_TIMEOUT_MIN, TLP_WC_DELACK};
+
+use super::rtt::{RttEstimator, INITIAL_RTO};
+use super::{accecn, packet_id, TcpConfig, DATA_SEQ_START, SYN_BYTES, TCP_IP_HEADER_BYTES};
+use crate::cc::{AckSample, CaState, CcState, CongestionControl, CwndEvent, EcnMode};
+use crate::packet::{tcp_flags, Ecn, Packet, TcpHeader, Transport};
+use crate::time::Nanos;
+use crate::{Endpoint, FlowStats};
+
+/// RFC 6675 DupThresh (Linux `tcp_reordering` default 3).
+pub const DUP_THRESH: u32 = 3;
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum SndState {
+    /// Before `start`.
+    Idle,
+    SynSent,
+    Established,
+}
+
+/// One segment in the retransmission queue (Linux `sk_buff` + `tcp_skb_cb`).
+#[derive(Clone, Debug)]
+struct Seg {
+    seq: u64,
+    len: u32,
+    /// Last transmission time.
+    tx_time: Nanos,
+    /// Rate-sample snapshot at the last transmission (`tcp_rate_skb_sent`).
+    first_tx_mstamp: Nanos,
+    delivered_mstamp: Nanos,
+    delivered: u64,
+    app_limited: bool,
+    sacked: bool,
+    lost: bool,
+    /// Retransmitted since it was marked lost and not yet acknowledged (`TCPCB_SACKED_RETRANS`).
+    retrans: bool,
+    /// Ever retransmitted (`TCPCB_EVER_RETRANS`; Karn's rule).
+    ever_retrans: bool,
+    /// `snd_nxt` when last retransmitted (Linux 3.x `TCP_SKB_CB(skb)->ack_seq`).
+    retrans_nxt: u64,
+}
+
+impl Seg {
+    fn end(&self) -> u64 {
+        self.seq + self.len as u64
+    }
+}
+
+/// Per-ACK rate-sample bookkeeping (Linux `struct rate_sample` while it is being built).
+#[derive(Default)]
+struct RateBuild {
+    prior_delivered: Option<u64>,
+    prior_mstamp: Nanos,
+    /// Send-phase interval of the newest delivered segment.
+    snd_interval: Nanos,
+    is_app_limited: bool,
+    newest_tx: Nanos,
+    newest_end: u64,
+}
+
+pub struct TcpSender {
+    flow: u32,
+    cfg: TcpConfig,
+    cc: Box<dyn CongestionControl>,
+    tp: CcState,
+    state: SndState,
+    requested_ecn: EcnMode,
+    next_id: u64,
+    // Handshake.
+    syn_deadline: Option<Nanos>,
+    syn_rto: Nanos,
+    syn_sent_at: Nanos,
+    syn_retransmitted: bool,
+    /// SYN retransmissions so far (Linux `icsk_retransmits` in SYN-SENT).
+    syn_retries: u32,
+    syn_pending: bool,
+    /// Third handshake ACK to send, with its AccECN ACE reflection.
+    handshake_ack: Option<u8>,
+    // Sequence space (bytes).
+    snd_una: u64,
+    snd_nxt: u64,
+    app_end: Option<u64>,
+    segs: VecDeque<Seg>,
+    packets_out: u32,
+    sacked_out: u32,
+    lost_out: u32,
+    retrans_out: u32,
+    /// NewReno duplicate-ACK count standing in for `sacked_out` (`tcp_add_reno_sack`).
+    reno_sacked: u32,
+    /// End of the highest SACKed segment seen.
+    highest_sacked_end: u64,
+    /// No lost, not yet retransmitted segment starts below this sequence (Linux
+    /// `retransmit_skb_hint`).
+    retransmit_hint: u64,
+    /// Segments below this sequence have had the DupThresh rule applied.
+    lost_mark_seq: u64,
+    /// SACK blocks of the previous ACK: ranges already tagged (Linux `recv_sack_cache`).
+    sack_cache: [(u64, u64); 3],
+    /// Recovery point (`tp->high_seq`).
+    high_seq: u64,
+    prior_cwnd: u32,
+    prr_delivered: u32,
+    prr_out: u32,
+    /// Classic ECN: put CWR on the next new data segment (`TCP_ECN_QUEUE_CWR`).
+    cwr_pending: bool,
+    /// AccECN s.cep: CE packets the peer has reported (+5), wrapping like ACE mod 8.
+    s_cep: u64,
+    ack_thinning: accecn::AckThinning,
+    rtt: RttEstimator,
+    rto_deadline: Option<Nanos>,
+    /// Tail loss probe: when the probe timer fires, the probe to send, the end of the
+    /// outstanding probe episode (`tp->tlp_high_seq`), whether the probe was a retransmission,
+    /// and the probe's send time and segment end (for marking the holes below it lost).
+    tlp_deadline: Option<Nanos>,
+    tlp_pending: bool,
+    tlp_high_seq: Option<u64>,
+    tlp_retrans: bool,
+    tlp_probe: Option<(Nanos, u64)>,
+    tlp_probes: u64,
+    ts_recent: Nanos,
+    // Rate sampling (tcp_rate.c).
+    delivered_mstamp: Nanos,
+    first_tx_mstamp: Nanos,
+    /// `tp->app_limited`: delivered count at which the app-limited bubble ends (0 = none).
+    app_limited_until: u64,
+    /// Linux `tcp_cwnd_validate` state: was the window the limit when data was last sent,
+    /// the most packets out in this window, and the window's end.
+    is_cwnd_limited: bool,
+    max_packets_out: u32,
+    cwnd_usage_seq: u64,
+    /// Pacing: earliest departure of the next packet (`tp->tcp_wstamp_ns`).
+    wstamp: Nanos,
+    last_now: Nanos,
+    // Statistics.
+    sent_pkts: u64,
+    retransmits: u64,
+    lost_pkts: u64,
+    rto_count: u64,
+}
+
+impl TcpSender {
+    /// A sender for `flow` after checking `cfg` ([`TcpConfig::validate`]).
+    pub fn try_new(
+        flow: u32,
+        cfg: TcpConfig,
+        cc: Box<dyn CongestionControl>,
+    ) -> Result<Self, crate::ParamError> {
+        cfg.validate()?;
+        Ok(Self::new(flow, cfg, cc))
+    }
+
+    /// A sender for `flow`. `cfg` should have passed [`TcpConfig::validate`] (or use
+    /// [`TcpSender::try_new`]); out-of-range values are clamped here rather than panicking.
+    pub fn new(flow: u32, cfg: TcpConfig, cc: Box<dyn CongestionControl>) -> Self {
+        let mut cfg = cfg;
+        cfg.mss = cfg.mss.max(1);
+        cfg.init_cwnd = cfg.init_cwnd.max(1);
+        let mut tp = CcState::new(cfg.mss);
+        tp.snd_cwnd = cfg.init_cwnd;
+        let requested_ecn = cfg.ecn.unwrap_or_else(|| cc.requested_ecn());
+        let app_end = cfg.bytes.map(|b| DATA_SEQ_START + b);
+        TcpSender {
+            flow,
+            rtt: RttEstimator::new(cfg.min_rto, cfg.max_rto),
+            cc,
+            tp,
+            state: SndState::Idle,
+            requested_ecn,
+            next_id: 0,
+            syn_deadline: None,
+            syn_rto: INITIAL_RTO.min(cfg.max_rto),
+            syn_sent_at: Nanos::ZERO,
+            syn_retransmitted: false,
+            syn_retries: 0,
+            syn_pending: false,
+            handshake_ack: None,
+            snd_una: 0,
+            snd_nxt: 0,
+            app_end,
+            segs: VecDeque::new(),
+            packets_out: 0,
+            sacked_out: 0,
+            lost_out: 0,
+            retrans_out: 0,
+            reno_sacked: 0,
+            highest_sacked_end: 0,
+            retransmit_hint: 0,
+            lost_mark_seq: 0,
+            sack_cache: [(0, 0); 3],
+            high_seq: 0,
+            prior_cwnd: 0,
+            prr_delivered: 0,
+            prr_out: 0,
+            cwr_pending: false,
+            s_cep: accecn::CEP_INIT,
+            ack_thinning: accecn::AckThinning::default(),
+            rto_deadline: None,
+            tlp_deadline: None,
+            tlp_pending: false,
+            tlp_high_seq: None,
+            tlp_retrans: false,
+            tlp_probe: None,
+            tlp_probes: 0,
+            ts_recent: Nanos::ZERO,
+            delivered_mstamp: Nanos::ZERO,
+            first_tx_mstamp: Nanos::ZERO,
+            app_limited_until: 0,
+            is_cwnd_limited: false,
+            max_packets_out: 0,
+            cwnd_usage_seq: 0,
+            wstamp: Nanos::ZERO,
+            last_now: Nanos::ZERO,
+            sent_pkts: 0,
+            retransmits: 0,
+            lost_pkts: 0,
+            rto_count: 0,
+            cfg,
+        }
+    }
+
+    /// ECN mode negotiated (None before the handshake completes).
+    pub fn ecn_mode(&self) -> EcnMode {
+        self.tp.ecn
+    }
+    pub fn ca_state(&self) -> CaState {
+        self.tp.ca_state
+    }
+    /// The state a CC sees (cwnd, ssthresh, srtt, delivered, ...).
+    pub fn cc_state(&self) -> &CcState {
+        &self.tp
+    }
+    pub fn rtt_estimator(&self) -> &RttEstimator {
+        &self.rtt
+    }
+    /// Current retransmission timeout including backoff.
+    pub fn rto(&self) -> Nanos {
+        self.rtt.rto()
+    }
+    /// Retransmission timeouts so far.
+    pub fn rto_count(&self) -> u64 {
+        self.rto_count
+    }
+    pub fn snd_una(&self) -> u64 {
+        self.snd_una
+    }
+    /// `tcp_packets_in_flight()`: packets_out − (sacked_out + lost_out) + retrans_out.
+    pub fn in_flight(&self) -> u32 {
+        (self.packets_out + self.retrans_out).saturating_sub(self.left_out())
+    }
+
+    /// Recount the scoreboard and compare with the incremental counters (for tests).
+    #[cfg(test)]
+    pub(crate) fn check_invariants(&self) -> Result<(), String> {
+        let count = |f: fn(&Seg) -> bool| self.segs.iter().filter(|s| f(s)).count() as u32;
+        let checks = [
+            ("packets_out", self.packets_out, self.segs.len() as u32),
+            ("sacked_out", self.sacked_out, count(|s| s.sacked)),
+            ("lost_out", self.lost_out, count(|s| s.lost)),
+            ("retrans_out", self.retrans_out, count(|s| s.retrans)),
+        ];
+        for (name, kept, real) in checks {
+            if kept != real {
+                return Err(format!("{name}: counter {kept} != scoreboard {real}"));
+            }
+        }
+        if self.segs.iter().any(|s| s.sacked && (s.lost || s.retrans)) {
+            return Err("a SACKed segment is marked lost or in retransmission".into());
+        }
+        if self.segs.iter().any(|s| s.retrans && !s.lost) {
+            return Err("a retransmission in flight is not marked lost".into());
+        }
+        if let (Some(f), Some(b)) = (self.segs.front(), self.segs.back()) {
+            if f.seq != self.snd_una || b.end() != self.snd_nxt {
+                return Err(format!(
+                    "queue [{}, {}) vs snd_una {} snd_nxt {}",
+                    f.seq,
+                    b.end(),
+                    self.snd_una,
+                    self.snd_nxt
+                ));
+            }
+        }
+        if let Some(bad) = self
+            .segs
+            .iter()
+            .find(|s| s.seq < self.retransmit_hint && s.lost && !s.retrans && !s.sacked)
+        {
+            return Err(format!(
+                "lost segment {} below the retransmit hint",
+                bad.seq
+            ));
+        }
+        if self.is_sack() {
+            if let Some(bad) = self
+                .segs
+                .iter()
+                .find(|s| s.seq < self.lost_mark_seq && !s.sacked && !s.lost)
+            {
+                return Err(format!("segment {} below lost_mark_seq not lost", bad.seq));
+            }
+        }
+        if self.left_out() > self.packets_out + self.retrans_out {
+            return Err("left_out exceeds packets_out".into());
+        }
+        Ok(())
+    }
+
+    fn left_out(&self) -> u32 {
+        let sacked = if self.cfg.sack {
+            self.sacked_out
+        } else {
+            self.reno_sacked
+        };
+        sacked + self.lost_out
+    }
+
+    fn is_sack(&self) -> bool {
+        self.cfg.sack
+    }
+
+    fn new_id(&mut self) -> u64 {
+        let id = packet_id(self.flow, false, self.next_id);
+        self.next_id += 1;
+        id
+    }
+
+    fn make_syn(&mut self, now: Nanos) -> Packet {
+        // ECN fallback on SYN loss (RFC 3168 §6.1.1.1; Linux `__tcp_retransmit_skb` with
+        // tcp_ecn_fallback = 1): a classic request is dropped from every retransmitted SYN,
+        // an AccECN request is repeated once and dropped from the second retransmission on.
+        let keep_ecn = match self.requested_ecn {
+            EcnMode::AccEcn => self.syn_retries <= 1,
+            _ => self.syn_retries == 0,
+        };
+        let ecn_flags = if keep_ecn {
+            accecn::syn_flags(self.requested_ecn)
+        } else {
+            0
+        };
+        let h = TcpHeader {
+            seq: 0,
+            ack: 0,
+            flags: tcp_flags::SYN | ecn_flags,
+            ts_val: now,
+            ..Default::default()
+        };
+        Packet {
+            id: self.new_id(),
+            flow: self.flow,
+            bytes: SYN_BYTES,
+            ecn: Ecn::NotEct,
+            sent_at: now,
+            enqueued_at: now,
+            transport: Transport::Tcp(h),
+        }
+    }
+
+    fn sync_tp(&mut self) {
+        self.tp.snd_una = self.snd_una;
+        self.tp.snd_nxt = self.snd_nxt;
+        self.tp.packets_in_flight = self.in_flight();
+        self.tp.app_limited = self.app_limited_until != 0;
+        self.tp.is_cwnd_limited = self.is_cwnd_limited;
+        self.tp.max_packets_out = self.max_packets_out;
+        self.tp.internal_pacing = self.cfg.pacing;
+        self.tp.write_queue_empty = !self.new_data_available();
+    }
+
+    fn set_ca_state(&mut self, s: CaState) {
+        if self.tp.ca_state != s {
+            self.sync_tp();
+            self.cc.set_state(&mut self.tp, s);
+            self.tp.ca_state = s;
+        }
+    }
+
+    fn new_data_available(&self) -> bool {
+        if let Some(stop) = self.cfg.stop {
+            if self.last_now >= stop {
+                return false;
+            }
+        }
+        let end = self.app_end.unwrap_or(u64::MAX);
+        if self.snd_nxt >= end {
+            return false;
+        }
+        // Receive window: bytes outstanding after sending one more segment.
+        self.snd_nxt + self.cfg.mss as u64 - self.snd_una <= self.cfg.rwnd_bytes
+    }
+
+    /// Index of the lowest lost segment not yet retransmitted.
+    fn next_lost(&self) -> Option<usize> {
+        if self.lost_out <= self.retrans_out {
+            return None;
+        }
+        let from = self.seg_index(self.retransmit_hint.max(self.snd_una));
+        self.segs
+            .iter()
+            .skip(from)
+            .position(|s| s.lost && !s.retrans && !s.sacked)
+            .map(|k| k + from)
+    }
+
+    fn pacing_rate(&self) -> Option<u64> {
+        if self.cfg.pacing {
+            self.tp.pacing_rate_bps.filter(|&r| r > 0)
+        } else {
+            None
+        }
+    }
+
+    /// True when cwnd and the application would let a data segment leave (pacing aside).
+    fn can_send_data(&self) -> bool {
+        self.state == SndState::Established
+            && self.in_flight() < self.tp.snd_cwnd
+            && (self.next_lost().is_some() || self.new_data_available())
+    }
+
+    /// Stamp a data segment as sent (`tcp_rate_skb_sent`, pacing, timers, PRR).
+    /// `idle`: no packet was outstanding before this one (new sampling epoch, Linux
+    /// `tcp_rate_skb_sent`); `no_flight`: nothing was in flight (`CA_EVENT_TX_START`).
+    fn on_data_sent(
+        &mut self,
+        idx: usize,
+        pkt_bytes: u32,
+        now: Nanos,
+        idle: bool,
+        no_flight: bool,
+    ) {
+        if idle {
+            self.first_tx_mstamp = now;
+            self.delivered_mstamp = now;
+        }
+        if no_flight {
+            self.sync_tp();
+            self.cc.cwnd_event(&mut self.tp, CwndEvent::TxStart);
+        }
+        let first_tx = self.first_tx_mstamp;
+        let dmst = self.delivered_mstamp;
+        let delivered = self.tp.delivered;
+        let app_limited = self.app_limited_until != 0;
+        let s = &mut self.segs[idx];
+        s.tx_time = now;
+        s.first_tx_mstamp = first_tx;
+        s.delivered_mstamp = dmst;
+        s.delivered = delivered;
+        s.app_limited = app_limited;
+        self.sent_pkts += 1;
+        self.prr_out += 1;
+        if self.rto_deadline.is_none() {
+            self.rto_deadline = Some(now + self.rtt.rto());
+        }
+        if let Some(rate) = self.pacing_rate() {
+            // tcp_update_skb_after_send: wstamp = max(wstamp, now) + len_ns, with credit
+            // for lateness of at most half the packet time.
+            let prior = self.wstamp;
+            let start = self.wstamp.max(now);
+            let len_ns = ((pkt_bytes as u128 * 8 * 1_000_000_000) / rate as u128) as u64;
+            let credit = start.0 - prior.0.min(start.0);
+            let len_ns = len_ns - (len_ns / 2).min(credit);
+            self.wstamp = Nanos(start.0 + len_ns);
+        } else {
+            self.wstamp = now;
+        }
+    }
+
+    fn data_packet(
+        &mut self,
+        idx: usize,
+        now: Nanos,
+        retransmission: bool,
+        idle: bool,
+        no_flight: bool,
+    ) -> Packet {
+        let (seq, len) = (self.segs[idx].seq, self.segs[idx].len);
+        let mut h = TcpHeader {
+            seq,
+            ack: 1,
+            flags: tcp_flags::ACK,
+            payload_bytes: len,
+            ts_val: now,
+            ts_ecr: self.ts_recent,
+            ..Default::default()
+        };
+        let mut ecn = self.cc.data_ecn(self.tp.ecn);
+        match self.tp.ecn {
+            EcnMode::Classic => {
+                // tcp_ecn_send: retransmissions go Not-ECT unless the CC needs ECN.
+                if retransmission && !self.cc.needs_ecn() {
+                    ecn = Ecn::NotEct;
+                } else if self.cwr_pending {
+                    h.flags |= tcp_flags::CWR;
+                    self.cwr_pending = false;
+                }
+            }
+            // Our r.cep for the ACK direction never moves (ACKs are Not-ECT): ACE = 5.
+            EcnMode::AccEcn => h.set_ace((accecn::CEP_INIT & accecn::ACE_MASK) as u8),
+            EcnMode::None => ecn = Ecn::NotEct,
+        }
+        let bytes = len + TCP_IP_HEADER_BYTES;
+        self.on_data_sent(idx, bytes, now, idle, no_flight);
+        Packet {
+            id: self.new_id(),
+            flow: self.flow,
+            bytes,
+            ecn,
+            sent_at: now,
+            enqueued_at: now,
+            transport: Transport::Tcp(h),
+        }
+    }
+
+    /// Linux `tcp_cwnd_validate`: track how fully the window is used.
+    fn cwnd_validate(&mut self, is_cwnd_limited: bool) {
+        if self.snd_una >= self.cwnd_usage_seq
+            || is_cwnd_limited
+            || (!self.is_cwnd_limited && self.packets_out > self.max_packets_out)
+        {
+            self.is_cwnd_limited = is_cwnd_limited;
+            self.max_packets_out = self.packets_out;
+            self.cwnd_usage_seq = self.snd_nxt;
+        }
+    }
+
+    fn transmit_data(&mut self, now: Nanos) -> Option<Packet> {
+        let p = self.transmit_data_inner(now);
+        if p.is_some() {
+            let limited = self.in_flight() >= self.tp.snd_cwnd;
+            self.cwnd_validate(limited);
+        } else if self.in_flight() >= self.tp.snd_cwnd {
+            self.cwnd_validate(true);
+        }
+        p
+    }
+
+    fn transmit_data_inner(&mut self, now: Nanos) -> Option<Packet> {
+        let in_flight = self.in_flight();
+        if in_flight >= self.tp.snd_cwnd {
+            return None;
+        }
+        let idle = self.packets_out == 0;
+        let no_flight = in_flight == 0;
+        if let Some(idx) = self.next_lost() {
+            self.retransmit_hint = self.segs[idx].seq;
+            if self.pacing_rate().is_some() && now < self.wstamp {
+                return None;
+            }
+            let snd_nxt = self.snd_nxt;
+            let s = &mut self.segs[idx];
+            s.retrans = true;
+            s.ever_retrans = true;
+            s.retrans_nxt = snd_nxt;
+            self.retrans_out += 1;
+            self.retransmits += 1;
+            return Some(self.data_packet(idx, now, true, idle, no_flight));
+        }
+        if !self.new_data_available() {
+            // tcp_rate_check_app_limited: nothing to send while the window has room.
+            self.app_limited_until = (self.tp.delivered + self.in_flight() as u64).max(1);
+            self.tp.app_limited = true;
+            return None;
+        }
+        if self.pacing_rate().is_some() && now < self.wstamp {
+            return None;
+        }
+        let p = self.send_new_segment(now, idle, no_flight);
+        // tcp_write_xmit -> tcp_schedule_loss_probe after new data.
+        self.schedule_loss_probe(now, false);
+        Some(p)
+    }
+
+    /// Put the next new segment on the wire (cwnd and pacing already checked by the caller).
+    fn send_new_segment(&mut self, now: Nanos, idle: bool, no_flight: bool) -> Packet {
+        let end = self.app_end.unwrap_or(u64::MAX);
+        let len = (end - self.snd_nxt).min(self.cfg.mss as u64) as u32;
+        self.segs.push_back(Seg {
+            seq: self.snd_nxt,
+            len,
+            tx_time: now,
+            first_tx_mstamp: now,
+            delivered_mstamp: now,
+            delivered: 0,
+            app_limited: false,
+            sacked: false,
+            lost: false,
+            retrans: false,
+            ever_retrans: false,
+            retrans_nxt: 0,
+        });
+        self.snd_nxt += len as u64;
+        self.packets_out += 1;
+        let idx = self.segs.len() - 1;
+        self.data_packet(idx, now, false, idle, no_flight)
+    }
+
+    // ----- ACK processing -------------------------------------------------------------------
+
+    fn on_synack(&mut self, pkt: &Packet, h: &TcpHeader, now: Nanos) {
+        if h.ack != 1 {
+            return;
+        }
+        self.tp.ecn = accecn::client_result(self.requested_ecn, h.flags);
+        if !self.syn_retransmitted {
+            // Karn: only an unambiguous SYN gives a sample (Linux measures the SYN RTT).
+            self.rtt.on_sample(now - self.syn_sent_at);
+            self.tp.srtt = self.rtt.srtt();
+            self.tp.min_rtt = self.rtt.srtt();
+        }
+        self.ts_recent = h.ts_val;
+        self.state = SndState::Established;
+        self.syn_deadline = None;
+        self.syn_pending = false;
+        self.snd_una = DATA_SEQ_START;
+        self.snd_nxt = DATA_SEQ_START;
+        self.high_seq = DATA_SEQ_START;
+        self.handshake_ack = Some(accecn::handshake_ace(pkt.ecn));
+        self.sync_tp();
+        self.cc.init(&mut self.tp);
+    }
+
+    fn handshake_ack_packet(&mut self, ace: u8, now: Nanos) -> Packet {
+        let mut h = TcpHeader {
+            seq: DATA_SEQ_START,
+            ack: 1,
+            flags: tcp_flags::ACK,
+            ts_val: now,
+            ts_ecr: self.ts_recent,
+            ..Default::default()
+        };
+        if self.tp.ecn == EcnMode::AccEcn {
+            // AccECN §3.2.2.1: the first ACK reflects the SYN/ACK's IP-ECN field.
+            h.set_ace(ace);
+        }
+        Packet {
+            id: self.new_id(),
+            flow: self.flow,
+            bytes: TCP_IP_HEADER_BYTES,
+            ecn: Ecn::NotEct,
+            sent_at: now,
+            enqueued_at: now,
+            transport: Transport::Tcp(h),
+        }
+    }
+
+    /// `tcp_rate_skb_delivered`: remember the most recently sent delivered segment.
+    fn rate_skb_delivered(rb: &mut RateBuild, s: &Seg) {
+        let newer = match rb.prior_delivered {
+            None => true,
+            Some(_) => {
+                s.tx_time > rb.newest_tx || (s.tx_time == rb.newest_tx && s.end() > rb.newest_end)
+            }
+        };
+        if newer {
+            rb.prior_delivered = Some(s.delivered);
+            rb.prior_mstamp = s.delivered_mstamp;
+            rb.is_app_limited = s.app_limited;
+            rb.newest_tx = s.tx_time;
+            rb.newest_end = s.end();
+            rb.snd_interval = s.tx_time - s.first_tx_mstamp;
+        }
+    }
+
+    /// Segment index holding byte `seq` (all segments are full-sized except possibly the last).
+    fn seg_index(&self, seq: u64) -> usize {
+        match self.segs.front() {
+            Some(f) if seq > f.seq => ((seq - f.seq) / self.cfg.mss as u64) as usize,
+            _ => 0,
+        }
+    }
+
+    fn on_ack(&mut self, h: &TcpHeader, now: Nanos) {
+        let ack = h.ack;
+        if ack > self.snd_nxt || ack < self.snd_una {
+            // Acknowledges data never sent, or older than what is already acknowledged
+            // (reordered ACK): ignored, as Linux does for the cumulative part.
+            return;
+        }
+        self.ts_recent = h.ts_val;
+        let prior_in_flight = self.in_flight();
+        let prior_delivered = self.tp.delivered;
+        let prior_una = self.snd_una;
+        let mut rb = RateBuild::default();
+        let mut acked_bytes = 0u64;
+        let mut first_sackt: Option<Nanos> = None;
+        let mut last_sackt: Option<Nanos> = None;
+        let mut first_ackt: Option<Nanos> = None;
+        let mut last_ackt: Option<Nanos> = None;
+        let mut retrans_data_acked = false;
+
+        // 1. SACK tagging (tcp_sacktag_write_queue).
+        if self.is_sack() {
+            let n = (h.n_sack as usize).min(3);
+            let mut ranges = Ranges::default();
+            for &(start, end) in &h.sack[..n] {
+                if end > self.snd_una.max(ack) && start < end {
+                    // Only the parts not already tagged through last ACK's blocks.
+                    subtract_ranges(start, end, &self.sack_cache, &mut ranges);
+                }
+            }
+            self.sack_cache = [(0, 0); 3];
+            self.sack_cache[..n].copy_from_slice(&h.sack[..n]);
+            for &(start, end) in ranges.as_slice() {
+                let mut i = self.seg_index(start.max(self.snd_una));
+                while i < self.segs.len() {
+                    let s = &self.segs[i];
+                    if s.seq >= end {
+                        break;
+                    }
+                    if s.seq >= start && s.end() <= end && !s.sacked && s.end() > ack {
+                        let s = &mut self.segs[i];
+                        s.sacked = true;
+                        self.sacked_out += 1;
+                        self.highest_sacked_end = self.highest_sacked_end.max(s.end());
+                        if s.lost {
+                            s.lost = false;
+                            self.lost_out -= 1;
+                        }
+                        if s.retrans {
+                            s.retrans = false;
+                            self.retrans_out -= 1;
+                        }
+                        if !s.ever_retrans {
+                            let t = s.tx_time;
+                            first_sackt = Some(first_sackt.map_or(t, |f| f.min(t)));
+                            last_sackt = Some(last_sackt.map_or(t, |l| l.max(t)));
+                        }
+                        acked_bytes += s.len as u64;
+                        self.tp.delivered += 1;
+                        Self::rate_skb_delivered(&mut rb, &self.segs[i]);
+                    }
+                    i += 1;
+                }
+            }
+        }
+
+        // 2. Cumulative acknowledgement (tcp_clean_rtx_queue).
+        let mut pkts_cum_acked = 0u32;
+        while let Some(s) = self.segs.front() {
+            if s.end() > ack {
+                break;
+            }
+            let s = self.segs.pop_front().expect("front exists");
+            self.packets_out -= 1;
+            pkts_cum_acked += 1;
+            if s.lost {
+                self.lost_out -= 1;
+            }
+            if s.retrans {
+                self.retrans_out -= 1;
+            }
+            if s.ever_retrans {
+                retrans_data_acked = true;
+            } else {
+                if first_ackt.is_none() {
+                    first_ackt = Some(s.tx_time);
+                }
+                last_ackt = Some(s.tx_time);
+            }
+            if s.sacked {
+                self.sacked_out -= 1;
+            } else {
+                acked_bytes += s.len as u64;
+                if self.is_sack() {
+                    self.tp.delivered += 1;
+                }
+                Self::rate_skb_delivered(&mut rb, &s);
+            }
+        }
+        self.snd_una = ack;
+        let una_advanced = ack > prior_una;
+
+        // 3. NewReno: duplicate ACKs stand in for SACKed segments.
+        if !self.is_sack() {
+            if una_advanced {
+                // tcp_remove_reno_sacks: one ACK filled the hole, the rest eat dupacks.
+                let acked = pkts_cum_acked;
+                self.tp.delivered += (acked as u64)
+                    .saturating_sub(self.reno_sacked as u64)
+                    .max(1);
+                self.reno_sacked = self.reno_sacked.saturating_sub(acked.saturating_sub(1));
+            } else if self.packets_out > 0 && h.payload_bytes == 0 {
+                // tcp_add_reno_sack: an out-of-order segment was delivered.
+                let prior = self.reno_sacked;
+                self.reno_sacked += 1;
+                self.limit_reno_sacked();
+                if self.reno_sacked > prior {
+                    self.tp.delivered += 1;
+                }
+            }
+            self.limit_reno_sacked();
+        }
+        let newly_acked_sacked = (self.tp.delivered - prior_delivered) as u32;
+
+        // 4. SACK loss marking (RFC 6675 IsLost).
+        let mut newly_lost = 0u32;
+        if self.is_sack() {
+            newly_lost += self.mark_lost_dupthresh();
+            newly_lost += self.mark_lost_retrans();
+            newly_lost += self.mark_lost_after_probe(ack);
+        }
+
+        // 5. ECN feedback (Linux FLAG_ECE / tcp_accecn_process).
+        let mut ece = false;
+        let mut ce_delta = 0u64;
+        match self.tp.ecn {
+            EcnMode::Classic => {
+                if h.has(tcp_flags::ECE) {
+                    ece = true;
+                    ce_delta = newly_acked_sacked as u64;
+                }
+            }
+            EcnMode::AccEcn => {
+                // Only ACKs with forward progress carry a usable ACE.
+                if una_advanced || newly_acked_sacked > 0 {
+                    ce_delta =
+                        self.ack_thinning
+                            .delta(h.ace(), self.s_cep, newly_acked_sacked as u64);
+                    self.s_cep += ce_delta;
+                    ece = ce_delta > 0;
+                }
+            }
+            EcnMode::None => {}
+        }
+        self.tp.delivered_ce += ce_delta;
+
+        // 6. RTT (tcp_ack_update_rtt): Karn's rule on the cumulative part, SACK as fallback.
+        let seq_rtt = if retrans_data_acked {
+            None
+        } else {
+            first_ackt.map(|t| now - t)
+        };
+        let sack_rtt = first_sackt.map(|t| now - t);
+        let mut ca_rtt = if retrans_data_acked {
+            None
+        } else {
+            last_ackt.map(|t| now - t)
+        };
+        if let Some(t) = last_sackt {
+            ca_rtt = Some(now - t);
+        }
+        let mut srtt_sample = seq_rtt.or(sack_rtt);
+        if srtt_sample.is_none() && una_advanced && h.ts_ecr > Nanos::ZERO {
+            // Only retransmitted data was acknowledged: RFC 7323 timestamp echo (Linux
+            // tcp_rtt_tsopt_us), which also ends the RTO backoff.
+            let r = now - h.ts_ecr;
+            srtt_sample = Some(r);
+            ca_rtt = Some(r);
+        }
+        if let Some(r) = srtt_sample {
+            self.rtt.on_sample(r);
+            self.tp.srtt = self.rtt.srtt();
+        }
+        if let Some(r) = ca_rtt {
+            if self.tp.min_rtt == Nanos::ZERO || r < self.tp.min_rtt {
+                self.tp.min_rtt = r;
+            }
+        }
+
+        // 7. Rate sample (tcp_rate_gen).
+        if self.app_limited_until != 0 && self.tp.delivered > self.app_limited_until {
+            self.app_limited_until = 0;
+            self.tp.app_limited = false;
+        }
+        if newly_acked_sacked > 0 {
+            self.delivered_mstamp = now;
+        }
+        let (rs_delivered, rs_interval, prior_delivered_rs) = match rb.prior_delivered {
+            Some(pd) => {
+                let ack_interval = now - rb.prior_mstamp;
+                let interval = rb.snd_interval.max(ack_interval);
+                if interval < self.tp.min_rtt {
+                    // Implausibly short: Linux discards the sample.
+                    (0, Nanos::ZERO, pd)
+                } else {
+                    (self.tp.delivered - pd, interval, pd)
+                }
+            }
+            None => (0, Nanos::ZERO, 0),
+        };
+        // Linux moves the start of the next send interval to the newest delivered send.
+        if rb.prior_delivered.is_some() {
+            self.first_tx_mstamp = rb.newest_tx;
+        }
+
+        self.lost_pkts += newly_lost as u64;
+        let mut sample = AckSample {
+            now,
+            acked_pkts: newly_acked_sacked,
+            acked_bytes,
+            rtt: ca_rtt,
+            ece,
+            ce_delta_pkts: ce_delta as u32,
+            prior_delivered: prior_delivered_rs,
+            rs_delivered,
+            rs_interval,
+            is_app_limited: rb.is_app_limited,
+            losses: newly_lost,
+            prior_in_flight,
+        };
+
+        // 8. CC notifications (clean_rtx_queue → pkts_acked; tcp_in_ack_event).
+        self.sync_tp();
+        if newly_acked_sacked > 0 || ca_rtt.is_some() {
+            self.cc.pkts_acked(&mut self.tp, &sample);
+        }
+        self.cc.in_ack_event(&mut self.tp, &sample);
+
+        // 9. Probe episode (tcp_process_tlp_ack), then the state machine (tcp_fastretrans_alert).
+        self.process_tlp_ack(ack, una_advanced, newly_acked_sacked);
+        if self.snd_una >= self.high_seq {
+            match self.tp.ca_state {
+                // CWR is held until something above high_seq is acked, so that the CWR
+                // flag has reached the receiver.
+                CaState::Cwr if self.snd_una != self.high_seq => {
+                    self.end_cwnd_reduction();
+                    self.set_ca_state(CaState::Open);
+                }
+                CaState::Recovery => {
+                    self.reno_sacked = 0;
+                    self.end_cwnd_reduction();
+                    self.set_ca_state(CaState::Open);
+                }
+                CaState::Loss => {
+                    self.reno_sacked = 0;
+                    self.set_ca_state(CaState::Open);
+                }
+                _ => {}
+            }
+        }
+        if !self.is_sack() {
+            // tcp_newreno_mark_lost.
+            let st = self.tp.ca_state;
+            if (matches!(st, CaState::Open | CaState::Disorder | CaState::Cwr)
+                && self.reno_sacked >= DUP_THRESH)
+                || (st == CaState::Recovery && una_advanced)
+            {
+                let n = self.mark_head_lost();
+                self.limit_reno_sacked();
+                newly_lost += n;
+                self.lost_pkts += n as u64;
+            }
+        }
+        match self.tp.ca_state {
+            CaState::Open | CaState::Disorder | CaState::Cwr => {
+                if self.lost_out > 0 {
+                    self.enter_recovery();
+                } else {
+                    if ece && !self.cc.handles_ecn() {
+                        self.enter_cwr();
+                    }
+                    if self.tp.ca_state != CaState::Cwr {
+                        // tcp_try_keep_open.
+                        let disorder = self.left_out() > 0 || self.retrans_out > 0;
+                        self.set_ca_state(if disorder {
+                            CaState::Disorder
+                        } else {
+                            CaState::Open
+                        });
+                    }
+                }
+            }
+            CaState::Recovery | CaState::Loss => {}
+        }
+
+        // 10. Window update (tcp_cong_control), with the rate sample's losses now including
+        // NewReno's head marking as Linux's rs->losses does.
+        sample.losses = newly_lost;
+        self.sync_tp();
+        if self.cc.has_cong_control() {
+            self.cc.cong_control(&mut self.tp, &sample);
+            self.sync_tp();
+        } else if matches!(self.tp.ca_state, CaState::Cwr | CaState::Recovery) {
+            self.cwnd_reduction(newly_acked_sacked, newly_lost, una_advanced);
+        } else if una_advanced {
+            self.cc.cong_avoid(&mut self.tp, &sample);
+            self.sync_tp();
+        }
+        self.tp.snd_cwnd = self.tp.snd_cwnd.max(1);
+
+        // 11. Retransmission timer (RFC 6298 §5.2–5.3) and probe timer (tcp_set_xmit_timer).
+        if una_advanced {
+            self.rto_deadline = if self.packets_out > 0 {
+                Some(now + self.rtt.rto())
+            } else {
+                None
+            };
+            self.schedule_loss_probe(now, true);
+        } else if !matches!(
+            self.tp.ca_state,
+            CaState::Open | CaState::Disorder | CaState::Cwr
+        ) {
+            self.tlp_deadline = None;
+        }
+    }
+}
+
+impl Endpoint for TcpSender {
+    fn handle_packet(&mut self, pkt: Packet, now: Nanos) {
+        self.last_now = self.last_now.max(now);
+        let Some(h) = pkt.tcp().copied() else {
+            return;
+        };
+        match self.state {
+            SndState::Idle => {}
+            SndState::SynSent => {
+                if h.has(tcp_flags::SYN) && h.has(tcp_flags::ACK) {
+                    self.on_synack(&pkt, &h, now);
+                }
+            }
+            SndState::Established => {
+                if h.has(tcp_flags::ACK) && !h.has(tcp_flags::SYN) {
+                    self.on_ack(&h, now);
+                } else if h.has(tcp_flags::SYN) && h.has(tcp_flags::ACK) {
+                    // Duplicate SYN/ACK (our handshake ACK was lost or slow): re-ACK it.
+                    self.handshake_ack = Some(accecn::handshake_ace(pkt.ecn));
+                }
+            }
+        }
+    }
+
+    fn poll_transmit(&mut self, now: Nanos) -> Option<Packet> {
+        self.last_now = self.last_now.max(now);
+        match self.state {
+            SndState::Idle => {
+                if now >= self.cfg.start {
+                    self.state = SndState::SynSent;
+                    self.syn_sent_at = now;
+                    self.syn_deadline = Some(now + self.syn_rto);
+                    return Some(self.make_syn(now));
+                }
+                None
+            }
+            SndState::SynSent => {
+                if self.syn_pending {
+                    self.syn_pending = false;
+                    self.syn_sent_at = now;
+                    self.syn_deadline = Some(now + self.syn_rto);
+                    return Some(self.make_syn(now));
+                }
+                None
+            }
+            SndState::Established => {
+                if let Some(ace) = self.handshake_ack.take() {
+                    return Some(self.handshake_ack_packet(ace, now));
+                }
+                if self.tlp_pending {
+                    self.tlp_pending = false;
+                    if let Some(p) = self.send_loss_probe(now) {
+                        return Some(p);
+                    }
+                }
+                self.transmit_data(now)
+            }
+        }
+    }
+
+    fn poll_timeout(&self) -> Option<Nanos> {
+        match self.state {
+            SndState::Idle => Some(self.cfg.start),
+            SndState::SynSent => self.syn_deadline,
+            SndState::Established => {
+                let mut t = self.rto_deadline;
+                if let Some(p) = self.tlp_deadline {
+                    t = Some(t.map_or(p, |r| r.min(p)));
+                }
+                if self.pacing_rate().is_some()
+                    && self.wstamp > self.last_now
+                    && self.can_send_data()
+                {
+                    t = Some(t.map_or(self.wstamp, |r| r.min(self.wstamp)));
+                }
+                if let Some(stop) = self.cfg.stop {
+                    // Wake at stop so that the application-limited state is recorded.
+                    if stop > self.last_now {
+                        t = Some(t.map_or(stop, |r| r.min(stop)));
+                    }
+                }
+                t
+            }
+        }
+    }
+
+    fn handle_timeout(&mut self, now: Nanos) {
+        self.last_now = self.last_now.max(now);
+        match self.state {
+            SndState::Idle => {}
+            SndState::SynSent => {
+                if let Some(d) = self.syn_deadline {
+                    if now >= d {
+                        // RFC 6298 §5.5 for the SYN: back off and resend.
+                        self.syn_retransmitted = true;
+                        self.syn_retries += 1;
+                        self.syn_rto =
+                            Nanos((self.syn_rto.0.saturating_mul(2)).min(self.cfg.max_rto.0));
+                        self.syn_pending = true;
+                        self.syn_deadline = None;
+                    }
+                }
+            }
+            SndState::Established => {
+                if let Some(p) = self.tlp_deadline {
+                    if now >= p {
+                        self.tlp_deadline = None;
+                        if self.tlp_high_seq.is_none() && self.packets_out > 0 {
+                            // The probe timer stands in for the RTO timer (Linux has one
+                            // timer): the RTO restarts when the probe leaves.
+                            self.tlp_pending = true;
+                            self.rto_deadline = Some(now + self.rtt.rto());
+                        }
+                    }
+                }
+                if let Some(d) = self.rto_deadline {
+                    if now >= d {
+                        if self.packets_out > 0 {
+                            self.on_rto(now);
+                        } else {
+                            self.rto_deadline = None;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn stats(&self) -> FlowStats {
+        FlowStats {
+            delivered_bytes: self.snd_una.saturating_sub(DATA_SEQ_START),
+            sent_pkts: self.sent_pkts,
+            retransmits: self.retransmits,
+            cwnd_pkts: self.cc.cwnd_precise(&self.tp),
+            ssthresh_pkts: if self.tp.snd_ssthresh == u32::MAX {
+                f64::INFINITY
+            } else {
+                self.tp.snd_ssthresh as f64
+            },
+            srtt: self.tp.srtt,
+            pacing_bps: self.pacing_rate().unwrap_or(0),
+            ce_acked: self.tp.delivered_ce,
+            lost_pkts: self.lost_pkts,
+            alpha: self.cc.alpha(),
+            in_flight_bytes: self.snd_nxt.saturating_sub(self.snd_una),
+        }
+    }
+
+    fn is_done(&self) -> bool {
+        match self.app_end {
+            Some(end) => self.state == SndState::Established && self.snd_una >= end,
+            None => false,
+        }
+    }
+}

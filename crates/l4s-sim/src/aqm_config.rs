@@ -1,0 +1,147 @@
+//! The `[aqm]` table: `kind` selects the AQM, every other key is that AQM's parameter struct
+//! (read with `deny_unknown_fields`, so a key of another AQM is an error naming the allowed ones).
+//! Adding an AQM = one enum variant + one arm in `from_value`, `build` and `kind`.
+
+use crate::error::SimError;
+use crate::scenario::path_error;
+use l4s_core::aqm::dualpi2::{DualPi2, DualPi2Params, QueueId};
+use l4s_core::aqm::{
+    Aqm, Codel, CodelParams, Fifo, FifoEcn, FifoEcnParams, FifoParams, FqCodel, FqCodelParams, Pie,
+    PieParams,
+};
+use l4s_core::{Ecn, Nanos, Rng};
+use serde_json::Value;
+
+/// Allowed `aqm.kind` values (those built into this version).
+pub const AQM_KINDS: &str = "fifo, fifo_ecn, codel, pie, fq_codel, dualpi2";
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum AqmConfig {
+    Fifo(FifoParams),
+    FifoEcn(FifoEcnParams),
+    Codel(CodelParams),
+    Pie(PieParams),
+    FqCodel(FqCodelParams),
+    DualPi2(DualPi2Params),
+}
+
+fn params<T: serde::de::DeserializeOwned>(rest: Value) -> Result<T, SimError> {
+    serde_path_to_error::deserialize(rest).map_err(|e| path_error("aqm", e))
+}
+
+impl AqmConfig {
+    /// Read the `[aqm]` table (already parsed) by its `kind`.
+    pub fn from_value(v: Value) -> Result<Self, SimError> {
+        let Value::Object(mut map) = v else {
+            return Err(SimError::field(
+                "aqm",
+                "is not a table; expected [aqm] with kind = \"...\"",
+            ));
+        };
+        let kind = match map.remove("kind") {
+            Some(Value::String(s)) => s,
+            Some(other) => {
+                return Err(SimError::field(
+                    "aqm.kind",
+                    format!("{other} is not a string; expected one of {AQM_KINDS}"),
+                ))
+            }
+            None => {
+                return Err(SimError::field(
+                    "aqm.kind",
+                    format!("missing (required); expected one of {AQM_KINDS}"),
+                ))
+            }
+        };
+        let rest = Value::Object(map);
+        let cfg = match kind.as_str() {
+            "fifo" => AqmConfig::Fifo(params(rest)?),
+            "fifo_ecn" => AqmConfig::FifoEcn(params(rest)?),
+            "codel" => AqmConfig::Codel(params(rest)?),
+            "pie" => AqmConfig::Pie(params(rest)?),
+            "fq_codel" => AqmConfig::FqCodel(params(rest)?),
+            "dualpi2" => AqmConfig::DualPi2(params(rest)?),
+            _ => {
+                return Err(SimError::field(
+                    "aqm.kind",
+                    format!("\"{kind}\" is not a known AQM; expected one of {AQM_KINDS}"),
+                ))
+            }
+        };
+        // Construct once so that parameter errors surface at load time.
+        cfg.build(Rng::new(0))?;
+        Ok(cfg)
+    }
+
+    pub fn kind(&self) -> &'static str {
+        match self {
+            AqmConfig::Fifo(_) => "fifo",
+            AqmConfig::FifoEcn(_) => "fifo_ecn",
+            AqmConfig::Codel(_) => "codel",
+            AqmConfig::Pie(_) => "pie",
+            AqmConfig::FqCodel(_) => "fq_codel",
+            AqmConfig::DualPi2(_) => "dualpi2",
+        }
+    }
+
+    /// Build the AQM with its own random stream. Parameter errors name `aqm.<param>`.
+    pub fn build(&self, rng: Rng) -> Result<Box<dyn Aqm>, SimError> {
+        let r: Result<Box<dyn Aqm>, l4s_core::ParamError> = match self {
+            AqmConfig::Fifo(p) => Fifo::new(p.clone()).map(|a| Box::new(a) as Box<dyn Aqm>),
+            AqmConfig::FifoEcn(p) => FifoEcn::new(p.clone()).map(|a| Box::new(a) as Box<dyn Aqm>),
+            AqmConfig::Codel(p) => Codel::new(p.clone(), rng).map(|a| Box::new(a) as Box<dyn Aqm>),
+            AqmConfig::Pie(p) => Pie::new(p.clone(), rng).map(|a| Box::new(a) as Box<dyn Aqm>),
+            AqmConfig::FqCodel(p) => {
+                FqCodel::new(p.clone(), rng).map(|a| Box::new(a) as Box<dyn Aqm>)
+            }
+            AqmConfig::DualPi2(p) => {
+                DualPi2::new(p.clone(), rng).map(|a| Box::new(a) as Box<dyn Aqm>)
+            }
+        };
+        r.map_err(|e| {
+            SimError::field(
+                format!("aqm.{}", e.param),
+                format!("{} is out of range; expected {}", e.value, e.expected),
+            )
+        })
+    }
+
+    /// Sampling period when the scenario gives none: the AQM's tupdate, else 16 ms.
+    pub fn default_sample_interval(&self) -> Nanos {
+        match self {
+            AqmConfig::Fifo(_)
+            | AqmConfig::FifoEcn(_)
+            | AqmConfig::Codel(_)
+            | AqmConfig::FqCodel(_) => Nanos::from_ms(16),
+            AqmConfig::Pie(p) => p.tupdate,
+            AqmConfig::DualPi2(p) => p.tupdate,
+        }
+    }
+
+    /// Index (into the AQM's sample order) of the queue a dequeued packet came from, given its
+    /// codepoint at dequeue and whether its flow sends ECT(1). Single-queue AQMs: always 0.
+    #[inline]
+    pub fn queue_of(&self, ecn: Ecn, flow_is_l4s: bool) -> u8 {
+        match self {
+            AqmConfig::Fifo(_)
+            | AqmConfig::FifoEcn(_)
+            | AqmConfig::Codel(_)
+            | AqmConfig::Pie(_)
+            | AqmConfig::FqCodel(_) => 0,
+            AqmConfig::DualPi2(p) => {
+                // Senders never send CE, so a CE packet was marked here: classify it by the
+                // codepoint its flow sends (ECT(1) for L4S flows, else ECT(0)).
+                let original = match ecn {
+                    Ecn::Ce if flow_is_l4s => Ecn::Ect1,
+                    Ecn::Ce => Ecn::Ect0,
+                    e => e,
+                };
+                // DualPi2::sample lists "L" then "C".
+                match p.ecn_mask.classify(original) {
+                    QueueId::L => 0,
+                    QueueId::C => 1,
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,223 @@
+//! Flow factory: a `[[flows]]` entry → (sender, receiver) endpoints by `cc`.
+//! `cbr` builds the paced UDP source; every other name is a TCP congestion control
+//! (`l4s_core::cc::by_name_with`) driving an `l4s_core::tcp::TcpSender`, with a
+//! `TcpReceiver` that supports every ECN mode (a modern Linux receiver).
+//!
+//! `ecn` per flow: unset = what the CC asks for (Prague: AccECN + ECT(1); DCTCP: classic ECN;
+//! Reno/CUBIC/BBR: none); "none" forces no ECN; "classic" RFC 3168; "accecn" AccECN feedback
+//! with the CC's usual codepoint; "l4s" AccECN + ECT(1) (Prague, DCTCP, BBRv3 only).
+
+use crate::error::SimError;
+use crate::scenario::{FlowConfig, FlowEcn};
+use l4s_core::cbr::{CbrConfig, CbrSink, CbrSource};
+use l4s_core::cc::{by_name_with, CcParams, EcnMode};
+use l4s_core::tcp::{TcpConfig, TcpReceiver, TcpSender};
+use l4s_core::{Ecn, Endpoint, Rng};
+
+/// Allowed `cc` values.
+pub const CC_NAMES: &str = "prague, dctcp, reno, cubic, bbr1, bbr3, cbr";
+const TCP_CCS: [&str; 6] = ["prague", "dctcp", "reno", "cubic", "bbr1", "bbr3"];
+
+/// The two ends of one flow plus what the recorders need to know about it.
+pub struct FlowEnds {
+    pub sender: Box<dyn Endpoint>,
+    pub receiver: Box<dyn Endpoint>,
+    /// Packets of this flow carry ECT(1) ("L4S") — else "Classic".
+    pub l4s: bool,
+}
+
+fn is_cbr(fl: &FlowConfig) -> bool {
+    fl.cc == "cbr"
+}
+
+/// Check one `[[flows]]` entry; errors name `flows[i].<field>`.
+pub fn validate_flow(i: usize, fl: &FlowConfig) -> Result<(), SimError> {
+    let p = |f: &str| format!("flows[{i}].{f}");
+    if fl.count == 0 {
+        return Err(SimError::field(p("count"), "0 must be ≥ 1"));
+    }
+    if fl.rtt.0 == 0 {
+        return Err(SimError::field(
+            p("rtt"),
+            "\"0s\" must be > 0, e.g. \"40ms\"",
+        ));
+    }
+    if let Some(stop) = fl.stop {
+        if stop <= fl.start {
+            return Err(SimError::field(
+                p("stop"),
+                format!("\"{stop}\" is not after start \"{}\"", fl.start),
+            ));
+        }
+    }
+    if is_cbr(fl) {
+        let Some(rate) = fl.rate else {
+            return Err(SimError::field(
+                p("rate"),
+                "missing; a cbr flow needs a rate like \"10mbit\"",
+            ));
+        };
+        if fl.bytes.is_some() {
+            return Err(SimError::field(
+                p("bytes"),
+                "applies to TCP flows only; a cbr flow runs from start to stop",
+            ));
+        }
+        for (name, set) in [
+            ("mss", fl.mss.is_some()),
+            ("sack", fl.sack.is_some()),
+            ("init_cwnd", fl.init_cwnd.is_some()),
+            ("pacing", fl.pacing.is_some()),
+        ] {
+            if set {
+                return Err(SimError::field(
+                    p(name),
+                    "applies to TCP flows only, not to cc = \"cbr\"",
+                ));
+            }
+        }
+        if fl.ecn == Some(FlowEcn::Accecn) {
+            return Err(SimError::field(
+                p("ecn"),
+                "\"accecn\" needs TCP; for cbr expected one of \"none\", \"classic\" (ECT(0)), \"l4s\" (ECT(1))",
+            ));
+        }
+        cbr_config(fl, rate).validate().map_err(|e| {
+            SimError::field(
+                p(&e.param),
+                format!("{} is out of range; expected {}", e.value, e.expected),
+            )
+        })?;
+        return Ok(());
+    }
+    for (name, set) in [
+        ("rate", fl.rate.is_some()),
+        ("packet_size", fl.packet_size.is_some()),
+        ("on", fl.on.is_some()),
+        ("off", fl.off.is_some()),
+    ] {
+        if set {
+            return Err(SimError::field(
+                p(name),
+                format!("applies to cc = \"cbr\" only, not to \"{}\"", fl.cc),
+            ));
+        }
+    }
+    if !TCP_CCS.contains(&fl.cc.as_str()) {
+        return Err(SimError::field(
+            p("cc"),
+            format!(
+                "\"{}\" is not a known congestion control; expected one of {CC_NAMES}",
+                fl.cc
+            ),
+        ));
+    }
+    if fl.ecn == Some(FlowEcn::L4s) && !matches!(fl.cc.as_str(), "prague" | "dctcp" | "bbr3") {
+        return Err(SimError::field(
+            p("ecn"),
+            format!(
+                "\"l4s\" (ECT(1)) needs an L4S congestion control, not \"{}\"; expected one of \"none\", \"classic\", \"accecn\" (or cc = prague, dctcp, bbr3)",
+                fl.cc
+            ),
+        ));
+    }
+    tcp_config(fl).validate().map_err(|e| {
+        SimError::field(
+            p(&e.param),
+            format!("{} is out of range; expected {}", e.value, e.expected),
+        )
+    })?;
+    Ok(())
+}
+
+/// The sender's TCP configuration for a flow entry.
+fn tcp_config(fl: &FlowConfig) -> TcpConfig {
+    let d = TcpConfig::default();
+    TcpConfig {
+        mss: fl.mss.unwrap_or(d.mss),
+        ecn: fl.ecn.map(|e| match e {
+            FlowEcn::None => EcnMode::None,
+            FlowEcn::Classic => EcnMode::Classic,
+            FlowEcn::Accecn | FlowEcn::L4s => EcnMode::AccEcn,
+        }),
+        sack: fl.sack.unwrap_or(d.sack),
+        init_cwnd: fl.init_cwnd.unwrap_or(d.init_cwnd),
+        bytes: fl.bytes,
+        start: fl.start,
+        stop: fl.stop,
+        pacing: fl.pacing.unwrap_or(d.pacing),
+        ..d
+    }
+}
+
+fn cc_params(fl: &FlowConfig, seed: u64) -> CcParams {
+    let e = fl.ecn;
+    CcParams {
+        ecn: matches!(e, Some(FlowEcn::Classic | FlowEcn::Accecn)),
+        accecn: matches!(e, Some(FlowEcn::Accecn | FlowEcn::L4s)),
+        ect1: e == Some(FlowEcn::L4s),
+        l4s: e == Some(FlowEcn::L4s),
+        seed,
+    }
+}
+
+fn cbr_config(fl: &FlowConfig, rate: l4s_core::Rate) -> CbrConfig {
+    CbrConfig {
+        rate,
+        packet_bytes: fl.packet_size.unwrap_or(1500),
+        ecn: match fl.ecn {
+            Some(FlowEcn::L4s) => Ecn::Ect1,
+            Some(FlowEcn::Classic) => Ecn::Ect0,
+            _ => Ecn::NotEct,
+        },
+        start: fl.start,
+        stop: fl.stop,
+        on: fl.on,
+        off: fl.off,
+    }
+}
+
+/// Build flow `id` (global index) from its (validated) config entry `i`.
+pub fn build_flow(i: usize, id: u32, fl: &FlowConfig, seed: u64) -> Result<FlowEnds, SimError> {
+    if is_cbr(fl) {
+        let rate = fl.rate.ok_or_else(|| {
+            SimError::field(
+                format!("flows[{i}].rate"),
+                "missing; a cbr flow needs a rate",
+            )
+        })?;
+        let cfg = cbr_config(fl, rate);
+        let l4s = cfg.ecn == Ecn::Ect1;
+        let src = CbrSource::new(id, cfg).map_err(|e| {
+            SimError::field(
+                format!("flows[{i}].{}", e.param),
+                format!("{} is out of range; expected {}", e.value, e.expected),
+            )
+        })?;
+        return Ok(FlowEnds {
+            sender: Box::new(src),
+            receiver: Box::new(CbrSink::new()),
+            l4s,
+        });
+    }
+    let cc_seed = Rng::derive(seed, &format!("flow/{id}/cc")).next_u64();
+    let cc = by_name_with(&fl.cc, &cc_params(fl, cc_seed)).map_err(|e| {
+        SimError::field(
+            format!("flows[{i}].cc"),
+            format!("{} is out of range; expected {}", e.value, e.expected),
+        )
+    })?;
+    let cfg = tcp_config(fl);
+    let mode = cfg.ecn.unwrap_or_else(|| cc.requested_ecn());
+    let l4s = cc.data_ecn(mode) == Ecn::Ect1;
+    // The receiver supports every ECN mode (its `ecn` None); the sender asks.
+    let rcv_cfg = TcpConfig {
+        ecn: None,
+        ..cfg.clone()
+    };
+    Ok(FlowEnds {
+        sender: Box::new(TcpSender::new(id, cfg, cc)),
+        receiver: Box::new(TcpReceiver::new(id, &rcv_cfg)),
+        l4s,
+    })
+}

@@ -1,0 +1,366 @@
+//! Recorders: per-queue and per-flow series every sample interval, optional per-packet rows,
+//! exact per-packet sojourns after warmup for summary.json, and the summary document itself.
+
+use crate::results::{FlowColumns, PacketColumns, QueueColumns, RunResults, Totals};
+use l4s_core::aqm::QueueSample;
+use l4s_core::{FlowStats, Nanos};
+use serde_json::{json, Value};
+
+/// Per-flow cumulative counters the engine keeps (the endpoints do not see drops).
+#[derive(Clone, Debug, Default)]
+pub struct FlowCounters {
+    /// Packets of this flow the AQM dropped (enqueue or dequeue).
+    pub aqm_drops: u64,
+    /// Packets of this flow lost on the link (random / Gilbert–Elliott loss).
+    pub link_losses: u64,
+    /// Smallest sender→receiver one-way delay seen.
+    pub min_owd: Option<Nanos>,
+    /// When a sized transfer was fully acknowledged.
+    pub done_at: Option<Nanos>,
+}
+
+/// Snapshot at the warmup instant, subtracted from end values for summary.json.
+#[derive(Clone, Debug, Default)]
+struct WarmupSnap {
+    queues: Vec<QueueSample>,
+    /// (sender stats, delivered bytes, CE count, engine counters) per flow.
+    flows: Vec<(FlowStats, u64, u64, FlowCounters)>,
+    unused_txops: u64,
+}
+
+pub struct Recorder {
+    pub warmup: Nanos,
+    pub queue_names: Vec<&'static str>,
+    /// Sojourns (ns) of packets dequeued at or after warmup, per queue.
+    pub sojourns: Vec<Vec<u64>>,
+    pub packets: Option<PacketColumns>,
+    samples: QueueColumns,
+    flows: FlowColumns,
+    prev_q: Vec<QueueSample>,
+    prev_delivered: Vec<u64>,
+    prev_t: Nanos,
+    /// srtt sums over samples after warmup, per flow (sum_ms, n).
+    srtt_acc: Vec<(f64, u64)>,
+    pub counters: Vec<FlowCounters>,
+    /// Bytes whose last bit left the bottleneck at or after warmup.
+    pub link_bytes_after_warmup: u64,
+    snap: Option<WarmupSnap>,
+    scratch: Vec<QueueSample>,
+}
+
+/// Delivered bytes as the receiver reports them (falling back to the sender's view).
+pub fn delivered(sender: &FlowStats, receiver: &FlowStats) -> u64 {
+    receiver.delivered_bytes.max(sender.delivered_bytes)
+}
+
+/// CE marks the flow learned of (sender feedback), or counted at the receiver (CBR).
+pub fn ce_count(sender: &FlowStats, receiver: &FlowStats) -> u64 {
+    sender.ce_acked.max(receiver.ce_acked)
+}
+
+/// Percentile with linear interpolation between closest ranks (numpy's default), on sorted data.
+pub fn percentile(sorted: &[u64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let h = (sorted.len() - 1) as f64 * q;
+    let lo = h.floor() as usize;
+    let hi = h.ceil() as usize;
+    sorted[lo] as f64 + (h - lo as f64) * (sorted[hi] as f64 - sorted[lo] as f64)
+}
+
+fn num(x: f64) -> Value {
+    // JSON has no NaN: absent figures are null.
+    if x.is_finite() {
+        json!(x)
+    } else {
+        Value::Null
+    }
+}
+
+/// Jain's fairness index (Σx)² / (n·Σx²); NaN when every x is 0.
+pub fn jain(xs: &[f64]) -> f64 {
+    let s: f64 = xs.iter().sum();
+    let s2: f64 = xs.iter().map(|x| x * x).sum();
+    if xs.is_empty() || s2 == 0.0 {
+        return f64::NAN;
+    }
+    s * s / (xs.len() as f64 * s2)
+}
+
+impl Recorder {
+    pub fn new(
+        warmup: Nanos,
+        queue_init: Vec<QueueSample>,
+        n_flows: usize,
+        per_packet: bool,
+    ) -> Self {
+        let queue_names = queue_init.iter().map(|q| q.name).collect::<Vec<_>>();
+        Recorder {
+            warmup,
+            sojourns: vec![Vec::new(); queue_names.len()],
+            queue_names,
+            packets: per_packet.then(PacketColumns::default),
+            samples: QueueColumns::default(),
+            flows: FlowColumns::default(),
+            prev_q: queue_init,
+            prev_delivered: vec![0; n_flows],
+            prev_t: Nanos::ZERO,
+            srtt_acc: vec![(0.0, 0); n_flows],
+            counters: vec![FlowCounters::default(); n_flows],
+            link_bytes_after_warmup: 0,
+            snap: None,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// A packet left the queue (verdict 0 pass / 1 marked) or was dropped by the AQM (2).
+    #[inline]
+    pub fn on_packet(&mut self, now: Nanos, flow: u32, queue: u8, sojourn: Nanos, verdict: u8) {
+        if verdict == 2 {
+            self.counters[flow as usize].aqm_drops += 1;
+        } else if now >= self.warmup {
+            self.sojourns[queue as usize].push(sojourn.0);
+        }
+        if let Some(p) = &mut self.packets {
+            p.t_s.push(now.as_secs_f64());
+            p.flow.push(flow);
+            p.queue.push(queue);
+            p.sojourn_ms.push(sojourn.as_ms_f64());
+            p.verdict.push(verdict);
+        }
+    }
+
+    /// One sampling instant: `queues` from the AQM, `flows` as (sender, receiver) stats.
+    pub fn sample(
+        &mut self,
+        now: Nanos,
+        aqm: &dyn l4s_core::aqm::Aqm,
+        flows: &[(FlowStats, FlowStats)],
+    ) {
+        let t_s = now.as_secs_f64();
+        self.scratch.clear();
+        aqm.sample(now, &mut self.scratch);
+        for (i, q) in self.scratch.iter().enumerate() {
+            let prev = &self.prev_q[i];
+            self.samples.t_s.push(t_s);
+            self.samples.queue.push(i as u8);
+            self.samples.backlog_pkts.push(q.backlog_pkts);
+            self.samples.backlog_bytes.push(q.backlog_bytes);
+            self.samples.sojourn_ms.push(q.head_sojourn.as_ms_f64());
+            self.samples.marks.push(q.marks - prev.marks);
+            self.samples.drops.push(q.drops - prev.drops);
+            self.samples.p_prime.push(q.p_prime);
+            self.samples.p_c.push(q.p_c);
+            self.samples.p_cl.push(q.p_cl);
+        }
+        std::mem::swap(&mut self.prev_q, &mut self.scratch);
+        let dt = (now - self.prev_t).as_secs_f64();
+        for (i, (s, r)) in flows.iter().enumerate() {
+            let d = delivered(s, r);
+            self.flows.t_s.push(t_s);
+            self.flows.flow.push(i as u32);
+            self.flows.delivered_bytes.push(d);
+            let tput = if dt > 0.0 {
+                d.saturating_sub(self.prev_delivered[i]) as f64 * 8.0 / dt / 1e6
+            } else {
+                0.0
+            };
+            self.flows.tput_mbps.push(tput);
+            self.flows.cwnd_pkts.push(s.cwnd_pkts);
+            self.flows.srtt_ms.push(s.srtt.as_ms_f64());
+            self.flows.pacing_mbps.push(s.pacing_bps as f64 / 1e6);
+            self.flows.ce_acked.push(ce_count(s, r));
+            self.prev_delivered[i] = d;
+            if now >= self.warmup && s.srtt.0 > 0 {
+                self.srtt_acc[i].0 += s.srtt.as_ms_f64();
+                self.srtt_acc[i].1 += 1;
+            }
+        }
+        self.prev_t = now;
+    }
+
+    /// Snapshot at the warmup instant.
+    pub fn warmup_snapshot(
+        &mut self,
+        now: Nanos,
+        aqm: &dyn l4s_core::aqm::Aqm,
+        flows: &[(FlowStats, FlowStats)],
+        unused_txops: u64,
+    ) {
+        let mut queues = Vec::new();
+        aqm.sample(now, &mut queues);
+        self.snap = Some(WarmupSnap {
+            queues,
+            flows: flows
+                .iter()
+                .enumerate()
+                .map(|(i, (s, r))| {
+                    (
+                        s.clone(),
+                        delivered(s, r),
+                        ce_count(s, r),
+                        self.counters[i].clone(),
+                    )
+                })
+                .collect(),
+            unused_txops,
+        });
+    }
+
+    /// Finish: build the columns and summary.json.
+    #[allow(clippy::too_many_arguments)]
+    pub fn finish(
+        mut self,
+        ctx: SummaryCtx<'_>,
+        aqm: &dyn l4s_core::aqm::Aqm,
+        flows: &[(FlowStats, FlowStats)],
+        unused_txops: u64,
+        totals: Totals,
+        events: u64,
+    ) -> RunResults {
+        let end = ctx.duration;
+        let window = (end - self.warmup).as_secs_f64();
+        let snap = self.snap.take().unwrap_or_else(|| WarmupSnap {
+            queues: self
+                .prev_q
+                .iter()
+                .map(|q| QueueSample::empty(q.name))
+                .collect(),
+            flows: vec![(FlowStats::default(), 0, 0, FlowCounters::default()); flows.len()],
+            unused_txops: 0,
+        });
+        let mut end_q = Vec::new();
+        aqm.sample(end, &mut end_q);
+
+        let mut flow_docs = Vec::new();
+        let mut tputs = Vec::new();
+        for (i, (s, r)) in flows.iter().enumerate() {
+            let (s0, d0, ce0, c0) = &snap.flows[i];
+            let c = &self.counters[i];
+            let tput = delivered(s, r).saturating_sub(*d0) as f64 * 8.0 / window / 1e6;
+            tputs.push(tput);
+            let (sum, n) = self.srtt_acc[i];
+            flow_docs.push(json!({
+                "id": i,
+                "cc": ctx.flow_cc[i],
+                "class": ctx.flow_class[i],
+                "tput_mbps": num(tput),
+                "srtt_ms": if n > 0 { num(sum / n as f64) } else { Value::Null },
+                "ce_marks": ce_count(s, r).saturating_sub(*ce0),
+                "drops": (c.aqm_drops + c.link_losses) - (c0.aqm_drops + c0.link_losses),
+                "retransmits": s.retransmits.saturating_sub(s0.retransmits),
+                "base_rtt_ms": ctx.base_rtt_ms[i],
+                "fct_s": c.done_at.map_or(Value::Null, |d| json!((d - ctx.flow_start[i]).as_secs_f64())),
+            }));
+        }
+        let mut queue_docs = Vec::new();
+        for (i, q) in end_q.iter().enumerate() {
+            let q0 = &snap.queues[i];
+            let v = &mut self.sojourns[i];
+            v.sort_unstable();
+            let mean = if v.is_empty() {
+                f64::NAN
+            } else {
+                v.iter().map(|&x| x as f64).sum::<f64>() / v.len() as f64 / 1e6
+            };
+            queue_docs.push(json!({
+                "name": q.name,
+                "sojourn_ms": {
+                    "mean": num(mean),
+                    "p50": num(percentile(v, 0.50) / 1e6),
+                    "p95": num(percentile(v, 0.95) / 1e6),
+                    "p99": num(percentile(v, 0.99) / 1e6),
+                },
+                "marks": q.marks - q0.marks,
+                "drops": q.drops - q0.drops,
+                "packets": q.packets - q0.packets,
+            }));
+        }
+        let cap_bytes = ctx.capacity_bytes;
+        let summary = json!({
+            "l4slab_version": env!("CARGO_PKG_VERSION"),
+            "seed": ctx.seed,
+            "duration_s": end.as_secs_f64(),
+            "warmup_s": self.warmup.as_secs_f64(),
+            "sample_interval_s": ctx.sample_interval.as_secs_f64(),
+            "link": {
+                "capacity_mbps": num(cap_bytes * 8.0 / window / 1e6),
+                "utilisation": num(self.link_bytes_after_warmup as f64 / cap_bytes),
+                "unused_txops": unused_txops - snap.unused_txops,
+            },
+            "aqm": ctx.aqm_kind,
+            "flows": flow_docs,
+            "queues": queue_docs,
+            "jain": num(jain(&tputs)),
+            "packets": {
+                "sent": totals.sent_pkts,
+                "delivered": totals.delivered_pkts,
+                "aqm_dropped": totals.aqm_dropped_pkts,
+                "link_lost": totals.link_lost_pkts,
+                "in_flight": totals.in_flight_pkts,
+            },
+            "events": events,
+            "scenario": ctx.raw,
+        });
+        let summary_json = serde_json::to_string_pretty(&summary)
+            .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+        RunResults {
+            queue_names: self.queue_names.iter().map(|s| s.to_string()).collect(),
+            flow_cc: ctx.flow_cc.to_vec(),
+            flow_class: ctx.flow_class.to_vec(),
+            samples: self.samples,
+            flows: self.flows,
+            packets: self.packets,
+            summary_json,
+            events,
+            totals,
+            flow_min_owd_ms: self
+                .counters
+                .iter()
+                .map(|c| c.min_owd.map_or(f64::NAN, |t| t.as_ms_f64()))
+                .collect(),
+        }
+    }
+}
+
+/// What the summary needs from the run besides the recorder's own data.
+pub struct SummaryCtx<'a> {
+    pub seed: u64,
+    pub duration: Nanos,
+    pub sample_interval: Nanos,
+    pub capacity_bytes: f64,
+    pub aqm_kind: &'a str,
+    pub flow_cc: &'a [String],
+    pub flow_class: &'a [String],
+    pub base_rtt_ms: &'a [f64],
+    /// Start time per flow (for flow completion times).
+    pub flow_start: &'a [Nanos],
+    pub raw: &'a Value,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_interpolate_like_numpy() {
+        // numpy.percentile([1,2,3,4], 50) = 2.5; 95 -> 3.85; 99 -> 3.97.
+        let v = [1, 2, 3, 4];
+        assert_eq!(percentile(&v, 0.5), 2.5);
+        assert!((percentile(&v, 0.95) - 3.85).abs() < 1e-12);
+        assert!((percentile(&v, 0.99) - 3.97).abs() < 1e-12);
+        assert_eq!(percentile(&[7], 0.99), 7.0);
+        assert!(percentile(&[], 0.5).is_nan());
+    }
+
+    #[test]
+    fn jain_index_bounds() {
+        // Equal shares -> 1; one of n flows has everything -> 1/n.
+        assert_eq!(jain(&[5.0, 5.0, 5.0]), 1.0);
+        assert_eq!(jain(&[9.0, 0.0, 0.0]), 1.0 / 3.0);
+        // (1+3)^2 / (2*(1+9)) = 16/20 = 0.8.
+        assert!((jain(&[1.0, 3.0]) - 0.8).abs() < 1e-12);
+        assert!(jain(&[0.0, 0.0]).is_nan());
+    }
+}

@@ -1,0 +1,423 @@
+//! Scenario files (DESIGN.md "The scenario format"): TOML or JSON, read with
+//! `deny_unknown_fields`, then validated; every error names the field path and what is allowed.
+
+use crate::aqm_config::AqmConfig;
+use crate::error::SimError;
+use l4s_core::{Nanos, Rate};
+use serde::Deserialize;
+use serde_json::Value;
+use std::path::PathBuf;
+
+/// Upper bound on the number of flows in one scenario (sanity, not a model limit).
+pub const MAX_FLOWS: u64 = 10_000;
+
+/// How a constant-rate bottleneck delivers bytes.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum LinkModelKind {
+    /// Exact serialisation, bytes·8/rate per packet.
+    #[default]
+    Smooth,
+    /// Mahimahi-style: the bytes of each millisecond leave in one burst at its end.
+    Txop1ms,
+}
+
+/// `[link.gilbert]`: Gilbert–Elliott bursty loss (netem `gemodel` p, r, 1-h, 1-k).
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GilbertConfig {
+    /// Good → Bad transition probability per packet.
+    pub p: f64,
+    /// Bad → Good transition probability per packet.
+    pub r: f64,
+    #[serde(default)]
+    pub loss_good: f64,
+    #[serde(default = "one")]
+    pub loss_bad: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+/// `[[link.steps]]`: the rate changes to `rate` at `at`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateStep {
+    pub at: Nanos,
+    pub rate: Rate,
+}
+
+/// `[link]`: the bottleneck, sender → receiver.
+#[derive(Clone, Debug, PartialEq, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct LinkConfig {
+    pub rate: Option<Rate>,
+    /// Mahimahi trace file, relative to the scenario file's directory.
+    pub trace: Option<String>,
+    /// Play the trace once instead of looping it.
+    pub once: bool,
+    pub model: Option<LinkModelKind>,
+    /// i.i.d. loss probability per packet leaving the bottleneck.
+    pub loss: f64,
+    pub gilbert: Option<GilbertConfig>,
+    pub steps: Vec<RateStep>,
+    /// Extra delay after the bottleneck, uniform in [0, jitter] per packet.
+    pub jitter: Nanos,
+    /// Let jittered packets overtake each other.
+    pub reorder: bool,
+}
+
+/// `[ack_link]`: optional rate limit on the ACK (reverse) path, with its own tail-drop FIFO.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AckLinkConfig {
+    pub rate: Rate,
+    #[serde(default = "default_ack_limit")]
+    pub limit: u64,
+}
+
+fn default_ack_limit() -> u64 {
+    1000
+}
+
+/// ECN use of a flow.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FlowEcn {
+    None,
+    Classic,
+    Accecn,
+    L4s,
+}
+
+/// `[[flows]]`: `count` identical flows.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowConfig {
+    /// prague | dctcp | reno | cubic | bbr1 | bbr3 | cbr
+    pub cc: String,
+    /// Base RTT (propagation both ways): rtt/2 forward incl. the bottleneck, rtt/2 back.
+    pub rtt: Nanos,
+    #[serde(default = "one_u64")]
+    pub count: u64,
+    #[serde(default)]
+    pub start: Nanos,
+    pub stop: Option<Nanos>,
+    /// Sized transfer (TCP only): payload bytes.
+    pub bytes: Option<u64>,
+    pub ecn: Option<FlowEcn>,
+    /// cbr: sending rate.
+    pub rate: Option<Rate>,
+    /// cbr: IP bytes per packet (default 1500).
+    pub packet_size: Option<u32>,
+    /// cbr: on/off periods.
+    pub on: Option<Nanos>,
+    pub off: Option<Nanos>,
+    /// TCP: sender MSS in payload bytes (default 1448: 1500-byte packets).
+    pub mss: Option<u32>,
+    /// TCP: SACK loss recovery (default true).
+    pub sack: Option<bool>,
+    /// TCP: initial window in packets (default 10).
+    pub init_cwnd: Option<u32>,
+    /// TCP: honour the CC's pacing rate (default true).
+    pub pacing: Option<bool>,
+}
+
+fn one_u64() -> u64 {
+    1
+}
+
+/// `[output]`.
+#[derive(Clone, Debug, PartialEq, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct OutputConfig {
+    /// Record one row per packet leaving or dropped at the bottleneck (large).
+    pub packets: bool,
+}
+
+/// The document as written, before the `[aqm]` table is read by kind.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScenarioDoc {
+    #[serde(default = "one_u64")]
+    seed: u64,
+    duration: Nanos,
+    #[serde(default)]
+    warmup: Nanos,
+    sample_interval: Option<Nanos>,
+    link: LinkConfig,
+    ack_link: Option<AckLinkConfig>,
+    aqm: Option<Value>,
+    flows: Vec<FlowConfig>,
+    #[serde(default)]
+    output: OutputConfig,
+}
+
+/// A parsed scenario. Build with [`Scenario::from_toml_str`] / [`Scenario::from_json_str`] /
+/// [`Scenario::load`]; [`Scenario::validate`] checks cross-field rules.
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    pub seed: u64,
+    pub duration: Nanos,
+    pub warmup: Nanos,
+    /// None: the AQM's tupdate (16 ms where it has none).
+    pub sample_interval: Option<Nanos>,
+    pub link: LinkConfig,
+    pub ack_link: Option<AckLinkConfig>,
+    pub aqm: AqmConfig,
+    pub flows: Vec<FlowConfig>,
+    pub output: OutputConfig,
+    /// The document as given, echoed into summary.json.
+    pub raw: Value,
+    /// Directory relative trace paths resolve against (the scenario file's directory).
+    pub base_dir: Option<PathBuf>,
+}
+
+/// Turn serde's messages into `path: message` with the path pointing at the field itself.
+pub(crate) fn path_error(
+    prefix: &str,
+    e: serde_path_to_error::Error<serde_json::Error>,
+) -> SimError {
+    let mut path = e.path().to_string();
+    if path == "." {
+        path.clear();
+    }
+    let msg = e.inner().to_string();
+    let join = |p: &str, f: &str| {
+        let base = [prefix, p]
+            .iter()
+            .filter(|s| !s.is_empty())
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(".");
+        if base.is_empty() {
+            f.to_string()
+        } else if f.is_empty() {
+            base
+        } else {
+            format!("{base}.{f}")
+        }
+    };
+    if let Some(rest) = msg.strip_prefix("missing field `") {
+        let name = rest.split('`').next().unwrap_or("");
+        return SimError::field(join(&path, name), "missing (required)");
+    }
+    if let Some(rest) = msg.strip_prefix("unknown field `") {
+        let name = rest.split('`').next().unwrap_or("");
+        let allowed = rest.split_once(", expected ").map_or("", |x| x.1);
+        // serde_path_to_error already ends the path with the unknown key.
+        let full = if path == name || path.ends_with(&format!(".{name}")) {
+            join(&path, "")
+        } else {
+            join(&path, name)
+        };
+        return SimError::field(full, format!("unknown field; expected {allowed}"));
+    }
+    let p = join(&path, "");
+    SimError::field(if p.is_empty() { "scenario".into() } else { p }, msg)
+}
+
+impl Scenario {
+    pub fn from_toml_str(s: &str) -> Result<Self, SimError> {
+        let v: Value = toml::from_str(s).map_err(|e| SimError::Syntax(e.to_string()))?;
+        Self::from_value(v)
+    }
+
+    /// The Python front end sends the scenario as a JSON object after applying overrides.
+    pub fn from_json_str(s: &str) -> Result<Self, SimError> {
+        let v: Value = serde_json::from_str(s).map_err(|e| SimError::Syntax(e.to_string()))?;
+        Self::from_value(v)
+    }
+
+    /// Read a TOML (or `.json`) scenario file; trace paths resolve against its directory.
+    pub fn load(path: &std::path::Path) -> Result<Self, SimError> {
+        let text = std::fs::read_to_string(path).map_err(|e| SimError::Io {
+            path: "scenario".into(),
+            file: path.to_path_buf(),
+            source: e,
+        })?;
+        let mut s = if path.extension().is_some_and(|e| e == "json") {
+            Self::from_json_str(&text)?
+        } else {
+            Self::from_toml_str(&text)?
+        };
+        s.base_dir = path.parent().map(|p| p.to_path_buf());
+        Ok(s)
+    }
+
+    pub fn from_value(v: Value) -> Result<Self, SimError> {
+        if !v.is_object() {
+            return Err(SimError::Syntax(
+                "a scenario is a table (TOML) / object (JSON)".into(),
+            ));
+        }
+        let doc: ScenarioDoc =
+            serde_path_to_error::deserialize(v.clone()).map_err(|e| path_error("", e))?;
+        let aqm = AqmConfig::from_value(
+            doc.aqm
+                .unwrap_or_else(|| serde_json::json!({"kind": "fifo"})),
+        )?;
+        let s = Scenario {
+            seed: doc.seed,
+            duration: doc.duration,
+            warmup: doc.warmup,
+            sample_interval: doc.sample_interval,
+            link: doc.link,
+            ack_link: doc.ack_link,
+            aqm,
+            flows: doc.flows,
+            output: doc.output,
+            raw: v,
+            base_dir: None,
+        };
+        s.validate()?;
+        Ok(s)
+    }
+
+    /// The sampling period: `sample_interval`, else the AQM's tupdate, else 16 ms.
+    pub fn sample_period(&self) -> Nanos {
+        self.sample_interval
+            .unwrap_or_else(|| self.aqm.default_sample_interval())
+    }
+
+    /// Total number of flows after expanding `count`.
+    pub fn n_flows(&self) -> u64 {
+        self.flows.iter().map(|f| f.count).sum()
+    }
+
+    /// Cross-field checks; also run by the constructors.
+    pub fn validate(&self) -> Result<(), SimError> {
+        if self.duration.0 == 0 {
+            return Err(SimError::field(
+                "duration",
+                "\"0s\" must be > 0, e.g. \"30s\"",
+            ));
+        }
+        if self.warmup >= self.duration {
+            return Err(SimError::field(
+                "warmup",
+                format!(
+                    "\"{}\" is not shorter than duration \"{}\"; expected 0 ≤ warmup < duration",
+                    self.warmup, self.duration
+                ),
+            ));
+        }
+        if self.sample_interval == Some(Nanos::ZERO) {
+            return Err(SimError::field(
+                "sample_interval",
+                "\"0s\" must be > 0, e.g. \"16ms\"",
+            ));
+        }
+        self.validate_link()?;
+        if let Some(a) = &self.ack_link {
+            if a.rate.bps() == 0 {
+                return Err(SimError::field("ack_link.rate", "\"0bit\" must be > 0"));
+            }
+            if a.limit == 0 {
+                return Err(SimError::field("ack_link.limit", "0 must be ≥ 1 (packets)"));
+            }
+        }
+        if self.flows.is_empty() {
+            return Err(SimError::field(
+                "flows",
+                "empty; expected at least one [[flows]] table",
+            ));
+        }
+        if self.n_flows() > MAX_FLOWS {
+            return Err(SimError::field(
+                "flows",
+                format!("{} flows in total; at most {MAX_FLOWS}", self.n_flows()),
+            ));
+        }
+        for (i, fl) in self.flows.iter().enumerate() {
+            crate::flows::validate_flow(i, fl)?;
+        }
+        Ok(())
+    }
+
+    fn validate_link(&self) -> Result<(), SimError> {
+        let l = &self.link;
+        match (&l.rate, &l.trace) {
+            (Some(_), Some(_)) => {
+                return Err(SimError::field(
+                    "link",
+                    "both rate and trace are set; expected exactly one of them",
+                ))
+            }
+            (None, None) => {
+                return Err(SimError::field(
+                    "link",
+                    "neither rate nor trace is set; expected rate = \"50mbit\" or trace = \"file\"",
+                ))
+            }
+            (Some(r), None) if r.bps() == 0 => {
+                return Err(SimError::field("link.rate", "\"0bit\" must be > 0"));
+            }
+            _ => {}
+        }
+        if l.trace.is_some() {
+            if l.model.is_some() {
+                return Err(SimError::field(
+                    "link.model",
+                    "applies to rate links only; a trace is always delivered in opportunities",
+                ));
+            }
+            if !l.steps.is_empty() {
+                return Err(SimError::field(
+                    "link.steps",
+                    "apply to rate links only, not to a trace",
+                ));
+            }
+        } else if l.once {
+            return Err(SimError::field("link.once", "applies to trace links only"));
+        }
+        if !(0.0..=1.0).contains(&l.loss) {
+            return Err(SimError::field(
+                "link.loss",
+                format!(
+                    "{} is out of range; expected a probability in [0, 1]",
+                    l.loss
+                ),
+            ));
+        }
+        if let Some(g) = &l.gilbert {
+            if l.loss > 0.0 {
+                return Err(SimError::field(
+                    "link.gilbert",
+                    "set together with link.loss; expected one loss model",
+                ));
+            }
+            for (name, v) in [
+                ("p", g.p),
+                ("r", g.r),
+                ("loss_good", g.loss_good),
+                ("loss_bad", g.loss_bad),
+            ] {
+                if !(0.0..=1.0).contains(&v) {
+                    return Err(SimError::field(
+                        format!("link.gilbert.{name}"),
+                        format!("{v} is out of range; expected a probability in [0, 1]"),
+                    ));
+                }
+            }
+        }
+        let mut prev = Nanos::ZERO;
+        for (i, s) in l.steps.iter().enumerate() {
+            if i > 0 && s.at <= prev {
+                return Err(SimError::field(
+                    format!("link.steps[{i}].at"),
+                    format!(
+                        "\"{}\" is not after the previous step \"{}\"; step times must strictly increase",
+                        s.at, prev
+                    ),
+                ));
+            }
+            prev = s.at;
+        }
+        if l.reorder && l.jitter.0 == 0 {
+            return Err(SimError::field("link.reorder", "needs link.jitter > 0"));
+        }
+        Ok(())
+    }
+}

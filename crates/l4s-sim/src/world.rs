@@ -1,0 +1,658 @@
+//! The dumbbell: N sender/receiver pairs sharing one bottleneck (AQM + link model) toward the
+//! receivers, each with its own base RTT; ACKs return on an uncongested path (or an optional
+//! rate-limited FIFO). Simplification (named): a flow's whole forward propagation, rtt/2, is
+//! applied after the bottleneck (senders reach the queue at once), and rtt/2 on the way back;
+//! only the sum matters for every figure recorded.
+
+use crate::aqm_config::AqmConfig;
+use crate::engine::{DelayLine, EventQueue, Kind};
+use crate::error::SimError;
+use crate::flows::build_flow;
+use crate::recorder::{Recorder, SummaryCtx};
+use crate::results::{RunResults, Totals};
+use crate::scenario::{LinkModelKind, Scenario};
+use l4s_core::aqm::Aqm;
+use l4s_core::link::{
+    ConstantRate, GilbertElliott, Jitter, LinkModel, LossModel, MahimahiTrace, MahimahiTraceData,
+    RandomLoss, RateSchedule, Txop1ms,
+};
+use l4s_core::{Ecn, Endpoint, FlowStats, Nanos, Packet, Rate, Rng};
+use std::collections::VecDeque;
+
+/// Timer firings at one instant after which an endpoint is declared stuck.
+const LIVELOCK_LIMIT: u32 = 1_000_000;
+
+struct Flow {
+    sender: Box<dyn Endpoint>,
+    receiver: Box<dyn Endpoint>,
+    fwd_delay: Nanos,
+    rev_delay: Nanos,
+    fwd: DelayLine,
+    rev: DelayLine,
+    sender_armed: Option<Nanos>,
+    receiver_armed: Option<Nanos>,
+    l4s: bool,
+    /// A sized transfer whose completion time is still to be recorded.
+    await_done: bool,
+    /// Consecutive timer firings at one instant (livelock guard).
+    same_instant: (Nanos, u32),
+}
+
+/// The bottleneck and its surroundings.
+struct Net {
+    aqm: Box<dyn Aqm>,
+    aqm_cfg: AqmConfig,
+    aqm_armed: Option<Nanos>,
+    link: Box<dyn LinkModel>,
+    /// A packet is being serialised (it already sits on its delay line, see `propagate`).
+    busy: bool,
+    /// Packets on a link that ended before they did (never delivered).
+    stuck_pkts: u64,
+    service_pending: bool,
+    loss: Option<Box<dyn LossModel>>,
+    jitter: Option<Jitter>,
+    dropped: Vec<Packet>,
+    ack_link: Option<AckLink>,
+    totals: Totals,
+}
+
+/// Optional rate-limited reverse path: tail-drop FIFO + constant rate.
+struct AckLink {
+    rate: Rate,
+    limit: usize,
+    q: VecDeque<Packet>,
+    busy: Option<Packet>,
+}
+
+/// Read and parse the trace file the scenario names (I/O lives here, not in l4s-core).
+fn load_trace(s: &Scenario, file: &str) -> Result<MahimahiTraceData, SimError> {
+    let path = match &s.base_dir {
+        Some(d) => d.join(file),
+        None => std::path::PathBuf::from(file),
+    };
+    let text = std::fs::read_to_string(&path).map_err(|e| SimError::Io {
+        path: "link.trace".into(),
+        file: path.clone(),
+        source: e,
+    })?;
+    MahimahiTraceData::parse(&text)
+        .map_err(|e| SimError::field("link.trace", format!("{}: {e}", path.display())))
+}
+
+fn build_link(s: &Scenario) -> Result<Box<dyn LinkModel>, SimError> {
+    let l = &s.link;
+    if let Some(file) = &l.trace {
+        let data = load_trace(s, file)?;
+        let t = MahimahiTrace::new(data, l.once)
+            .map_err(|e| SimError::field("link.trace", e.to_string()))?;
+        return Ok(Box::new(t));
+    }
+    let base = l.rate.unwrap_or(Rate(0));
+    let steps: Vec<(Nanos, Rate)> = l.steps.iter().map(|x| (x.at, x.rate)).collect();
+    let sched = RateSchedule::with_steps(base, &steps)
+        .map_err(|e| SimError::field("link.steps", e.to_string()))?;
+    Ok(match l.model.unwrap_or_default() {
+        LinkModelKind::Smooth => Box::new(ConstantRate::with_schedule(sched)),
+        LinkModelKind::Txop1ms => Box::new(Txop1ms::new(sched)),
+    })
+}
+
+pub struct World {
+    flows: Vec<Flow>,
+    net: Net,
+    ev: EventQueue,
+    rec: Recorder,
+    now: Nanos,
+    /// End of the run.
+    end: Nanos,
+    /// Set when a model misbehaves; the run stops with this error.
+    abort: Option<SimError>,
+    events: u64,
+    sample_period: Nanos,
+    stats_buf: Vec<(FlowStats, FlowStats)>,
+    flow_cc: Vec<String>,
+    flow_class: Vec<String>,
+    base_rtt_ms: Vec<f64>,
+    flow_start: Vec<Nanos>,
+}
+
+impl World {
+    pub fn new(s: &Scenario) -> Result<Self, SimError> {
+        s.validate()?;
+        let seed = s.seed;
+        let aqm = s.aqm.build(Rng::derive(seed, "aqm"))?;
+        let link = build_link(s)?;
+        let loss: Option<Box<dyn LossModel>> = if let Some(g) = &s.link.gilbert {
+            Some(Box::new(
+                GilbertElliott::new(
+                    g.p,
+                    g.r,
+                    g.loss_good,
+                    g.loss_bad,
+                    Rng::derive(seed, "link/loss"),
+                )
+                .map_err(|e| SimError::field(format!("link.gilbert.{}", e.param), e.to_string()))?,
+            ))
+        } else if s.link.loss > 0.0 {
+            Some(Box::new(
+                RandomLoss::new(s.link.loss, Rng::derive(seed, "link/loss"))
+                    .map_err(|e| SimError::field("link.loss", e.to_string()))?,
+            ))
+        } else {
+            None
+        };
+        let jitter = (s.link.jitter.0 > 0).then(|| {
+            Jitter::new(
+                s.link.jitter,
+                s.link.reorder,
+                Rng::derive(seed, "link/jitter"),
+            )
+        });
+        let mut flows = Vec::new();
+        let mut flow_cc = Vec::new();
+        let mut flow_class = Vec::new();
+        let mut base_rtt_ms = Vec::new();
+        let mut flow_start = Vec::new();
+        for (i, fc) in s.flows.iter().enumerate() {
+            for _ in 0..fc.count {
+                let id = flows.len() as u32;
+                let ends = build_flow(i, id, fc, seed)?;
+                let half = Nanos(fc.rtt.0 / 2);
+                flows.push(Flow {
+                    sender: ends.sender,
+                    receiver: ends.receiver,
+                    fwd_delay: half,
+                    rev_delay: fc.rtt - half,
+                    fwd: DelayLine::default(),
+                    rev: DelayLine::default(),
+                    sender_armed: None,
+                    receiver_armed: None,
+                    l4s: ends.l4s,
+                    await_done: fc.bytes.is_some(),
+                    same_instant: (Nanos::MAX, 0),
+                });
+                flow_start.push(fc.start);
+                flow_cc.push(fc.cc.clone());
+                flow_class.push(if ends.l4s { "L4S" } else { "Classic" }.to_string());
+                base_rtt_ms.push(fc.rtt.as_ms_f64());
+            }
+        }
+        let mut q0 = Vec::new();
+        aqm.sample(Nanos::ZERO, &mut q0);
+        let rec = Recorder::new(s.warmup, q0, flows.len(), s.output.packets);
+        let ack_link = s.ack_link.as_ref().map(|a| AckLink {
+            rate: a.rate,
+            limit: a.limit as usize,
+            q: VecDeque::new(),
+            busy: None,
+        });
+        let n = flows.len();
+        Ok(World {
+            flows,
+            net: Net {
+                aqm,
+                aqm_cfg: s.aqm.clone(),
+                aqm_armed: None,
+                link,
+                busy: false,
+                stuck_pkts: 0,
+                service_pending: false,
+                loss,
+                jitter,
+                dropped: Vec::with_capacity(16),
+                ack_link,
+                totals: Totals::default(),
+            },
+            ev: EventQueue::with_capacity(8 * n + 16),
+            rec,
+            now: Nanos::ZERO,
+            end: s.duration,
+            abort: None,
+            events: 0,
+            sample_period: Nanos::from_ms(16),
+            stats_buf: Vec::with_capacity(n),
+            flow_cc,
+            flow_class,
+            base_rtt_ms,
+            flow_start,
+        })
+    }
+
+    /// Run to `s.duration` and produce the results.
+    pub fn run(mut self, s: &Scenario) -> Result<RunResults, SimError> {
+        let end = s.duration;
+        // Samples are scheduled one at a time (the heap stays a few events per flow deep).
+        self.sample_period = s.sample_period();
+        if self.sample_period <= end {
+            self.ev.push(self.sample_period, Kind::Sample, 0);
+        }
+        if s.warmup.0 > 0 {
+            self.ev.push(s.warmup, Kind::Warmup, 0);
+        } else {
+            self.snapshot();
+        }
+        for f in 0..self.flows.len() {
+            self.arm_sender(f);
+            self.arm_receiver(f);
+        }
+        self.arm_aqm();
+        while let Some(e) = self.ev.pop_until(end) {
+            self.now = e.time();
+            self.dispatch(e.kind, e.arg as usize, e.time());
+            if let Some(err) = self.abort.take() {
+                return Err(err);
+            }
+        }
+        self.now = end;
+        self.finish(s)
+    }
+
+    #[inline]
+    fn dispatch(&mut self, kind: Kind, f: usize, t: Nanos) {
+        match kind {
+            Kind::SenderTimer => {
+                if self.flows[f].sender_armed != Some(t) {
+                    return;
+                }
+                self.events += 1;
+                self.guard_livelock(f, t, "sender");
+                self.flows[f].sender_armed = None;
+                let fl = &mut self.flows[f];
+                if fl.sender.poll_timeout().is_some_and(|w| w <= t) {
+                    fl.sender.handle_timeout(t);
+                }
+                self.pump_sender(f);
+            }
+            Kind::ReceiverTimer => {
+                if self.flows[f].receiver_armed != Some(t) {
+                    return;
+                }
+                self.events += 1;
+                self.guard_livelock(f, t, "receiver");
+                self.flows[f].receiver_armed = None;
+                let fl = &mut self.flows[f];
+                if fl.receiver.poll_timeout().is_some_and(|w| w <= t) {
+                    fl.receiver.handle_timeout(t);
+                }
+                self.pump_receiver(f);
+            }
+            Kind::FwdArrive => {
+                if self.flows[f].fwd.armed != Some(t) {
+                    return;
+                }
+                self.events += 1;
+                self.flows[f].fwd.armed = None;
+                while let Some(p) = self.flows[f].fwd.pop_due(t) {
+                    self.net.totals.delivered_pkts += 1;
+                    let owd = t - p.sent_at;
+                    let c = &mut self.rec.counters[f];
+                    if c.min_owd.is_none_or(|m| owd < m) {
+                        c.min_owd = Some(owd);
+                    }
+                    self.flows[f].receiver.handle_packet(p, t);
+                }
+                if let Some(h) = self.flows[f].fwd.head_time() {
+                    self.flows[f].fwd.armed = Some(h);
+                    self.ev.push(h, Kind::FwdArrive, f as u32);
+                }
+                self.pump_receiver(f);
+            }
+            Kind::RevArrive => {
+                if self.flows[f].rev.armed != Some(t) {
+                    return;
+                }
+                self.events += 1;
+                self.flows[f].rev.armed = None;
+                while let Some(p) = self.flows[f].rev.pop_due(t) {
+                    self.net.totals.acks_delivered += 1;
+                    self.flows[f].sender.handle_packet(p, t);
+                }
+                if self.flows[f].await_done && self.flows[f].sender.is_done() {
+                    self.flows[f].await_done = false;
+                    self.rec.counters[f].done_at = Some(t);
+                }
+                if let Some(h) = self.flows[f].rev.head_time() {
+                    self.flows[f].rev.armed = Some(h);
+                    self.ev.push(h, Kind::RevArrive, f as u32);
+                }
+                self.pump_sender(f);
+            }
+            Kind::LinkService => {
+                self.events += 1;
+                self.net.service_pending = false;
+                self.link_service(t);
+            }
+            Kind::LinkDone => {
+                self.events += 1;
+                self.link_done(t);
+            }
+            Kind::AqmTimer => {
+                if self.net.aqm_armed != Some(t) {
+                    return;
+                }
+                self.events += 1;
+                self.net.aqm_armed = None;
+                self.net.aqm.on_timer(t);
+                self.arm_aqm();
+            }
+            Kind::AckLinkDone => {
+                self.events += 1;
+                self.ack_link_done(t);
+            }
+            Kind::Sample => {
+                self.events += 1;
+                // Sample k lands at exactly k·period (no drift from repeated addition).
+                let k = t.0 / self.sample_period.0 + 1;
+                self.ev
+                    .push(Nanos(self.sample_period.0 * k), Kind::Sample, 0);
+                self.collect_stats();
+                self.rec.sample(t, self.net.aqm.as_ref(), &self.stats_buf);
+            }
+            Kind::Warmup => {
+                self.events += 1;
+                self.snapshot();
+            }
+        }
+    }
+
+    /// An endpoint whose timer keeps firing at one instant without moving on would hang the
+    /// run: stop it with an error naming the flow instead.
+    #[cold]
+    fn livelock(&mut self, f: usize, t: Nanos, side: &str) {
+        self.abort = Some(SimError::Model(format!(
+            "flow {f} {side} asked to be woken at {t} {LIVELOCK_LIMIT} times without time moving on"
+        )));
+    }
+
+    #[inline]
+    fn guard_livelock(&mut self, f: usize, t: Nanos, side: &str) {
+        let s = &mut self.flows[f].same_instant;
+        if s.0 == t {
+            s.1 += 1;
+            if s.1 >= LIVELOCK_LIMIT {
+                self.livelock(f, t, side);
+            }
+        } else {
+            *s = (t, 0);
+        }
+    }
+
+    fn collect_stats(&mut self) {
+        self.stats_buf.clear();
+        for fl in &self.flows {
+            self.stats_buf
+                .push((fl.sender.stats(), fl.receiver.stats()));
+        }
+    }
+
+    /// Count wasted opportunities up to now if the link is idle (they are counted lazily).
+    fn flush_unused(&mut self) -> u64 {
+        let n = &mut self.net;
+        if !n.busy && !n.service_pending && n.aqm.is_empty() {
+            let _ = n.link.next_service(self.now);
+        }
+        n.link.unused_txops()
+    }
+
+    fn snapshot(&mut self) {
+        let unused = self.flush_unused();
+        self.collect_stats();
+        self.rec
+            .warmup_snapshot(self.now, self.net.aqm.as_ref(), &self.stats_buf, unused);
+    }
+
+    fn arm_sender(&mut self, f: usize) {
+        let fl = &mut self.flows[f];
+        if let Some(w) = fl.sender.poll_timeout() {
+            let w = w.max(self.now);
+            if fl.sender_armed.is_none_or(|a| w < a) {
+                fl.sender_armed = Some(w);
+                self.ev.push(w, Kind::SenderTimer, f as u32);
+            }
+        }
+    }
+
+    fn arm_receiver(&mut self, f: usize) {
+        let fl = &mut self.flows[f];
+        if let Some(w) = fl.receiver.poll_timeout() {
+            let w = w.max(self.now);
+            if fl.receiver_armed.is_none_or(|a| w < a) {
+                fl.receiver_armed = Some(w);
+                self.ev.push(w, Kind::ReceiverTimer, f as u32);
+            }
+        }
+    }
+
+    fn arm_aqm(&mut self) {
+        if let Some(w) = self.net.aqm.next_wakeup() {
+            let w = w.max(self.now);
+            if self.net.aqm_armed.is_none_or(|a| w < a) {
+                self.net.aqm_armed = Some(w);
+                self.ev.push(w, Kind::AqmTimer, 0);
+            }
+        }
+    }
+
+    /// Send everything the sender of flow `f` releases now into the bottleneck.
+    fn pump_sender(&mut self, f: usize) {
+        let now = self.now;
+        while let Some(mut p) = self.flows[f].sender.poll_transmit(now) {
+            // The engine owns the flow id and release time of what leaves an endpoint.
+            p.flow = f as u32;
+            p.sent_at = now;
+            self.net.totals.sent_pkts += 1;
+            self.enqueue(p);
+        }
+        self.arm_sender(f);
+    }
+
+    /// Send everything the receiver of flow `f` releases now onto the ACK path.
+    fn pump_receiver(&mut self, f: usize) {
+        let now = self.now;
+        while let Some(mut p) = self.flows[f].receiver.poll_transmit(now) {
+            p.flow = f as u32;
+            p.sent_at = now;
+            self.net.totals.acks_sent += 1;
+            if self.net.ack_link.is_some() {
+                self.ack_enqueue(p);
+            } else {
+                let at = now + self.flows[f].rev_delay;
+                if let Some(h) = self.flows[f].rev.push(at, p) {
+                    self.ev.push(h, Kind::RevArrive, f as u32);
+                }
+            }
+        }
+        self.arm_receiver(f);
+    }
+
+    fn enqueue(&mut self, p: Packet) {
+        let now = self.now;
+        let (flow, ecn) = (p.flow, p.ecn);
+        if let Err(d) = self.net.aqm.enqueue(p, now) {
+            self.net.totals.aqm_dropped_pkts += 1;
+            let q = self
+                .net
+                .aqm_cfg
+                .queue_of(ecn, self.flows[flow as usize].l4s);
+            self.rec.on_packet(now, d.flow, q, Nanos::ZERO, 2);
+        } else if !self.net.busy && !self.net.service_pending {
+            let s = self.net.link.next_service(now);
+            if s == now {
+                self.link_service(now);
+            } else if s != Nanos::MAX {
+                self.net.service_pending = true;
+                self.ev.push_link(s, Kind::LinkService);
+            }
+        }
+        self.arm_aqm();
+    }
+
+    /// The link takes the next packet from the AQM at `now`.
+    fn link_service(&mut self, now: Nanos) {
+        let n = &mut self.net;
+        n.dropped.clear();
+        let p = n.aqm.dequeue(now, &mut n.dropped);
+        for d in n.dropped.drain(..) {
+            n.totals.aqm_dropped_pkts += 1;
+            let q = n.aqm_cfg.queue_of(d.ecn, self.flows[d.flow as usize].l4s);
+            self.rec.on_packet(now, d.flow, q, d.sojourn(now), 2);
+        }
+        if let Some(p) = p {
+            let q = n.aqm_cfg.queue_of(p.ecn, self.flows[p.flow as usize].l4s);
+            let verdict = (p.ecn == Ecn::Ce) as u8;
+            self.rec.on_packet(now, p.flow, q, p.sojourn(now), verdict);
+            let fin = n.link.transmit(now, p.bytes);
+            n.busy = true;
+            if fin == Nanos::MAX {
+                // The link ended (a `once` trace) before this packet did: it stays on it.
+                n.stuck_pkts += 1;
+            } else {
+                self.ev.push_link(fin, Kind::LinkDone);
+                self.propagate(p, fin);
+            }
+        }
+        self.arm_aqm();
+    }
+
+    /// A packet whose last bit leaves the bottleneck at `fin`: count it, then lose it or put
+    /// it on its flow's forward delay line. Done when transmission starts (saves holding the
+    /// packet on the link); the loss and jitter rolls happen in transmission order either way.
+    #[inline]
+    fn propagate(&mut self, p: Packet, fin: Nanos) {
+        if fin > self.rec.warmup && fin <= self.end {
+            self.rec.link_bytes_after_warmup += p.bytes as u64;
+        }
+        let f = p.flow as usize;
+        if self.net.loss.as_mut().is_some_and(|l| l.is_lost()) {
+            self.net.totals.link_lost_pkts += 1;
+            self.rec.counters[f].link_losses += 1;
+            return;
+        }
+        let fl = &mut self.flows[f];
+        let mut at = fin + fl.fwd_delay;
+        if let Some(j) = &mut self.net.jitter {
+            at = j.arrival(at, fl.fwd.back_time());
+        }
+        if let Some(h) = fl.fwd.push(at, p) {
+            self.ev.push(h, Kind::FwdArrive, f as u32);
+        }
+    }
+
+    /// The packet on the link has left it at `now`: start the next one.
+    fn link_done(&mut self, now: Nanos) {
+        self.net.busy = false;
+        if !self.net.aqm.is_empty() {
+            let s = self.net.link.next_service(now);
+            if s == now {
+                self.link_service(now);
+            } else if s != Nanos::MAX {
+                self.net.service_pending = true;
+                self.ev.push_link(s, Kind::LinkService);
+            }
+        }
+    }
+
+    fn ack_enqueue(&mut self, p: Packet) {
+        let now = self.now;
+        let Some(a) = self.net.ack_link.as_mut() else {
+            return;
+        };
+        if a.busy.is_none() {
+            let fin = now + a.rate.tx_time(p.bytes as u64);
+            a.busy = Some(p);
+            self.ev.push(fin, Kind::AckLinkDone, 0);
+        } else if a.q.len() >= a.limit {
+            self.net.totals.acks_dropped += 1;
+        } else {
+            a.q.push_back(p);
+        }
+    }
+
+    fn ack_link_done(&mut self, now: Nanos) {
+        let Some(a) = self.net.ack_link.as_mut() else {
+            return;
+        };
+        let Some(p) = a.busy.take() else {
+            return;
+        };
+        if let Some(next) = a.q.pop_front() {
+            let fin = now + a.rate.tx_time(next.bytes as u64);
+            a.busy = Some(next);
+            self.ev.push(fin, Kind::AckLinkDone, 0);
+        }
+        let f = p.flow as usize;
+        let at = now + self.flows[f].rev_delay;
+        if let Some(h) = self.flows[f].rev.push(at, p) {
+            self.ev.push(h, Kind::RevArrive, f as u32);
+        }
+    }
+
+    fn finish(mut self, s: &Scenario) -> Result<RunResults, SimError> {
+        let unused = self.flush_unused();
+        self.collect_stats();
+        let n = &self.net;
+        let mut totals = n.totals.clone();
+        totals.in_flight_pkts = n.aqm.backlog_pkts()
+            + n.stuck_pkts
+            + self.flows.iter().map(|f| f.fwd.len() as u64).sum::<u64>();
+        totals.acks_in_flight = self.flows.iter().map(|f| f.rev.len() as u64).sum::<u64>()
+            + n.ack_link
+                .as_ref()
+                .map_or(0, |a| a.q.len() as u64 + a.busy.is_some() as u64);
+        let capacity_bytes = n.link.capacity_bytes(s.warmup, s.duration);
+        let raw = s.raw.clone();
+        let ctx = SummaryCtx {
+            seed: s.seed,
+            duration: s.duration,
+            sample_interval: s.sample_period(),
+            capacity_bytes,
+            aqm_kind: n.aqm.kind(),
+            flow_cc: &self.flow_cc,
+            flow_class: &self.flow_class,
+            base_rtt_ms: &self.base_rtt_ms,
+            flow_start: &self.flow_start,
+            raw: &raw,
+        };
+        Ok(self.rec.finish(
+            ctx,
+            self.net.aqm.as_ref(),
+            &self.stats_buf,
+            unused,
+            totals,
+            self.events,
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An endpoint that always wants to be woken now and never sends: a model bug.
+    struct Stuck;
+    impl Endpoint for Stuck {
+        fn handle_packet(&mut self, _pkt: Packet, _now: Nanos) {}
+        fn poll_transmit(&mut self, _now: Nanos) -> Option<Packet> {
+            None
+        }
+        fn poll_timeout(&self) -> Option<Nanos> {
+            Some(Nanos::from_ms(5))
+        }
+        fn handle_timeout(&mut self, _now: Nanos) {}
+        fn stats(&self) -> FlowStats {
+            FlowStats::default()
+        }
+    }
+
+    #[test]
+    fn a_stuck_endpoint_stops_the_run_with_an_error() {
+        let s = Scenario::from_toml_str(
+            "duration = \"1s\"\n[link]\nrate = \"1mbit\"\n[[flows]]\ncc = \"cbr\"\nrtt = \"2ms\"\nrate = \"1kbit\"\n",
+        )
+        .unwrap();
+        let mut w = World::new(&s).unwrap();
+        w.flows[0].sender = Box::new(Stuck);
+        let e = w.run(&s).unwrap_err().to_string();
+        assert!(e.contains("flow 0 sender") && e.contains("5ms"), "{e}");
+    }
+}

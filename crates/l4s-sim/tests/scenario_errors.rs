@@ -1,0 +1,175 @@
+//! Bad scenario input: every message names the field path and what is allowed.
+
+use l4s_sim::{Scenario, SimError};
+
+const BASE: &str = r#"
+duration = "1s"
+[link]
+rate = "10mbit"
+[aqm]
+kind = "fifo"
+[[flows]]
+cc = "cbr"
+rtt = "20ms"
+rate = "1mbit"
+"#;
+
+fn err(toml: &str) -> String {
+    match Scenario::from_toml_str(toml) {
+        Ok(_) => panic!("accepted:\n{toml}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+fn assert_names(msg: &str, path: &str, words: &[&str]) {
+    assert!(
+        msg.starts_with(&format!("{path}: ")),
+        "expected path {path}: {msg}"
+    );
+    for w in words {
+        assert!(msg.contains(w), "expected {w:?} in: {msg}");
+    }
+}
+
+#[test]
+fn base_scenario_is_valid() {
+    let s = Scenario::from_toml_str(BASE).unwrap();
+    assert_eq!(s.n_flows(), 1);
+    assert_eq!(s.seed, 1);
+    assert_eq!(s.sample_period(), l4s_core::Nanos::from_ms(16));
+}
+
+#[test]
+fn negative_aqm_duration_names_aqm_field() {
+    let t = BASE.replace(
+        "kind = \"fifo\"",
+        "kind = \"dualpi2\"\nstep_thresh = \"-1ms\"",
+    );
+    assert_names(
+        &err(&t),
+        "aqm.step_thresh",
+        &["\"-1ms\"", "negative", "duration"],
+    );
+}
+
+#[test]
+fn out_of_range_aqm_parameter_names_it_and_the_range() {
+    let t = BASE.replace("kind = \"fifo\"", "kind = \"fifo\"\nlimit = 0");
+    assert_names(&err(&t), "aqm.limit", &["0", ">= 1"]);
+}
+
+#[test]
+fn parameter_of_another_aqm_is_unknown_with_allowed_list() {
+    let t = BASE.replace("kind = \"fifo\"", "kind = \"fifo\"\nstep_thresh = \"1ms\"");
+    assert_names(&err(&t), "aqm.step_thresh", &["unknown field", "limit"]);
+}
+
+#[test]
+fn unknown_aqm_kind_lists_kinds() {
+    let t = BASE.replace("kind = \"fifo\"", "kind = \"red\"");
+    assert_names(&err(&t), "aqm.kind", &["\"red\"", "fifo", "dualpi2"]);
+}
+
+#[test]
+fn second_flow_zero_rtt_names_index() {
+    let t = format!("{BASE}\n[[flows]]\ncc = \"cbr\"\nrtt = \"0s\"\nrate = \"1mbit\"\n");
+    assert_names(&err(&t), "flows[1].rtt", &["> 0"]);
+}
+
+#[test]
+fn bad_enum_value_lists_allowed_values() {
+    let t = BASE.replace("rate = \"1mbit\"", "rate = \"1mbit\"\necn = \"maybe\"");
+    assert_names(
+        &err(&t),
+        "flows[0].ecn",
+        &["maybe", "none", "classic", "accecn", "l4s"],
+    );
+}
+
+#[test]
+fn unknown_top_level_and_nested_fields() {
+    assert_names(
+        &err(&format!("colour = 1\n{BASE}")),
+        "colour",
+        &["unknown field", "duration"],
+    );
+    let t = BASE.replace("rate = \"10mbit\"", "rate = \"10mbit\"\nspeed = 3");
+    assert_names(&err(&t), "link.speed", &["unknown field", "trace"]);
+}
+
+#[test]
+fn missing_required_field() {
+    let t = BASE.replace("duration = \"1s\"", "");
+    assert_names(&err(&t), "duration", &["missing"]);
+    let t = BASE.replace("rtt = \"20ms\"", "");
+    assert_names(&err(&t), "flows[0].rtt", &["missing"]);
+}
+
+#[test]
+fn rate_without_unit() {
+    let t = BASE.replace("rate = \"10mbit\"", "rate = \"10\"");
+    assert_names(&err(&t), "link.rate", &["missing unit", "mbit"]);
+    let t = BASE.replace("rate = \"10mbit\"", "rate = 10");
+    assert_names(&err(&t), "link.rate", &["integer", "string"]);
+}
+
+#[test]
+fn link_needs_exactly_one_of_rate_and_trace() {
+    let t = BASE.replace("rate = \"10mbit\"", "rate = \"10mbit\"\ntrace = \"x.down\"");
+    assert_names(&err(&t), "link", &["exactly one"]);
+    let t = BASE.replace("rate = \"10mbit\"", "loss = 0.5");
+    assert_names(&err(&t), "link", &["neither"]);
+    let t = BASE.replace("rate = \"10mbit\"", "rate = \"10mbit\"\nloss = 1.5");
+    assert_names(&err(&t), "link.loss", &["1.5", "[0, 1]"]);
+    let t = BASE.replace(
+        "rate = \"10mbit\"",
+        "rate = \"10mbit\"\nsteps = [{at = \"2s\", rate = \"1mbit\"}, {at = \"1s\", rate = \"2mbit\"}]",
+    );
+    assert_names(&err(&t), "link.steps[1].at", &["strictly increase"]);
+}
+
+#[test]
+fn cbr_needs_a_rate_and_tcp_fields_are_refused() {
+    let t = BASE.replace("rate = \"1mbit\"", "");
+    assert_names(&err(&t), "flows[0].rate", &["missing", "cbr"]);
+    let t = BASE.replace("rate = \"1mbit\"", "rate = \"1mbit\"\nbytes = 1000");
+    assert_names(&err(&t), "flows[0].bytes", &["TCP"]);
+}
+
+#[test]
+fn warmup_must_be_shorter_than_duration() {
+    let t = format!("warmup = \"1s\"\n{BASE}");
+    assert_names(&err(&t), "warmup", &["duration"]);
+}
+
+#[test]
+fn syntax_errors_are_reported_as_such() {
+    let e = Scenario::from_toml_str("duration = ").unwrap_err();
+    assert!(matches!(e, SimError::Syntax(_)), "{e}");
+    assert!(e.to_string().starts_with("scenario syntax"), "{e}");
+}
+
+#[test]
+fn json_input_reports_the_same_paths() {
+    let j = r#"{"duration": "1s", "link": {"rate": "10mbit"}, "aqm": {"kind": "fifo"},
+               "flows": [{"cc": "cbr", "rtt": "20ms", "rate": "1mbit"},
+                         {"cc": "cbr", "rtt": "-5ms", "rate": "1mbit"}]}"#;
+    let e = Scenario::from_json_str(j).unwrap_err().to_string();
+    assert_names(&e, "flows[1].rtt", &["negative"]);
+}
+
+#[test]
+fn trace_file_problems_name_link_trace() {
+    let dir = std::env::temp_dir().join(format!("l4s-sim-trace-err-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("bad.down"), "1\n2\nfast\n").unwrap();
+    let t = BASE.replace("rate = \"10mbit\"", "trace = \"bad.down\"");
+    let s = Scenario::from_toml_str(&t).unwrap();
+    let e = l4s_sim::run_in(&s, &dir).unwrap_err().to_string();
+    assert_names(&e, "link.trace", &["line 3", "fast"]);
+    let t = BASE.replace("rate = \"10mbit\"", "trace = \"missing.down\"");
+    let s = Scenario::from_toml_str(&t).unwrap();
+    let e = l4s_sim::run_in(&s, &dir).unwrap_err().to_string();
+    assert_names(&e, "link.trace", &["cannot read", "missing.down"]);
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -1,0 +1,233 @@
+//! TCP flows through the simulator: utilisation, RTT bounds, AQM delay targets, ACK-path
+//! conservation and sized transfers.
+
+use l4s_sim::run_toml;
+use serde_json::Value;
+
+fn summary(toml: &str) -> (l4s_sim::RunResults, Value) {
+    let r = run_toml(toml).unwrap_or_else(|e| panic!("{e}"));
+    let v = serde_json::from_str(&r.summary_json).unwrap();
+    (r, v)
+}
+
+#[test]
+fn reno_fills_a_one_bdp_fifo() {
+    // 50 Mb/s × 40 ms = 250 kB = 166.7 packets of 1500 B: a FIFO of 167 packets is one BDP,
+    // the classic rule for a single Reno flow to keep the link busy through its halving.
+    // Goodput ≤ 1448/1500 of the link (headers): 48.27 Mb/s.
+    let (r, v) = summary(
+        r#"
+duration = "20s"
+warmup = "5s"
+[link]
+rate = "50mbit"
+[aqm]
+kind = "fifo"
+limit = 167
+[[flows]]
+cc = "reno"
+rtt = "40ms"
+"#,
+    );
+    let u = v["link"]["utilisation"].as_f64().unwrap();
+    assert!((0.95..=1.0 + 1e-9).contains(&u), "utilisation {u}");
+    let tput = v["flows"][0]["tput_mbps"].as_f64().unwrap();
+    assert!(
+        (0.95 * 48.27..=50.0 * 1448.0 / 1500.0 + 0.01).contains(&tput),
+        "{tput}"
+    );
+    // The buffer overflowed at least once (Reno probes until loss) and was repaired.
+    assert!(v["flows"][0]["retransmits"].as_u64().unwrap() >= 1);
+    let t = &r.totals;
+    assert_eq!(
+        t.sent_pkts,
+        t.delivered_pkts + t.aqm_dropped_pkts + t.link_lost_pkts + t.in_flight_pkts
+    );
+    assert_eq!(
+        t.acks_sent,
+        t.acks_delivered + t.acks_dropped + t.acks_in_flight
+    );
+}
+
+#[test]
+fn smoothed_rtt_never_below_base_rtt() {
+    // Two flows with different base RTTs over DualPI2 + a random-loss link: every srtt sample
+    // is at least the base RTT (propagation both ways) once the first RTT sample exists.
+    let (r, _) = summary(
+        r#"
+duration = "5s"
+[link]
+rate = "20mbit"
+loss = 0.001
+[aqm]
+kind = "dualpi2"
+[[flows]]
+cc = "cubic"
+rtt = "30ms"
+[[flows]]
+cc = "reno"
+rtt = "80ms"
+ecn = "classic"
+"#,
+    );
+    let base = [30.0, 80.0];
+    let mut n = 0;
+    for i in 0..r.flows.t_s.len() {
+        let s = r.flows.srtt_ms[i];
+        if s > 0.0 {
+            let b = base[r.flows.flow[i] as usize];
+            assert!(s >= b, "flow {} srtt {s} < {b}", r.flows.flow[i]);
+            n += 1;
+        }
+    }
+    assert!(n > 500, "{n}");
+    // One-way delay ≥ rtt/2 + one serialisation of a SYN at 20 Mb/s.
+    for (i, owd) in r.flow_min_owd_ms.iter().enumerate() {
+        assert!(*owd >= base[i] / 2.0, "{owd}");
+    }
+}
+
+#[test]
+fn cubic_behind_dualpi2_peaks_near_the_pi_target() {
+    // One CUBIC flow (Not-ECT) in DualPI2's C queue, target 15 ms: the PI integrator only
+    // raises p' while qdelay > target, so the queue sawtooth rises to about the target
+    // before a drop (p99 within [target, target + 5 ms]) and averages below it
+    // (mean within [target/3, target]); the link stays busy.
+    let (_, v) = summary(
+        r#"
+duration = "30s"
+warmup = "10s"
+[link]
+rate = "50mbit"
+[aqm]
+kind = "dualpi2"
+[[flows]]
+cc = "cubic"
+rtt = "40ms"
+"#,
+    );
+    let c = &v["queues"][1];
+    assert_eq!(c["name"], "C");
+    let mean = c["sojourn_ms"]["mean"].as_f64().unwrap();
+    let p99 = c["sojourn_ms"]["p99"].as_f64().unwrap();
+    assert!((5.0..=15.0).contains(&mean), "mean {mean}");
+    assert!((15.0..=20.0).contains(&p99), "p99 {p99}");
+    assert!(v["link"]["utilisation"].as_f64().unwrap() >= 0.95);
+    assert_eq!(v["queues"][0]["packets"].as_u64().unwrap(), 0);
+}
+
+fn prague_alone(pacing: bool) {
+    // One Prague flow (ECT(1)) at 50 Mb/s, 40 ms: the L queue's 1 ms step threshold marks
+    // as soon as the L sojourn exceeds 1 ms, so L sojourn p99 stays within a few ms while the
+    // scalable response (cwnd·(1 − α/2)) keeps the link nearly full.
+    let (_, v) = summary(&format!(
+        r#"
+duration = "20s"
+warmup = "5s"
+[link]
+rate = "50mbit"
+[aqm]
+kind = "dualpi2"
+[[flows]]
+cc = "prague"
+rtt = "40ms"
+pacing = {pacing}
+"#
+    ));
+    assert_eq!(v["flows"][0]["class"], "L4S");
+    let l = &v["queues"][0];
+    assert_eq!(l["name"], "L");
+    let p99 = l["sojourn_ms"]["p99"].as_f64().unwrap();
+    assert!(p99 < 3.0, "L p99 {p99}");
+    let u = v["link"]["utilisation"].as_f64().unwrap();
+    assert!(u >= 0.95, "utilisation {u}");
+    assert!(v["flows"][0]["ce_marks"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn prague_alone_unpaced_behind_dualpi2_keeps_l_delay_low() {
+    prague_alone(false);
+}
+
+#[test]
+#[ignore = "fails with the TCP model on main: a paced Prague sender (rate = mtu·cwnd/srtt) \
+            never becomes cwnd-limited, so its window stops growing (utilisation 0.60, no CE)"]
+fn prague_alone_paced_behind_dualpi2_keeps_l_delay_low() {
+    prague_alone(true);
+}
+
+#[test]
+fn rate_limited_ack_path_conserves_acks() {
+    // 100 kb/s ACK path with a 10-packet FIFO: 64-byte ACKs take 5.12 ms each, so at most
+    // ~195 ACKs/s get through and the rest are dropped; forward and reverse conservation hold.
+    let (r, _) = summary(
+        r#"
+duration = "3s"
+[link]
+rate = "20mbit"
+[ack_link]
+rate = "100kbit"
+limit = 10
+[aqm]
+kind = "fifo"
+[[flows]]
+cc = "cubic"
+rtt = "20ms"
+"#,
+    );
+    let t = &r.totals;
+    assert!(t.acks_dropped > 0, "{t:?}");
+    assert_eq!(
+        t.acks_sent,
+        t.acks_delivered + t.acks_dropped + t.acks_in_flight
+    );
+    assert_eq!(
+        t.sent_pkts,
+        t.delivered_pkts + t.aqm_dropped_pkts + t.link_lost_pkts + t.in_flight_pkts
+    );
+    // ACKs are serialised: no more than rate × duration / (8 × ACK bytes) can arrive.
+    assert!(
+        t.acks_delivered as f64 <= 100e3 * 3.0 / (8.0 * 52.0) + 1.0,
+        "{t:?}"
+    );
+}
+
+#[test]
+fn sized_transfer_completes_and_reports_its_completion_time() {
+    // 1 MB over 10 Mb/s, 20 ms: at least 1e6·8/10e6 = 0.8 s of serialisation (plus headers
+    // and slow start), well under 5 s; the delivered bytes are exactly the transfer size.
+    let (r, v) = summary(
+        r#"
+duration = "5s"
+[link]
+rate = "10mbit"
+[aqm]
+kind = "fifo"
+[[flows]]
+cc = "cubic"
+rtt = "20ms"
+bytes = 1000000
+start = "100ms"
+"#,
+    );
+    let fct = v["flows"][0]["fct_s"].as_f64().unwrap();
+    assert!(fct > 0.8 && fct < 5.0, "{fct}");
+    assert_eq!(*r.flows.delivered_bytes.last().unwrap(), 1_000_000);
+}
+
+#[test]
+fn bad_tcp_options_name_the_field() {
+    let base = "duration = \"1s\"\n[link]\nrate = \"10mbit\"\n[[flows]]\nrtt = \"20ms\"\n";
+    let e = l4s_sim::Scenario::from_toml_str(&format!("{base}cc = \"vegas\"\n")).unwrap_err();
+    assert!(e.to_string().starts_with("flows[0].cc: "), "{e}");
+    assert!(e.to_string().contains("prague"), "{e}");
+    let e = l4s_sim::Scenario::from_toml_str(&format!("{base}cc = \"cubic\"\necn = \"l4s\"\n"))
+        .unwrap_err();
+    assert!(e.to_string().starts_with("flows[0].ecn: "), "{e}");
+    let e =
+        l4s_sim::Scenario::from_toml_str(&format!("{base}cc = \"reno\"\nmss = 10\n")).unwrap_err();
+    assert!(e.to_string().starts_with("flows[0].mss: "), "{e}");
+    let e = l4s_sim::Scenario::from_toml_str(&format!("{base}cc = \"reno\"\nrate = \"1mbit\"\n"))
+        .unwrap_err();
+    assert!(e.to_string().starts_with("flows[0].rate: "), "{e}");
+}

@@ -1,0 +1,141 @@
+"""Reports of a validation: a rich table (the shape of the published Table 3 / Table 5),
+validation.csv, validation.md and per-metric histograms of the distance distributions."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from rich.console import Console
+from rich.table import Table
+
+from l4slab.validation.core import MetricResult
+
+
+def _f(x: float | None, digits: int = 4) -> str:
+    return "-" if x is None else f"{x:.{digits}g}"
+
+
+def _yn(x: bool | None) -> str:
+    return "-" if x is None else ("yes" if x else "no")
+
+
+def _ci(r: MetricResult) -> str:
+    return "-" if r.ci_low is None else f"[{_f(r.ci_low)}, {_f(r.ci_high)}]"
+
+
+def results_table(results: list[MetricResult], name_a: str = "A", name_b: str = "B") -> Table:
+    tests = any(r.p_hat is not None for r in results)
+    if tests:
+        r0 = results[0] if results else None
+        title = f"Validation: {name_a} vs {name_b}" + (
+            f" (n = {r0.n_a} / {r0.n_b} runs, B = {r0.bootstrap}, seed {r0.seed})" if r0 else ""
+        )
+    else:
+        title = f"Distances: {name_a} vs {name_b}"
+    t = Table(title=title)
+    t.add_column("metric")
+    t.add_column("distance")
+    if tests:
+        for c in ("ε_max", "p̂_max", "95% CI", "similar", "signif."):
+            t.add_column(c, justify="right")
+        for r in results:
+            t.add_row(
+                r.metric,
+                r.kind,
+                _f(r.eps_max),
+                _f(r.p_hat),
+                _ci(r),
+                _yn(r.similar),
+                _yn(r.significant),
+            )
+    else:
+        t.add_column("d(A, B)", justify="right")
+        for r in results:
+            t.add_row(r.metric, r.kind, _f(float(r.cross[0]) if r.cross.size else None))
+    return t
+
+
+def print_results(
+    results: list[MetricResult], console: Console, name_a: str = "A", name_b: str = "B"
+) -> None:
+    console.print(results_table(results, name_a, name_b))
+
+
+def to_markdown(results: list[MetricResult], name_a: str, name_b: str) -> str:
+    lines = [f"# Validation: `{name_a}` vs `{name_b}`", ""]
+    if results and results[0].p_hat is not None:
+        r0 = results[0]
+        lines += [
+            f"Runs: {r0.n_a} (A) / {r0.n_b} (B); bootstrap B = {r0.bootstrap}, seed {r0.seed}"
+            + (f", Sakoe-Chiba band {r0.band}" if r0.band else ", no DTW window")
+            + ".",
+            "",
+            "ε_max = max of the within-group 95th percentiles; p̂_max = (#{cross > ε_max} + 1)"
+            " / (n_cross + 1); similar when p̂_max < 0.05; significant when the 95 % CI's upper"
+            " end < 0.05.",
+            "",
+            "| metric | distance | ε_max | p̂_max | 95% CI | similar | significant |",
+            "|---|---|---:|---:|---:|---:|---:|",
+        ]
+        for r in results:
+            lines.append(
+                f"| {r.metric} | {r.kind} | {_f(r.eps_max)} | {_f(r.p_hat)} | {_ci(r)} | "
+                f"{_yn(r.similar)} | {_yn(r.significant)} |"
+            )
+    else:
+        lines += ["| metric | distance | d(A, B) |", "|---|---|---:|"]
+        for r in results:
+            lines.append(f"| {r.metric} | {r.kind} | {_f(float(r.cross[0]))} |")
+    return "\n".join(lines) + "\n"
+
+
+def _slug(metric: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", metric)
+
+
+def write_histogram(r: MetricResult, path: Path) -> Path:
+    """Within-A, within-B and cross distance histograms with ε_max marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    allv = np.concatenate([r.within_a, r.within_b, r.cross])
+    bins = np.histogram_bin_edges(allv, bins=40) if allv.size else 10
+    for data, label, color in (
+        (r.within_a, "within A", "tab:blue"),
+        (r.within_b, "within B", "tab:orange"),
+        (r.cross, "cross A–B", "tab:gray"),
+    ):
+        if data.size:
+            ax.hist(data, bins=bins, alpha=0.5, label=label, color=color, density=True)
+    if r.eps_max is not None:
+        ax.axvline(r.eps_max, color="black", linestyle="--", label=f"ε_max = {r.eps_max:.3g}")
+    ax.set_xlabel("normalised DTW distance" if r.kind == "dtw" else "|x − y|")
+    ax.set_ylabel("density")
+    title = r.metric + (f"  (p̂_max = {r.p_hat:.3g})" if r.p_hat is not None else "")
+    ax.set_title(title)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def write_outputs(
+    results: list[MetricResult], out_dir: Path, name_a: str = "A", name_b: str = "B"
+) -> list[Path]:
+    """validation.csv, validation.md and hist_<metric>.png in ``out_dir`` (created)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    csv_path = out_dir / "validation.csv"
+    pd.DataFrame([r.row() for r in results]).to_csv(csv_path, index=False)
+    md_path = out_dir / "validation.md"
+    md_path.write_text(to_markdown(results, name_a, name_b))
+    written = [csv_path, md_path]
+    for r in results:
+        written.append(write_histogram(r, out_dir / f"hist_{_slug(r.metric)}.png"))
+    return written
