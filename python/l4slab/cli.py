@@ -66,7 +66,7 @@ def main() -> None:
 @main.command()
 @click.argument("scenario", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Run directory (default: out/<scenario>-<time>).")
+              help="Run directory (default: results/<scenario>-<time>).")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Override a scenario key, e.g. --set aqm.step_thresh=5ms --set "
                    "flows.0.cc=dctcp (values are TOML scalars; bare words are strings).")
@@ -78,7 +78,7 @@ def run(scenario: Path, out_dir: Path | None, overrides: tuple[str, ...],
     from l4slab.runner import run as run_scenario
 
     if out_dir is None:
-        out_dir = Path("out") / f"{scenario.stem}-{time.strftime('%Y%m%d-%H%M%S')}"
+        out_dir = Path("results") / f"{scenario.stem}-{time.strftime('%Y%m%d-%H%M%S')}"
     t0 = time.perf_counter()
     with console.status(f"simulating {scenario} …"):
         result = run_scenario(scenario, out_dir, list(overrides), figures=not no_figures)
@@ -98,7 +98,7 @@ def run(scenario: Path, out_dir: Path | None, overrides: tuple[str, ...],
               help="Run on a Dask cluster (scheduler address, e.g. tcp://host:8786).")
 @click.option("--dask-local", is_flag=True, help="Run on a local Dask cluster (-j workers).")
 @click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Sweep directory (default: out/<sweep file name>); rerun to resume.")
+              help="Sweep directory (default: results/<sweep file name>); rerun to resume.")
 @click.option("--figures", is_flag=True, help="Also draw figures for every run.")
 @click.option("--no-resume", is_flag=True, help="Rerun runs that already finished.")
 @_friendly
@@ -119,7 +119,7 @@ def sweep(sweep_file: Path, jobs: int | None, dask_address: str | None, dask_loc
     if dask_address and dask_local:
         raise click.UsageError("give --dask ADDRESS or --dask-local, not both")
     if out_dir is None:
-        out_dir = Path("out") / sweep_file.stem
+        out_dir = Path("results") / sweep_file.stem
     progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
                         MofNCompleteColumn(), TextColumn("[red]{task.fields[failed]}"),
                         TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),

@@ -4,8 +4,8 @@
    (scenarios/prague_vs_cubic_50M_40ms.toml) → demo-out/prague_vs_cubic/ with figures and
    report.html.
 2. A sweep of the L-queue step threshold (aqm.step_thresh = 1, 5, 10 ms) × 5 replications of
-   the same scenario shortened to 10 s → demo-out/sweep_step_thresh/ with sweep.parquet,
-   metric-vs-parameter figures (95% CI over replications) and report.html.
+   the same scenario → demo-out/sweep_step_thresh/ with sweep.parquet, metric-vs-parameter
+   figures (95% CI over replications) and report.html.
 
 If this build lacks Prague, Cubic or DualPI2 the demo falls back to the closest available
 stand-in (DCTCP for Prague, Reno for Cubic, FIFO-ECN for DualPI2) and says so.
@@ -27,8 +27,6 @@ from l4slab.scenario import ScenarioError, dumps_toml, load_scenario
 DEFAULT_SCENARIO = "scenarios/prague_vs_cubic_50M_40ms.toml"
 STEP_THRESHOLDS = ["1ms", "5ms", "10ms"]
 REPLICATIONS = 5
-SWEEP_DURATION = "10s"
-SWEEP_WARMUP = "2s"
 
 
 def find_scenario() -> Path:
@@ -79,6 +77,33 @@ def best_available(data: dict[str, Any], base_dir: Path) -> tuple[dict[str, Any]
     raise ScenarioError(f"no runnable stand-in for the default scenario: {_valid(out, base_dir)}")
 
 
+def _print_sweep_means(console: Any, index: Any) -> None:
+    """Mean ± 95% CI over replications per step threshold."""
+    from rich.table import Table
+
+    from l4slab.plots import _ci95
+
+    ok = index[index["status"] == "ok"]
+    metrics = [(m, h) for m, h in (("queues.L.sojourn_ms.p99", "L p99 ms"),
+                                   ("queues.C.sojourn_ms.p99", "C p99 ms"),
+                                   ("class.L4S.tput_mbps", "L4S Mb/s"),
+                                   ("class.Classic.tput_mbps", "Classic Mb/s"))
+               if m in ok]
+    if ok.empty or not metrics:
+        return
+    table = Table(title="mean ± 95% CI over replications", title_justify="left")
+    table.add_column("step_thresh")
+    for _, h in metrics:
+        table.add_column(h, justify="right")
+    for value, g in ok.groupby("aqm.step_thresh", sort=False):
+        cells = [str(value)]
+        for m, _ in metrics:
+            mean, half = _ci95(g[m].to_numpy(dtype=float))
+            cells.append(f"{mean:.2f} ± {half:.2f}")
+        table.add_row(*cells)
+    console.print(table)
+
+
 def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
 
@@ -122,11 +147,10 @@ def main(argv: list[str] | None = None) -> int:
         "base": base_file.name, "replications": REPLICATIONS,
         "seed": int(scenario.get("seed", 1)),
         "grid": {"aqm.step_thresh": STEP_THRESHOLDS},
-        "set": {"duration": SWEEP_DURATION, "warmup": SWEEP_WARMUP},
     }, header="demo sweep: L-queue step threshold x 5 replications"))
     n_runs = len(STEP_THRESHOLDS) * REPLICATIONS
     console.print(f"[bold]2/2[/] sweep aqm.step_thresh = {', '.join(STEP_THRESHOLDS)} × "
-                  f"{REPLICATIONS} seeds ({n_runs} runs of {SWEEP_DURATION})")
+                  f"{REPLICATIONS} seeds ({n_runs} runs of {scenario.get('duration')})")
     t0 = time.perf_counter()
     sweep_dir = out / "sweep_step_thresh"
 
@@ -140,13 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     if res.failed:
         for o in res.failed:
             console.print(f"[red]    failed {o.task.name}: {o.error}[/]")
-    cols = [c for c in ("aqm.step_thresh", "queues.L.sojourn_ms.p99",
-                        "class.L4S.tput_mbps", "class.Classic.tput_mbps")
-            if c in res.index]
-    if len(cols) > 1:
-        ok = res.index[res.index["status"] == "ok"]
-        console.print(ok.groupby(cols[0], sort=False)[cols[1:]].mean().to_string())
-
+    _print_sweep_means(console, res.index)
     console.print()
     console.print(f"[bold]demo finished in {time.perf_counter() - t_all:.1f} s[/]")
     console.print(f"  run:   {run_dir}/report.html (figures: {run_dir}/*.png, *.svg)")

@@ -57,7 +57,17 @@ def _warmup(ax: Any, run: Any) -> None:
         ax.axvspan(0, w, color="0.9", zorder=0, label="_warmup")
 
 
-def _per_flow(run: Any, column: str, ylabel: str, title: str, total: bool) -> Figure | None:
+def _smooth_samples(run: Any, window_s: float) -> tuple[int, float]:
+    """(samples in a ~`window_s` moving average (1 = raw), sample interval in s)."""
+    dt = run.summary.get("sample_interval_s")
+    if not isinstance(dt, (int, float)) or dt <= 0:
+        t = run.flows["t_s"].drop_duplicates().to_numpy()
+        dt = float(np.median(np.diff(t))) if t.size > 1 else 0.0
+    return (max(1, round(window_s / dt)) if dt > 0 else 1), float(dt)
+
+
+def _per_flow(run: Any, column: str, ylabel: str, title: str, total: bool,
+              smooth_s: float = 0.0) -> Figure | None:
     df = run.flows
     if df is None or not len(df) or column not in df or not df[column].notna().any():
         return None  # e.g. cwnd of CBR sources
@@ -66,15 +76,22 @@ def _per_flow(run: Any, column: str, ylabel: str, title: str, total: bool) -> Fi
     _warmup(ax, run)
     meta = _flow_meta(run)
     count = {"L4S": 0, "Classic": 0}
+    win, dt = _smooth_samples(run, smooth_s) if smooth_s > 0 else (1, 0.0)
+    if win > 1:
+        title += f" ({win} × {dt * 1000:g} ms moving average)"
+
+    def smooth(y: pd.Series) -> np.ndarray:
+        return y.rolling(win, min_periods=1).mean().to_numpy() if win > 1 else y.to_numpy()
+
     for fid, g in df.groupby("flow", observed=True, sort=True):
         cc, cls = meta.get(int(fid), ("?", "?"))
         k = count.get(cls, 0)
         count[cls] = k + 1
-        ax.plot(g["t_s"].to_numpy(), g[column].to_numpy(), lw=1.0,
+        ax.plot(g["t_s"].to_numpy(), smooth(g[column]), lw=1.0,
                 color=_flow_color(cls, k), label=f"flow {fid} {cc} ({cls})")
     if total:
         tot = df.groupby("t_s", sort=True)[column].sum()
-        ax.plot(tot.index.to_numpy(), tot.to_numpy(), color="black", lw=1.2, label="total")
+        ax.plot(tot.index.to_numpy(), smooth(tot), color="black", lw=1.2, label="total")
         cap = (run.summary.get("link") or {}).get("capacity_mbps")
         if isinstance(cap, (int, float)) and cap > 0:
             ax.axhline(cap, color="0.4", ls="--", lw=0.8, label=f"capacity {cap:g} Mb/s")
@@ -90,7 +107,10 @@ def _per_flow(run: Any, column: str, ylabel: str, title: str, total: bool) -> Fi
 
 
 def fig_throughput(run: Any) -> Figure | None:
-    return _per_flow(run, "tput_mbps", "throughput [Mb/s]", "Throughput per flow", total=True)
+    # Goodput per sample interval jumps when a retransmission fills a hole (the bytes behind
+    # it are delivered at once); a 100 ms moving average keeps the picture readable.
+    return _per_flow(run, "tput_mbps", "throughput [Mb/s]", "Throughput per flow", total=True,
+                     smooth_s=0.1)
 
 
 def fig_cwnd(run: Any) -> Figure | None:
