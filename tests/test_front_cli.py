@@ -190,13 +190,18 @@ def test_failed_runs_exit_1_are_listed_and_the_rest_kept(scen, tmp_path, monkeyp
     assert res.exit_code == 0 and "1 ran, 3 resumed" in res.output
 
 
-def test_summary_of_a_sweep_lists_its_runs(scen, tmp_path):
+def test_sweep_with_run_figures_on_the_pool_and_its_summary(scen, tmp_path):
     out = tmp_path / "o"
-    assert invoke("sweep", _sweep_file(scen, tmp_path, reps=1), "-o", out, "-j", "1"
-                  ).exit_code == 0
+    res = invoke("sweep", _sweep_file(scen, tmp_path, reps=1), "-o", out, "-j", "2",
+                 "--figures")
+    assert res.exit_code == 0, res.output
+    for run in ("p000-r00", "p001-r00"):
+        assert (out / "runs" / run / "throughput.png").stat().st_size > 5000
+        assert "data:image/png;base64," in (out / "runs" / run / "report.html").read_text()
     res = invoke("summary", out)
     assert res.exit_code == 0
     assert len(re.findall(r"p00\d-r00", res.output)) == 2
+    assert "1ms" in res.output and "10ms" in res.output
 
 
 def test_emulate_and_compare_explain_and_exit_2(tmp_path):

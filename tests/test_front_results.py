@@ -11,7 +11,7 @@ import pytest
 from l4slab.plots import numeric_axis, plot_run, plot_sweep
 from l4slab.report import sweep_report
 from l4slab.results import from_core, load, load_run, write_run_dir
-from l4slab.sweep import SweepData, flatten_summary
+from l4slab.sweeps import SweepData, flatten_summary
 
 
 def col(a):

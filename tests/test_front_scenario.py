@@ -6,7 +6,7 @@ import pytest
 
 from l4slab import ScenarioError
 from l4slab.scenario import apply_overrides, dumps_toml, parse_override, parse_value, set_path
-from l4slab.sweep import derive_seed, load_sweep_spec, plan
+from l4slab.sweeps import derive_seed, load_sweep_spec, plan
 
 BASE = {
     "seed": 1,

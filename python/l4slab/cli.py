@@ -104,7 +104,7 @@ def run(scenario: Path, out_dir: Path | None, overrides: tuple[str, ...],
 @_friendly
 def sweep(sweep_file: Path, jobs: int | None, dask_address: str | None, dask_local: bool,
           out_dir: Path | None, figures: bool, no_resume: bool) -> None:
-    """Run SWEEP_FILE: a grid over scenario keys × replications (see `l4slab.sweep`)."""
+    """Run SWEEP_FILE: a grid over scenario keys × replications (format: `l4slab.sweeps`)."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -114,7 +114,7 @@ def sweep(sweep_file: Path, jobs: int | None, dask_address: str | None, dask_loc
         TimeRemainingColumn,
     )
 
-    from l4slab.sweep import sweep as run_sweep
+    from l4slab.sweeps import sweep as run_sweep
 
     if dask_address and dask_local:
         raise click.UsageError("give --dask ADDRESS or --dask-local, not both")
@@ -177,7 +177,7 @@ def plot(dirs: tuple[Path, ...]) -> None:
     from l4slab.plots import plot_run, plot_sweep
     from l4slab.report import run_report, sweep_report
     from l4slab.results import load_run
-    from l4slab.sweep import load_sweep
+    from l4slab.sweeps import load_sweep
 
     for d in dirs:
         if (d / "sweep.parquet").exists():
@@ -208,7 +208,7 @@ def _print_summaries(rows: list[tuple[str, dict[str, Any], dict[str, Any]]],
                      params: list[dict[str, Any]] | None = None) -> None:
     """One row per run: name, [swept parameters], AQM and flows (in the title when every
     row has the same), per-class throughput, p99 sojourn per queue, utilisation, Jain."""
-    from l4slab.sweep import flatten_summary
+    from l4slab.sweeps import flatten_summary
 
     flat = [flatten_summary(r[1]) for r in rows]
     setups = [_scenario_bits(r[1], r[2]) for r in rows]

@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from l4slab.cli import _print_summaries
     from l4slab.runner import run
-    from l4slab.sweep import sweep
+    from l4slab.sweeps import sweep
 
     ap = argparse.ArgumentParser(prog="python -m l4slab.demo", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -22,7 +22,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-__all__ = ["plot_run", "plot_sweep", "run_figures", "sweep_figures", "numeric_axis",
+__all__ = ["plot_run", "render_run", "plot_sweep", "run_figures", "sweep_figures", "numeric_axis",
            "CLASS_COLORS", "QUEUE_COLORS"]
 
 CLASS_COLORS = {"L4S": "#1f77b4", "Classic": "#ff7f0e"}
@@ -225,6 +225,19 @@ def _save(figs: dict[str, Figure], out_dir: Path, formats: Sequence[str]) -> lis
             fig.savefig(p, format=ext)
             paths.append(p)
     return paths
+
+
+def render_run(run: Any, formats: Sequence[str] = FORMATS) -> dict[str, bytes]:
+    """The run figures as file bytes by file name (for drawing in a sweep worker)."""
+    import io
+
+    out = {}
+    for name, fig in run_figures(run).items():
+        for ext in formats:
+            buf = io.BytesIO()
+            fig.savefig(buf, format=ext)
+            out[f"{name}.{ext}"] = buf.getvalue()
+    return out
 
 
 def plot_run(run: Any, out_dir: str | Path, formats: Sequence[str] = FORMATS) -> list[Path]:

@@ -108,9 +108,10 @@ def _atomic_write(path: Path, text: str) -> None:
 
 
 def write_run_dir(run: RunData, out_dir: str | Path, figures: bool = True,
-                  report: bool = True) -> Path:
+                  report: bool = True, figure_files: dict[str, bytes] | None = None) -> Path:
     """Write a run directory. summary.json is written last (atomically): its presence marks
-    a finished run, which is what sweep resume relies on."""
+    a finished run, which is what sweep resume relies on. `figure_files` are figures already
+    rendered elsewhere (a sweep worker), written as they are instead of drawing them here."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "summary.json").unlink(missing_ok=True)
@@ -124,14 +125,17 @@ def write_run_dir(run: RunData, out_dir: str | Path, figures: bool = True,
                   dumps_toml(run.scenario, header="effective scenario of this run "
                              "(file + overrides), written by l4slab"))
     run.path = out
-    if figures:
+    if figure_files is not None:
+        for name, data in figure_files.items():
+            (out / name).write_bytes(data)
+    elif figures:
         from l4slab.plots import plot_run
 
         plot_run(run, out)
     if report:
         from l4slab.report import run_report
 
-        run_report(run, out, embed_figures=figures)
+        run_report(run, out, embed_figures=figures or figure_files is not None)
     _atomic_write(out / "summary.json", json.dumps(run.summary, indent=2) + "\n")
     return out
 
@@ -159,7 +163,7 @@ def load(path: str | Path) -> Any:
     """A run directory → RunData; a sweep directory (sweep.parquet) → SweepData."""
     p = Path(path)
     if (p / "sweep.parquet").exists():
-        from l4slab.sweep import load_sweep
+        from l4slab.sweeps import load_sweep
 
         return load_sweep(p)
     return load_run(p)

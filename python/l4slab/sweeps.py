@@ -85,6 +85,8 @@ class RunTask:
     name: str
     scenario: dict[str, Any]
     base_dir: str
+    #: Draw the run's figures in the worker (in parallel) and send them back as bytes.
+    figures: bool = False
 
     def identity(self) -> dict[str, Any]:
         """What params.json holds; resume compares it with the plan."""
@@ -98,6 +100,7 @@ class RunOutcome:
     error: str | None = None
     run: RunData | None = None
     elapsed_s: float = 0.0
+    figure_files: dict[str, bytes] | None = None
 
 
 def load_sweep_spec(sweep: str | Path | Mapping[str, Any],
@@ -233,7 +236,13 @@ def execute_task(task: RunTask) -> RunOutcome:
         tb = traceback.format_exception_only(type(e), e)
         return RunOutcome(task, "failed", "".join(tb).strip(),
                           elapsed_s=time.perf_counter() - t0)
-    return RunOutcome(task, "ok", run=run, elapsed_s=time.perf_counter() - t0)
+    elapsed = time.perf_counter() - t0
+    files = None
+    if task.figures:
+        from l4slab.plots import render_run
+
+        files = render_run(run)
+    return RunOutcome(task, "ok", run=run, elapsed_s=elapsed, figure_files=files)
 
 
 # --- executors --------------------------------------------------------------------------------
@@ -404,6 +413,8 @@ def sweep(sweep_file: str | Path | Mapping[str, Any], out_dir: str | Path, *,
     if not tasks:
         raise ScenarioError(f"{spec.origin}: the sweep grid has no runs")
     validate_tasks(tasks)
+    for t in tasks:
+        t.figures = figures
     out = Path(out_dir)
     (out / "runs").mkdir(parents=True, exist_ok=True)
     params = list(spec.grid)
@@ -447,7 +458,7 @@ def sweep(sweep_file: str | Path | Mapping[str, Any], out_dir: str | Path, *,
         for outcome in executor(todo) if todo else iter(()):
             _store(outcome, out, figures)
             status[outcome.task.index] = outcome
-            outcome.run = None  # free the columns once on disk
+            outcome.run = outcome.figure_files = None  # free memory once on disk
             if on_progress:
                 on_progress(outcome, sum(1 for o in status.values() if o.status != "skipped"),
                             len(todo))
@@ -488,7 +499,8 @@ def _store(outcome: RunOutcome, out: Path, figures: bool) -> None:
     if outcome.status == "ok" and outcome.run is not None:
         (rd / "error.txt").unlink(missing_ok=True)
         try:
-            write_run_dir(outcome.run, rd, figures=figures, report=True)
+            write_run_dir(outcome.run, rd, figures=figures, report=True,
+                          figure_files=outcome.figure_files)
         except Exception as e:  # noqa: BLE001 - a write failure fails this run only
             outcome.status = "failed"
             outcome.error = f"writing {rd}: {e!r}"
