@@ -204,13 +204,23 @@ def test_sweep_with_run_figures_on_the_pool_and_its_summary(scen, tmp_path):
     assert "1ms" in res.output and "10ms" in res.output
 
 
-def test_emulate_and_compare_explain_and_exit_2(tmp_path):
-    res = invoke("emulate", "whatever")
-    assert_bad_input(res, "emulator")
+def test_emulate_explains_and_exits_2():
+    assert_bad_input(invoke("emulate", "whatever"), "emulator")
+
+
+def test_compare_hands_sweep_runs_to_the_validation_toolkit(scen, tmp_path):
     try:
         import l4slab.validation.cli  # noqa: F401
     except ImportError:
         assert_bad_input(invoke("compare", tmp_path, tmp_path), "not available yet")
+        return
+    out = tmp_path / "o"
+    assert invoke("sweep", _sweep_file(scen, tmp_path, reps=3), "-o", out, "-j", "1"
+                  ).exit_code == 0
+    res = invoke("compare", str(out / "runs" / "p000-*"), str(out / "runs" / "p001-*"),
+                 "--bootstrap", "20", "-o", tmp_path / "cmp", "-m", "sojourn_L")
+    assert res.exit_code == 0, res.output
+    assert "sojourn_L" in res.output and any((tmp_path / "cmp").iterdir())
 
 
 def test_api_run_is_deterministic_and_load_round_trips(tmp_path):
