@@ -77,7 +77,7 @@ def test_run_writes_run_directory_and_summary_and_plot(scen, tmp_path):
 
 def test_packets_are_opt_in(scen, tmp_path):
     out = tmp_path / "run"
-    res = invoke("run", scen, "-o", out, "--set", "output.packets=true", "--no-figures")
+    res = invoke("run", scen, "-o", out, "--packets", "--no-figures")
     assert res.exit_code == 0, res.output
     pk = pd.read_parquet(out / "packets.parquet")
     assert len(pk) > 1000 and set(pk["verdict"].astype(str)) <= {"pass", "mark", "drop"}
@@ -161,6 +161,13 @@ def test_sweep_then_resume_reruns_only_the_unfinished_run(scen, tmp_path):
     assert json.loads((out / "runs" / "p001-r00" / "summary.json").read_text()) == before
     idx = pd.read_parquet(out / "sweep.parquet")
     assert idx["resumed"].tolist() == [True, True, False, True]
+
+    # a changed base scenario is a different sweep: nothing is reused
+    res = invoke("sweep", sw, "-o", out, "-j", "1", "--set", "link.rate=8mbit")
+    assert res.exit_code == 0 and "4 ran, 0 resumed" in res.output, res.output
+    assert json.loads((out / "sweep.json").read_text())["set"]["link.rate"] == "8mbit"
+    res = invoke("sweep", sw, "-o", out, "--set", "aqm.step_thresh=2ms")
+    assert_bad_input(res, "aqm.step_thresh", "swept by the grid")
 
 
 def test_failed_runs_exit_1_are_listed_and_the_rest_kept(scen, tmp_path, monkeypatch):

@@ -70,13 +70,17 @@ def main() -> None:
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Override a scenario key, e.g. --set aqm.step_thresh=5ms --set "
                    "flows.0.cc=dctcp (values are TOML scalars; bare words are strings).")
+@click.option("--packets", is_flag=True,
+              help="Also record packets.parquet (same as --set output.packets=true).")
 @click.option("--no-figures", is_flag=True, help="Skip figures (tables and report only).")
 @_friendly
-def run(scenario: Path, out_dir: Path | None, overrides: tuple[str, ...],
+def run(scenario: Path, out_dir: Path | None, overrides: tuple[str, ...], packets: bool,
         no_figures: bool) -> None:
     """Run one SCENARIO (TOML) and write its run directory."""
     from l4slab.runner import run as run_scenario
 
+    if packets:
+        overrides = (*overrides, "output.packets=true")
     if out_dir is None:
         out_dir = Path("results") / f"{scenario.stem}-{time.strftime('%Y%m%d-%H%M%S')}"
     t0 = time.perf_counter()
@@ -99,11 +103,14 @@ def run(scenario: Path, out_dir: Path | None, overrides: tuple[str, ...],
 @click.option("--dask-local", is_flag=True, help="Run on a local Dask cluster (-j workers).")
 @click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Sweep directory (default: results/<sweep file name>); rerun to resume.")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="Override a key of the base scenario for every run (as `run --set`).")
 @click.option("--figures", is_flag=True, help="Also draw figures for every run.")
 @click.option("--no-resume", is_flag=True, help="Rerun runs that already finished.")
 @_friendly
 def sweep(sweep_file: Path, jobs: int | None, dask_address: str | None, dask_local: bool,
-          out_dir: Path | None, figures: bool, no_resume: bool) -> None:
+          out_dir: Path | None, overrides: tuple[str, ...], figures: bool,
+          no_resume: bool) -> None:
     """Run SWEEP_FILE: a grid over scenario keys × replications (format: `l4slab.sweeps`)."""
     from rich.progress import (
         BarColumn,
@@ -141,6 +148,7 @@ def sweep(sweep_file: Path, jobs: int | None, dask_address: str | None, dask_loc
     try:
         res = run_sweep(sweep_file, out_dir, jobs=jobs, dask=dask_address,
                         dask_local=dask_local, figures=figures, resume=not no_resume,
+                        overrides=list(overrides),
                         on_start=on_start, on_progress=on_progress)
     except KeyboardInterrupt:
         progress.stop()

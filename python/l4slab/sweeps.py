@@ -26,11 +26,17 @@ depend on the executor, the number of workers or the order runs finish in.
 Layout: OUT/runs/p{point:03d}-r{rep:02d}/ (a run directory plus params.json), OUT/sweep.parquet
 (one row per run: parameters, seed, run_dir, status, error, flattened summary metrics),
 OUT/sweep.json (the plan), OUT/report.html and the sweep figures. A run counts as finished when
-its summary.json exists and its params.json matches the plan; resuming skips those.
+its summary.json exists and its params.json (parameters, seed and a digest of the effective
+scenario) matches the plan; resuming skips those and reruns the rest.
+
+Executors: a local process pool (default, all cores) or Dask. With a remote Dask scheduler the
+workers need l4slab installed; results come back to this process, which writes every file, so
+the workers need no shared file system.
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import multiprocessing
@@ -47,7 +53,13 @@ import pandas as pd
 
 from l4slab import _core
 from l4slab.results import RunData, load_run, write_run_dir
-from l4slab.scenario import ScenarioError, ScenarioSource, apply_overrides, load_scenario
+from l4slab.scenario import (
+    ScenarioError,
+    ScenarioSource,
+    apply_overrides,
+    load_scenario,
+    parse_override,
+)
 
 __all__ = ["SweepSpec", "RunTask", "RunOutcome", "SweepResult", "SweepData", "derive_seed",
            "load_sweep_spec", "plan", "execute_task", "flatten_summary", "sweep", "load_sweep"]
@@ -89,8 +101,12 @@ class RunTask:
     figures: bool = False
 
     def identity(self) -> dict[str, Any]:
-        """What params.json holds; resume compares it with the plan."""
-        return {"point": self.point, "rep": self.rep, "params": self.params, "seed": self.seed}
+        """What params.json holds; resume compares it with the plan. The digest covers the
+        whole effective scenario, so a changed base file or [set] reruns the run."""
+        digest = hashlib.sha256(json.dumps(self.scenario, sort_keys=True, default=str)
+                                .encode()).hexdigest()[:16]
+        return {"point": self.point, "rep": self.rep, "params": self.params, "seed": self.seed,
+                "scenario_sha256": digest}
 
 
 @dataclass
@@ -400,15 +416,25 @@ def _index_frame(tasks: list[RunTask], status: dict[int, RunOutcome], out: Path,
 def sweep(sweep_file: str | Path | Mapping[str, Any], out_dir: str | Path, *,
           jobs: int | None = None, dask: str | Any | None = None, dask_local: bool = False,
           figures: bool = False, resume: bool = True,
+          overrides: Mapping[str, Any] | Iterable[str] | None = None,
           on_progress: Callable[[RunOutcome, int, int], None] | None = None,
           on_start: Callable[[int, int], None] | None = None) -> SweepResult:
     """Run a sweep. `jobs` workers (default: all cores) in a local process pool, or on Dask:
     `dask` is a scheduler address or a `distributed.Client`; `dask_local=True` starts a
     LocalCluster with `jobs` single-threaded worker processes. `figures` also draws per-run
-    figures (sweep figures and report.html are always made). Finished runs are skipped.
+    figures (sweep figures and report.html are always made). `overrides` (dotted keys, as
+    `run`) apply to every run on top of the sweep file's [set]. Finished runs are skipped.
     Raises ScenarioError on bad input before any run starts."""
     t_start = time.perf_counter()
     spec = load_sweep_spec(sweep_file)
+    if overrides:
+        pairs = (overrides.items() if isinstance(overrides, Mapping)
+                 else (parse_override(o) for o in overrides))
+        for k, v in pairs:
+            if k in spec.grid or k == "seed":
+                raise ScenarioError(f"--set {k}: that key is swept by the grid or derived "
+                                    "(seed); change it in the sweep file")
+            spec.fixed[k] = v
     tasks = plan(spec)
     if not tasks:
         raise ScenarioError(f"{spec.origin}: the sweep grid has no runs")
