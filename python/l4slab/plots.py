@@ -166,6 +166,8 @@ def fig_probability(run: Any) -> Figure | None:
 
 
 def fig_sojourn_cdf(run: Any) -> Figure | None:
+    """Empirical CDF per queue after warm-up; a second, log-scaled panel when the queues'
+    delays differ by more than 10× (L vs C), so the L queue is not a vertical line at 0."""
     warm = run.summary.get("warmup_s") or 0.0
     if run.packets is not None and len(run.packets):
         df = run.packets[(run.packets["t_s"] >= warm) & (run.packets["verdict"] != "drop")]
@@ -175,26 +177,36 @@ def fig_sojourn_cdf(run: Any) -> Figure | None:
         source = "sampled"
     else:
         return None
-    fig = _figure(6.0, 4.0)
-    ax = fig.add_subplot()
-    drawn = False
+    curves = []
     for q, g in df.groupby("queue", observed=True, sort=False):
         x = np.sort(g["sojourn_ms"].to_numpy())
         x = x[np.isfinite(x)]
-        if not x.size:
-            continue
-        y = np.arange(1, x.size + 1) / x.size
-        ax.step(x, y, where="post", color=QUEUE_COLORS.get(str(q), None), label=f"queue {q}")
-        drawn = True
-    if not drawn:
+        if x.size:
+            curves.append((str(q), x, np.arange(1, x.size + 1) / x.size))
+    if not curves:
         return None
-    ax.set_xlabel("sojourn [ms]")
-    ax.set_ylabel("CDF")
-    ax.set_title(f"Sojourn CDF per queue ({source}, after warm-up)")
-    ax.set_xlim(left=0)
-    ax.set_ylim(0, 1.0)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize="small", loc="lower right")
+    p99 = [float(np.quantile(x, 0.99)) for _, x, _ in curves]
+    log_panel = len(curves) > 1 and min(p99) > 0 and max(p99) / min(p99) > 10
+    fig = _figure(11.0 if log_panel else 6.0, 4.0)
+    axes = [fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)] if log_panel else [
+        fig.add_subplot()]
+    for i, ax in enumerate(axes):
+        for q, x, y in curves:
+            if i == 1:
+                keep = x > 0
+                x, y = x[keep], y[keep]
+            ax.step(x, y, where="post", color=QUEUE_COLORS.get(q, None), label=f"queue {q}")
+        ax.set_ylabel("CDF")
+        ax.set_ylim(0, 1.0)
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize="small", loc="lower right")
+        if i == 0:
+            ax.set_xlabel("sojourn [ms]")
+            ax.set_xlim(left=0)
+        else:
+            ax.set_xscale("log")
+            ax.set_xlabel("sojourn [ms] (log scale, zeros left out)")
+    fig.suptitle(f"Sojourn CDF per queue ({source}, after warm-up)", fontsize="medium")
     return fig
 
 
