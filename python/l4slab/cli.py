@@ -151,12 +151,14 @@ def sweep(sweep_file: Path, jobs: int | None, dask_address: str | None, dask_loc
                         overrides=list(overrides),
                         on_start=on_start, on_progress=on_progress)
     except KeyboardInterrupt:
-        progress.stop()
+        if state["task"] is not None:
+            progress.stop()
         err_console.print(f"interrupted: finished runs are kept in {out_dir}; run the same "
                           "command again to resume.")
         sys.exit(EXIT_INTERRUPTED)
     finally:
-        progress.stop()
+        if state["task"] is not None:
+            progress.stop()
 
     console.print(f"sweep: {len(res.index)} runs ({res.ran} ran, {res.skipped} resumed, "
                   f"{len(res.failed)} failed) in {res.elapsed_s:.1f} s", highlight=False)

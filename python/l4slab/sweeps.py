@@ -458,21 +458,26 @@ def sweep(sweep_file: str | Path | Mapping[str, Any], out_dir: str | Path, *,
             status[t.index] = RunOutcome(t, "skipped")
         else:
             todo.append(t)
-    if on_start:
-        on_start(len(tasks), len(tasks) - len(todo))
-
     jobs = max(1, jobs or os.cpu_count() or 1)
     cluster = client = None
     try:
         if dask is not None or dask_local:
-            from distributed import Client, LocalCluster
+            try:
+                from distributed import Client, LocalCluster
+            except ImportError:
+                raise ScenarioError("Dask executors need the 'distributed' package "
+                                    "(pip install 'l4slab[dask]')") from None
 
             if dask is None:
                 cluster = LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True,
                                        dashboard_address=None)
                 client = Client(cluster)
             elif isinstance(dask, str):
-                client = Client(dask)
+                try:
+                    client = Client(dask, timeout="10s")
+                except (OSError, TimeoutError) as e:
+                    raise ScenarioError(f"--dask {dask}: cannot reach the scheduler ({e})"
+                                        ) from None
             else:
                 client = dask
             executor = _dask(client)
@@ -480,6 +485,8 @@ def sweep(sweep_file: str | Path | Mapping[str, Any], out_dir: str | Path, *,
             executor = _inline
         else:
             executor = _process_pool(min(jobs, len(todo)))
+        if on_start:
+            on_start(len(tasks), len(tasks) - len(todo))
 
         for outcome in executor(todo) if todo else iter(()):
             _store(outcome, out, figures)
