@@ -78,6 +78,10 @@ def summary_tables(summary: dict[str, Any]) -> list[str]:
            ("capacity [Mb/s]", link.get("capacity_mbps")),
            ("utilisation", link.get("utilisation")), ("unused txops", link.get("unused_txops")),
            ("Jain's index", summary.get("jain"))]
+    pk = summary.get("packets")
+    if isinstance(pk, dict):  # bottleneck accounting over the whole run (incl. warm-up)
+        top += [(f"packets {k.replace('_', ' ')}", v) for k, v in pk.items()
+                if isinstance(v, (int, float))]
     body.append(_table(["", "value"], [(k, v) for k, v in top if v is not None]))
     flows = summary.get("flows") or []
     if flows:
