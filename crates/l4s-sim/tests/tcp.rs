@@ -150,8 +150,6 @@ fn prague_alone_unpaced_behind_dualpi2_keeps_l_delay_low() {
 }
 
 #[test]
-#[ignore = "fails with the TCP model on main: a paced Prague sender (rate = mtu·cwnd/srtt) \
-            never becomes cwnd-limited, so its window stops growing (utilisation 0.60, no CE)"]
 fn prague_alone_paced_behind_dualpi2_keeps_l_delay_low() {
     prague_alone(true);
 }
