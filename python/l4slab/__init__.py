@@ -1,5 +1,16 @@
 """l4slab: an L4S lab — a deterministic simulator, a user-space emulator and a statistical
-validation toolkit sharing one Rust core (DualPI2, CoDel, PIE, FQ-CoDel, Prague, DCTCP, ...)."""
+validation toolkit sharing one Rust core (DualPI2, CoDel, PIE, FQ-CoDel, Prague, DCTCP, ...).
+
+Python API (mirrors the `l4slab` command line)::
+
+    import l4slab
+    r = l4slab.run("scenarios/prague_vs_cubic_50M_40ms.toml", out_dir="out/x",
+                   overrides={"aqm.step_thresh": "5ms"})
+    r.samples, r.flows, r.summary            # DataFrames and the summary.json dict
+    s = l4slab.sweep("sweep.toml", "out/sweep", jobs=2)   # or dask="tcp://...", dask_local=True
+    s.index                                  # one row per run (sweep.parquet)
+    l4slab.load("out/x")                     # a run (RunData) or sweep (SweepData) directory
+"""
 
 from importlib.metadata import PackageNotFoundError, version
 
@@ -8,4 +19,10 @@ try:
 except PackageNotFoundError:  # running from a source tree without an install
     __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+from l4slab._core import ScenarioError  # noqa: E402
+from l4slab.results import RunData, load, load_run  # noqa: E402
+from l4slab.runner import run, validate  # noqa: E402
+from l4slab.sweeps import SweepData, SweepResult, derive_seed, load_sweep, sweep  # noqa: E402
+
+__all__ = ["__version__", "ScenarioError", "RunData", "SweepData", "SweepResult", "run",
+           "sweep", "load", "load_run", "load_sweep", "validate", "derive_seed"]

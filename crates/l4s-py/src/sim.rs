@@ -1,7 +1,196 @@
-//! Simulator bindings: run a scenario from Python (see issue "Python front end").
+//! Simulator bindings: run or validate a scenario from Python (issue "Python front end").
+//! Columns cross into Python as little-endian `bytes` that numpy views with `np.frombuffer`.
 
+use std::path::PathBuf;
+
+use l4s_sim::results::{FlowColumns, PacketColumns, QueueColumns};
+use l4s_sim::{RunResults, Scenario, SimError};
+use pyo3::create_exception;
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyTuple};
 
-pub fn register(_m: &Bound<'_, PyModule>) -> PyResult<()> {
+create_exception!(
+    l4slab,
+    ScenarioError,
+    PyValueError,
+    "A scenario (or sweep, or override) is invalid; the message names the field path."
+);
+
+/// A column element that can be written as little-endian bytes, with its numpy dtype string.
+trait LeColumn: Copy {
+    const DTYPE: &'static str;
+    const WIDTH: usize;
+    fn write_le(self, out: &mut [u8]);
+}
+
+impl LeColumn for f64 {
+    const DTYPE: &'static str = "<f8";
+    const WIDTH: usize = 8;
+    fn write_le(self, out: &mut [u8]) {
+        out.copy_from_slice(&self.to_le_bytes());
+    }
+}
+
+impl LeColumn for u64 {
+    const DTYPE: &'static str = "<u8";
+    const WIDTH: usize = 8;
+    fn write_le(self, out: &mut [u8]) {
+        out.copy_from_slice(&self.to_le_bytes());
+    }
+}
+
+impl LeColumn for u32 {
+    const DTYPE: &'static str = "<u4";
+    const WIDTH: usize = 4;
+    fn write_le(self, out: &mut [u8]) {
+        out.copy_from_slice(&self.to_le_bytes());
+    }
+}
+
+impl LeColumn for u8 {
+    const DTYPE: &'static str = "u1";
+    const WIDTH: usize = 1;
+    fn write_le(self, out: &mut [u8]) {
+        out[0] = self;
+    }
+}
+
+/// `(dtype, bytes)`: one pass over the column straight into the Python bytes object, so no
+/// Python object is created per sample.
+fn column<'py, T: LeColumn>(py: Python<'py>, values: &[T]) -> PyResult<Bound<'py, PyTuple>> {
+    let bytes = PyBytes::new_with(py, values.len() * T::WIDTH, |buf| {
+        for (chunk, v) in buf.chunks_exact_mut(T::WIDTH).zip(values) {
+            v.write_le(chunk);
+        }
+        Ok(())
+    })?;
+    PyTuple::new(
+        py,
+        [T::DTYPE.into_pyobject(py)?.into_any(), bytes.into_any()],
+    )
+}
+
+fn queue_table<'py>(py: Python<'py>, c: &QueueColumns) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("t_s", column(py, &c.t_s)?)?;
+    d.set_item("queue", column(py, &c.queue)?)?;
+    d.set_item("backlog_pkts", column(py, &c.backlog_pkts)?)?;
+    d.set_item("backlog_bytes", column(py, &c.backlog_bytes)?)?;
+    d.set_item("sojourn_ms", column(py, &c.sojourn_ms)?)?;
+    d.set_item("marks", column(py, &c.marks)?)?;
+    d.set_item("drops", column(py, &c.drops)?)?;
+    d.set_item("p_prime", column(py, &c.p_prime)?)?;
+    d.set_item("p_c", column(py, &c.p_c)?)?;
+    d.set_item("p_cl", column(py, &c.p_cl)?)?;
+    Ok(d)
+}
+
+fn flow_table<'py>(py: Python<'py>, c: &FlowColumns) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("t_s", column(py, &c.t_s)?)?;
+    d.set_item("flow", column(py, &c.flow)?)?;
+    d.set_item("delivered_bytes", column(py, &c.delivered_bytes)?)?;
+    d.set_item("tput_mbps", column(py, &c.tput_mbps)?)?;
+    d.set_item("cwnd_pkts", column(py, &c.cwnd_pkts)?)?;
+    d.set_item("srtt_ms", column(py, &c.srtt_ms)?)?;
+    d.set_item("pacing_mbps", column(py, &c.pacing_mbps)?)?;
+    d.set_item("ce_acked", column(py, &c.ce_acked)?)?;
+    Ok(d)
+}
+
+fn packet_table<'py>(py: Python<'py>, c: &PacketColumns) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("t_s", column(py, &c.t_s)?)?;
+    d.set_item("flow", column(py, &c.flow)?)?;
+    d.set_item("queue", column(py, &c.queue)?)?;
+    d.set_item("sojourn_ms", column(py, &c.sojourn_ms)?)?;
+    d.set_item("verdict", column(py, &c.verdict)?)?;
+    Ok(d)
+}
+
+/// The dict `l4slab.results` turns into DataFrames.
+fn results_dict<'py>(py: Python<'py>, r: &RunResults) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("queue_names", &r.queue_names)?;
+    d.set_item("flow_cc", &r.flow_cc)?;
+    d.set_item("flow_class", &r.flow_class)?;
+    d.set_item("samples", queue_table(py, &r.samples)?)?;
+    d.set_item("flows", flow_table(py, &r.flows)?)?;
+    match &r.packets {
+        Some(p) => d.set_item("packets", packet_table(py, p)?)?,
+        None => d.set_item("packets", py.None())?,
+    }
+    d.set_item("summary_json", &r.summary_json)?;
+    d.set_item("events", r.events)?;
+    let t = &r.totals;
+    let totals = PyDict::new(py);
+    for (k, v) in [
+        ("sent_pkts", t.sent_pkts),
+        ("delivered_pkts", t.delivered_pkts),
+        ("aqm_dropped_pkts", t.aqm_dropped_pkts),
+        ("link_lost_pkts", t.link_lost_pkts),
+        ("in_flight_pkts", t.in_flight_pkts),
+        ("acks_sent", t.acks_sent),
+        ("acks_delivered", t.acks_delivered),
+        ("acks_dropped", t.acks_dropped),
+        ("acks_in_flight", t.acks_in_flight),
+    ] {
+        totals.set_item(k, v)?;
+    }
+    d.set_item("totals", totals)?;
+    d.set_item("flow_min_owd_ms", &r.flow_min_owd_ms)?;
+    Ok(d)
+}
+
+fn scenario_error(e: SimError) -> PyErr {
+    ScenarioError::new_err(e.to_string())
+}
+
+/// Parse `text` ("toml" | "json") and anchor relative paths (traces) at `base_dir`.
+fn parse(text: &str, fmt: &str, base_dir: &str) -> Result<Scenario, SimError> {
+    let mut s = match fmt {
+        "toml" => Scenario::from_toml_str(text)?,
+        "json" => Scenario::from_json_str(text)?,
+        other => {
+            return Err(SimError::field(
+                "fmt",
+                format!("{other:?} is not a scenario format (\"toml\" | \"json\")"),
+            ))
+        }
+    };
+    s.base_dir = Some(PathBuf::from(base_dir));
+    Ok(s)
+}
+
+/// Run a scenario; returns the columns as `(dtype, bytes)` pairs plus names and the
+/// summary JSON. The GIL is released for the whole parse + simulation.
+#[pyfunction]
+#[pyo3(signature = (text, fmt = "toml", base_dir = "."))]
+fn run_scenario<'py>(
+    py: Python<'py>,
+    text: &str,
+    fmt: &str,
+    base_dir: &str,
+) -> PyResult<Bound<'py, PyDict>> {
+    let res = py
+        .detach(|| parse(text, fmt, base_dir).and_then(|s| l4s_sim::run(&s)))
+        .map_err(scenario_error)?;
+    results_dict(py, &res)
+}
+
+/// Check a scenario without running it: parse, validate, and build the simulated world
+/// (which reads trace files), so a missing trace is reported here too.
+#[pyfunction]
+#[pyo3(signature = (text, fmt = "toml", base_dir = "."))]
+fn validate_scenario(py: Python<'_>, text: &str, fmt: &str, base_dir: &str) -> PyResult<()> {
+    py.detach(|| parse(text, fmt, base_dir).and_then(|s| l4s_sim::world::World::new(&s).map(drop)))
+        .map_err(scenario_error)
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
+    m.add_function(wrap_pyfunction!(run_scenario, m)?)?;
+    m.add_function(wrap_pyfunction!(validate_scenario, m)?)?;
     Ok(())
 }

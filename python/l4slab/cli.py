@@ -1,0 +1,334 @@
+"""The `l4slab` command line: run, sweep, plot, summary, compare, emulate.
+
+Exit codes: 0 success; 1 some sweep runs failed (finished runs are kept); 2 bad input (the
+message names the field) or a feature that is not available; 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from l4slab import __version__
+from l4slab.scenario import ScenarioError
+
+console = Console()
+err_console = Console(stderr=True)
+
+EXIT_FAILED_RUNS = 1
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+
+
+def _fail(msg: str, code: int = EXIT_BAD_INPUT) -> None:
+    err_console.print(f"[bold red]error:[/] {msg}", highlight=False, markup=True,
+                      soft_wrap=True)
+    sys.exit(code)
+
+
+def _friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Bad input becomes one message and exit code 2, never a traceback."""
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except ScenarioError as e:
+            _fail(_escape(str(e)))
+        except FileNotFoundError as e:
+            _fail(_escape(str(e)))
+    return wrapper
+
+
+def _escape(s: str) -> str:
+    from rich.markup import escape
+
+    return escape(s)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", "-V", prog_name="l4slab")
+def main() -> None:
+    """l4slab — an L4S lab: simulate DualPI2, Prague, Cubic & co., sweep parameters, plot,
+    compare. Each command has --help."""
+
+
+# --- run --------------------------------------------------------------------------------------
+
+@main.command()
+@click.argument("scenario", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Run directory (default: results/<scenario>-<time>).")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="Override a scenario key, e.g. --set aqm.step_thresh=5ms --set "
+                   "flows.0.cc=dctcp (values are TOML scalars; bare words are strings).")
+@click.option("--packets", is_flag=True,
+              help="Also record packets.parquet (same as --set output.packets=true).")
+@click.option("--no-figures", is_flag=True, help="Skip figures (tables and report only).")
+@_friendly
+def run(scenario: Path, out_dir: Path | None, overrides: tuple[str, ...], packets: bool,
+        no_figures: bool) -> None:
+    """Run one SCENARIO (TOML) and write its run directory."""
+    from l4slab.runner import run as run_scenario
+
+    if packets:
+        overrides = (*overrides, "output.packets=true")
+    if out_dir is None:
+        out_dir = Path("results") / f"{scenario.stem}-{time.strftime('%Y%m%d-%H%M%S')}"
+    t0 = time.perf_counter()
+    with console.status(f"simulating {scenario} …"):
+        result = run_scenario(scenario, out_dir, list(overrides), figures=not no_figures)
+    elapsed = time.perf_counter() - t0
+    _print_summaries([(str(out_dir), result.summary, result.scenario)])
+    console.print(f"run directory: [bold]{out_dir}[/] ({elapsed:.1f} s); "
+                  f"report: {out_dir / 'report.html'}", highlight=False)
+
+
+# --- sweep ------------------------------------------------------------------------------------
+
+@main.command()
+@click.argument("sweep_file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
+              help="Parallel runs (default: all cores).")
+@click.option("--dask", "dask_address", metavar="ADDRESS", default=None,
+              help="Run on a Dask cluster (scheduler address, e.g. tcp://host:8786).")
+@click.option("--dask-local", is_flag=True, help="Run on a local Dask cluster (-j workers).")
+@click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Sweep directory (default: results/<sweep file name>); rerun to resume.")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="Override a key of the base scenario for every run (as `run --set`).")
+@click.option("--figures", is_flag=True, help="Also draw figures for every run.")
+@click.option("--no-resume", is_flag=True, help="Rerun runs that already finished.")
+@_friendly
+def sweep(sweep_file: Path, jobs: int | None, dask_address: str | None, dask_local: bool,
+          out_dir: Path | None, overrides: tuple[str, ...], figures: bool,
+          no_resume: bool) -> None:
+    """Run SWEEP_FILE: a grid over scenario keys × replications (format: `l4slab.sweeps`)."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    from l4slab.sweeps import sweep as run_sweep
+
+    if dask_address and dask_local:
+        raise click.UsageError("give --dask ADDRESS or --dask-local, not both")
+    if out_dir is None:
+        out_dir = Path("results") / sweep_file.stem
+    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
+                        MofNCompleteColumn(), TextColumn("[red]{task.fields[failed]}"),
+                        TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                        console=console, transient=False)
+    state: dict[str, Any] = {"task": None, "failed": 0}
+
+    def on_start(total: int, skipped: int) -> None:
+        if skipped:
+            console.print(f"resuming: {skipped} of {total} runs already finished in {out_dir}")
+        state["task"] = progress.add_task("runs", total=total - skipped, failed="")
+        progress.start()
+
+    def on_progress(outcome: Any, done: int, total: int) -> None:
+        if outcome.status == "failed":
+            state["failed"] += 1
+        progress.update(state["task"], completed=done,
+                        failed=f"{state['failed']} failed" if state["failed"] else "")
+
+    try:
+        res = run_sweep(sweep_file, out_dir, jobs=jobs, dask=dask_address,
+                        dask_local=dask_local, figures=figures, resume=not no_resume,
+                        overrides=list(overrides),
+                        on_start=on_start, on_progress=on_progress)
+    except KeyboardInterrupt:
+        if state["task"] is not None:
+            progress.stop()
+        err_console.print(f"interrupted: finished runs are kept in {out_dir}; run the same "
+                          "command again to resume.")
+        sys.exit(EXIT_INTERRUPTED)
+    finally:
+        if state["task"] is not None:
+            progress.stop()
+
+    console.print(f"sweep: {len(res.index)} runs ({res.ran} ran, {res.skipped} resumed, "
+                  f"{len(res.failed)} failed) in {res.elapsed_s:.1f} s", highlight=False)
+    console.print(f"index: {out_dir / 'sweep.parquet'}; report: {out_dir / 'report.html'}",
+                  highlight=False)
+    if res.failed:
+        table = Table(title="failed runs", title_style="bold red")
+        table.add_column("run")
+        table.add_column("parameters")
+        table.add_column("error", overflow="fold")
+        for o in sorted(res.failed, key=lambda o: o.task.index):
+            params = ", ".join(f"{k}={v}" for k, v in o.task.params.items())
+            table.add_row(o.task.name, params, o.error or "")
+        err_console.print(table)
+        sys.exit(EXIT_FAILED_RUNS)
+
+
+# --- plot -------------------------------------------------------------------------------------
+
+@main.command()
+@click.argument("dirs", nargs=-1, required=True,
+                type=click.Path(exists=True, file_okay=False, path_type=Path))
+@_friendly
+def plot(dirs: tuple[Path, ...]) -> None:
+    """(Re)draw figures and report.html of run or sweep directories DIRS."""
+    from l4slab.plots import plot_run, plot_sweep
+    from l4slab.report import run_report, sweep_report
+    from l4slab.results import load_run
+    from l4slab.sweeps import load_sweep
+
+    for d in dirs:
+        if (d / "sweep.parquet").exists():
+            data = load_sweep(d)
+            files = plot_sweep(data, d)
+            report = sweep_report(data, d)
+        else:
+            run_data = load_run(d)
+            files = plot_run(run_data, d)
+            report = run_report(run_data, d)
+        console.print(f"{d}: {len(files)} figure files, {report}", highlight=False)
+
+
+# --- summary ----------------------------------------------------------------------------------
+
+def _scenario_bits(summary: dict[str, Any], scenario: dict[str, Any]) -> tuple[str, str]:
+    aqm = summary.get("aqm") or (scenario.get("aqm") or {}).get("kind", "?")
+    if isinstance(aqm, dict):
+        aqm = aqm.get("kind", "?")
+    ccs: dict[str, int] = {}
+    for f in summary.get("flows") or []:
+        ccs[str(f.get("cc", "?"))] = ccs.get(str(f.get("cc", "?")), 0) + 1
+    return str(aqm), ", ".join(cc + (f"×{n}" if n > 1 else "") for cc, n in ccs.items())
+
+
+def _print_summaries(rows: list[tuple[str, dict[str, Any], dict[str, Any]]],
+                     title: str | None = None,
+                     params: list[dict[str, Any]] | None = None) -> None:
+    """One row per run: name, [swept parameters], AQM and flows (in the title when every
+    row has the same), per-class throughput, p99 sojourn per queue, utilisation, Jain."""
+    from l4slab.sweeps import flatten_summary
+
+    flat = [flatten_summary(r[1]) for r in rows]
+    setups = [_scenario_bits(r[1], r[2]) for r in rows]
+    same_setup = len(set(setups)) == 1
+    if same_setup:
+        title = " · ".join(x for x in (title, f"{setups[0][0]}: {setups[0][1]}") if x)
+    queues = [q for q in ("L", "C", "single", "fq")
+              if any(f"queues.{q}.sojourn_ms.p99" in m for m in flat)]
+    pkeys = list(dict.fromkeys(k for p in params or [] for k in p))
+    table = Table(title=title, title_justify="left")
+    table.add_column("run", overflow="fold")
+    for k in pkeys:
+        table.add_column(k.rsplit(".", 1)[-1], min_width=len(k.rsplit(".", 1)[-1]))
+    if not same_setup:
+        table.add_column("aqm")
+        table.add_column("flows", overflow="fold")
+    for col in ["L4S Mb/s", "Classic Mb/s"] + [f"p99 {q} ms" for q in queues] + ["util",
+                                                                                  "Jain"]:
+        table.add_column(col, justify="right")
+
+    def f(v: Any, fmt: str) -> str:
+        return format(v, fmt) if isinstance(v, (int, float)) and v == v else "–"
+
+    for i, ((name, _, _), m) in enumerate(zip(rows, flat, strict=True)):
+        cells = [name] + [str((params or [{}] * len(rows))[i].get(k, "")) for k in pkeys]
+        if not same_setup:
+            cells += list(setups[i])
+        cells += [f(m.get("class.L4S.tput_mbps"), ".2f"),
+                  f(m.get("class.Classic.tput_mbps"), ".2f")]
+        cells += [f(m.get(f"queues.{q}.sojourn_ms.p99"), ".2f") for q in queues]
+        cells += [f(m.get("link.utilisation"), ".3f"), f(m.get("jain"), ".3f")]
+        table.add_row(*cells)
+    console.print(table)
+
+
+@main.command()
+@click.argument("dirs", nargs=-1, required=True,
+                type=click.Path(exists=True, file_okay=False, path_type=Path))
+@_friendly
+def summary(dirs: tuple[Path, ...]) -> None:
+    """Table of the summaries of run or sweep directories DIRS (a sweep: one row per run)."""
+    import tomllib
+
+    def read(rd: Path, name: str) -> tuple[str, dict[str, Any], dict[str, Any]] | None:
+        sp = rd / "summary.json"
+        if not sp.exists():
+            err = rd / "error.txt"
+            pending.append(f"{rd}: " + (err.read_text().strip() if err.exists()
+                                        else "not finished (no summary.json)"))
+            return None
+        scen = (tomllib.loads((rd / "scenario.toml").read_text())
+                if (rd / "scenario.toml").exists() else {})
+        return name, json.loads(sp.read_text()), scen
+
+    pending: list[str] = []
+    singles: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
+    shown = 0
+    for d in dirs:
+        if (d / "sweep.parquet").exists() or (d / "runs").is_dir():
+            rows, params = [], []
+            for rd in sorted(p for p in (d / "runs").iterdir() if p.is_dir()):
+                row = read(rd, rd.name)
+                if row:
+                    rows.append(row)
+                    try:
+                        params.append(json.loads((rd / "params.json").read_text())["params"])
+                    except (OSError, ValueError, KeyError):
+                        params.append({})
+            if rows:
+                _print_summaries(rows, title=f"sweep {d}", params=params)
+                shown += len(rows)
+        else:
+            row = read(d, str(d))
+            if row:
+                singles.append(row)
+    if singles:
+        _print_summaries(singles)
+        shown += len(singles)
+    for p in pending:
+        err_console.print(f"[yellow]{_escape(p)}[/]")
+    if not shown:
+        _fail("no finished runs in " + ", ".join(map(str, dirs)))
+
+
+# --- compare / emulate ------------------------------------------------------------------------
+
+def _compare_unavailable(reason: str) -> click.Command:
+    @click.command("compare", context_settings={"ignore_unknown_options": True})
+    @click.argument("args", nargs=-1, type=click.UNPROCESSED)
+    def compare(args: tuple[str, ...]) -> None:
+        """Compare two groups of runs with the statistical validation toolkit."""
+        _fail(f"compare: the validation toolkit is not available yet ({reason})")
+    return compare
+
+
+try:
+    from l4slab.validation.cli import validate_cmd as _validate_cmd
+except ImportError as _e:  # the validation toolkit lands separately
+    main.add_command(_compare_unavailable(str(_e)))
+else:
+    main.add_command(_validate_cmd, name="compare")
+
+
+@main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def emulate(args: tuple[str, ...]) -> None:
+    """Run a scenario on the Linux emulator (not built yet)."""
+    _fail("emulate: the emulator (crates/l4s-emu) is not built in this release; use "
+          "`l4slab run` for the simulator")
+
+
+if __name__ == "__main__":
+    main()

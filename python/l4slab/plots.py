@@ -1,0 +1,375 @@
+"""Figures for runs and sweeps (matplotlib, Agg, PNG + SVG).
+
+Run figures: throughput per flow over time (L4S blue, Classic orange, total black), sojourn per
+queue over time, DualPI2 probabilities p'/p_C/p_CL over time, sojourn CDFs per queue (from
+packets.parquet when recorded, else from the periodic samples) and cwnd per flow.
+Sweep figures: each summary metric against each swept parameter, mean over replications with
+a 95% Student-t confidence band. Figures use the object API (no pyplot state), so they can be
+drawn from worker threads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+__all__ = ["plot_run", "render_run", "plot_sweep", "run_figures", "sweep_figures", "numeric_axis",
+           "CLASS_COLORS", "QUEUE_COLORS"]
+
+CLASS_COLORS = {"L4S": "#1f77b4", "Classic": "#ff7f0e"}
+QUEUE_COLORS = {"L": "#1f77b4", "C": "#ff7f0e", "single": "#2ca02c", "fq": "#9467bd"}
+_SHADES = {"L4S": ["#1f77b4", "#6baed6", "#08519c", "#9ecae1", "#3182bd"],
+           "Classic": ["#ff7f0e", "#fdae6b", "#d94801", "#fdd0a2", "#f16913"]}
+FORMATS = ("png", "svg")
+
+
+def _figure(w: float = 8.0, h: float = 4.0) -> Figure:
+    return Figure(figsize=(w, h), dpi=100, layout="constrained")
+
+
+def _flow_meta(run: Any) -> dict[int, tuple[str, str]]:
+    meta: dict[int, tuple[str, str]] = {}
+    for f in run.summary.get("flows", []) or []:
+        meta[int(f.get("id", len(meta)))] = (str(f.get("cc", "?")), str(f.get("class", "?")))
+    if not meta and len(run.flows):
+        for fid, g in run.flows.groupby("flow", observed=True):
+            meta[int(fid)] = (str(g["cc"].iloc[0]), str(g["class"].iloc[0]))
+    return meta
+
+
+def _flow_color(cls: str, k: int) -> str:
+    shades = _SHADES.get(cls)
+    return shades[k % len(shades)] if shades else "#7f7f7f"
+
+
+def _warmup(ax: Any, run: Any) -> None:
+    w = run.summary.get("warmup_s")
+    if isinstance(w, (int, float)) and w > 0:
+        ax.axvspan(0, w, color="0.9", zorder=0, label="_warmup")
+
+
+def _smooth_samples(run: Any, window_s: float) -> tuple[int, float]:
+    """(samples in a ~`window_s` moving average (1 = raw), sample interval in s)."""
+    dt = run.summary.get("sample_interval_s")
+    if not isinstance(dt, (int, float)) or dt <= 0:
+        t = run.flows["t_s"].drop_duplicates().to_numpy()
+        dt = float(np.median(np.diff(t))) if t.size > 1 else 0.0
+    return (max(1, round(window_s / dt)) if dt > 0 else 1), float(dt)
+
+
+def _per_flow(run: Any, column: str, ylabel: str, title: str, total: bool,
+              smooth_s: float = 0.0) -> Figure | None:
+    df = run.flows
+    if df is None or not len(df) or column not in df or not df[column].notna().any():
+        return None  # e.g. cwnd of CBR sources
+    fig = _figure()
+    ax = fig.add_subplot()
+    _warmup(ax, run)
+    meta = _flow_meta(run)
+    count = {"L4S": 0, "Classic": 0}
+    win, dt = _smooth_samples(run, smooth_s) if smooth_s > 0 else (1, 0.0)
+    if win > 1:
+        title += f" ({win} × {dt * 1000:g} ms moving average)"
+
+    def smooth(y: pd.Series) -> np.ndarray:
+        return y.rolling(win, min_periods=1).mean().to_numpy() if win > 1 else y.to_numpy()
+
+    for fid, g in df.groupby("flow", observed=True, sort=True):
+        cc, cls = meta.get(int(fid), ("?", "?"))
+        k = count.get(cls, 0)
+        count[cls] = k + 1
+        ax.plot(g["t_s"].to_numpy(), smooth(g[column]), lw=1.0,
+                color=_flow_color(cls, k), label=f"flow {fid} {cc} ({cls})")
+    if total:
+        tot = df.groupby("t_s", sort=True)[column].sum()
+        ax.plot(tot.index.to_numpy(), smooth(tot), color="black", lw=1.2, label="total")
+        cap = (run.summary.get("link") or {}).get("capacity_mbps")
+        if isinstance(cap, (int, float)) and cap > 0:
+            ax.axhline(cap, color="0.4", ls="--", lw=0.8, label=f"capacity {cap:g} Mb/s")
+    ax.set_xlabel("time [s]")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.set_xlim(0, float(df["t_s"].max()))
+    ax.set_ylim(0, ax.get_ylim()[1] * 1.05)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0),
+              ncols=2 if len(meta) > 12 else 1)
+    return fig
+
+
+def fig_throughput(run: Any) -> Figure | None:
+    # Goodput per sample interval jumps when a retransmission fills a hole (the bytes behind
+    # it are delivered at once); a 100 ms moving average keeps the picture readable.
+    return _per_flow(run, "tput_mbps", "throughput [Mb/s]", "Throughput per flow", total=True,
+                     smooth_s=0.1)
+
+
+def fig_cwnd(run: Any) -> Figure | None:
+    return _per_flow(run, "cwnd_pkts", "cwnd [packets]", "Congestion window per flow",
+                     total=False)
+
+
+def fig_sojourn(run: Any) -> Figure | None:
+    df = run.samples
+    if df is None or not len(df):
+        return None
+    fig = _figure()
+    ax = fig.add_subplot()
+    _warmup(ax, run)
+    for q, g in df.groupby("queue", observed=True, sort=False):
+        ax.plot(g["t_s"].to_numpy(), g["sojourn_ms"].to_numpy(), lw=1.0,
+                color=QUEUE_COLORS.get(str(q), None), label=f"queue {q}")
+    ax.set_xlabel("time [s]")
+    ax.set_ylabel("sojourn of head packet [ms]")
+    ax.set_title("Queue delay per queue")
+    ax.set_xlim(left=0)
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small", loc="upper right")
+    return fig
+
+
+def fig_probability(run: Any) -> Figure | None:
+    df = run.samples
+    if df is None or not len(df):
+        return None
+    cols = [c for c in ("p_prime", "p_c", "p_cl") if c in df]
+    per_t = df.groupby("t_s", sort=True)[cols].max()
+    per_t = per_t.loc[:, [c for c in cols if per_t[c].notna().any()]]
+    if per_t.empty or not np.nanmax(per_t.to_numpy(), initial=0.0) > 0:
+        return None
+    fig = _figure()
+    ax = fig.add_subplot()
+    _warmup(ax, run)
+    style = {"p_prime": ("p'", "0.2"), "p_c": ("p_C = p'²", CLASS_COLORS["Classic"]),
+             "p_cl": ("p_CL = k·p'", CLASS_COLORS["L4S"])}
+    for c in per_t:
+        label, color = style[c]
+        ax.plot(per_t.index.to_numpy(), per_t[c].to_numpy(), lw=1.0, color=color, label=label)
+    ax.set_xlabel("time [s]")
+    ax.set_ylabel("probability")
+    ax.set_title("Marking / dropping probabilities")
+    ax.set_xlim(left=0)
+    ax.set_ylim(0, min(1.05, max(0.05, float(np.nanmax(per_t.to_numpy())) * 1.1)))
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small", loc="upper right")
+    return fig
+
+
+def fig_sojourn_cdf(run: Any) -> Figure | None:
+    """Empirical CDF per queue after warm-up; a second, log-scaled panel when the queues'
+    delays differ by more than 10× (L vs C), so the L queue is not a vertical line at 0."""
+    warm = run.summary.get("warmup_s") or 0.0
+    if run.packets is not None and len(run.packets):
+        df = run.packets[(run.packets["t_s"] >= warm) & (run.packets["verdict"] != "drop")]
+        source = "per packet"
+    elif run.samples is not None and len(run.samples):
+        df = run.samples[run.samples["t_s"] >= warm]
+        source = "sampled"
+    else:
+        return None
+    curves = []
+    for q, g in df.groupby("queue", observed=True, sort=False):
+        x = np.sort(g["sojourn_ms"].to_numpy())
+        x = x[np.isfinite(x)]
+        if x.size:
+            curves.append((str(q), x, np.arange(1, x.size + 1) / x.size))
+    if not curves:
+        return None
+    p99 = [float(np.quantile(x, 0.99)) for _, x, _ in curves]
+    log_panel = len(curves) > 1 and min(p99) > 0 and max(p99) / min(p99) > 10
+    fig = _figure(11.0 if log_panel else 6.0, 4.0)
+    axes = [fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)] if log_panel else [
+        fig.add_subplot()]
+    for i, ax in enumerate(axes):
+        for q, x, y in curves:
+            if i == 1:
+                keep = x > 0
+                x, y = x[keep], y[keep]
+            ax.step(x, y, where="post", color=QUEUE_COLORS.get(q, None), label=f"queue {q}")
+        ax.set_ylabel("CDF")
+        ax.set_ylim(0, 1.0)
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize="small", loc="lower right")
+        if i == 0:
+            ax.set_xlabel("sojourn [ms]")
+            ax.set_xlim(left=0)
+        else:
+            ax.set_xscale("log")
+            ax.set_xlabel("sojourn [ms] (log scale, zeros left out)")
+    fig.suptitle(f"Sojourn CDF per queue ({source}, after warm-up)", fontsize="medium")
+    return fig
+
+
+RUN_FIGURES = {
+    "throughput": fig_throughput,
+    "sojourn": fig_sojourn,
+    "probability": fig_probability,
+    "sojourn_cdf": fig_sojourn_cdf,
+    "cwnd": fig_cwnd,
+}
+
+
+def run_figures(run: Any) -> dict[str, Figure]:
+    """Every run figure that has data, by name."""
+    out = {}
+    for name, make in RUN_FIGURES.items():
+        fig = make(run)
+        if fig is not None:
+            out[name] = fig
+    return out
+
+
+def _save(figs: dict[str, Figure], out_dir: Path, formats: Sequence[str]) -> list[Path]:
+    paths = []
+    for name, fig in figs.items():
+        for ext in formats:
+            p = out_dir / f"{name}.{ext}"
+            fig.savefig(p, format=ext)
+            paths.append(p)
+    return paths
+
+
+def render_run(run: Any, formats: Sequence[str] = FORMATS) -> dict[str, bytes]:
+    """The run figures as file bytes by file name (for drawing in a sweep worker)."""
+    import io
+
+    out = {}
+    for name, fig in run_figures(run).items():
+        for ext in formats:
+            buf = io.BytesIO()
+            fig.savefig(buf, format=ext)
+            out[f"{name}.{ext}"] = buf.getvalue()
+    return out
+
+
+def plot_run(run: Any, out_dir: str | Path, formats: Sequence[str] = FORMATS) -> list[Path]:
+    """Draw the run figures into `out_dir` (name.png and name.svg); returns the files."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    return _save(run_figures(run), out, formats)
+
+
+# --- sweeps -----------------------------------------------------------------------------------
+
+SWEEP_METRICS = [
+    ("class.L4S.tput_mbps", "L4S throughput [Mb/s]"),
+    ("class.Classic.tput_mbps", "Classic throughput [Mb/s]"),
+    ("queues.L.sojourn_ms.p99", "L sojourn p99 [ms]"),
+    ("queues.C.sojourn_ms.p99", "C sojourn p99 [ms]"),
+    ("queues.single.sojourn_ms.p99", "sojourn p99 [ms]"),
+    ("queues.fq.sojourn_ms.p99", "FQ sojourn p99 [ms]"),
+    ("queues.L.sojourn_ms.mean", "L sojourn mean [ms]"),
+    ("queues.C.sojourn_ms.mean", "C sojourn mean [ms]"),
+    ("link.utilisation", "link utilisation"),
+    ("jain", "Jain's fairness index"),
+]
+
+
+def numeric_axis(values: Sequence[Any]) -> tuple[np.ndarray, str, list[str] | None]:
+    """Parameter values → x positions: durations in ms, rates in Mb/s, numbers as they are,
+    anything else categorical (positions 0..n-1 with tick labels)."""
+    from l4slab import _core
+
+    vals = list(values)
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals):
+        return np.asarray(vals, dtype=float), "", None
+    if all(isinstance(v, str) for v in vals):
+        for parse, scale, unit in ((_core.parse_duration_ns, 1e-6, "ms"),
+                                   (_core.parse_rate_bps, 1e-6, "Mb/s")):
+            try:
+                return np.asarray([parse(v) * scale for v in vals]), f" [{unit}]", None
+            except ValueError:
+                pass
+    return np.arange(len(vals), dtype=float), "", [str(v) for v in vals]
+
+
+def _ci95(x: np.ndarray) -> tuple[float, float]:
+    from scipy import stats
+
+    x = x[np.isfinite(x)]
+    if not x.size:
+        return float("nan"), float("nan")
+    m = float(x.mean())
+    if x.size < 2:
+        return m, 0.0
+    half = float(stats.t.ppf(0.975, x.size - 1) * x.std(ddof=1) / np.sqrt(x.size))
+    return m, half
+
+
+def sweep_figures(data: Any) -> dict[str, Figure]:
+    """One figure per swept parameter: each available metric against it, a line per
+    combination of the other parameters, mean ± 95% CI over replications."""
+    df: pd.DataFrame = data.index
+    df = df[df["status"] == "ok"] if "status" in df else df
+    metrics = [(m, label) for m, label in SWEEP_METRICS
+               if m in df and pd.to_numeric(df[m], errors="coerce").notna().any()]
+    params = [p for p in data.params if p in df]
+    if df.empty or not metrics:
+        return {}
+    figs: dict[str, Figure] = {}
+    if not params:  # replications only: one box of points per metric
+        fig = _figure(3.0 * len(metrics), 3.2)
+        for i, (m, label) in enumerate(metrics):
+            ax = fig.add_subplot(1, len(metrics), i + 1)
+            y = pd.to_numeric(df[m], errors="coerce").to_numpy(dtype=float)
+            mean, half = _ci95(y)
+            ax.plot(np.zeros_like(y), y, "o", alpha=0.5)
+            ax.errorbar([0], [mean], yerr=[half], fmt="s", color="black", capsize=4)
+            ax.set_title(label, fontsize="small")
+            ax.set_xticks([])
+        figs["sweep_replications"] = fig
+        return figs
+    for p in params:
+        order = list(dict.fromkeys(data.meta.get("grid", {}).get(p, list(df[p].unique()))))
+        x_of, unit, ticks = numeric_axis(order)
+        x_map = {str(v): x for v, x in zip(order, x_of, strict=True)}
+        others = [o for o in params if o != p]
+        ncols = min(3, len(metrics))
+        nrows = -(-len(metrics) // ncols)
+        fig = _figure(4.2 * ncols, 3.2 * nrows)
+        groups = list(df.groupby(others, sort=False, dropna=False)) if others else [((), df)]
+        for i, (m, label) in enumerate(metrics):
+            ax = fig.add_subplot(nrows, ncols, i + 1)
+            for gi, (gkey, g) in enumerate(groups):
+                rows = []
+                for v, gg in g.groupby(p, sort=False):
+                    y = pd.to_numeric(gg[m], errors="coerce").to_numpy(dtype=float)
+                    mean, half = _ci95(y)
+                    rows.append((x_map.get(str(v), np.nan), mean, half))
+                rows.sort()
+                xs, ms, hs = (np.asarray(c, dtype=float) for c in zip(*rows, strict=True))
+                gk = gkey if isinstance(gkey, tuple) else (gkey,)
+                lab = ", ".join(f"{o}={val}" for o, val in zip(others, gk, strict=True))
+                color = f"C{gi % 10}"
+                ax.plot(xs, ms, "o-", color=color, lw=1.2, ms=4, label=lab or None)
+                ax.fill_between(xs, ms - hs, ms + hs, color=color, alpha=0.2, lw=0)
+            ax.set_title(label, fontsize="small")
+            ax.set_xlabel(p + unit, fontsize="small")
+            if ticks is not None:
+                ax.set_xticks(x_of, ticks)
+            ax.grid(alpha=0.3)
+            if others and i == 0:
+                ax.legend(fontsize="x-small")
+        fig.suptitle(f"Metrics vs {p} (mean, 95% CI over replications)", fontsize="medium")
+        figs[f"sweep_{_safe(p)}"] = fig
+    return figs
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
+
+
+def plot_sweep(data: Any, out_dir: str | Path, formats: Sequence[str] = FORMATS) -> list[Path]:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    return _save(sweep_figures(data), out, formats)

@@ -1,0 +1,183 @@
+"""Self-contained HTML reports (`report.html`) for a run and for a sweep: summary tables plus
+the figures embedded as base64 PNG, so the file can be mailed or archived on its own."""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["run_report", "sweep_report"]
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2em auto;max-width:1100px;
+color:#222;padding:0 1em}
+h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.6em;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;margin:.5em 0;font-size:.9em}
+th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}
+th{background:#f3f3f3}td.l,th.l{text-align:left}
+img{max-width:100%;margin:.5em 0;border:1px solid #eee}
+pre{background:#f7f7f7;padding:.8em;overflow:auto;font-size:.85em}
+.fail{color:#b00}.muted{color:#777}
+"""
+
+_RUN_FIGURE_ORDER = ["throughput", "sojourn", "probability", "sojourn_cdf", "cwnd"]
+
+
+def _esc(x: Any) -> str:
+    return html.escape(str(x))
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        if not np.isfinite(v):
+            return str(v)
+        return f"{v:.4g}"
+    return str(v)
+
+
+def _table(header: Sequence[str], rows: Iterable[Sequence[Any]], left: int = 1) -> str:
+    out = ["<table><tr>"]
+    out += [f'<th class="{"l" if i < left else ""}">{_esc(h)}</th>' for i, h in enumerate(header)]
+    out.append("</tr>")
+    for r in rows:
+        out.append("<tr>" + "".join(f'<td class="{"l" if i < left else ""}">{_esc(_fmt(v))}</td>'
+                                    for i, v in enumerate(r)) + "</tr>")
+    out.append("</table>")
+    return "".join(out)
+
+
+def _img(path: Path) -> str:
+    b64 = base64.b64encode(path.read_bytes()).decode("ascii")
+    return f'<img alt="{_esc(path.stem)}" src="data:image/png;base64,{b64}">'
+
+
+def _page(title: str, body: list[str]) -> str:
+    from l4slab import __version__
+
+    return ("<!DOCTYPE html><html><head><meta charset=\"utf-8\">"
+            f"<title>{_esc(title)}</title><style>{_CSS}</style></head><body>"
+            f"<h1>{_esc(title)}</h1>" + "\n".join(body) +
+            f'<p class="muted">l4slab {__version__}</p></body></html>\n')
+
+
+def summary_tables(summary: dict[str, Any]) -> list[str]:
+    """HTML tables of summary.json: link, flows, queues."""
+    body = []
+    link = summary.get("link") or {}
+    top = [("seed", summary.get("seed")), ("duration [s]", summary.get("duration_s")),
+           ("warm-up [s]", summary.get("warmup_s")),
+           ("capacity [Mb/s]", link.get("capacity_mbps")),
+           ("utilisation", link.get("utilisation")), ("unused txops", link.get("unused_txops")),
+           ("Jain's index", summary.get("jain"))]
+    pk = summary.get("packets")
+    if isinstance(pk, dict):  # bottleneck accounting over the whole run (incl. warm-up)
+        top += [(f"packets {k.replace('_', ' ')}", v) for k, v in pk.items()
+                if isinstance(v, (int, float))]
+    body.append(_table(["", "value"], [(k, v) for k, v in top if v is not None]))
+    flows = summary.get("flows") or []
+    if flows:
+        keys = [k for k in ("id", "cc", "class", "tput_mbps", "srtt_ms", "ce_marks", "drops",
+                            "retransmits") if any(k in f for f in flows)]
+        extra = sorted({k for f in flows for k, v in f.items()
+                        if k not in keys and not isinstance(v, (dict, list))})
+        body.append("<h2>Flows</h2>")
+        body.append(_table(keys + extra, ([f.get(k) for k in keys + extra] for f in flows),
+                           left=3))
+    queues = summary.get("queues") or []
+    if queues:
+        body.append("<h2>Queues</h2>")
+        hdr = ["queue", "sojourn mean [ms]", "p50", "p95", "p99", "marks", "drops", "packets"]
+        rows = []
+        for q in queues:
+            s = q.get("sojourn_ms") or {}
+            rows.append([q.get("name"), s.get("mean"), s.get("p50"), s.get("p95"), s.get("p99"),
+                         q.get("marks"), q.get("drops"), q.get("packets")])
+        body.append(_table(hdr, rows))
+    return body
+
+
+def run_report(run: Any, out_dir: str | Path, embed_figures: bool = True) -> Path:
+    """Write out_dir/report.html for one run (figures taken from out_dir/*.png if present)."""
+    out = Path(out_dir)
+    body = summary_tables(run.summary)
+    if embed_figures:
+        figs = [out / f"{n}.png" for n in _RUN_FIGURE_ORDER if (out / f"{n}.png").exists()]
+        if figs:
+            body.append("<h2>Figures</h2>")
+            body += [_img(p) for p in figs]
+    if run.scenario:
+        from l4slab.scenario import dumps_toml
+
+        body.append("<h2>Scenario</h2>")
+        body.append(f"<pre>{_esc(dumps_toml(run.scenario))}</pre>")
+    title = f"l4slab run — {out.resolve().name}"
+    path = out / "report.html"
+    path.write_text(_page(title, body))
+    return path
+
+
+def _grid_table(index: pd.DataFrame, params: list[str]) -> tuple[list[str], list[list[Any]]]:
+    from l4slab.plots import SWEEP_METRICS, _ci95
+
+    ok = index[index["status"] == "ok"]
+    metrics = [m for m, _ in SWEEP_METRICS if m in ok
+               and pd.to_numeric(ok[m], errors="coerce").notna().any()]
+    header = list(params) + ["runs ok"] + [f"{m} (mean ± 95% CI)" for m in metrics]
+    rows = []
+    groups = ok.groupby(params, sort=False, dropna=False) if params else [((), ok)]
+    for key, g in groups:
+        key = key if isinstance(key, tuple) else (key,)
+        row: list[Any] = list(key) + [len(g)]
+        for m in metrics:
+            mean, half = _ci95(pd.to_numeric(g[m], errors="coerce").to_numpy(dtype=float))
+            row.append(f"{mean:.4g} ± {half:.2g}" if np.isfinite(mean) else "")
+        rows.append(row)
+    return header, rows
+
+
+def sweep_report(data: Any, out_dir: str | Path) -> Path:
+    """Write out_dir/report.html for a sweep: plan, per-grid-point means with 95% CIs,
+    failures, figures, and the run index."""
+    out = Path(out_dir)
+    idx: pd.DataFrame = data.index
+    meta = data.meta
+    body = []
+    n_ok = int((idx["status"] == "ok").sum()) if "status" in idx else len(idx)
+    n_fail = int((idx["status"] == "failed").sum()) if "status" in idx else 0
+    body.append(_table(["", "value"], [
+        ("base scenario", meta.get("base")), ("replications", meta.get("replications")),
+        ("base seed", meta.get("seed")), ("seed derivation", meta.get("seed_derivation")),
+        ("runs", len(idx)), ("ok", n_ok), ("failed", n_fail),
+        ("grid", json.dumps(meta.get("grid", {}), default=str)),
+        ("fixed overrides", json.dumps(meta.get("set", {}), default=str))]))
+    if n_ok:
+        header, rows = _grid_table(idx, data.params)
+        body.append("<h2>Results per grid point</h2>")
+        body.append(_table(header, rows, left=len(data.params)))
+    if n_fail:
+        body.append('<h2 class="fail">Failed runs</h2>')
+        failed = idx[idx["status"] == "failed"]
+        body.append(_table(["run", "error"], failed[["run", "error"]].itertuples(index=False),
+                           left=2))
+    figs = sorted(out.glob("sweep_*.png"))
+    if figs:
+        body.append("<h2>Figures</h2>")
+        body += [_img(p) for p in figs]
+    body.append("<h2>Runs</h2>")
+    cols = ["run"] + list(data.params) + ["seed", "status"]
+    cols += [m for m in ("class.L4S.tput_mbps", "class.Classic.tput_mbps",
+                         "queues.L.sojourn_ms.p99", "queues.C.sojourn_ms.p99",
+                         "queues.single.sojourn_ms.p99", "link.utilisation", "jain") if m in idx]
+    body.append(_table(cols, idx[cols].itertuples(index=False), left=1 + len(data.params)))
+    path = out / "report.html"
+    path.write_text(_page(f"l4slab sweep — {out.resolve().name}", body))
+    return path

@@ -1,0 +1,68 @@
+"""Run one scenario through the Rust simulator (`l4slab._core.run_scenario`).
+
+Python reads the TOML (tomllib reports syntax errors with line numbers), applies overrides and
+sends the effective scenario to Rust as JSON, where serde validates it and names the field path
+of any error. The GIL is released while the simulation runs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from l4slab import _core
+from l4slab.results import RunData, from_core, write_run_dir
+from l4slab.scenario import ScenarioSource, apply_overrides, load_scenario
+
+__all__ = ["run", "simulate", "validate", "effective_scenario"]
+
+#: Scenario keys holding file paths relative to the scenario file.
+PATH_KEYS = (("link", "trace"),)
+
+
+def effective_scenario(source: ScenarioSource,
+                       overrides: Mapping[str, Any] | Iterable[str] | None = None
+                       ) -> dict[str, Any]:
+    """The scenario dict after overrides, with existing relative trace paths made absolute so
+    the scenario.toml written into a run directory still points at the trace."""
+    data = apply_overrides(source.data, overrides)
+    for table, key in PATH_KEYS:
+        t = data.get(table)
+        if isinstance(t, dict) and isinstance(t.get(key), str):
+            p = Path(t[key])
+            if not p.is_absolute() and (source.base_dir / p).exists():
+                t[key] = str((source.base_dir / p).resolve())
+    return data
+
+
+def simulate(data: Mapping[str, Any], base_dir: str | Path) -> RunData:
+    """Run a scenario dict; raises `l4slab.ScenarioError` naming the field on bad input."""
+    text = json.dumps(data)
+    raw = _core.run_scenario(text, "json", str(base_dir))
+    return from_core(raw, scenario=dict(data))
+
+
+def validate(scenario: str | Path | Mapping[str, Any],
+             overrides: Mapping[str, Any] | Iterable[str] | None = None) -> dict[str, Any]:
+    """Check a scenario (after overrides) without running it; returns the effective dict."""
+    src = load_scenario(scenario)
+    data = effective_scenario(src, overrides)
+    _core.validate_scenario(json.dumps(data), "json", str(src.base_dir))
+    return data
+
+
+def run(scenario: str | Path | Mapping[str, Any], out_dir: str | Path | None = None,
+        overrides: Mapping[str, Any] | Iterable[str] | None = None, *,
+        figures: bool = True, report: bool = True,
+        base_dir: str | Path | None = None) -> RunData:
+    """Run a scenario file or dict. With `out_dir`, write the run directory there (parquet
+    tables, summary.json, scenario.toml, figures, report.html). `overrides` is a mapping of
+    dotted keys or a list of ``"key=value"`` strings, as `l4slab run --set`."""
+    src = load_scenario(scenario, Path(base_dir) if base_dir else None)
+    data = effective_scenario(src, overrides)
+    result = simulate(data, src.base_dir)
+    if out_dir is not None:
+        write_run_dir(result, out_dir, figures=figures, report=report)
+    return result

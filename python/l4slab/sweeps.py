@@ -1,0 +1,542 @@
+"""Parameter sweeps: a grid over any scenario keys × replications, run on a local process pool
+or a Dask cluster, resumable, indexed in `sweep.parquet`.
+
+Sweep file (TOML)::
+
+    base = "prague_vs_cubic_50M_40ms.toml"   # relative to the sweep file
+    replications = 5
+    seed = 1                     # base seed (default: the base scenario's seed, else 1)
+    [grid]
+    "aqm.step_thresh" = ["1ms", "5ms", "10ms"]
+    "flows.0.cc" = ["prague", "dctcp"]
+    [set]                                     # optional fixed overrides for every run
+    duration = "10s"
+
+Runs are the cartesian product of the grid lists (first key varies slowest) times the
+replications. Seed derivation: replication r (0-based) of every grid point runs with
+
+    seed_r = splitmix64(base_seed, r) >> 1
+
+i.e. the (r+1)-th output of the SplitMix64 generator seeded with base_seed (state advanced by
+0x9E3779B97F4A7C15 per step, then the Stafford "mix13" finaliser), shifted right by one bit
+so it fits a TOML integer. The same r gets the same seed at every grid point (common random
+numbers: differences between grid points are not masked by seed noise), and results do not
+depend on the executor, the number of workers or the order runs finish in.
+
+Layout: OUT/runs/p{point:03d}-r{rep:02d}/ (a run directory plus params.json), OUT/sweep.parquet
+(one row per run: parameters, seed, run_dir, status, error, flattened summary metrics),
+OUT/sweep.json (the plan), OUT/report.html and the sweep figures. A run counts as finished when
+its summary.json exists and its params.json (parameters, seed and a digest of the effective
+scenario) matches the plan; resuming skips those and reruns the rest.
+
+Executors: a local process pool (default, all cores) or Dask. With a remote Dask scheduler the
+workers need l4slab installed; results come back to this process, which writes every file, so
+the workers need no shared file system.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import multiprocessing
+import os
+import time
+import traceback
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from l4slab import _core
+from l4slab.results import RunData, load_run, write_run_dir
+from l4slab.scenario import (
+    ScenarioError,
+    ScenarioSource,
+    apply_overrides,
+    load_scenario,
+    parse_override,
+)
+
+__all__ = ["SweepSpec", "RunTask", "RunOutcome", "SweepResult", "SweepData", "derive_seed",
+           "load_sweep_spec", "plan", "execute_task", "flatten_summary", "sweep", "load_sweep"]
+
+_MASK64 = (1 << 64) - 1
+
+
+def derive_seed(base_seed: int, replication: int) -> int:
+    """Seed of replication `replication` (0-based): SplitMix64 output r+1 from `base_seed`,
+    >> 1 to fit a signed 64-bit TOML integer."""
+    z = (base_seed + (replication + 1) * 0x9E3779B97F4A7C15) & _MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    z ^= z >> 31
+    return z >> 1
+
+
+@dataclass
+class SweepSpec:
+    base: ScenarioSource
+    grid: dict[str, list[Any]]
+    replications: int
+    seed: int
+    fixed: dict[str, Any] = field(default_factory=dict)
+    origin: str = "<dict>"
+
+
+@dataclass
+class RunTask:
+    index: int
+    point: int
+    rep: int
+    params: dict[str, Any]
+    seed: int
+    name: str
+    scenario: dict[str, Any]
+    base_dir: str
+    #: Draw the run's figures in the worker (in parallel) and send them back as bytes.
+    figures: bool = False
+
+    def identity(self) -> dict[str, Any]:
+        """What params.json holds; resume compares it with the plan. The digest covers the
+        whole effective scenario, so a changed base file or [set] reruns the run."""
+        digest = hashlib.sha256(json.dumps(self.scenario, sort_keys=True, default=str)
+                                .encode()).hexdigest()[:16]
+        return {"point": self.point, "rep": self.rep, "params": self.params, "seed": self.seed,
+                "scenario_sha256": digest}
+
+
+@dataclass
+class RunOutcome:
+    task: RunTask
+    status: str  # "ok" | "failed" | "skipped" (finished earlier, resumed)
+    error: str | None = None
+    run: RunData | None = None
+    elapsed_s: float = 0.0
+    figure_files: dict[str, bytes] | None = None
+
+
+def load_sweep_spec(sweep: str | Path | Mapping[str, Any],
+                    base_dir: Path | None = None) -> SweepSpec:
+    """Read a sweep file or dict; every problem raises ScenarioError naming the field."""
+    import tomllib
+
+    if isinstance(sweep, Mapping):
+        data = dict(sweep)
+        root = Path(base_dir or Path.cwd())
+        origin = "<dict>"
+    else:
+        path = Path(sweep)
+        try:
+            data = tomllib.loads(path.read_text())
+        except FileNotFoundError:
+            raise ScenarioError(f"sweep file not found: {path}") from None
+        except tomllib.TOMLDecodeError as e:
+            raise ScenarioError(f"{path}: not valid TOML: {e}") from None
+        root = path.resolve().parent
+        origin = str(path)
+    allowed = {"base", "grid", "replications", "seed", "set", "name"}
+    for k in data:
+        if k not in allowed:
+            raise ScenarioError(f"{origin}: unknown sweep key {k!r} (allowed: "
+                                f"{', '.join(sorted(allowed))})")
+    if "base" not in data:
+        raise ScenarioError(f"{origin}: missing 'base' (the scenario file to sweep over)")
+    base_val = data["base"]
+    if isinstance(base_val, Mapping):
+        base = load_scenario(base_val, root)
+    elif isinstance(base_val, str):
+        p = Path(base_val)
+        base = load_scenario(p if p.is_absolute() else root / p)
+    else:
+        raise ScenarioError(f"{origin}: 'base' must be a file name or a table")
+
+    grid_raw = data.get("grid", None)
+    grid: dict[str, list[Any]] = {}
+    if grid_raw is not None:
+        if not isinstance(grid_raw, Mapping):
+            raise ScenarioError(f"{origin}: 'grid' must be a table of key = [values]")
+        if not grid_raw:
+            raise ScenarioError(f"{origin}: the sweep grid is empty: give at least one "
+                                '"dotted.key" = [values], or leave out [grid] to only replicate')
+        for k, v in _flatten_grid(grid_raw):
+            if k == "seed":
+                raise ScenarioError(f"{origin}: grid.seed: seeds come from 'seed' and "
+                                    "'replications', not from the grid")
+            if not isinstance(v, list):
+                raise ScenarioError(f'{origin}: grid."{k}" must be a list of values, got {v!r}')
+            if not v:
+                raise ScenarioError(f'{origin}: grid."{k}" is an empty list: the sweep grid '
+                                    "has no runs")
+            grid[k] = v
+    reps = data.get("replications", 1)
+    if not isinstance(reps, int) or isinstance(reps, bool) or reps < 1:
+        raise ScenarioError(f"{origin}: replications must be an integer ≥ 1, got {reps!r}")
+    seed = data.get("seed", base.data.get("seed", 1))
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise ScenarioError(f"{origin}: seed must be a non-negative integer, got {seed!r}")
+    fixed = data.get("set", {})
+    if not isinstance(fixed, Mapping):
+        raise ScenarioError(f"{origin}: 'set' must be a table of key = value")
+    return SweepSpec(base=base, grid=grid, replications=reps, seed=seed,
+                     fixed=dict(_flatten_grid(fixed)), origin=origin)
+
+
+def _flatten_grid(table: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """`{"aqm.target": [...]}` and `{aqm = {target = [...]}}` both give ("aqm.target", [...])."""
+    for k, v in table.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, Mapping):
+            yield from _flatten_grid(v, key + ".")
+        else:
+            yield key, v
+
+
+def plan(spec: SweepSpec) -> list[RunTask]:
+    """Every run of the sweep, in a stable order (grid points, then replications)."""
+    from l4slab.runner import effective_scenario
+
+    keys = list(spec.grid)
+    points = list(itertools.product(*(spec.grid[k] for k in keys))) if keys else [()]
+    tasks: list[RunTask] = []
+    base_with_fixed = ScenarioSource(apply_overrides(spec.base.data, spec.fixed),
+                                     spec.base.base_dir, spec.base.origin)
+    for p_idx, values in enumerate(points):
+        params = dict(zip(keys, values, strict=True))
+        for rep in range(spec.replications):
+            seed = derive_seed(spec.seed, rep)
+            try:
+                scenario = effective_scenario(base_with_fixed, {**params, "seed": seed})
+            except ScenarioError as e:
+                raise ScenarioError(f"grid point {_fmt_params(params)}: {e}") from None
+            tasks.append(RunTask(index=len(tasks), point=p_idx, rep=rep, params=params,
+                                 seed=seed, name=f"p{p_idx:03d}-r{rep:02d}",
+                                 scenario=scenario, base_dir=str(spec.base.base_dir)))
+    return tasks
+
+
+def _fmt_params(params: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in params.items()) or "(base scenario)"
+
+
+def validate_tasks(tasks: Iterable[RunTask]) -> None:
+    """Validate each distinct grid point in Rust before anything runs (cheap: no simulation)."""
+    seen: set[int] = set()
+    for t in tasks:
+        if t.point in seen:
+            continue
+        seen.add(t.point)
+        try:
+            _core.validate_scenario(json.dumps(t.scenario), "json", t.base_dir)
+        except ScenarioError as e:
+            if t.params:
+                raise ScenarioError(f"grid point {_fmt_params(t.params)}: {e}") from None
+            raise
+
+
+def execute_task(task: RunTask) -> RunOutcome:
+    """Run one sweep task (in a worker process or on a Dask worker). Never raises: failures
+    come back as status "failed" with the error text, so one bad run cannot stop a sweep."""
+    from l4slab.runner import simulate
+
+    t0 = time.perf_counter()
+    try:
+        run = simulate(task.scenario, task.base_dir)
+    except ScenarioError as e:
+        return RunOutcome(task, "failed", f"ScenarioError: {e}",
+                          elapsed_s=time.perf_counter() - t0)
+    except Exception as e:  # noqa: BLE001 - reported per run, the sweep goes on
+        tb = traceback.format_exception_only(type(e), e)
+        return RunOutcome(task, "failed", "".join(tb).strip(),
+                          elapsed_s=time.perf_counter() - t0)
+    elapsed = time.perf_counter() - t0
+    files = None
+    if task.figures:
+        from l4slab.plots import render_run
+
+        files = render_run(run)
+    return RunOutcome(task, "ok", run=run, elapsed_s=elapsed, figure_files=files)
+
+
+# --- executors --------------------------------------------------------------------------------
+
+Executor = Callable[[list[RunTask]], Iterator[RunOutcome]]
+
+
+def _inline(tasks: list[RunTask]) -> Iterator[RunOutcome]:
+    for t in tasks:
+        yield execute_task(t)
+
+
+def _process_pool(jobs: int) -> Executor:
+    def run_all(tasks: list[RunTask]) -> Iterator[RunOutcome]:
+        # spawn: workers start clean (no inherited threads from rich/dask/matplotlib).
+        ctx = multiprocessing.get_context("spawn")
+        pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx)
+        futures = {pool.submit(execute_task, t): t for t in tasks}
+        try:
+            for fut in as_completed(futures):
+                try:
+                    yield fut.result()
+                except Exception as e:  # noqa: BLE001 - worker died (e.g. killed)
+                    yield RunOutcome(futures[fut], "failed", f"worker failed: {e!r}")
+        except BaseException:
+            # Ctrl-C or the consumer stopped: drop queued runs, do not wait for them.
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
+    return run_all
+
+
+def _dask(client: Any) -> Executor:
+    def run_all(tasks: list[RunTask]) -> Iterator[RunOutcome]:
+        from distributed import as_completed as dask_as_completed
+
+        futures = client.map(execute_task, tasks, pure=False)
+        by_key = {f.key: t for f, t in zip(futures, tasks, strict=True)}
+        try:
+            for fut in dask_as_completed(futures):
+                try:
+                    yield fut.result()
+                except Exception as e:  # noqa: BLE001 - worker lost, serialisation, ...
+                    yield RunOutcome(by_key[fut.key], "failed", f"dask: {e!r}")
+        except BaseException:
+            client.cancel(futures)
+            raise
+    return run_all
+
+
+# --- index ------------------------------------------------------------------------------------
+
+def flatten_summary(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """summary.json → flat metrics: ``jain``, ``link.utilisation``, ``flows.0.tput_mbps``,
+    ``queues.L.sojourn_ms.p99``, plus per-class sums ``class.L4S.tput_mbps``."""
+    out: dict[str, Any] = {}
+
+    def put(prefix: str, v: Any) -> None:
+        if isinstance(v, Mapping):
+            for k, x in v.items():
+                put(f"{prefix}.{k}" if prefix else str(k), x)
+        elif isinstance(v, (int, float, str, bool)) or v is None:
+            out[prefix] = v
+
+    for k, v in summary.items():
+        if k == "scenario":
+            continue
+        if k == "flows" and isinstance(v, list):
+            for i, f in enumerate(v):
+                fid = f.get("id", i)
+                put(f"flows.{fid}", {kk: vv for kk, vv in f.items() if kk != "id"})
+        elif k == "queues" and isinstance(v, list):
+            for i, q in enumerate(v):
+                name = q.get("name", str(i))
+                put(f"queues.{name}", {kk: vv for kk, vv in q.items() if kk != "name"})
+        elif isinstance(v, list):
+            continue
+        else:
+            put(k, v)
+    flows = summary.get("flows") or []
+    for cls in ("L4S", "Classic"):
+        tputs = [f.get("tput_mbps") for f in flows if f.get("class") == cls]
+        tputs = [x for x in tputs if isinstance(x, (int, float))]
+        if tputs:
+            out[f"class.{cls}.tput_mbps"] = float(sum(tputs))
+            out[f"class.{cls}.flows"] = len(tputs)
+    return out
+
+
+@dataclass
+class SweepResult:
+    out_dir: Path
+    index: pd.DataFrame
+    params: list[str]
+    failed: list[RunOutcome]
+    ran: int
+    skipped: int
+    elapsed_s: float
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+
+@dataclass
+class SweepData:
+    """A sweep directory loaded back: `.index` (sweep.parquet), `.params`, `.run(name)`."""
+
+    path: Path
+    index: pd.DataFrame
+    params: list[str]
+    meta: dict[str, Any]
+
+    def run(self, name_or_row: str | int) -> RunData:
+        if isinstance(name_or_row, int):
+            name_or_row = str(self.index.iloc[name_or_row]["run"])
+        return load_run(self.path / "runs" / name_or_row)
+
+
+def load_sweep(path: str | Path) -> SweepData:
+    p = Path(path)
+    meta = json.loads((p / "sweep.json").read_text()) if (p / "sweep.json").exists() else {}
+    return SweepData(path=p, index=pd.read_parquet(p / "sweep.parquet"),
+                     params=list(meta.get("params", [])), meta=meta)
+
+
+def _index_frame(tasks: list[RunTask], status: dict[int, RunOutcome], out: Path,
+                 params: list[str]) -> pd.DataFrame:
+    rows = []
+    for t in tasks:
+        o = status.get(t.index)
+        row: dict[str, Any] = {"run": t.name, "point": t.point, "rep": t.rep}
+        row.update(t.params)
+        row["seed"] = t.seed
+        row["run_dir"] = str(Path("runs") / t.name)
+        row["status"] = "pending" if o is None else ("ok" if o.status == "skipped" else o.status)
+        row["resumed"] = o is not None and o.status == "skipped"
+        row["error"] = o.error if o else None
+        row["elapsed_s"] = o.elapsed_s if o else None
+        summ = out / "runs" / t.name / "summary.json"
+        if o is not None and o.status in ("ok", "skipped") and summ.exists():
+            metrics = flatten_summary(json.loads(summ.read_text()))
+            for k, v in metrics.items():
+                if k not in row:
+                    row[k] = v
+        rows.append(row)
+    df = pd.DataFrame(rows)
+    # Parquet wants one type per column: mixed-type parameter lists become strings.
+    for k in params:
+        if k in df and df[k].map(type).nunique() > 1:
+            df[k] = df[k].map(str)
+    return df
+
+
+def sweep(sweep_file: str | Path | Mapping[str, Any], out_dir: str | Path, *,
+          jobs: int | None = None, dask: str | Any | None = None, dask_local: bool = False,
+          figures: bool = False, resume: bool = True,
+          overrides: Mapping[str, Any] | Iterable[str] | None = None,
+          on_progress: Callable[[RunOutcome, int, int], None] | None = None,
+          on_start: Callable[[int, int], None] | None = None) -> SweepResult:
+    """Run a sweep. `jobs` workers (default: all cores) in a local process pool, or on Dask:
+    `dask` is a scheduler address or a `distributed.Client`; `dask_local=True` starts a
+    LocalCluster with `jobs` single-threaded worker processes. `figures` also draws per-run
+    figures (sweep figures and report.html are always made). `overrides` (dotted keys, as
+    `run`) apply to every run on top of the sweep file's [set]. Finished runs are skipped.
+    Raises ScenarioError on bad input before any run starts."""
+    t_start = time.perf_counter()
+    spec = load_sweep_spec(sweep_file)
+    if overrides:
+        pairs = (overrides.items() if isinstance(overrides, Mapping)
+                 else (parse_override(o) for o in overrides))
+        for k, v in pairs:
+            if k in spec.grid or k == "seed":
+                raise ScenarioError(f"--set {k}: that key is swept by the grid or derived "
+                                    "(seed); change it in the sweep file")
+            spec.fixed[k] = v
+    tasks = plan(spec)
+    if not tasks:
+        raise ScenarioError(f"{spec.origin}: the sweep grid has no runs")
+    validate_tasks(tasks)
+    for t in tasks:
+        t.figures = figures
+    out = Path(out_dir)
+    (out / "runs").mkdir(parents=True, exist_ok=True)
+    params = list(spec.grid)
+    meta = {"origin": spec.origin, "base": spec.base.origin, "params": params,
+            "grid": spec.grid, "set": spec.fixed, "replications": spec.replications,
+            "seed": spec.seed, "seed_derivation": "splitmix64(seed, rep) >> 1",
+            "runs": len(tasks)}
+    (out / "sweep.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
+
+    status: dict[int, RunOutcome] = {}
+    todo: list[RunTask] = []
+    for t in tasks:
+        rd = out / "runs" / t.name
+        if resume and (rd / "summary.json").exists() and _same_identity(rd, t):
+            status[t.index] = RunOutcome(t, "skipped")
+        else:
+            todo.append(t)
+    jobs = max(1, jobs or os.cpu_count() or 1)
+    cluster = client = None
+    try:
+        if dask is not None or dask_local:
+            try:
+                from distributed import Client, LocalCluster
+            except ImportError:
+                raise ScenarioError("Dask executors need the 'distributed' package "
+                                    "(pip install 'l4slab[dask]')") from None
+
+            if dask is None:
+                cluster = LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True,
+                                       dashboard_address=None)
+                client = Client(cluster)
+            elif isinstance(dask, str):
+                try:
+                    client = Client(dask, timeout="10s")
+                except (OSError, TimeoutError) as e:
+                    raise ScenarioError(f"--dask {dask}: cannot reach the scheduler ({e})"
+                                        ) from None
+            else:
+                client = dask
+            executor = _dask(client)
+        elif jobs == 1 or len(todo) <= 1:
+            executor = _inline
+        else:
+            executor = _process_pool(min(jobs, len(todo)))
+        if on_start:
+            on_start(len(tasks), len(tasks) - len(todo))
+
+        for outcome in executor(todo) if todo else iter(()):
+            _store(outcome, out, figures)
+            status[outcome.task.index] = outcome
+            outcome.run = outcome.figure_files = None  # free memory once on disk
+            if on_progress:
+                on_progress(outcome, sum(1 for o in status.values() if o.status != "skipped"),
+                            len(todo))
+    finally:
+        if client is not None and (cluster is not None or isinstance(dask, str)):
+            client.close()
+        if cluster is not None:
+            cluster.close()
+        index = _index_frame(tasks, status, out, params)
+        index.to_parquet(out / "sweep.parquet", index=False)
+
+    from l4slab.plots import plot_sweep
+    from l4slab.report import sweep_report
+
+    data = SweepData(path=out, index=index, params=params, meta=meta)
+    plot_sweep(data, out)
+    sweep_report(data, out)
+    failed = [o for o in status.values() if o.status == "failed"]
+    return SweepResult(out_dir=out, index=index, params=params, failed=failed,
+                       ran=sum(1 for o in status.values() if o.status != "skipped"),
+                       skipped=sum(1 for o in status.values() if o.status == "skipped"),
+                       elapsed_s=time.perf_counter() - t_start)
+
+
+def _same_identity(run_dir: Path, task: RunTask) -> bool:
+    try:
+        have = json.loads((run_dir / "params.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return have == json.loads(json.dumps(task.identity(), default=str))
+
+
+def _store(outcome: RunOutcome, out: Path, figures: bool) -> None:
+    rd = out / "runs" / outcome.task.name
+    rd.mkdir(parents=True, exist_ok=True)
+    (rd / "params.json").write_text(
+        json.dumps(outcome.task.identity(), indent=2, default=str) + "\n")
+    if outcome.status == "ok" and outcome.run is not None:
+        (rd / "error.txt").unlink(missing_ok=True)
+        try:
+            write_run_dir(outcome.run, rd, figures=figures, report=True,
+                          figure_files=outcome.figure_files)
+        except Exception as e:  # noqa: BLE001 - a write failure fails this run only
+            outcome.status = "failed"
+            outcome.error = f"writing {rd}: {e!r}"
+    if outcome.status == "failed":
+        (rd / "summary.json").unlink(missing_ok=True)
+        (rd / "error.txt").write_text((outcome.error or "unknown error") + "\n")
