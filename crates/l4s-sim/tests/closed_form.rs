@@ -114,3 +114,112 @@ rate = "12mbit"
     assert_eq!(r.queue_names, vec!["single".to_string()]);
     assert_eq!(r.flow_class, vec!["Classic".to_string()]);
 }
+
+/// One 1500 B packet per ms, sent at k ms + 0.5 ms (start = 0.5 ms), over a 50 Mb/s link.
+fn half_ms_offset(model: &str) -> l4s_sim::RunResults {
+    run_toml(&format!(
+        r#"
+duration = "1s"
+[link]
+rate = "50mbit"
+model = "{model}"
+[aqm]
+kind = "fifo"
+[[flows]]
+cc = "cbr"
+rtt = "10ms"
+rate = "12mbit"
+start = "0.5ms"
+[output]
+packets = true
+"#
+    ))
+    .unwrap()
+}
+
+#[test]
+fn txop1ms_holds_packets_until_the_next_millisecond_tick() {
+    // Smooth: an idle link takes the packet at once (sojourn 0) and serialises it in
+    // 12000 bits / 50 Mb/s = 0.24 ms. 1 ms bursts: the packet queued at k + 0.5 ms waits for
+    // the tick at k + 1 ms (sojourn 0.5 ms), which carries 6250 B, enough for it.
+    let smooth = half_ms_offset("smooth");
+    let burst = half_ms_offset("txop1ms");
+    let (ps, pb) = (smooth.packets.unwrap(), burst.packets.unwrap());
+    assert_eq!(ps.sojourn_ms.len(), 1000);
+    assert!(ps.sojourn_ms.iter().all(|&s| s == 0.0));
+    assert_eq!(pb.sojourn_ms.len(), 1000);
+    assert!(pb.sojourn_ms.iter().all(|&s| (s - 0.5).abs() < 1e-9));
+    // One-way delay: 5 ms + 0.24 ms (smooth) vs 5 ms + 0.5 ms (burst; delivered at the tick).
+    assert!((smooth.flow_min_owd_ms[0] - 5.24).abs() < 1e-9);
+    assert!((burst.flow_min_owd_ms[0] - 5.5).abs() < 1e-9);
+}
+
+#[test]
+fn rate_step_changes_goodput_at_the_step() {
+    // 30 Mb/s CBR over 12 Mb/s, stepping to 24 Mb/s at 1 s, FIFO of 10000 packets (no drops):
+    // the link runs flat out, so goodput per 100 ms sample is the link rate, 12 then 24 Mb/s
+    // (allowing one packet, 0.12 Mb/s per 100 ms, for the boundary).
+    let r = run_toml(
+        r#"
+duration = "2s"
+sample_interval = "100ms"
+[link]
+rate = "12mbit"
+steps = [{at = "1s", rate = "24mbit"}]
+[aqm]
+kind = "fifo"
+limit = 10000
+[[flows]]
+cc = "cbr"
+rtt = "2ms"
+rate = "30mbit"
+"#,
+    )
+    .unwrap();
+    let f = &r.flows;
+    for i in 0..f.t_s.len() {
+        let t = f.t_s[i];
+        let expect = if t <= 1.0 + 1e-9 { 12.0 } else { 24.0 };
+        if (0.15..0.95).contains(&t) || t > 1.15 {
+            assert!(
+                (f.tput_mbps[i] - expect).abs() <= 0.121,
+                "t={t}: {}",
+                f.tput_mbps[i]
+            );
+        }
+    }
+    let v: serde_json::Value = serde_json::from_str(&r.summary_json).unwrap();
+    // Capacity over (0, 2 s]: (12 + 24) / 2 = 18 Mb/s.
+    assert!((v["link"]["capacity_mbps"].as_f64().unwrap() - 18.0).abs() < 1e-9);
+}
+
+#[test]
+fn gilbert_elliott_link_loses_its_stationary_share() {
+    // p = 0.01, r = 0.25, loss_bad = 1, loss_good = 0: pi_B = 0.01 / 0.26 = 3.846 %.
+    // 100k packets (1 Mb/s of 125 B for 100 s) leave the link; bursts of mean 4 packets make
+    // the count's standard deviation about sqrt(8·n·p) ≈ 175, i.e. 0.18 %; allow 0.6 %.
+    let r = run_toml(
+        r#"
+duration = "100s"
+seed = 3
+[link]
+rate = "10mbit"
+[link.gilbert]
+p = 0.01
+r = 0.25
+[aqm]
+kind = "fifo"
+[[flows]]
+cc = "cbr"
+rtt = "2ms"
+rate = "1mbit"
+packet_size = 125
+"#,
+    )
+    .unwrap();
+    let t = &r.totals;
+    let left_link = t.delivered_pkts + t.link_lost_pkts;
+    let share = t.link_lost_pkts as f64 / left_link as f64;
+    assert!((share - 0.038_46).abs() < 0.006, "{share}");
+    assert_eq!(t.aqm_dropped_pkts, 0);
+}
