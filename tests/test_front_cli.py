@@ -247,3 +247,15 @@ def test_api_errors_are_scenario_errors():
     with pytest.raises(l4slab.ScenarioError, match="aqm.nope"):
         l4slab.run(SHORT, overrides={"aqm.nope": 1})
     assert issubclass(l4slab.ScenarioError, ValueError)
+
+
+def test_validation_commands_are_registered():
+    from click.testing import CliRunner
+
+    from l4slab.cli import main
+
+    runner = CliRunner()
+    for name in ("validate", "compare", "import-mahimahi"):
+        res = runner.invoke(main, [name, "--help"])
+        assert res.exit_code == 0, (name, res.output)
+        assert "Usage:" in res.output

@@ -1,4 +1,4 @@
-"""The `l4slab` command line: run, sweep, plot, summary, compare, emulate.
+"""The `l4slab` command line: run, sweep, plot, summary, validate/compare, import-mahimahi, emulate.
 
 Exit codes: 0 success; 1 some sweep runs failed (finished runs are kept); 2 bad input (the
 message names the field) or a feature that is not available; 130 interrupted.
@@ -305,21 +305,12 @@ def summary(dirs: tuple[Path, ...]) -> None:
 
 # --- compare / emulate ------------------------------------------------------------------------
 
-def _compare_unavailable(reason: str) -> click.Command:
-    @click.command("compare", context_settings={"ignore_unknown_options": True})
-    @click.argument("args", nargs=-1, type=click.UNPROCESSED)
-    def compare(args: tuple[str, ...]) -> None:
-        """Compare two groups of runs with the statistical validation toolkit."""
-        _fail(f"compare: the validation toolkit is not available yet ({reason})")
-    return compare
+from l4slab.validation.cli import mahimahi_import_cmd, validate_cmd  # noqa: E402
 
-
-try:
-    from l4slab.validation.cli import validate_cmd as _validate_cmd
-except ImportError as _e:  # the validation toolkit lands separately
-    main.add_command(_compare_unavailable(str(_e)))
-else:
-    main.add_command(_validate_cmd, name="compare")
+# `validate` is the toolkit's own name; `compare` is the front end's word for the same test.
+main.add_command(validate_cmd, name="validate")
+main.add_command(validate_cmd, name="compare")
+main.add_command(mahimahi_import_cmd, name="import-mahimahi")
 
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})

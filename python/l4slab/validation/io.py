@@ -92,7 +92,7 @@ def read_run_dir(path: Path, warmup_s: float = 0.0) -> Run:
         samples = pd.read_parquet(samples_path)
         _require(samples, ("t_s", "queue"), samples_path)
         samples = samples[samples["t_s"] >= warmup_s]
-        for q, g in samples.sort_values("t_s").groupby("queue", sort=True):
+        for q, g in samples.sort_values("t_s").groupby("queue", sort=True, observed=True):
             for col, name in (
                 ("backlog_pkts", "backlog"),
                 ("sojourn_ms", "sojourn"),
