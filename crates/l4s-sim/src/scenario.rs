@@ -10,6 +10,8 @@ use std::path::PathBuf;
 
 /// Upper bound on the number of flows in one scenario (sanity, not a model limit).
 pub const MAX_FLOWS: u64 = 10_000;
+/// Upper bound on sampling instants per run (memory sanity: rows × (queues + flows)).
+pub const MAX_SAMPLES: u64 = 10_000_000;
 
 /// How a constant-rate bottleneck delivers bytes.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Deserialize, Default)]
@@ -312,6 +314,17 @@ impl Scenario {
             return Err(SimError::field(
                 "sample_interval",
                 "\"0s\" must be > 0, e.g. \"16ms\"",
+            ));
+        }
+        let n_samples = self.duration.0 / self.sample_period().0.max(1);
+        if n_samples > MAX_SAMPLES {
+            return Err(SimError::field(
+                "sample_interval",
+                format!(
+                    "\"{}\" gives {n_samples} samples over duration \"{}\"; at most {MAX_SAMPLES}",
+                    self.sample_period(),
+                    self.duration
+                ),
             ));
         }
         self.validate_link()?;

@@ -137,6 +137,17 @@ fn cbr_needs_a_rate_and_tcp_fields_are_refused() {
 }
 
 #[test]
+fn absurd_sampling_is_refused() {
+    // 1 s / 10 ns = 1e8 samples > 1e7.
+    let t = format!("sample_interval = \"10ns\"\n{BASE}");
+    assert_names(
+        &err(&t),
+        "sample_interval",
+        &["100000000 samples", "at most"],
+    );
+}
+
+#[test]
 fn warmup_must_be_shorter_than_duration() {
     let t = format!("warmup = \"1s\"\n{BASE}");
     assert_names(&err(&t), "warmup", &["duration"]);
