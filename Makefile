@@ -40,9 +40,13 @@ lint: $(STAMP)
 	cargo clippy --workspace --all-targets --release -- -D warnings
 	$(VENV)/bin/ruff check python tests
 
+# Speed is measured here, never in the tests: engine events/s (criterion), the 100x100-run
+# validation workload, and the Python path (one run, a 20-run sweep, DTW cells/s).
 bench: develop
 	cargo bench -p l4s-sim
-	$(VENV)/bin/pytest tests/bench --benchmark-only -q -p no:cacheprovider
+	cargo run --release -q -p l4s-validate --example bench_groups -- 100 1900
+	cargo run --release -q -p l4s-validate --example bench_groups -- 100 1900 190
+	$(VENV)/bin/pytest tests/bench -o addopts="" --benchmark-only -s -q -p no:cacheprovider
 
 clean:
 	cargo clean
