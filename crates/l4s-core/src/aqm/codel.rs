@@ -431,21 +431,14 @@ impl Aqm for Codel {
         self.q.bytes()
     }
     fn sample(&self, now: Nanos, out: &mut Vec<QueueSample>) {
-        let mut s = QueueSample::empty("single");
-        s.backlog_pkts = self.q.len();
-        s.backlog_bytes = self.q.bytes();
-        s.head_sojourn = self.q.head_sojourn(now);
+        let mut s = self.q.sample("single", now);
         s.marks = self.cstats.marked_pkts;
         s.drops = self.stats.dropped_enqueue + self.stats.dropped_dequeue;
         s.packets = self.stats.dequeued;
         out.push(s);
     }
     fn stats(&self) -> AqmStats {
-        AqmStats {
-            backlog_pkts: self.q.len(),
-            backlog_bytes: self.q.bytes(),
-            ..self.stats.clone()
-        }
+        self.q.stats_with_backlog(&self.stats)
     }
     /// Linux `tc_codel_xstats` (times in µs; `drop_next` relative to `now`, signed).
     fn xstats(&self, now: Nanos) -> Vec<(&'static str, f64)> {

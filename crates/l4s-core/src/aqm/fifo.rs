@@ -88,6 +88,24 @@ impl PacketQueue {
     pub fn head_sojourn(&self, now: Nanos) -> Nanos {
         self.q.front().map_or(Nanos::ZERO, |p| p.sojourn(now))
     }
+    /// A sample named `name` with this queue's backlog and head sojourn at `now`; the AQM
+    /// fills in its own counters and probabilities.
+    pub fn sample(&self, name: &'static str, now: Nanos) -> QueueSample {
+        QueueSample {
+            backlog_pkts: self.len(),
+            backlog_bytes: self.bytes(),
+            head_sojourn: self.head_sojourn(now),
+            ..QueueSample::empty(name)
+        }
+    }
+    /// The AQM's counters with this queue's backlog filled in.
+    pub fn stats_with_backlog(&self, stats: &AqmStats) -> AqmStats {
+        AqmStats {
+            backlog_pkts: self.len(),
+            backlog_bytes: self.bytes(),
+            ..stats.clone()
+        }
+    }
 }
 
 /// Tail-drop FIFO.
@@ -138,20 +156,13 @@ impl Aqm for Fifo {
         self.q.bytes()
     }
     fn sample(&self, now: Nanos, out: &mut Vec<QueueSample>) {
-        let mut s = QueueSample::empty("single");
-        s.backlog_pkts = self.q.len();
-        s.backlog_bytes = self.q.bytes();
-        s.head_sojourn = self.q.head_sojourn(now);
+        let mut s = self.q.sample("single", now);
         s.drops = self.stats.dropped_enqueue;
         s.packets = self.stats.dequeued;
         out.push(s);
     }
     fn stats(&self) -> AqmStats {
-        AqmStats {
-            backlog_pkts: self.q.len(),
-            backlog_bytes: self.q.bytes(),
-            ..self.stats.clone()
-        }
+        self.q.stats_with_backlog(&self.stats)
     }
 }
 
@@ -289,21 +300,14 @@ impl Aqm for FifoEcn {
         self.q.bytes()
     }
     fn sample(&self, now: Nanos, out: &mut Vec<QueueSample>) {
-        let mut s = QueueSample::empty("single");
-        s.backlog_pkts = self.q.len();
-        s.backlog_bytes = self.q.bytes();
-        s.head_sojourn = self.q.head_sojourn(now);
+        let mut s = self.q.sample("single", now);
         s.marks = self.stats.marked;
         s.drops = self.stats.dropped_enqueue + self.stats.dropped_dequeue;
         s.packets = self.stats.dequeued;
         out.push(s);
     }
     fn stats(&self) -> AqmStats {
-        AqmStats {
-            backlog_pkts: self.q.len(),
-            backlog_bytes: self.q.bytes(),
-            ..self.stats.clone()
-        }
+        self.q.stats_with_backlog(&self.stats)
     }
 }
 

@@ -433,10 +433,7 @@ impl Aqm for Pie {
         self.q.bytes()
     }
     fn sample(&self, now: Nanos, out: &mut Vec<QueueSample>) {
-        let mut s = QueueSample::empty("single");
-        s.backlog_pkts = self.q.len();
-        s.backlog_bytes = self.q.bytes();
-        s.head_sojourn = self.q.head_sojourn(now);
+        let mut s = self.q.sample("single", now);
         s.marks = self.pstats.ecn_mark;
         s.drops = self.pstats.dropped;
         s.packets = self.stats.dequeued;
@@ -444,11 +441,7 @@ impl Aqm for Pie {
         out.push(s);
     }
     fn stats(&self) -> AqmStats {
-        AqmStats {
-            backlog_pkts: self.q.len(),
-            backlog_bytes: self.q.bytes(),
-            ..self.stats.clone()
-        }
+        self.q.stats_with_backlog(&self.stats)
     }
     /// Linux `tc_pie_xstats`: prob (0..1), delay (µs), avg_dq_rate (bytes/s), counters.
     fn xstats(&self, _now: Nanos) -> Vec<(&'static str, f64)> {
