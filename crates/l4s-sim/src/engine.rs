@@ -8,8 +8,7 @@
 //! have grown.
 
 use l4s_core::{Nanos, Packet};
-use std::cmp::Ordering;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
 /// What an event does; `arg` is the flow index where one applies.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -46,26 +45,15 @@ impl Event {
     }
 }
 
-impl Ord for Event {
-    #[inline]
-    fn cmp(&self, other: &Self) -> Ordering {
-        // BinaryHeap is a max-heap: reverse for earliest-first.
-        other.key.cmp(&self.key)
-    }
-}
-impl PartialOrd for Event {
-    #[inline]
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-/// The future event list: a binary heap, plus one slot for the bottleneck link's event
-/// (`LinkService` / `LinkDone`, of which at most one is ever outstanding) that bypasses the
-/// heap — a third of all events in a saturated run.
+/// The future event list: a deque kept sorted by key (earliest first), plus one slot for the
+/// bottleneck link's event (`LinkService` / `LinkDone`, of which at most one is ever
+/// outstanding) that bypasses it — a third of all events in a saturated run. The list holds a
+/// few events per flow, and a new event is usually among the latest, so a sorted insert (a
+/// short scan from the back) and an O(1) pop beat a binary heap's sift-down. Keys are unique,
+/// so the pop order is the same as a heap's.
 #[derive(Debug, Default)]
 pub struct EventQueue {
-    heap: BinaryHeap<Event>,
+    heap: VecDeque<Event>,
     slot: Option<Event>,
     seq: u64,
 }
@@ -73,7 +61,7 @@ pub struct EventQueue {
 impl EventQueue {
     pub fn with_capacity(n: usize) -> Self {
         EventQueue {
-            heap: BinaryHeap::with_capacity(n),
+            heap: VecDeque::with_capacity(n),
             slot: None,
             seq: 0,
         }
@@ -82,7 +70,24 @@ impl EventQueue {
     pub fn push(&mut self, t: Nanos, kind: Kind, arg: u32) {
         let key = ((t.0 as u128) << 64) | self.seq as u128;
         self.seq += 1;
-        self.heap.push(Event { key, kind, arg });
+        let e = Event { key, kind, arg };
+        // Keys are unique and a new one is larger than every key at the same time: find the
+        // first later event, scanning from the back (usually a step or two).
+        let n = self.heap.len();
+        let mut i = n;
+        while i > 0 && self.heap[i - 1].key > key {
+            i -= 1;
+            if n - i > 8 {
+                // Far from the back: finish with a binary search over the front part.
+                i = self.heap.partition_point(|x| x.key < key);
+                break;
+            }
+        }
+        if i == n {
+            self.heap.push_back(e);
+        } else {
+            self.heap.insert(i, e);
+        }
     }
     /// Schedule the link's single outstanding event (replaces none: the caller guarantees
     /// at most one is pending).
@@ -97,7 +102,7 @@ impl EventQueue {
     #[inline]
     pub fn pop_until(&mut self, until: Nanos) -> Option<Event> {
         let limit = ((until.0 as u128) << 64) | u64::MAX as u128;
-        let heap_key = self.heap.peek().map_or(u128::MAX, |e| e.key);
+        let heap_key = self.heap.front().map_or(u128::MAX, |e| e.key);
         match self.slot {
             Some(e) if e.key <= heap_key => {
                 if e.key > limit {
@@ -110,7 +115,7 @@ impl EventQueue {
                 if heap_key > limit {
                     return None;
                 }
-                self.heap.pop()
+                self.heap.pop_front()
             }
         }
     }
