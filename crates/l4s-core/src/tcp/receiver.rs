@@ -325,10 +325,11 @@ impl TcpReceiver {
 
 impl Endpoint for TcpReceiver {
     fn handle_packet(&mut self, pkt: Packet, now: Nanos) {
-        let Some(h) = pkt.tcp().copied() else {
+        // Borrowed, not copied: the header is most of the packet's bytes.
+        let Some(h) = pkt.tcp() else {
             return;
         };
-        self.on_packet(pkt, h, now);
+        self.on_packet(&pkt, h, now);
         self.prev_ecnfield = pkt.ecn;
     }
 
@@ -360,10 +361,10 @@ impl Endpoint for TcpReceiver {
 }
 
 impl TcpReceiver {
-    fn on_packet(&mut self, pkt: Packet, h: TcpHeader, now: Nanos) {
+    fn on_packet(&mut self, pkt: &Packet, h: &TcpHeader, now: Nanos) {
         if h.has(tcp_flags::SYN) {
             if !h.has(tcp_flags::ACK) && self.state != RcvState::Established {
-                self.on_syn(&pkt, &h, now);
+                self.on_syn(pkt, h, now);
             }
             return;
         }
@@ -379,7 +380,7 @@ impl TcpReceiver {
             RcvState::Established => {}
         }
         if h.payload_bytes > 0 {
-            self.on_data(&pkt, &h, now);
+            self.on_data(pkt, h, now);
         }
     }
 }

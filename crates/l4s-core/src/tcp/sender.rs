@@ -1046,19 +1046,20 @@ impl TcpSender {
 impl Endpoint for TcpSender {
     fn handle_packet(&mut self, pkt: Packet, now: Nanos) {
         self.last_now = self.last_now.max(now);
-        let Some(h) = pkt.tcp().copied() else {
+        // Borrowed, not copied: the header is most of the packet's bytes.
+        let Some(h) = pkt.tcp() else {
             return;
         };
         match self.state {
             SndState::Idle => {}
             SndState::SynSent => {
                 if h.has(tcp_flags::SYN) && h.has(tcp_flags::ACK) {
-                    self.on_synack(&pkt, &h, now);
+                    self.on_synack(&pkt, h, now);
                 }
             }
             SndState::Established => {
                 if h.has(tcp_flags::ACK) && !h.has(tcp_flags::SYN) {
-                    self.on_ack(&h, now);
+                    self.on_ack(h, now);
                 } else if h.has(tcp_flags::SYN) && h.has(tcp_flags::ACK) {
                     // Duplicate SYN/ACK (our handshake ACK was lost or slow): re-ACK it.
                     self.handshake_ack = Some(accecn::handshake_ace(pkt.ecn));
