@@ -77,6 +77,59 @@ pub fn percentile(sorted: &[u64], q: f64) -> f64 {
     sorted[lo] as f64 + (h - lo as f64) * (sorted[hi] as f64 - sorted[lo] as f64)
 }
 
+/// [`percentile`] of each of `qs` (ascending) without sorting `v`: the closest ranks are
+/// found by successive `select_nth_unstable` calls (O(n) each instead of an O(n log n) sort),
+/// and interpolated with the same arithmetic, so the results are bit-identical. `v` is left
+/// partially ordered.
+pub fn percentiles_unsorted<const N: usize>(v: &mut [u64], qs: [f64; N]) -> [f64; N] {
+    let mut out = [f64::NAN; N];
+    if v.is_empty() {
+        return out;
+    }
+    // Everything below index `done` is already <= v[done - 1] and in its final rank.
+    let mut done = 0usize;
+    let mut kth = |v: &mut [u64], k: usize| -> u64 {
+        if k >= done {
+            v[done..].select_nth_unstable(k - done);
+            done = k + 1;
+            v[k]
+        } else {
+            // k < done: with ascending `qs`, k is the previous quantile's lo or hi rank, which
+            // an earlier selection put in place (later ones only reorder v[done..]).
+            v[k]
+        }
+    };
+    debug_assert!(
+        qs.windows(2).all(|w| w[0] <= w[1]) && qs.iter().all(|q| (0.0..=1.0).contains(q))
+    );
+    for (o, &q) in out.iter_mut().zip(qs.iter()) {
+        let h = (v.len() - 1) as f64 * q;
+        let lo = h.floor() as usize;
+        let hi = h.ceil() as usize;
+        let a = kth(v, lo);
+        let b = if hi == lo { a } else { kth(v, hi) };
+        *o = a as f64 + (h - lo as f64) * (b as f64 - a as f64);
+    }
+    out
+}
+
+/// Mean of `v` with the value [`percentile`]'s caller used to get by summing the sorted data
+/// as f64 in ascending order. While the exact integer sum stays below 2^53 every partial f64
+/// sum is exact whatever the order, so the integer sum gives the same bits without sorting;
+/// above that the data are sorted and summed in order as before.
+pub fn sorted_order_mean(v: &mut [u64]) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    let exact: u128 = v.iter().map(|&x| x as u128).sum();
+    if exact < (1u128 << 53) {
+        exact as f64 / v.len() as f64
+    } else {
+        v.sort_unstable();
+        v.iter().map(|&x| x as f64).sum::<f64>() / v.len() as f64
+    }
+}
+
 fn num(x: f64) -> Value {
     // JSON has no NaN: absent figures are null.
     if x.is_finite() {
@@ -266,19 +319,15 @@ impl Recorder {
         for (i, q) in end_q.iter().enumerate() {
             let q0 = &snap.queues[i];
             let v = &mut self.sojourns[i];
-            v.sort_unstable();
-            let mean = if v.is_empty() {
-                f64::NAN
-            } else {
-                v.iter().map(|&x| x as f64).sum::<f64>() / v.len() as f64 / 1e6
-            };
+            let mean = sorted_order_mean(v) / 1e6;
+            let [p50, p95, p99] = percentiles_unsorted(v, [0.50, 0.95, 0.99]);
             queue_docs.push(json!({
                 "name": q.name,
                 "sojourn_ms": {
                     "mean": num(mean),
-                    "p50": num(percentile(v, 0.50) / 1e6),
-                    "p95": num(percentile(v, 0.95) / 1e6),
-                    "p99": num(percentile(v, 0.99) / 1e6),
+                    "p50": num(p50 / 1e6),
+                    "p95": num(p95 / 1e6),
+                    "p99": num(p99 / 1e6),
                 },
                 "marks": q.marks - q0.marks,
                 "drops": q.drops - q0.drops,
@@ -360,6 +409,42 @@ mod tests {
         assert!((percentile(&v, 0.99) - 3.97).abs() < 1e-12);
         assert_eq!(percentile(&[7], 0.99), 7.0);
         assert!(percentile(&[], 0.5).is_nan());
+    }
+
+    #[test]
+    fn selection_percentiles_and_mean_match_the_sorted_ones() {
+        // Against the sort-based definitions on scrambled data with ties, several lengths
+        // (1, 2, 4, 101, 1000) so that lo == hi and lo < hi both occur.
+        let mut x = 12345u64;
+        for n in [1usize, 2, 4, 101, 1000] {
+            let v: Vec<u64> = (0..n)
+                .map(|_| {
+                    x = x
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    (x >> 40) % 997
+                })
+                .collect();
+            let mut sorted = v.clone();
+            sorted.sort_unstable();
+            let qs = [0.0, 0.5, 0.95, 0.99, 1.0];
+            let mut w = v.clone();
+            let got = percentiles_unsorted(&mut w, qs);
+            for (g, q) in got.iter().zip(qs) {
+                assert_eq!(g.to_bits(), percentile(&sorted, q).to_bits(), "n={n} q={q}");
+            }
+            let mean_sorted = sorted.iter().map(|&x| x as f64).sum::<f64>() / n as f64;
+            let mut w = v.clone();
+            assert_eq!(sorted_order_mean(&mut w).to_bits(), mean_sorted.to_bits());
+        }
+        // Above 2^53 the sorted sum is used: 3 values near 2^60 (exact sum > 2^53).
+        let mut big = vec![1u64 << 60, 3, (1u64 << 60) + 7];
+        let mut s = big.clone();
+        s.sort_unstable();
+        let want = s.iter().map(|&x| x as f64).sum::<f64>() / 3.0;
+        assert_eq!(sorted_order_mean(&mut big).to_bits(), want.to_bits());
+        assert!(sorted_order_mean(&mut []).is_nan());
+        assert!(percentiles_unsorted(&mut [], [0.5])[0].is_nan());
     }
 
     #[test]
