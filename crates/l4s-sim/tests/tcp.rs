@@ -87,15 +87,12 @@ ecn = "classic"
     }
 }
 
-#[test]
-fn cubic_behind_dualpi2_peaks_near_the_pi_target() {
-    // One CUBIC flow (Not-ECT) in DualPI2's C queue, target 15 ms: the PI integrator only
-    // raises p' while qdelay > target, so the queue sawtooth rises to about the target
-    // before a drop (p99 within [target, target + 5 ms]) and averages below it
-    // (mean within [target/3, target]); the link stays busy.
-    let (_, v) = summary(
+/// Summary of `count` CUBIC flows (40 ms) behind DualPI2 with Linux defaults at 50 Mb/s,
+/// 10 s warm-up; checks that queue 1 is the C queue.
+fn cubic_flows_behind_dualpi2(duration: &str, count: u32) -> Value {
+    let (_, v) = summary(&format!(
         r#"
-duration = "30s"
+duration = "{duration}"
 warmup = "10s"
 [link]
 rate = "50mbit"
@@ -104,10 +101,21 @@ kind = "dualpi2"
 [[flows]]
 cc = "cubic"
 rtt = "40ms"
-"#,
-    );
+count = {count}
+"#
+    ));
+    assert_eq!(v["queues"][1]["name"], "C");
+    v
+}
+
+#[test]
+fn cubic_behind_dualpi2_peaks_near_the_pi_target() {
+    // One CUBIC flow (Not-ECT) in DualPI2's C queue, target 15 ms: the PI integrator only
+    // raises p' while qdelay > target, so the queue sawtooth rises to about the target
+    // before a drop (p99 within [target, target + 5 ms]) and averages below it
+    // (mean within [target/3, target]); the link stays busy.
+    let v = cubic_flows_behind_dualpi2("30s", 1);
     let c = &v["queues"][1];
-    assert_eq!(c["name"], "C");
     let mean = c["sojourn_ms"]["mean"].as_f64().unwrap();
     let p99 = c["sojourn_ms"]["p99"].as_f64().unwrap();
     assert!((5.0..=15.0).contains(&mean), "mean {mean}");
@@ -236,22 +244,8 @@ fn four_cubic_flows_hold_the_c_queue_at_the_pi_target() {
     // so the PI integrator's fixed point holds: p' only stops moving when the mean error
     // qdelay − target is zero, i.e. the C-queue delay averages the 15 ms target. Measured when
     // written: mean 14.65 ms, p50 14.96 ms over 10..60 s; the bound is target ± 10 %.
-    let (_, v) = summary(
-        r#"
-duration = "60s"
-warmup = "10s"
-[link]
-rate = "50mbit"
-[aqm]
-kind = "dualpi2"
-[[flows]]
-cc = "cubic"
-rtt = "40ms"
-count = 4
-"#,
-    );
+    let v = cubic_flows_behind_dualpi2("60s", 4);
     let c = &v["queues"][1];
-    assert_eq!(c["name"], "C");
     let mean = c["sojourn_ms"]["mean"].as_f64().unwrap();
     assert!((13.5..=16.5).contains(&mean), "mean {mean}");
     assert!(v["link"]["utilisation"].as_f64().unwrap() >= 0.99);
