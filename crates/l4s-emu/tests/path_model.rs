@@ -445,3 +445,149 @@ fn link_and_aqm_tables_get_the_simulators_errors() {
     let e = Path::new(c).err().unwrap().to_string();
     assert!(e.starts_with("link.trace: cannot read"), "{e}");
 }
+
+/// Arrivals of UDP flow `port` at `rate_pps` packets/s of `len` bytes in [start, stop).
+fn paced(
+    port: u16,
+    ecn: Ecn,
+    len: u16,
+    rate_pps: u64,
+    start: Nanos,
+    stop: Nanos,
+) -> Vec<(Nanos, Vec<u8>)> {
+    let gap = 1_000_000_000 / rate_pps;
+    (0..)
+        .map(|i| start + Nanos(i * gap))
+        .take_while(|&t| t < stop)
+        .map(|t| (t, udp4(port, ecn, len)))
+        .collect()
+}
+
+fn merge(mut a: Vec<(Nanos, Vec<u8>)>, b: Vec<(Nanos, Vec<u8>)>) -> Vec<(Nanos, Vec<u8>)> {
+    a.extend(b);
+    a.sort_by_key(|x| x.0); // stable: equal instants keep flow order
+    a
+}
+
+#[test]
+fn fq_codel_separates_flows_by_5_tuple() {
+    // 10 Mb/s FQ-CoDel: a 20 Mb/s flow and a 5 Mb/s flow (1500-byte packets). Per-flow fair
+    // queuing gives each 5 Mb/s; the recorder names both by 5-tuple and measures their
+    // payload rate (1472 of 1500 bytes) over the window after the 1 s warmup.
+    let mut c = cfg(json!({"rate": "10mbit"}), json!({"kind": "fq_codel"}));
+    c.warmup = Nanos::from_secs(1);
+    let mut p = Path::new(c).unwrap();
+    let end = Nanos::from_secs(6);
+    let arr = merge(
+        paced(1, Ecn::Ect0, 1500, 20_000_000 / 12_000, Nanos::ZERO, end),
+        paced(2, Ecn::Ect0, 1500, 5_000_000 / 12_000, Nanos(1), end),
+    );
+    drive(&mut p, &arr, end);
+    let r = p.finish(end);
+    let s = summary(&r);
+    assert_eq!(
+        r.flow_keys,
+        vec![
+            "udp 10.0.0.1:1>10.0.0.2:5201",
+            "udp 10.0.0.1:2>10.0.0.2:5201"
+        ]
+    );
+    let payload_share = 5.0 * 1472.0 / 1500.0;
+    for f in 0..2 {
+        let t = s["flows"][f]["tput_mbps"].as_f64().unwrap();
+        assert!((t / payload_share - 1.0).abs() < 0.03, "flow {f}: {t}");
+        assert_eq!(s["flows"][f]["class"], json!("Classic"));
+    }
+    // The heavy flow's excess is CE-marked (ECT(0), fq_codel's ecn default) by its own CoDel.
+    assert!(s["flows"][0]["ce_marks"].as_u64().unwrap() > 100);
+    // flows rows: one per flow per sample once seen; tput of flow 1 ~ its share late on.
+    let fl = &r.run.flows;
+    let last = fl.t_s.len() - 1;
+    assert_eq!(fl.flow[last], 1);
+    assert!(fl.cwnd_pkts[last].is_nan(), "unknown on the wire");
+}
+
+#[test]
+fn flows_first_seen_after_warmup_and_beyond_the_table_are_recorded() {
+    // Flow B starts after the warmup instant; 5000 one-packet flows (4000 before B, 1000 after)
+    // overflow the table into one "other" row. Nothing panics and B's throughput is over the whole window.
+    let mut c = cfg(json!({"rate": "100mbit"}), json!({"kind": "dualpi2"}));
+    c.warmup = Nanos::from_secs(1);
+    let mut p = Path::new(c).unwrap();
+    let end = Nanos::from_secs(3);
+    let a = paced(1, Ecn::Ect1, 1500, 1000, Nanos::ZERO, end);
+    // B: 1000 packets/s of 1500 bytes from 2 s to 3 s = 1472·8·1000 b/s for half the window.
+    let b = paced(2, Ecn::Ect1, 1500, 1000, Nanos::from_secs(2), end);
+    let many: Vec<_> = (0..5000u64)
+        .map(|i| {
+            let mut pkt = build::ipv4(
+                [10, 1, (i >> 8) as u8, i as u8],
+                [10, 0, 0, 2],
+                proto::UDP,
+                7,
+                7,
+                0,
+                100,
+            );
+            pkt[0] = 0x45;
+            // 4000 before B appears at 2 s, 1000 after it.
+            let t = if i < 4000 {
+                1500 + 100 * i
+            } else {
+                2_500_000 + 100 * i
+            };
+            (Nanos::from_us(t), pkt)
+        })
+        .collect();
+    let arr = merge(merge(a, b), many);
+    drive(&mut p, &arr, end);
+    let r = p.finish(end);
+    let s = summary(&r);
+    let n = l4s_emu::record::MAX_FLOWS + 1;
+    assert_eq!(r.flow_keys.len(), n);
+    assert_eq!(r.flow_keys[n - 1], "other");
+    assert_eq!(s["flows"].as_array().unwrap().len(), n);
+    let b_id = r
+        .flow_keys
+        .iter()
+        .position(|k| k == "udp 10.0.0.1:2>10.0.0.2:5201")
+        .unwrap();
+    let tput = s["flows"][b_id]["tput_mbps"].as_f64().unwrap();
+    let want = 1472.0 * 8.0 * 1000.0 / 1e6 / 2.0;
+    assert!((tput - want).abs() / want < 0.01, "{tput} vs {want}");
+    assert_eq!(s["flows"][b_id]["class"], json!("L4S"));
+}
+
+#[test]
+fn txop1ms_releases_in_millisecond_bursts_and_steps_change_the_rate() {
+    // 12 Mb/s in 1 ms bursts: 1500 bytes per tick, so 1500-byte packets leave one per whole ms.
+    let mut p = Path::new(cfg(
+        json!({"rate": "12mbit", "model": "txop1ms"}),
+        json!({"kind": "fifo", "limit": 100000}),
+    ))
+    .unwrap();
+    let arr = paced(
+        1,
+        Ecn::NotEct,
+        1500,
+        3000,
+        Nanos(300_000),
+        Nanos::from_ms(100),
+    );
+    let out = drive(&mut p, &arr, Nanos::from_ms(400));
+    assert_eq!(out.len(), arr.len());
+    for (k, (at, _)) in out.iter().enumerate() {
+        assert_eq!(*at, Nanos::from_ms(k as u64 + 1), "packet {k}");
+    }
+    // Smooth 12 Mb/s stepping to 24 Mb/s at 50 ms under overload: 1 ms per packet, then 0.5 ms.
+    let mut p = Path::new(cfg(
+        json!({"rate": "12mbit", "steps": [{"at": "50ms", "rate": "24mbit"}]}),
+        json!({"kind": "fifo", "limit": 100000}),
+    ))
+    .unwrap();
+    let arr = paced(1, Ecn::NotEct, 1500, 4000, Nanos::ZERO, Nanos::from_ms(100));
+    let out = drive(&mut p, &arr, Nanos::from_ms(400));
+    assert_eq!(out[49].0, Nanos::from_ms(50));
+    assert_eq!(out[50].0, Nanos::from_us(50_500));
+    assert_eq!(out[51].0, Nanos::from_ms(51));
+}
