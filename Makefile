@@ -44,6 +44,7 @@ lint: $(STAMP)
 # validation workload, and the Python path (one run, a 20-run sweep, DTW cells/s).
 bench: develop
 	cargo bench -p l4s-sim
+	cargo bench -p l4s-emu --bench path
 	cargo run --release -q -p l4s-validate --example bench_groups -- 100 1900
 	cargo run --release -q -p l4s-validate --example bench_groups -- 100 1900 190
 	$(VENV)/bin/pytest tests/bench -o addopts="" --benchmark-only -s -q -p no:cacheprovider
