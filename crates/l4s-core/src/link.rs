@@ -325,6 +325,10 @@ impl MahimahiTraceData {
         Ok(MahimahiTraceData { groups, lines })
     }
 
+    /// (timestamp ms, opportunities at that millisecond) in one pass, strictly increasing.
+    pub fn groups(&self) -> &[(u64, u32)] {
+        &self.groups
+    }
     /// Number of delivery opportunities (lines) in one pass.
     pub fn opportunities(&self) -> u64 {
         self.lines

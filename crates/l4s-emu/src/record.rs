@@ -15,6 +15,7 @@
 
 use crate::packet::FlowKey;
 use l4s_core::aqm::{Aqm, QueueSample};
+use l4s_core::link::{LinkModel, MahimahiTraceData};
 use l4s_core::{FlowStats, Nanos};
 use l4s_sim::recorder::{Recorder, SummaryCtx};
 use l4s_sim::results::{RunResults, Totals};
@@ -480,5 +481,121 @@ mod tests {
         let mut h = LatenessHist::default();
         h.record(Nanos(0), Nanos(100));
         assert_eq!(h.quantile_ns(0.5), 100.0);
+    }
+}
+
+/// Mahimahi's link log (`mm-link --uplink-log`), so that existing analysis scripts work on
+/// emulator runs: `t + bytes` arrival, `t # bytes` delivery opportunity, `t - bytes delay`
+/// departure after `delay` ms in the queue and on the link, `t d 1 bytes` AQM drop; `t` in
+/// integer ms since the emulation started (the header's base timestamp is 0).
+///
+/// Opportunities: a trace link logs one `t # 1504` line per trace opportunity, looping as the
+/// link does, like mm-link; a rate link (which Mahimahi has not) logs per millisecond the
+/// whole bytes it could carry in that millisecond (floor of the cumulative capacity, so the
+/// sum is exact).
+#[derive(Debug)]
+pub struct MahimahiLog {
+    buf: String,
+    /// Opportunity lines are written for every whole ms up to and including this one.
+    opp_ms: u64,
+    cum_bytes: u64,
+    trace: Option<TraceCursor>,
+}
+
+/// Walks a trace's opportunity groups as the link does (base += period per loop).
+#[derive(Debug)]
+struct TraceCursor {
+    groups: Vec<(u64, u32)>,
+    once: bool,
+    idx: usize,
+    base_ms: u64,
+}
+
+impl TraceCursor {
+    fn peek(&mut self) -> Option<(u64, u32)> {
+        if self.idx == self.groups.len() {
+            let period = self.groups.last()?.0;
+            if self.once || period == 0 {
+                return None;
+            }
+            self.idx = 0;
+            self.base_ms += period;
+        }
+        let (ms, n) = *self.groups.get(self.idx)?;
+        Some((self.base_ms + ms, n))
+    }
+}
+
+impl MahimahiLog {
+    /// A log with its header; `trace` (the trace's groups and `once`) selects per-opportunity
+    /// lines, else per-millisecond capacity lines of a rate link.
+    pub fn new(link_name: &str, trace: Option<(&MahimahiTraceData, bool)>) -> Self {
+        let mut buf = String::new();
+        buf.push_str(&format!("# mahimahi mm-link ({link_name}) [l4s-emu]\n"));
+        buf.push_str("# init timestamp: 0\n# base timestamp: 0\n");
+        MahimahiLog {
+            buf,
+            opp_ms: 0,
+            cum_bytes: 0,
+            trace: trace.map(|(d, once)| TraceCursor {
+                groups: d.groups().to_vec(),
+                once,
+                idx: 0,
+                base_ms: 0,
+            }),
+        }
+    }
+
+    /// Write the opportunity lines of every millisecond up to `now` (a trace's opportunities
+    /// at `now`'s millisecond included, a rate link's whole milliseconds only).
+    pub fn opportunities(&mut self, now: Nanos, link: &dyn LinkModel) {
+        use std::fmt::Write as _;
+        let now_ms = now.0 / 1_000_000;
+        if let Some(c) = &mut self.trace {
+            while let Some((t, n)) = c.peek() {
+                if t > now_ms {
+                    break;
+                }
+                for _ in 0..n {
+                    let _ = writeln!(self.buf, "{t} # 1504");
+                }
+                c.idx += 1;
+            }
+            return;
+        }
+        while self.opp_ms < now_ms {
+            self.opp_ms += 1;
+            let t = self.opp_ms;
+            let cum = link.capacity_bytes(Nanos::ZERO, Nanos::from_ms(t)).floor() as u64;
+            let b = cum.saturating_sub(self.cum_bytes);
+            self.cum_bytes = cum;
+            if b > 0 {
+                let _ = writeln!(self.buf, "{t} # {b}");
+            }
+        }
+    }
+
+    /// An arrival of `bytes` at `now`.
+    pub fn arrival(&mut self, now: Nanos, bytes: u32) {
+        use std::fmt::Write as _;
+        let _ = writeln!(self.buf, "{} + {bytes}", now.0 / 1_000_000);
+    }
+
+    /// A departure at `now` of a packet that arrived at `arrived`.
+    pub fn departure(&mut self, now: Nanos, bytes: u32, arrived: Nanos) {
+        use std::fmt::Write as _;
+        let (t, a) = (now.0 / 1_000_000, arrived.0 / 1_000_000);
+        let _ = writeln!(self.buf, "{t} - {bytes} {}", t - a.min(t));
+    }
+
+    /// An AQM drop at `now`.
+    pub fn drop(&mut self, now: Nanos, bytes: u32) {
+        use std::fmt::Write as _;
+        let _ = writeln!(self.buf, "{} d 1 {bytes}", now.0 / 1_000_000);
+    }
+
+    /// The text logged so far (then cleared).
+    pub fn take(&mut self) -> String {
+        std::mem::take(&mut self.buf)
     }
 }

@@ -591,3 +591,77 @@ fn txop1ms_releases_in_millisecond_bursts_and_steps_change_the_rate() {
     assert_eq!(out[50].0, Nanos::from_us(50_500));
     assert_eq!(out[51].0, Nanos::from_ms(51));
 }
+
+/// (t_ms, kind, first number) of every event line of a Mahimahi log; checks time order.
+fn mm_events(log: &str) -> Vec<(u64, String, u64)> {
+    let mut v = Vec::new();
+    for line in log.lines().filter(|l| !l.starts_with('#')) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let t: u64 = f[0].parse().unwrap();
+        let n: u64 = f[2].parse().unwrap();
+        v.push((t, f[1].to_string(), n));
+    }
+    assert!(v.windows(2).all(|w| w[0].0 <= w[1].0), "time order");
+    v
+}
+
+#[test]
+fn mahimahi_log_counts_arrivals_opportunities_departures_and_drops() {
+    // A trace link through a 20-packet FIFO, overloaded for a while: the log's opportunity
+    // lines are the trace's opportunities, and its +, -, d lines match the path's accounting.
+    let (dir, _) = write_trace("mmlog", 300);
+    let mut c = cfg(
+        json!({"trace": "trace.down"}),
+        json!({"kind": "fifo", "limit": 20}),
+    );
+    c.base_dir = Some(dir.clone());
+    let mut p = Path::new(c).unwrap();
+    p.enable_mahimahi_log("downlink");
+    let end = Nanos::from_secs(2);
+    let arr = paced(
+        1,
+        Ecn::NotEct,
+        1500,
+        2000,
+        Nanos(123_456),
+        Nanos::from_ms(1500),
+    );
+    let mut log = String::new();
+    // Take the log in pieces, as the emulator appends it to a file.
+    let mut t = Nanos::ZERO;
+    let mut out = 0;
+    for chunk in arr.chunks(100) {
+        let until = chunk.last().unwrap().0;
+        out += drive(&mut p, chunk, until).len();
+        log.push_str(&p.take_mahimahi_log(until));
+        t = until;
+    }
+    assert!(t < end);
+    out += drive(&mut p, &[], end).len();
+    log.push_str(&p.take_mahimahi_log(end));
+    let r = p.finish(end);
+    let s = summary(&r);
+    assert!(log.starts_with("# mahimahi mm-link (downlink)"));
+    assert!(log.contains("# base timestamp: 0\n"));
+    let ev = mm_events(&log);
+    let count = |k: &str| ev.iter().filter(|e| e.1 == k).count() as u64;
+    // Opportunities in (0, 2 s]: the trace has no opportunity at 0 ms.
+    let cap_bytes = s["link"]["capacity_mbps"].as_f64().unwrap() * 1e6 / 8.0 * 2.0;
+    assert_eq!(count("#"), (cap_bytes / 1504.0).round() as u64);
+    assert_eq!(count("+"), arr.len() as u64);
+    assert_eq!(count("d"), s["packets"]["aqm_dropped"].as_u64().unwrap());
+    assert!(count("d") > 0);
+    assert_eq!(
+        count("-") as usize,
+        out,
+        "zero delay: every departure was written"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+
+    // A rate link logs its exact capacity per millisecond: 10 Mb/s = 1250 bytes per ms.
+    let mut p = Path::new(cfg(json!({"rate": "10mbit"}), json!({"kind": "fifo"}))).unwrap();
+    p.enable_mahimahi_log("uplink");
+    let ev = mm_events(&p.take_mahimahi_log(Nanos::from_secs(1)));
+    assert_eq!(ev.len(), 1000);
+    assert!(ev.iter().all(|e| e.1 == "#" && e.2 == 1250));
+}
