@@ -665,3 +665,68 @@ fn mahimahi_log_counts_arrivals_opportunities_departures_and_drops() {
     assert_eq!(ev.len(), 1000);
     assert!(ev.iter().all(|e| e.1 == "#" && e.2 == 1250));
 }
+
+#[test]
+fn a_late_clock_changes_only_the_lateness() {
+    // The same arrivals through DualPI2 + 12 Mb/s + 5 ms, written on time and written 50 µs
+    // after every deadline: identical bytes, scheduled times and records; lateness <= 50 µs.
+    let run = |lag: Nanos| {
+        let mut c = cfg(json!({"rate": "12mbit"}), json!({"kind": "dualpi2"}));
+        c.delay = Nanos::from_ms(5);
+        c.per_packet = true;
+        let mut p = Path::new(c).unwrap();
+        let arr = merge(
+            paced(1, Ecn::Ect1, 1500, 700, Nanos(1), Nanos::from_secs(2)),
+            paced(2, Ecn::Ect0, 1000, 900, Nanos(2), Nanos::from_secs(2)),
+        );
+        let end = Nanos::from_ms(2500);
+        let mut out = Vec::new();
+        let mut i = 0;
+        loop {
+            let na = arr.get(i).map(|a| a.0);
+            let nd = p.next_deadline().map(|d| d + lag);
+            match (na, nd) {
+                (Some(a), d) if d.is_none_or(|d| a <= d) && a <= end => {
+                    p.push(&arr[i].1, a);
+                    i += 1;
+                }
+                (_, Some(d)) if d <= end => {
+                    while let Some((b, at)) = p.pop_due(d) {
+                        p.record_sent(at, d);
+                        out.push((at, b.to_vec()));
+                    }
+                }
+                _ => break,
+            }
+        }
+        let r = p.finish(end);
+        (out, r)
+    };
+    let (a, ra) = run(Nanos::ZERO);
+    let (b, rb) = run(Nanos::from_us(50));
+    assert!(a.len() > 2000);
+    assert_eq!(a, b);
+    assert_eq!(ra.run.packets, rb.run.packets);
+    assert_eq!(ra.run.samples, rb.run.samples);
+    assert_eq!(ra.lateness_max_us, 0.0);
+    assert_eq!(rb.lateness_max_us, 50.0);
+    assert!(rb.lateness_p50_us <= 50.0 && rb.lateness_p99_us <= 50.0);
+    let sb = summary(&rb);
+    assert_eq!(sb["emulator"]["lateness_us"]["max"], json!(50.0));
+    assert_eq!(sb["emulator"]["lateness_us"]["packets"], json!(b.len()));
+}
+
+#[test]
+fn finishing_before_the_warmup_ends_gives_nulls_not_a_panic() {
+    let mut c = cfg(json!({"rate": "12mbit"}), json!({"kind": "dualpi2"}));
+    c.warmup = Nanos::from_secs(5);
+    let mut p = Path::new(c).unwrap();
+    drive(
+        &mut p,
+        &paced(1, Ecn::Ect1, 1500, 500, Nanos::ZERO, Nanos::from_secs(1)),
+        Nanos::from_secs(1),
+    );
+    let s = summary(&p.finish(Nanos::from_secs(1)));
+    assert_eq!(s["flows"][0]["tput_mbps"], Value::Null);
+    assert_eq!(s["link"]["utilisation"], Value::Null);
+}
