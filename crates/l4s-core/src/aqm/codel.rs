@@ -72,6 +72,26 @@ pub struct CodelStats {
     pub marked_pkts: u64,
 }
 
+impl CodelStats {
+    /// Carry one CoDel dequeue into the qdisc's counters: the control-law drops since
+    /// `drops_before` (the `drop_count` before the dequeue) and the packets marked so far.
+    pub(crate) fn account(&self, drops_before: u64, stats: &mut AqmStats) {
+        stats.dropped_dequeue += self.drop_count - drops_before;
+        stats.marked = self.marked_pkts;
+    }
+
+    /// The xstats `tc_codel_xstats` and `tc_fq_codel_qd_stats` both report, with the qdisc's
+    /// tail-drop count `drop_overlimit`.
+    pub(crate) fn xstats(&self, drop_overlimit: u64) -> Vec<(&'static str, f64)> {
+        vec![
+            ("maxpacket", self.maxpacket as f64),
+            ("drop_overlimit", drop_overlimit as f64),
+            ("ecn_mark", self.ecn_mark as f64),
+            ("ce_mark", self.ce_mark as f64),
+        ]
+    }
+}
+
 /// Per-queue CoDel state (Linux `struct codel_vars`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CodelVars {
@@ -413,12 +433,11 @@ impl Aqm for Codel {
         Ok(())
     }
     fn dequeue(&mut self, now: Nanos, dropped: &mut Vec<Packet>) -> Option<Packet> {
-        let before = self.cstats.drop_count;
+        let drops_before = self.cstats.drop_count;
         let p = self
             .vars
             .dequeue(&mut self.q, &self.cfg, &mut self.cstats, now, dropped);
-        self.stats.dropped_dequeue += self.cstats.drop_count - before;
-        self.stats.marked = self.cstats.marked_pkts;
+        self.cstats.account(drops_before, &mut self.stats);
         if p.is_some() {
             self.stats.dequeued += 1;
         }
@@ -431,11 +450,7 @@ impl Aqm for Codel {
         self.q.bytes()
     }
     fn sample(&self, now: Nanos, out: &mut Vec<QueueSample>) {
-        let mut s = self.q.sample("single", now);
-        s.marks = self.cstats.marked_pkts;
-        s.drops = self.stats.dropped_enqueue + self.stats.dropped_dequeue;
-        s.packets = self.stats.dequeued;
-        out.push(s);
+        out.push(self.q.sample("single", now).with_counters(&self.stats));
     }
     fn stats(&self) -> AqmStats {
         self.q.stats_with_backlog(&self.stats)
@@ -447,17 +462,15 @@ impl Aqm for Codel {
         } else {
             0.0
         };
-        vec![
-            ("maxpacket", self.cstats.maxpacket as f64),
+        let mut x = self.cstats.xstats(self.drop_overlimit);
+        x.extend([
             ("count", self.vars.count as f64),
             ("lastcount", self.vars.lastcount as f64),
             ("ldelay", self.vars.ldelay.as_us_f64()),
             ("drop_next", drop_next_us),
-            ("drop_overlimit", self.drop_overlimit as f64),
-            ("ecn_mark", self.cstats.ecn_mark as f64),
             ("dropping", self.vars.dropping as u8 as f64),
-            ("ce_mark", self.cstats.ce_mark as f64),
-        ]
+        ]);
+        x
     }
 }
 

@@ -100,12 +100,23 @@ impl PacketQueue {
     }
     /// The AQM's counters with this queue's backlog filled in.
     pub fn stats_with_backlog(&self, stats: &AqmStats) -> AqmStats {
-        AqmStats {
-            backlog_pkts: self.len(),
-            backlog_bytes: self.bytes(),
-            ..stats.clone()
-        }
+        stats.with_backlog(self.len(), self.bytes())
     }
+}
+
+/// pfifo/bfifo admission: hands the packet back as `Err` (counted as an enqueue drop) when it
+/// would take the queue past `limit`, else as `Ok` to be queued.
+fn tail_drop(
+    limit: &Limit,
+    q: &PacketQueue,
+    stats: &mut AqmStats,
+    pkt: Packet,
+) -> Result<Packet, Packet> {
+    if limit.would_overflow(q.len(), q.bytes(), pkt.bytes) {
+        stats.dropped_enqueue += 1;
+        return Err(pkt);
+    }
+    Ok(pkt)
 }
 
 /// Tail-drop FIFO.
@@ -131,14 +142,8 @@ impl Aqm for Fifo {
     fn kind(&self) -> &'static str {
         "fifo"
     }
-    fn enqueue(&mut self, mut pkt: Packet, now: Nanos) -> Result<(), Packet> {
-        if self
-            .limit
-            .would_overflow(self.q.len(), self.q.bytes(), pkt.bytes)
-        {
-            self.stats.dropped_enqueue += 1;
-            return Err(pkt);
-        }
+    fn enqueue(&mut self, pkt: Packet, now: Nanos) -> Result<(), Packet> {
+        let mut pkt = tail_drop(&self.limit, &self.q, &mut self.stats, pkt)?;
         pkt.enqueued_at = now;
         self.q.push(pkt);
         self.stats.enqueued += 1;
@@ -156,10 +161,7 @@ impl Aqm for Fifo {
         self.q.bytes()
     }
     fn sample(&self, now: Nanos, out: &mut Vec<QueueSample>) {
-        let mut s = self.q.sample("single", now);
-        s.drops = self.stats.dropped_enqueue;
-        s.packets = self.stats.dequeued;
-        out.push(s);
+        out.push(self.q.sample("single", now).with_counters(&self.stats));
     }
     fn stats(&self) -> AqmStats {
         self.q.stats_with_backlog(&self.stats)
@@ -259,14 +261,8 @@ impl Aqm for FifoEcn {
     fn kind(&self) -> &'static str {
         "fifo_ecn"
     }
-    fn enqueue(&mut self, mut pkt: Packet, now: Nanos) -> Result<(), Packet> {
-        if self
-            .limit
-            .would_overflow(self.q.len(), self.q.bytes(), pkt.bytes)
-        {
-            self.stats.dropped_enqueue += 1;
-            return Err(pkt);
-        }
+    fn enqueue(&mut self, pkt: Packet, now: Nanos) -> Result<(), Packet> {
+        let mut pkt = tail_drop(&self.limit, &self.q, &mut self.stats, pkt)?;
         if let Some(k) = self.params.mark_pkts {
             // RFC 8257 §3.1: mark on arrival when the instantaneous queue exceeds K.
             if self.q.len() >= k && !self.congestion(&mut pkt) {
@@ -300,11 +296,7 @@ impl Aqm for FifoEcn {
         self.q.bytes()
     }
     fn sample(&self, now: Nanos, out: &mut Vec<QueueSample>) {
-        let mut s = self.q.sample("single", now);
-        s.marks = self.stats.marked;
-        s.drops = self.stats.dropped_enqueue + self.stats.dropped_dequeue;
-        s.packets = self.stats.dequeued;
-        out.push(s);
+        out.push(self.q.sample("single", now).with_counters(&self.stats));
     }
     fn stats(&self) -> AqmStats {
         self.q.stats_with_backlog(&self.stats)

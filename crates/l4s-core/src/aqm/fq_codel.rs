@@ -387,7 +387,7 @@ impl Aqm for FqCodel {
                 self.rotate_to_old(from_new);
                 continue;
             }
-            let before = self.cstats.drop_count;
+            let drops_before = self.cstats.drop_count;
             let flow = &mut self.flows[idx];
             let mut bq = BucketQueue {
                 q: &mut flow.q,
@@ -397,8 +397,7 @@ impl Aqm for FqCodel {
             let skb = flow
                 .cvars
                 .dequeue(&mut bq, &self.cfg, &mut self.cstats, now, dropped);
-            self.stats.dropped_dequeue += self.cstats.drop_count - before;
-            self.stats.marked = self.cstats.marked_pkts;
+            self.cstats.account(drops_before, &mut self.stats);
             match skb {
                 Some(p) => {
                     flow.deficit -= p.bytes as i64;
@@ -431,43 +430,39 @@ impl Aqm for FqCodel {
     }
 
     fn sample(&self, now: Nanos, out: &mut Vec<QueueSample>) {
-        let mut s = QueueSample::empty("fq");
-        s.backlog_pkts = self.backlog_pkts;
-        s.backlog_bytes = self.backlog_bytes;
-        s.head_sojourn = self
+        // The oldest head among the active flows stands for the whole qdisc.
+        let head_sojourn = self
             .new_flows
             .iter()
             .chain(self.old_flows.iter())
             .map(|&i| self.flows[i as usize].q.head_sojourn(now))
             .max()
             .unwrap_or(Nanos::ZERO);
-        s.marks = self.cstats.marked_pkts;
-        s.drops = self.stats.dropped_enqueue + self.stats.dropped_dequeue;
-        s.packets = self.stats.dequeued;
-        out.push(s);
+        let s = QueueSample {
+            backlog_pkts: self.backlog_pkts,
+            backlog_bytes: self.backlog_bytes,
+            head_sojourn,
+            ..QueueSample::empty("fq")
+        };
+        out.push(s.with_counters(&self.stats));
     }
 
     fn stats(&self) -> AqmStats {
-        AqmStats {
-            backlog_pkts: self.backlog_pkts,
-            backlog_bytes: self.backlog_bytes,
-            ..self.stats.clone()
-        }
+        self.stats
+            .with_backlog(self.backlog_pkts, self.backlog_bytes)
     }
 
     /// Linux `tc_fq_codel_qd_stats`.
     fn xstats(&self, _now: Nanos) -> Vec<(&'static str, f64)> {
-        vec![
-            ("maxpacket", self.cstats.maxpacket as f64),
-            ("drop_overlimit", self.drop_overlimit as f64),
-            ("ecn_mark", self.cstats.ecn_mark as f64),
+        let mut x = self.cstats.xstats(self.drop_overlimit);
+        x.extend([
             ("new_flow_count", self.new_flow_count as f64),
             ("new_flows_len", self.new_flows.len() as f64),
             ("old_flows_len", self.old_flows.len() as f64),
-            ("ce_mark", self.cstats.ce_mark as f64),
             ("memory_usage", self.backlog_bytes as f64),
             ("drop_overmemory", self.drop_overmemory as f64),
-        ]
+        ]);
+        x
     }
 }
 

@@ -52,6 +52,7 @@ pub struct QueueSample {
 }
 
 impl QueueSample {
+    /// A sample of an empty queue named `name`: zero backlog and counters, NaN probabilities.
     pub fn empty(name: &'static str) -> Self {
         QueueSample {
             name,
@@ -64,6 +65,17 @@ impl QueueSample {
             p_prime: f64::NAN,
             p_c: f64::NAN,
             p_cl: f64::NAN,
+        }
+    }
+
+    /// This sample with its cumulative counters taken from `stats`: marks, drops at enqueue and
+    /// dequeue, and packets forwarded.
+    pub fn with_counters(self, stats: &AqmStats) -> Self {
+        QueueSample {
+            marks: stats.marked,
+            drops: stats.dropped_enqueue + stats.dropped_dequeue,
+            packets: stats.dequeued,
+            ..self
         }
     }
 }
@@ -83,8 +95,21 @@ pub struct AqmStats {
     pub dequeued: u64,
     /// Packets CE-marked by the AQM.
     pub marked: u64,
+    /// Packets queued now (filled in by [`Aqm::stats`]).
     pub backlog_pkts: u64,
+    /// Bytes queued now (filled in by [`Aqm::stats`]).
     pub backlog_bytes: u64,
+}
+
+impl AqmStats {
+    /// These counters with a queue's current backlog filled in (what [`Aqm::stats`] returns).
+    pub fn with_backlog(&self, backlog_pkts: u64, backlog_bytes: u64) -> AqmStats {
+        AqmStats {
+            backlog_pkts,
+            backlog_bytes,
+            ..self.clone()
+        }
+    }
 }
 
 /// A queue discipline. Sans-I/O: time comes in as `now`, randomness from the `Rng` the AQM

@@ -433,12 +433,10 @@ impl Aqm for Pie {
         self.q.bytes()
     }
     fn sample(&self, now: Nanos, out: &mut Vec<QueueSample>) {
-        let mut s = self.q.sample("single", now);
-        s.marks = self.pstats.ecn_mark;
-        s.drops = self.pstats.dropped;
-        s.packets = self.stats.dequeued;
-        s.p_prime = self.vars.prob;
-        out.push(s);
+        out.push(QueueSample {
+            p_prime: self.vars.prob,
+            ..self.q.sample("single", now).with_counters(&self.stats)
+        });
     }
     fn stats(&self) -> AqmStats {
         self.q.stats_with_backlog(&self.stats)
