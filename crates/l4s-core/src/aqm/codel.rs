@@ -44,7 +44,9 @@ pub(crate) fn set_ce(pkt: &mut Packet) -> bool {
 /// The CoDel parameters the state machine reads (Linux `struct codel_params`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct CodelConfig {
+    /// Acceptable standing sojourn time (`codel_params.target`).
     pub target: Nanos,
+    /// Window over which the sojourn must stay above target before dropping starts.
     pub interval: Nanos,
     /// Backlog (bytes left after the head) at or below which CoDel never drops.
     pub mtu_bytes: u32,
@@ -54,6 +56,7 @@ pub struct CodelConfig {
     pub ce_threshold: Option<Nanos>,
     /// Apply `ce_threshold` only where `(ds_field & mask) == selector`; mask 0 = all packets.
     pub ce_threshold_selector: u8,
+    /// DS-field mask for the `ce_threshold` selector (0 = every packet).
     pub ce_threshold_mask: u8,
 }
 
@@ -99,6 +102,7 @@ pub struct CodelVars {
     pub count: u32,
     /// `count` at the last entry to the dropping state.
     pub lastcount: u32,
+    /// In the dropping state (`codel_vars.dropping`).
     pub dropping: bool,
     /// 1/√count in Q0.16.
     pub rec_inv_sqrt: u16,
@@ -428,6 +432,7 @@ pub(crate) fn validate_mtu(mtu: u32) -> Result<(), ParamError> {
 }
 
 impl CodelParams {
+    /// Check every parameter against its allowed range.
     pub fn validate(&self) -> Result<(), ParamError> {
         validate_codel_times(self.target, self.interval)?;
         if self.limit == 0 {
@@ -482,6 +487,7 @@ impl Codel {
     pub fn vars(&self) -> &CodelVars {
         &self.vars
     }
+    /// The CoDel counters (`struct codel_stats`).
     pub fn codel_stats(&self) -> &CodelStats {
         &self.cstats
     }

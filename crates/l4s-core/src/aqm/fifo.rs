@@ -28,6 +28,7 @@ impl Default for FifoParams {
 }
 
 impl FifoParams {
+    /// Check the limits: at least one packet and, if set, one byte.
     pub fn validate(&self) -> Result<(), ParamError> {
         if self.limit == 0 {
             return Err(ParamError::new(
@@ -57,30 +58,37 @@ pub struct PacketQueue {
 }
 
 impl PacketQueue {
+    /// An empty queue with room for `n` packets before it reallocates.
     pub fn with_capacity(n: usize) -> Self {
         PacketQueue {
             q: VecDeque::with_capacity(n),
             bytes: 0,
         }
     }
+    /// Append a packet at the tail.
     pub fn push(&mut self, pkt: Packet) {
         self.bytes += pkt.bytes as u64;
         self.q.push_back(pkt);
     }
+    /// Remove the head packet.
     pub fn pop(&mut self) -> Option<Packet> {
         let p = self.q.pop_front()?;
         self.bytes -= p.bytes as u64;
         Some(p)
     }
+    /// The head packet, left in place.
     pub fn head(&self) -> Option<&Packet> {
         self.q.front()
     }
+    /// Packets queued.
     pub fn len(&self) -> u64 {
         self.q.len() as u64
     }
+    /// No packet is queued.
     pub fn is_empty(&self) -> bool {
         self.q.is_empty()
     }
+    /// Bytes queued.
     pub fn bytes(&self) -> u64 {
         self.bytes
     }
@@ -128,6 +136,7 @@ pub struct Fifo {
 }
 
 impl Fifo {
+    /// A tail-drop FIFO with validated parameters.
     pub fn new(params: FifoParams) -> Result<Self, ParamError> {
         params.validate()?;
         Ok(Fifo {
@@ -172,7 +181,9 @@ impl Aqm for Fifo {
 #[derive(Clone, Debug, PartialEq, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct FifoEcnParams {
+    /// Buffer in packets (default 1000).
     pub limit: u64,
+    /// Optional byte bound (bfifo).
     pub limit_bytes: Option<u64>,
     /// Mark at dequeue when the packet's sojourn exceeds this (time-based step, as DualPI2's L queue).
     pub mark_sojourn: Option<Nanos>,
@@ -196,6 +207,7 @@ impl Default for FifoEcnParams {
 }
 
 impl FifoEcnParams {
+    /// Check the limits and that exactly one marking threshold is set.
     pub fn validate(&self) -> Result<(), ParamError> {
         FifoParams {
             limit: self.limit,
@@ -228,6 +240,7 @@ pub struct FifoEcn {
 }
 
 impl FifoEcn {
+    /// A step-marking FIFO with validated parameters.
     pub fn new(params: FifoEcnParams) -> Result<Self, ParamError> {
         params.validate()?;
         let limit = Limit {

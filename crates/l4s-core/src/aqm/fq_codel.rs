@@ -57,7 +57,9 @@ pub struct FqCodelParams {
     pub memory_limit: Option<u64>,
     /// Most packets `fq_codel_drop` removes per overflow (Linux default 64).
     pub drop_batch_size: u32,
+    /// CoDel target sojourn per flow (Linux default 5 ms).
     pub target: Nanos,
+    /// CoDel interval per flow (Linux default 100 ms).
     pub interval: Nanos,
     /// CE-mark ECN-capable packets instead of dropping (Linux default on for fq_codel).
     pub ecn: bool,
@@ -65,6 +67,7 @@ pub struct FqCodelParams {
     pub ce_threshold: Option<Nanos>,
     /// Apply ce_threshold only where `(ds_field & mask) == selector` (mask 0: all packets).
     pub ce_threshold_selector: u8,
+    /// DS-field mask for `ce_threshold_selector` (0 = every packet).
     pub ce_threshold_mask: u8,
     /// Convenience for L4S: ce_threshold only on ECT(1) (selector 0x01, mask 0x03).
     pub ce_threshold_ect1_only: bool,
@@ -93,6 +96,7 @@ impl Default for FqCodelParams {
 }
 
 impl FqCodelParams {
+    /// Check every parameter against its allowed range.
     pub fn validate(&self) -> Result<(), ParamError> {
         if !(1..=65_536).contains(&self.flows) {
             return Err(ParamError::new(
@@ -166,8 +170,11 @@ impl FqCodelParams {
 /// Which DRR list a bucket is on (Linux: `flowchain` membership).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum FlowList {
+    /// On no list: the bucket is empty and idle.
     None,
+    /// On `new_flows`: served first, one quantum, after becoming active.
     New,
+    /// On `old_flows`: served round-robin by deficit.
     Old,
 }
 
@@ -231,6 +238,7 @@ fn mix64(mut z: u64) -> u64 {
 }
 
 impl FqCodel {
+    /// FQ-CoDel with validated parameters; `rng` seeds the flow hash perturbation.
     pub fn new(params: FqCodelParams, mut rng: Rng) -> Result<Self, ParamError> {
         params.validate()?;
         let flow = Flow {
@@ -274,6 +282,7 @@ impl FqCodel {
     pub fn flow_list(&self, bucket: usize) -> Option<FlowList> {
         self.flows.get(bucket).map(|f| f.list)
     }
+    /// The CoDel counters summed over all flows.
     pub fn codel_stats(&self) -> &CodelStats {
         &self.cstats
     }

@@ -80,6 +80,7 @@ pub struct MinMax {
 }
 
 impl MinMax {
+    /// The current windowed maximum.
     pub fn get(&self) -> u64 {
         self.s[0].1
     }
@@ -126,12 +127,17 @@ impl MinMax {
 /// `enum bbr_mode`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum BbrMode {
+    /// Ramp up at high gain until the bandwidth plateaus.
     Startup,
+    /// Drain the queue Startup built.
     Drain,
+    /// Steady state: cycle the pacing gain to probe for bandwidth.
     ProbeBw,
+    /// Cut inflight to 4 packets to refresh min_rtt.
     ProbeRtt,
 }
 
+/// BBR v1 congestion control (mainline `tcp_bbr.c`).
 #[derive(Clone, Debug)]
 pub struct Bbr {
     rng: Rng,
@@ -200,9 +206,11 @@ impl Bbr {
             .sample_app_limited(ack.is_app_limited, ack.prior_delivered)
     }
 
+    /// Current mode.
     pub fn mode(&self) -> BbrMode {
         self.mode
     }
+    /// Index of the current ProbeBW gain phase in [`BBR_PACING_GAIN`].
     pub fn cycle_idx(&self) -> usize {
         self.cycle_idx
     }
@@ -214,11 +222,13 @@ impl Bbr {
     pub fn btlbw_pps(&self) -> f64 {
         self.bw.get() as f64 / BW_UNIT as f64 * 1e6
     }
+    /// The min_rtt estimate, None before any RTT sample.
     pub fn min_rtt(&self) -> Option<Nanos> {
         self.min_rtt
             .is_known()
             .then(|| Nanos::from_us(self.min_rtt.us))
     }
+    /// Startup found the pipe full.
     pub fn full_bw_reached(&self) -> bool {
         self.full_bw_reached
     }

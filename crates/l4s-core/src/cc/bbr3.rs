@@ -53,29 +53,49 @@ use crate::rng::Rng;
 use crate::time::Nanos;
 use std::collections::VecDeque;
 
+/// `bbr_startup_pacing_gain` ≈ 2.77.
 pub const BBR_STARTUP_PACING_GAIN: u64 = BBR_UNIT * 277 / 100 + 1;
+/// `bbr_startup_cwnd_gain` = 2.
 pub const BBR_STARTUP_CWND_GAIN: u64 = BBR_UNIT * 2;
+/// `bbr_drain_gain` = 1/2.885.
 pub const BBR_DRAIN_GAIN: u64 = BBR_UNIT * 1000 / 2885;
+/// `bbr_cwnd_gain` = 2 in ProbeBW.
 pub const BBR_CWND_GAIN: u64 = BBR_UNIT * 2;
 /// Pacing gains of the phases Up, Down, Cruise, Refill.
 pub const BBR_PACING_GAIN: [u64; 4] = [BBR_UNIT * 5 / 4, BBR_UNIT * 91 / 100, BBR_UNIT, BBR_UNIT];
+/// `bbr_beta`: multiplicative cut 0.3 of inflight_hi/bw_lo on congestion.
 pub const BBR_BETA: u64 = BBR_UNIT * 30 / 100;
+/// `bbr_ecn_alpha_gain`: EWMA gain 1/16 of ecn_alpha.
 pub const BBR_ECN_ALPHA_GAIN: u64 = BBR_UNIT / 16;
+/// `bbr_ecn_alpha_init`: ecn_alpha starts at 1.0.
 pub const BBR_ECN_ALPHA_INIT: u64 = BBR_UNIT;
+/// `bbr_ecn_factor`: inflight_lo cut is ecn_alpha·1/3.
 pub const BBR_ECN_FACTOR: u64 = BBR_UNIT / 3;
+/// `bbr_ecn_thresh`: CE ratio 50 % means inflight too high.
 pub const BBR_ECN_THRESH: u64 = BBR_UNIT / 2;
+/// `bbr_ecn_reprobe_gain`: probe again sooner after ECN-only cycles.
 pub const BBR_ECN_REPROBE_GAIN: u64 = BBR_UNIT / 2;
+/// `bbr_loss_thresh`: loss above 2 % of the flight means inflight too high.
 pub const BBR_LOSS_THRESH: u64 = BBR_UNIT * 2 / 100;
+/// `bbr_full_loss_cnt`: loss events in a round that end Startup.
 pub const BBR_FULL_LOSS_CNT: u32 = 6;
+/// `bbr_full_ecn_cnt`: rounds of high CE that end Startup.
 pub const BBR_FULL_ECN_CNT: u32 = 2;
+/// `bbr_inflight_headroom`: leave 15 % below inflight_hi when cruising.
 pub const BBR_INFLIGHT_HEADROOM: u64 = BBR_UNIT * 15 / 100;
 /// Extra cwnd gain in Up, in units of BBR_UNIT/4.
 pub const BBR_BW_PROBE_CWND_GAIN: u64 = 1;
+/// `bbr_bw_probe_max_rounds`: most rounds between probes (Reno coexistence).
 pub const BBR_BW_PROBE_MAX_ROUNDS: u32 = 63;
+/// `bbr_bw_probe_rand_rounds`: random extra rounds before a probe.
 pub const BBR_BW_PROBE_RAND_ROUNDS: u64 = 2;
+/// `bbr_bw_probe_base_us`: least wall-clock wait between probes.
 pub const BBR_BW_PROBE_BASE: Nanos = Nanos::from_secs(2);
+/// `bbr_bw_probe_rand_us`: random extra wait, up to 1 s.
 pub const BBR_BW_PROBE_RAND_US: u64 = 1_000_000;
+/// `bbr_probe_rtt_win_ms`: ProbeRTT at least every 5 s.
 pub const BBR_PROBE_RTT_WIN: Nanos = Nanos::from_secs(5);
+/// `bbr_probe_rtt_cwnd_gain`: ProbeRTT cwnd is BDP/2.
 pub const BBR_PROBE_RTT_CWND_GAIN: u64 = BBR_UNIT / 2;
 const BBR_ECN_MAX_RTT_US: u64 = 5000;
 const TCP_MIN_TSO_SEGS: u64 = 2;
@@ -84,18 +104,26 @@ const UNSET: u32 = u32::MAX;
 /// `enum bbr_mode`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Mode {
+    /// Ramp up until the bandwidth plateaus or loss/CE is too high.
     Startup,
+    /// Drain the queue Startup built.
     Drain,
+    /// Steady state: the Down/Cruise/Refill/Up cycle.
     ProbeBw,
+    /// Cut cwnd to max(4, BDP/2) to refresh min_rtt.
     ProbeRtt,
 }
 
 /// `enum bbr_pacing_gain_phase`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Phase {
+    /// Probe for bandwidth at pacing gain 1.25.
     Up = 0,
+    /// Drain the probe's queue at pacing gain 0.91.
     Down = 1,
+    /// Hold at gain 1 with headroom below inflight_hi.
     Cruise = 2,
+    /// One round at gain 1 to refill the pipe before Up.
     Refill = 3,
 }
 
@@ -123,6 +151,7 @@ struct Rs {
     valid: bool,
 }
 
+/// BBR v3 congestion control (google/bbr v3 `tcp_bbr.c`).
 #[derive(Clone, Debug)]
 pub struct Bbr3 {
     l4s: bool,
@@ -250,9 +279,11 @@ impl Bbr3 {
         }
     }
 
+    /// Current mode.
     pub fn mode(&self) -> Mode {
         self.mode
     }
+    /// Current ProbeBW phase.
     pub fn phase(&self) -> Phase {
         self.phase
     }
@@ -264,12 +295,15 @@ impl Bbr3 {
     pub fn inflight_lo(&self) -> Option<u32> {
         (self.inflight_lo != UNSET).then_some(self.inflight_lo)
     }
+    /// The CE-ratio EWMA ecn_alpha in [0, 1].
     pub fn ecn_alpha(&self) -> f64 {
         self.ecn_alpha as f64 / BBR_UNIT as f64
     }
+    /// The max-bandwidth estimate in packets per second.
     pub fn max_bw_pps(&self) -> f64 {
         self.max_bw() as f64 / BW_UNIT as f64 * 1e6
     }
+    /// Startup found the pipe full.
     pub fn full_bw_reached(&self) -> bool {
         self.full_bw_reached
     }
