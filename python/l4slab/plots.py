@@ -107,6 +107,7 @@ def _per_flow(run: Any, column: str, ylabel: str, title: str, total: bool,
 
 
 def fig_throughput(run: Any) -> Figure | None:
+    """Throughput per flow and in total over time (100 ms moving average); None without flows."""
     # Goodput per sample interval jumps when a retransmission fills a hole (the bytes behind
     # it are delivered at once); a 100 ms moving average keeps the picture readable.
     return _per_flow(run, "tput_mbps", "throughput [Mb/s]", "Throughput per flow", total=True,
@@ -114,11 +115,13 @@ def fig_throughput(run: Any) -> Figure | None:
 
 
 def fig_cwnd(run: Any) -> Figure | None:
+    """Congestion window per flow over time, in packets; None where no flow has one (CBR)."""
     return _per_flow(run, "cwnd_pkts", "cwnd [packets]", "Congestion window per flow",
                      total=False)
 
 
 def fig_sojourn(run: Any) -> Figure | None:
+    """Sojourn time of the head packet per queue over time; None without queue samples."""
     df = run.samples
     if df is None or not len(df):
         return None
@@ -139,6 +142,7 @@ def fig_sojourn(run: Any) -> Figure | None:
 
 
 def fig_probability(run: Any) -> Figure | None:
+    """The AQM's probabilities (p', p_C, p_CL) over time; None where it has none or they stay 0."""
     df = run.samples
     if df is None or not len(df):
         return None
@@ -370,6 +374,7 @@ def _safe(name: str) -> str:
 
 
 def plot_sweep(data: Any, out_dir: str | Path, formats: Sequence[str] = FORMATS) -> list[Path]:
+    """Write the sweep figures into ``out_dir`` in each of ``formats``; return the files."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     return _save(sweep_figures(data), out, formats)
