@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.console import Console
 
+from l4slab.console import make_console
 from l4slab.validation.core import DEFAULT_BOOTSTRAP, load_group, validate_groups
 from l4slab.validation.io import ValidationInputError
 from l4slab.validation.report import print_results, write_outputs
@@ -85,7 +85,7 @@ def validate_cmd(
     GROUP_A and GROUP_B are each a directory of run directories and/or CSV traces, or a glob
     (quote it). Every group needs at least 2 runs.
     """
-    console = Console()
+    console = make_console()
     try:
         runs_a = load_group("A", group_a, warmup_s)
         runs_b = load_group("B", group_b, warmup_s)

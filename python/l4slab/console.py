@@ -1,0 +1,21 @@
+"""Rich consoles for the command line: a terminal gets its own width; a pipe or file gets a
+wide one, so tables are never cut to 80 columns when redirected (`l4slab summary > t.txt`)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TextIO
+
+from rich.console import Console
+
+#: Width used when the output is not a terminal and $COLUMNS is unset.
+PIPE_WIDTH = 400
+
+
+def make_console(stderr: bool = False, file: TextIO | None = None) -> Console:
+    """A Console that keeps whole table rows when the output is not a terminal."""
+    stream = file or (sys.stderr if stderr else sys.stdout)
+    if stream.isatty() or os.environ.get("COLUMNS"):
+        return Console(stderr=stderr, file=file)
+    return Console(stderr=stderr, file=file, width=PIPE_WIDTH)
