@@ -19,3 +19,12 @@ def make_console(stderr: bool = False, file: TextIO | None = None) -> Console:
     if stream.isatty() or os.environ.get("COLUMNS"):
         return Console(stderr=stderr, file=file)
     return Console(stderr=stderr, file=file, width=PIPE_WIDTH)
+
+
+def os_error_message(e: OSError) -> str:
+    """`PATH: reason` for a file a command could not read or write (one line, no traceback)."""
+    where = " -> ".join(str(f) for f in (e.filename, e.filename2) if f is not None)
+    reason = e.strerror or str(e)
+    if isinstance(e, NotADirectoryError):
+        reason += " (a component of the path is a file)"
+    return f"{where}: {reason}" if where else reason

@@ -108,3 +108,39 @@ fn check_refuses_what_run_refuses() {
     assert_eq!(out.lines().count(), 1, "{out}");
     std::fs::remove_dir_all(&d).ok();
 }
+
+/// CBR at twice the link rate into a 20-packet FIFO: drops all along the run.
+fn overload(warmup: &str) -> serde_json::Value {
+    let t = format!(
+        "duration = \"2s\"\nwarmup = \"{warmup}\"\n[link]\nrate = \"10mbit\"\n[aqm]\nkind = \
+         \"fifo\"\nlimit = 20\n[[flows]]\ncc = \"cbr\"\nrtt = \"20ms\"\nrate = \"20mbit\"\n"
+    );
+    let r = l4s_sim::run_toml(&t).unwrap();
+    serde_json::from_str(&r.summary_json).unwrap()
+}
+
+#[test]
+fn summary_names_the_window_of_every_block() {
+    let none = overload("0s");
+    let half = overload("1s");
+    let w = &half["windows"];
+    assert_eq!(w["after_warmup_s"], serde_json::json!([1.0, 2.0]));
+    assert_eq!(w["whole_run_s"], serde_json::json!([0.0, 2.0]));
+    for k in ["link", "flows", "queues", "jain"] {
+        assert_eq!(w[k], "after_warmup", "{k}");
+    }
+    assert_eq!(w["packets"], "whole_run");
+    // The packets block is the whole run: the same with or without a warm-up (same seed).
+    assert_eq!(none["packets"], half["packets"]);
+    // Queue and flow drops exclude the warm-up: with half the run as warm-up about half the
+    // drops remain (the overload is stationary after the first few ms: 10 of 20 Mb/s dropped,
+    // ~833 packets/s of 1500 B).
+    let q_all = none["queues"][0]["drops"].as_u64().unwrap() as f64;
+    let q_half = half["queues"][0]["drops"].as_u64().unwrap() as f64;
+    assert_eq!(
+        none["packets"]["aqm_dropped"].as_u64().unwrap() as f64,
+        q_all
+    );
+    assert!((q_half / q_all - 0.5).abs() < 0.02, "{q_half} of {q_all}");
+    assert_eq!(half["flows"][0]["drops"].as_u64().unwrap() as f64, q_half);
+}

@@ -399,5 +399,7 @@ def mahimahi_to_frame(log_path: str | Path, interval_ms: float = 100.0) -> pd.Da
 def mahimahi_to_csv(log_path: str | Path, csv_path: str | Path, interval_ms: float = 100.0) -> Path:
     """Write :func:`mahimahi_to_frame` of ``log_path`` to ``csv_path``; returns the path."""
     out = Path(csv_path)
-    mahimahi_to_frame(log_path, interval_ms).to_csv(out, index=False)
+    frame = mahimahi_to_frame(log_path, interval_ms)
+    with out.open("w", newline="") as f:  # an OSError here names the file
+        frame.to_csv(f, index=False)
     return out
