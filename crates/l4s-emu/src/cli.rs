@@ -57,6 +57,8 @@ pub struct Options {
     pub spin: Option<Nanos>,
     /// Do not ask for real-time scheduling.
     pub no_realtime: bool,
+    /// Write one JSON line of live statistics per tick to this descriptor (the dashboard).
+    pub stats_fd: Option<i32>,
     /// --help was given.
     pub help: bool,
 }
@@ -132,6 +134,7 @@ pub fn parse(args: &[String]) -> Result<Options, EmuError> {
                 | "-o"
                 | "--output"
                 | "--spin"
+                | "--stats-fd"
         );
         let value = if takes_value {
             match inline {
@@ -158,6 +161,14 @@ pub fn parse(args: &[String]) -> Result<Options, EmuError> {
             "-o" | "--output" => o.output = value.map(PathBuf::from),
             "--uplink-log" => o.uplink_log = value.map(PathBuf::from),
             "--downlink-log" => o.downlink_log = value.map(PathBuf::from),
+            "--stats-fd" => {
+                let v = value.unwrap_or_default();
+                let fd: i32 =
+                    v.parse().ok().filter(|&fd| fd > 2).ok_or_else(|| {
+                        bad("--stats-fd", format!("{v:?}: an open descriptor > 2"))
+                    })?;
+                o.stats_fd = Some(fd);
+            }
             "--spin" => {
                 let v = value.unwrap_or_default();
                 let d = parse_duration(&v).map_err(|e| bad("--spin", e))?;

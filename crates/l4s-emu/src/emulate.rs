@@ -5,6 +5,7 @@
 use crate::cli::Options;
 use crate::clock::{self, Clock};
 use crate::error::EmuError;
+use crate::live::DirCounters;
 use crate::ns::{RunAs, Side, SideSpec};
 use crate::passthrough::{Lateness, PassStats, PassThrough};
 use crate::tun::{Tun, MAX_PACKET};
@@ -29,6 +30,34 @@ const READ_BATCH: usize = 64;
 const IDLE_WAIT: Nanos = Nanos(50_000_000);
 /// How long the client waits for the server command to open a socket.
 const SERVER_READY_TIMEOUT: Nanos = Nanos(3_000_000_000);
+
+/// Period of the live statistics lines.
+const STATS_TICK: Nanos = Nanos(250_000_000);
+
+/// The descriptor live statistics go to (non-blocking: a stalled reader loses lines, never
+/// stalls the link).
+struct StatsOut(std::fs::File);
+
+impl StatsOut {
+    fn open(fd: Option<i32>) -> Option<StatsOut> {
+        let fd = fd?;
+        // SAFETY: F_GETFD/F_SETFL on a number the user passed; a closed number fails F_GETFD and
+        // is ignored, an open one is taken over (the caller handed it to us for this purpose).
+        unsafe {
+            if libc::fcntl(fd, libc::F_GETFD) < 0 {
+                return None;
+            }
+            let fl = libc::fcntl(fd, libc::F_GETFL);
+            libc::fcntl(fd, libc::F_SETFL, fl | libc::O_NONBLOCK);
+            libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+            Some(StatsOut(std::fs::File::from_raw_fd(fd)))
+        }
+    }
+    fn line(&mut self, v: &Value) {
+        use std::io::Write;
+        let _ = writeln!(self.0, "{v}");
+    }
+}
 
 /// The type implementing one direction of the link.
 pub type Direction = PassThrough;
@@ -204,7 +233,7 @@ fn read_into(tun: &Tun, dir: &mut Direction, buf: &mut [u8], clock: &Clock) -> u
 }
 
 /// Write every packet of `dir` that is due to `tun`; returns how many.
-fn write_due(tun: &Tun, dir: &mut Direction, clock: &Clock) -> usize {
+fn write_due(tun: &Tun, dir: &mut Direction, clock: &Clock, live: &mut DirCounters) -> usize {
     let mut n = 0;
     let mut now = clock.now();
     while let Some((pkt, scheduled)) = dir.pop_due(now) {
@@ -214,6 +243,7 @@ fn write_due(tun: &Tun, dir: &mut Direction, clock: &Clock) -> usize {
         // A write error means the receiving side is gone (end of run): the packet is lost
         // exactly as on a link whose far end went down.
         let _ = tun.write(&pkt);
+        live.delivered(&pkt);
         now = clock.now();
         n += 1;
     }
@@ -279,6 +309,8 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
         run_as,
         user_ns,
     };
+    // Before the forks, so that the descriptor is close-on-exec for every command.
+    let mut stats = StatsOut::open(o.stats_fd);
     // Forks happen here, while the emulator is single-threaded.
     let mut server = match &o.server {
         Some(cmd) => Some(Side::spawn(&spec(
@@ -306,13 +338,15 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
     let mut buf = vec![0u8; MAX_PACKET];
     let mut signal = None;
     let mut next_child_check = Nanos::ZERO;
+    let (mut live_up, mut live_down) = (DirCounters::default(), DirCounters::default());
+    let mut last_tick = Nanos::ZERO;
     loop {
         // Arrivals, then departures, on both sides.
         if let Some(s) = server.as_ref() {
             read_into(&client.tun, &mut up, &mut buf, &clock);
             read_into(&s.tun, &mut down, &mut buf, &clock);
-            write_due(&s.tun, &mut up, &clock);
-            write_due(&client.tun, &mut down, &clock);
+            write_due(&s.tun, &mut up, &clock, &mut live_up);
+            write_due(&client.tun, &mut down, &clock, &mut live_down);
         } else {
             // No server side: the client's packets leave through the link and vanish.
             read_into(&client.tun, &mut up, &mut buf, &clock);
@@ -338,6 +372,17 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
             }
             if client.try_reap().is_some() {
                 break;
+            }
+            if stats.is_some() && now >= last_tick + STATS_TICK {
+                let dt = now - last_tick;
+                last_tick = now;
+                let line = json!({
+                    "t_s": now.as_secs_f64(),
+                    "dirs": [live_up.tick("uplink", dt, &[]), live_down.tick("downlink", dt, &[])],
+                });
+                if let Some(out) = stats.as_mut() {
+                    out.line(&line);
+                }
             }
             if let Some(s) = server.as_mut() {
                 s.try_reap();

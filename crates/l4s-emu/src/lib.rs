@@ -5,7 +5,9 @@ pub mod cli;
 pub mod clock;
 pub mod emulate;
 pub mod error;
+pub mod live;
 pub mod ns;
+pub mod output;
 pub mod passthrough;
 pub mod tun;
 

@@ -279,3 +279,46 @@ fn iperf3_fills_a_rate_limited_link() {
         "goodput {bps} above the link's payload rate {ceiling}"
     );
 }
+
+#[test]
+fn curl_fetches_20_mb_in_size_over_rate() {
+    let _g = serial();
+    if !can_run(&["curl", "python3"]) {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("l4s-emu-curl-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let size: usize = 20_000_000;
+    std::fs::write(dir.join("blob"), vec![0x5au8; size]).expect("write the file");
+    // 80 Mb/s, 5 ms each way. The server -> client direction carries 1500-byte packets with
+    // 1448 payload bytes (TCP timestamps on), so the transfer takes size*8 / (rate*1448/1500)
+    // = 2.07 s; slow start from 10 packets to the 67-packet BDP costs a few 10 ms RTTs.
+    let o = emu(&[
+        "--quiet",
+        "--rate",
+        "80mbit",
+        "--delay",
+        "5ms",
+        "--server",
+        &format!(
+            "cd {} && exec python3 -m http.server 8000 --bind $L4SLAB_SERVER >/dev/null 2>&1",
+            dir.display()
+        ),
+        "--",
+        "sh",
+        "-c",
+        "curl -s -o /dev/null -w '%{size_download} %{time_total}' http://$L4SLAB_SERVER:8000/blob",
+    ]);
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}\n{}", stderr(&o));
+    let mut it = out.split_whitespace();
+    let got: usize = it.next().and_then(|x| x.parse().ok()).expect("size");
+    let t: f64 = it.next().and_then(|x| x.parse().ok()).expect("time");
+    assert_eq!(got, size, "curl fetched {got} bytes");
+    let expected = size as f64 * 8.0 / (80e6 * 1448.0 / 1500.0);
+    assert!(
+        (t - expected).abs() <= 0.1 * expected,
+        "transfer took {t} s, expected {expected:.3} s +/- 10 %"
+    );
+}
