@@ -5,11 +5,13 @@
 use crate::cli::Options;
 use crate::clock::{self, Clock};
 use crate::error::EmuError;
+use crate::host;
 use crate::live::DirCounters;
 use crate::ns::{RunAs, Side, SideSpec};
 use crate::passthrough::{Lateness, PassStats, PassThrough};
+use crate::scenario::{self, DirectionTables};
 use crate::tun::{Tun, MAX_PACKET};
-use l4s_core::{parse_duration, parse_rate, Nanos};
+use l4s_core::{parse_rate, Nanos};
 use serde_json::{json, Value};
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -115,28 +117,14 @@ fn own_ids_if_unprivileged() -> Option<RunAs> {
     }
 }
 
-fn get_str<'a>(doc: &'a serde_json::Map<String, Value>, table: &str, key: &str) -> Option<&'a str> {
-    doc.get(table)?.get(key)?.as_str()
-}
-
-/// Build one direction from the scenario document.
-fn build_direction(doc: &serde_json::Map<String, Value>) -> Result<Direction, EmuError> {
-    let delay = match get_str(doc, "emulator", "delay") {
-        Some(s) => {
-            parse_duration(s).map_err(|e| EmuError::Config(format!("emulator.delay: {e}")))?
-        }
-        None => Nanos::ZERO,
-    };
-    let rate = match get_str(doc, "link", "rate") {
+/// Build one direction from its tables.
+fn build_direction(t: &DirectionTables) -> Result<Direction, EmuError> {
+    let rate = match t.link.get("rate").and_then(Value::as_str) {
         Some(s) => Some(parse_rate(s).map_err(|e| EmuError::Config(format!("link.rate: {e}")))?),
         None => None,
     };
-    let limit_pkts = doc
-        .get("aqm")
-        .and_then(|a| a.get("limit"))
-        .and_then(Value::as_u64)
-        .unwrap_or(10_000);
-    Ok(PassThrough::new(rate, delay, limit_pkts * 1500))
+    let limit_pkts = t.aqm.get("limit").and_then(Value::as_u64).unwrap_or(10_000);
+    Ok(PassThrough::new(rate, t.delay, limit_pkts * 1500))
 }
 
 /// Block the signals the driver handles and return a signalfd that reports them.
@@ -268,21 +256,30 @@ fn flow_dir(output: Option<&PathBuf>, run_as: Option<RunAs>) -> Result<PathBuf, 
 
 /// Run one emulation as the options say.
 pub fn run(o: &Options) -> Result<Outcome, EmuError> {
-    if o.host {
-        return Err(EmuError::Config(
-            "--host: host mode is not available in this version; use two-namespace mode (--server)"
-                .into(),
-        ));
-    }
     let run_as = invoking_user();
     let user_ns = own_ids_if_unprivileged();
-    let mut up = build_direction(&o.doc)?;
-    let mut down = build_direction(&o.doc)?;
+    let scen = scenario::from_doc(&o.doc)?;
+    let mut up = build_direction(&scen.uplink)?;
+    let mut down = build_direction(&scen.downlink)?;
     let flows = flow_dir(o.output.as_ref(), run_as)?;
     let sample_ns = 16_000_000u64;
+    // Host mode: the far end is a TUN device on the host (set up before any other fork).
+    let host = if o.host {
+        if o.server.is_some() {
+            return Err(EmuError::Config(
+                "--server: not with --host (in host mode the far end is the host itself)".into(),
+            ));
+        }
+        Some(host::setup()?)
+    } else {
+        None
+    };
+    let (client_v4, server_v4) = host
+        .as_ref()
+        .map_or((CLIENT_V4, SERVER_V4), |h| (h.client_addr, h.host_addr));
     let base_env = vec![
-        ("L4SLAB_CLIENT".to_string(), CLIENT_V4.to_string()),
-        ("L4SLAB_SERVER".to_string(), SERVER_V4.to_string()),
+        ("L4SLAB_CLIENT".to_string(), client_v4.to_string()),
+        ("L4SLAB_SERVER".to_string(), server_v4.to_string()),
         ("L4SLAB_CLIENT6".to_string(), CLIENT_V6.to_string()),
         ("L4SLAB_SERVER6".to_string(), SERVER_V6.to_string()),
         ("L4SLAB_FLOW_DIR".to_string(), flows.display().to_string()),
@@ -296,6 +293,7 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
     } else {
         o.command.clone()
     };
+    let gateway4 = host.as_ref().map(|h| h.host_addr);
     let spec = |label: &str, me4, me6, cmd: Vec<String>| SideSpec {
         label: label.into(),
         tun_name: "l4s0".into(),
@@ -303,7 +301,7 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
         prefix4: 24,
         addr6: me6,
         prefix6: 64,
-        gateway4: None,
+        gateway4,
         command: cmd,
         env: base_env.clone(),
         run_as,
@@ -321,7 +319,7 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
         ))?),
         None => None,
     };
-    let mut client = Side::spawn(&spec("client", CLIENT_V4, CLIENT_V6, command))?;
+    let mut client = Side::spawn(&spec("client", client_v4, CLIENT_V6, command))?;
     let sigfd = signal_fd()?;
     clock::set_timer_slack_1ns();
     // After the forks: the sides keep the normal policy.
@@ -342,15 +340,21 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
     let mut last_tick = Nanos::ZERO;
     loop {
         // Arrivals, then departures, on both sides.
-        if let Some(s) = server.as_ref() {
-            read_into(&client.tun, &mut up, &mut buf, &clock);
-            read_into(&s.tun, &mut down, &mut buf, &clock);
-            write_due(&s.tun, &mut up, &clock, &mut live_up);
-            write_due(&client.tun, &mut down, &clock, &mut live_down);
-        } else {
-            // No server side: the client's packets leave through the link and vanish.
-            read_into(&client.tun, &mut up, &mut buf, &clock);
-            while up.pop_due(clock.now()).is_some() {}
+        {
+            let far = server
+                .as_ref()
+                .map(|s| &s.tun)
+                .or(host.as_ref().map(|h| &h.tun));
+            if let Some(far) = far {
+                read_into(&client.tun, &mut up, &mut buf, &clock);
+                read_into(far, &mut down, &mut buf, &clock);
+                write_due(far, &mut up, &clock, &mut live_up);
+                write_due(&client.tun, &mut down, &clock, &mut live_down);
+            } else {
+                // No server side: the client's packets leave through the link and vanish.
+                read_into(&client.tun, &mut up, &mut buf, &clock);
+                while up.pop_due(clock.now()).is_some() {}
+            }
         }
         let now = clock.now();
         if now >= next_child_check {
@@ -398,8 +402,12 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
         };
         if let Some(b) = budget {
             let b = b.min(std::time::Duration::from_millis(5));
-            match server.as_ref() {
-                Some(s) => wait_readable(&[client.tun.fd(), s.tun.fd(), &sigfd], Some(b)),
+            let far = server
+                .as_ref()
+                .map(|s| &s.tun)
+                .or(host.as_ref().map(|h| &h.tun));
+            match far {
+                Some(f) => wait_readable(&[client.tun.fd(), f.fd(), &sigfd], Some(b)),
                 None => wait_readable(&[client.tun.fd(), &sigfd], Some(b)),
             }
         }
@@ -417,6 +425,8 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
     let client_status = client.reap();
     drop(client);
     drop(server);
+    // The host end's device goes with its descriptor; the guardian removes the NAT rules.
+    drop(host);
     if o.output.is_none() {
         let _ = std::fs::remove_dir_all(&flows);
     }

@@ -5,10 +5,12 @@ pub mod cli;
 pub mod clock;
 pub mod emulate;
 pub mod error;
+pub mod host;
 pub mod live;
 pub mod ns;
 pub mod output;
 pub mod passthrough;
+pub mod scenario;
 pub mod tun;
 
 pub use error::EmuError;
