@@ -21,8 +21,8 @@ options:
   --loss P               i.i.d. loss probability in each direction     (link.loss)
   --aqm KIND             fifo | fifo_ecn | codel | pie | fq_codel | dualpi2   (aqm.kind)
   --aqm-arg KEY=VALUE    an [aqm] key, repeatable, e.g. step_thresh=5ms
-  --uplink-log FILE      Mahimahi-format log of the uplink
-  --downlink-log FILE    Mahimahi-format log of the downlink
+  --uplink-log FILE      Mahimahi-format log of the uplink (not in this version: refused)
+  --downlink-log FILE    Mahimahi-format log of the downlink (not in this version: refused)
   --server CMD           run CMD (through sh -c) on the server side (two-namespace mode)
   --host                 host mode: COMMAND reaches the host and beyond through the link
   --seed N               random seed (seed)
@@ -47,10 +47,6 @@ pub struct Options {
     pub command: Vec<String>,
     /// Output directory.
     pub output: Option<PathBuf>,
-    /// Mahimahi-format logs.
-    pub uplink_log: Option<PathBuf>,
-    /// Mahimahi-format logs.
-    pub downlink_log: Option<PathBuf>,
     /// No live view.
     pub quiet: bool,
     /// Spin window before deadlines.
@@ -159,8 +155,14 @@ pub fn parse(args: &[String]) -> Result<Options, EmuError> {
             "--no-realtime" => o.no_realtime = true,
             "--server" => o.server = value,
             "-o" | "--output" => o.output = value.map(PathBuf::from),
-            "--uplink-log" => o.uplink_log = value.map(PathBuf::from),
-            "--downlink-log" => o.downlink_log = value.map(PathBuf::from),
+            // Refused rather than silently ignored until the log writer exists.
+            "--uplink-log" | "--downlink-log" => {
+                return Err(bad(
+                    flag,
+                    "Mahimahi-format logs are not written by this version; use -o DIR \
+                     (packets.parquet with output.packets = true) instead",
+                ))
+            }
             "--stats-fd" => {
                 let v = value.unwrap_or_default();
                 let fd: i32 =
@@ -317,6 +319,17 @@ mod tests {
         assert!(e.contains("--frobnicate: unknown option"), "{e}");
         let e = parse(&argv("--delay")).unwrap_err().to_string();
         assert_eq!(e, "--delay: needs a value");
+    }
+
+    #[test]
+    fn mahimahi_log_flags_are_refused_not_ignored() {
+        let e = parse(&argv("--uplink-log up.log -- true"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("--uplink-log: Mahimahi-format logs are not written"),
+            "{e}"
+        );
     }
 
     #[test]

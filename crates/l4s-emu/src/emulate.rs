@@ -89,6 +89,18 @@ pub struct Outcome {
     pub signal: Option<i32>,
     /// Whether the driver ran under SCHED_FIFO.
     pub realtime: bool,
+    /// CPU time of the emulator process itself (user, system), seconds.
+    pub cpu_s: (f64, f64),
+}
+
+/// User and system CPU time of this process so far (not of its children).
+fn own_cpu_s() -> (f64, f64) {
+    // SAFETY: rusage is plain data; getrusage fills the exclusively borrowed local.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage writes one rusage into the local above.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 * 1e-6;
+    (t(ru.ru_utime), t(ru.ru_stime))
 }
 
 /// The user to run commands as: the invoking user under sudo, else whoever we are.
@@ -469,6 +481,7 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
         ],
         signal,
         realtime,
+        cpu_s: own_cpu_s(),
     })
 }
 
@@ -510,6 +523,8 @@ pub fn outcome_json(o: &Outcome, doc: &Value) -> Value {
         "duration_s": o.duration.as_secs_f64(),
         "signal": o.signal,
         "realtime": o.realtime,
+        "cpu_user_s": o.cpu_s.0,
+        "cpu_sys_s": o.cpu_s.1,
         "scenario": doc,
         "directions": dirs,
     })
