@@ -321,12 +321,9 @@ main.add_command(validate_cmd, name="compare")
 main.add_command(mahimahi_import_cmd, name="import-mahimahi")
 
 
-@main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
-@click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def emulate(args: tuple[str, ...]) -> None:
-    """Run a scenario on the Linux emulator (not built yet)."""
-    _fail("emulate: the emulator (crates/l4s-emu) is not built in this release; use "
-          "`l4slab run` for the simulator")
+from l4slab.emulate import emulate_cmd  # noqa: E402
+
+main.add_command(emulate_cmd, name="emulate")
 
 
 if __name__ == "__main__":
