@@ -41,3 +41,17 @@ impl Clock {
         self.origin_ns
     }
 }
+
+/// Run this process with SCHED_FIFO priority `prio` (real-time: timers and wake-ups are not
+/// delayed by ordinary load). Returns the OS error when not permitted.
+pub fn set_realtime(prio: i32) -> std::io::Result<()> {
+    let p = libc::sched_param {
+        sched_priority: prio,
+    };
+    // SAFETY: pid 0 is this process; `p` is a live sched_param.
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}

@@ -63,6 +63,10 @@ struct Cli {
     /// Server: serve one connection, then exit.
     #[arg(short = '1', long = "one-off")]
     one_off: bool,
+    /// Run with SCHED_FIFO real-time priority (better pacing and timing on a busy host; needs
+    /// CAP_SYS_NICE). The sender busy-waits at most --spin before each send.
+    #[arg(long)]
+    rt: bool,
     /// No interval lines.
     #[arg(short = 'q', long)]
     quiet: bool,
@@ -141,6 +145,14 @@ fn run(cli: Cli) -> Result<(), FlowError> {
         ));
     }
     let interval = duration("-i", &cli.interval, true)?;
+    if cli.rt {
+        l4s_flow::clock::set_realtime(10).map_err(|e| {
+            usage(
+                "--rt",
+                format!("cannot switch to SCHED_FIFO: {e} (needs root or CAP_SYS_NICE)"),
+            )
+        })?;
+    }
     let interval = (interval > Nanos::ZERO).then_some(interval);
     if cli.server {
         let o = ServerOpts {

@@ -3,6 +3,8 @@
 //! random stream, and counts what it did.
 #![allow(dead_code)]
 
+pub mod bottleneck;
+
 use std::io::{BufRead, BufReader};
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -96,7 +98,9 @@ pub struct ClientRun {
 
 /// Run `l4s-flow -c host -p port args... --json <dir>/client.json` to completion.
 pub fn run_client(host: &str, port: u16, args: &[&str], dir: &std::path::Path) -> ClientRun {
-    let json = dir.join(format!("client-{port}.json"));
+    static RUNS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let k = RUNS.fetch_add(1, Ordering::Relaxed);
+    let json = dir.join(format!("client-{port}-{k}.json"));
     let _ = std::fs::remove_file(&json);
     let t = Instant::now();
     let out = Command::new(BIN)
