@@ -21,6 +21,7 @@ venv: $(STAMP)
 develop: $(STAMP)
 	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH \
 		$(VENV)/bin/maturin develop --release -q
+	cargo build --release -p l4s-flow
 
 demo: develop
 	$(PY) -m l4slab.demo

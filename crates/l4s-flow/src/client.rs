@@ -18,6 +18,9 @@ use crate::sock::{any_of_family, wait, EcnSocket, RecvBatch};
 use crate::wire::{self, Body, Control, ReceiverReport};
 use crate::{EmuEnv, INTERRUPTED};
 
+/// The TCP congestion controls (`cbr` is the simulator's UDP source, not a TCP).
+pub const CCS: [&str; 6] = ["prague", "dctcp", "cubic", "reno", "bbr1", "bbr3"];
+
 /// Datagrams a stream may send per loop iteration before the sockets are read again.
 const SEND_BUDGET: u32 = 16;
 
@@ -150,10 +153,14 @@ pub fn flow_config(o: &ClientOpts, mss: u32) -> Result<FlowConfig, FlowError> {
         init_cwnd: None,
         pacing: None,
     };
-    if fl.cc == "cbr" {
+    if !CCS.contains(&fl.cc.as_str()) {
         return Err(FlowError::Usage {
             flag: "--cc",
-            msg: "\"cbr\" is not a TCP congestion control; expected one of prague, dctcp, reno, cubic, bbr1, bbr3".into(),
+            msg: format!(
+                "\"{}\" is not a congestion control l4s-flow runs; expected one of {}",
+                fl.cc,
+                CCS.join(", ")
+            ),
         });
     }
     validate_flow(0, &fl).map_err(|e| {

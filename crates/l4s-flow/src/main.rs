@@ -13,7 +13,7 @@ use l4s_sim::scenario::FlowEcn;
 
 /// l4slab's TCP (Prague, DCTCP, Cubic, Reno, BBR) over UDP with per-datagram ECN.
 #[derive(Parser, Debug)]
-#[command(name = "l4slab flow", version, about)]
+#[command(name = "l4s-flow", bin_name = "l4slab flow", version, about)]
 struct Cli {
     /// Run as the receiver (server).
     #[arg(short = 's', long = "server", conflicts_with = "client")]
