@@ -401,3 +401,24 @@ fn json_results_are_never_overwritten() {
     assert!(err.contains("already exists"), "{err}");
     assert_eq!(std::fs::read_to_string(&f).expect("read"), "{}");
 }
+
+#[test]
+fn dual_stack_server_reads_the_ecn_of_ipv4_clients() {
+    // The default server socket is [::] (v4-mapped peers): ECN comes through IP_RECVTOS there.
+    let dir = scratch("dual");
+    let mut srv = Server::start("::", &["-1", "-i", "0"]);
+    let run = run_client(
+        "127.0.0.1",
+        srv.port,
+        &["--cc", "dctcp", "-n", "300000"],
+        &dir,
+    );
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert_eq!(srv.wait_exit(Duration::from_secs(5)), Some(0));
+    let j = run.json.expect("json");
+    let rep = &j["streams"][0]["receiver"];
+    assert_eq!(u(rep, "delivered_bytes"), 300_000);
+    // DCTCP's classic ECN: every data datagram ECT(0).
+    assert_eq!(u(rep, "ect0_pkts"), u(rep, "data_pkts"));
+    assert!(u(rep, "data_pkts") > 0);
+}

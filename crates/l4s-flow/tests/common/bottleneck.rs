@@ -36,6 +36,25 @@ pub struct LinkStats {
     pub max_late_ns: u64,
     /// Measured span, s.
     pub span_s: f64,
+    /// Queue samples every `SAMPLE` (DualPI2's tupdate), as samples.parquet rows.
+    pub samples: Vec<QueueRow>,
+}
+
+/// Sample period of [`QueueRow`]s: 16 ms, DualPI2's tupdate (the simulator's default).
+pub const SAMPLE: Nanos = Nanos(16_000_000);
+
+/// One queue at one sampling instant (cumulative marks and drops).
+#[derive(Clone, Debug)]
+pub struct QueueRow {
+    /// Relay clock, s.
+    pub t_s: f64,
+    /// "L" or "C".
+    pub queue: &'static str,
+    pub backlog_pkts: u64,
+    /// Head sojourn, ms.
+    pub sojourn_ms: f64,
+    pub marks: u64,
+    pub drops: u64,
 }
 
 impl LinkStats {
@@ -62,6 +81,8 @@ fn pct(v: &[u64], q: f64) -> f64 {
 /// The relay thread.
 pub struct Bottleneck {
     pub port: u16,
+    /// CLOCK_MONOTONIC ns of the relay's time zero (for L4SLAB_T0_NS).
+    pub origin_ns: u64,
     stop: Arc<AtomicBool>,
     handle: Option<JoinHandle<LinkStats>>,
 }
@@ -80,6 +101,7 @@ impl Bottleneck {
         let port = front.local_addr().expect("addr").port();
         let stop = Arc::new(AtomicBool::new(false));
         let st = stop.clone();
+        let clock = Clock::start();
         let handle = std::thread::spawn(move || {
             // Best effort: real-time priority so that the relay's timing survives a busy machine.
             // SAFETY: sched_param is plain old data; pid 0 is the calling thread.
@@ -87,10 +109,11 @@ impl Bottleneck {
                 let p = libc::sched_param { sched_priority: 20 };
                 libc::sched_setscheduler(0, libc::SCHED_FIFO, &p);
             }
-            run(front, bind, server, rate, one_way, window, st)
+            run(front, clock, bind, server, rate, one_way, window, st)
         });
         Bottleneck {
             port,
+            origin_ns: clock.origin_ns(),
             stop,
             handle: Some(handle),
         }
@@ -114,8 +137,10 @@ struct Held {
     ecn_in: Ecn,
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run(
     mut front: EcnSocket,
+    clock: Clock,
     bind: IpAddr,
     server: SocketAddr,
     rate: Rate,
@@ -123,7 +148,6 @@ fn run(
     window: (Nanos, Nanos),
     stop: Arc<AtomicBool>,
 ) -> LinkStats {
-    let clock = Clock::start();
     let mut aqm = DualPi2::new(DualPi2Params::default(), Rng::new(1)).expect("dualpi2");
     // Client address → its socket toward the server (one per client, so replies demultiplex).
     let mut backs: Vec<(SocketAddr, EcnSocket)> = Vec::new();
@@ -138,6 +162,8 @@ fn run(
     let mut busy_ns = 0u64;
     let mut batch = RecvBatch::new();
     let mut dropped = Vec::new();
+    let mut next_sample = SAMPLE;
+    let mut qs = Vec::new();
     while !stop.load(Ordering::Relaxed) {
         let now = clock.now();
         // Arrivals from clients.
@@ -195,6 +221,21 @@ fn run(
                     break;
                 }
             }
+        }
+        if now >= next_sample {
+            qs.clear();
+            aqm.sample(now, &mut qs);
+            for q in &qs {
+                st.samples.push(QueueRow {
+                    t_s: next_sample.as_secs_f64(),
+                    queue: q.name,
+                    backlog_pkts: q.backlog_pkts,
+                    sojourn_ms: q.head_sojourn.as_ms_f64(),
+                    marks: q.marks,
+                    drops: q.drops,
+                });
+            }
+            next_sample += SAMPLE;
         }
         // AQM timer (PI update every tupdate).
         if aqm.next_wakeup().is_some_and(|t| t <= now) {
@@ -255,7 +296,7 @@ fn run(
             let _ = front.send(&data, ecn, Some(client));
         }
         // Sleep until the next event (or an arrival), then spin the last SPIN.
-        let mut next = now + Nanos::from_ms(5);
+        let mut next = next_sample.min(now + Nanos::from_ms(5));
         for t in [
             on_link.map(|o| o.0),
             fwd.front().map(|f| f.0),
