@@ -425,6 +425,15 @@ pub fn run(o: &ClientOpts, emu: &EmuEnv) -> Result<serde_json::Value, FlowError>
                     Phase::Finished => {}
                 }
                 if s.phase == Phase::Sending && now.saturating_sub(s.last_rx) > o.peer_timeout {
+                    if s.last_rx == Nanos::ZERO {
+                        return Err(FlowError::PeerVanished(format!(
+                            "no answer from {} within {:.1} s (stream {}): is `l4slab flow -s` running there, and does a firewall pass UDP port {}?",
+                            s.peer,
+                            o.peer_timeout.as_secs_f64(),
+                            s.id,
+                            s.peer.port()
+                        )));
+                    }
                     let st = s.sender.stats();
                     return Err(FlowError::PeerVanished(format!(
                         "{} stopped answering: no datagram for {:.1} s (stream {}, {} bytes acknowledged); the server stopped or the path is down",

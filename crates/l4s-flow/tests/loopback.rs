@@ -422,3 +422,27 @@ fn dual_stack_server_reads_the_ecn_of_ipv4_clients() {
     assert_eq!(u(rep, "ect0_pkts"), u(rep, "data_pkts"));
     assert!(u(rep, "data_pkts") > 0);
 }
+
+#[test]
+fn silent_server_is_no_answer_within_the_peer_timeout() {
+    // A socket that reads nothing and answers nothing: no ICMP, no SYN/ACK.
+    let sink = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind");
+    let port = sink.local_addr().expect("addr").port().to_string();
+    let (code, err, took) = one_error_line(&[
+        "-c",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "-t",
+        "5",
+        "-q",
+        "--peer-timeout",
+        "0.5",
+    ]);
+    assert_eq!(code, Some(3), "{err}");
+    assert!(err.contains("no answer"), "{err}");
+    assert!(
+        took >= Duration::from_millis(450) && took < Duration::from_secs(3),
+        "{took:?}"
+    );
+}
