@@ -1,0 +1,16 @@
+//! l4s-emu: the user-space emulator. Real programs run in anonymous network namespaces joined
+//! only through an emulated bottleneck driven on the wall clock (see DESIGN.md "Real traffic").
+
+pub mod cli;
+pub mod clock;
+pub mod emulate;
+pub mod error;
+pub mod host;
+pub mod live;
+pub mod ns;
+pub mod output;
+pub mod passthrough;
+pub mod scenario;
+pub mod tun;
+
+pub use error::EmuError;
