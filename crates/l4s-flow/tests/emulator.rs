@@ -81,7 +81,7 @@ fn prague_through_the_emulator_is_exact_keeps_ect1_and_fills_the_link() {
     // 50 Mbit/s × 1428 payload / 1500 IP bytes = 47.6 Mbit/s.
     let tput = s["tput_mbps"].as_f64().expect("tput");
     assert!(
-        tput >= 0.85 * 47.6 && tput <= 1.01 * 47.6,
+        (0.85 * 47.6..=1.01 * 47.6).contains(&tput),
         "goodput {tput} Mbit/s"
     );
     // The emulator contract: the sender's samples land in the run directory.
@@ -107,5 +107,5 @@ fn prague_through_the_emulator_is_exact_keeps_ect1_and_fills_the_link() {
         .iter()
         .all(|r| r[1].starts_with("udp ") && r[2] == "prague"));
     let last: u64 = rows.last().expect("row")[3].parse().expect("delivered");
-    assert!(last <= N && last >= N / 2, "last delivered {last}");
+    assert!((N / 2..=N).contains(&last), "last delivered {last}");
 }
