@@ -8,10 +8,12 @@ use crate::error::EmuError;
 use crate::host;
 use crate::live::DirCounters;
 use crate::ns::{RunAs, Side, SideSpec};
-use crate::passthrough::{Lateness, PassStats, PassThrough};
-use crate::scenario::{self, DirectionTables};
+use crate::output::{self, LatenessUs};
+use crate::path::{Path, PathConfig};
+use crate::record::PathResults;
+use crate::scenario::{self, DirectionTables, EmuScenario};
 use crate::tun::{Tun, MAX_PACKET};
-use l4s_core::{parse_rate, Nanos};
+use l4s_core::Nanos;
 use serde_json::{json, Value};
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -62,17 +64,15 @@ impl StatsOut {
 }
 
 /// The type implementing one direction of the link.
-pub type Direction = PassThrough;
+pub type Direction = Path;
 
 /// What one direction did, for the run directory.
 #[derive(Clone, Debug)]
 pub struct DirectionReport {
     /// "uplink" (client → server) or "downlink".
     pub name: &'static str,
-    /// Counters.
-    pub stats: PassStats,
-    /// The emulator's own release error.
-    pub lateness: Lateness,
+    /// The recorder's results (the simulator's columns and summary).
+    pub results: PathResults,
 }
 
 /// Result of one emulation.
@@ -117,14 +117,25 @@ fn own_ids_if_unprivileged() -> Option<RunAs> {
     }
 }
 
-/// Build one direction from its tables.
-fn build_direction(t: &DirectionTables) -> Result<Direction, EmuError> {
-    let rate = match t.link.get("rate").and_then(Value::as_str) {
-        Some(s) => Some(parse_rate(s).map_err(|e| EmuError::Config(format!("link.rate: {e}")))?),
-        None => None,
-    };
-    let limit_pkts = t.aqm.get("limit").and_then(Value::as_u64).unwrap_or(10_000);
-    Ok(PassThrough::new(rate, t.delay, limit_pkts * 1500))
+/// Build one direction from its tables: the simulator's [link]/[aqm] reading and
+/// validation, this direction's delay, and random streams "uplink/..." or "downlink/...".
+fn build_direction(
+    t: &DirectionTables,
+    scen: &EmuScenario,
+    base_dir: Option<&std::path::Path>,
+    doc: &Value,
+) -> Result<Direction, EmuError> {
+    let mut cfg = PathConfig::from_tables(t.link.clone(), t.aqm.clone())
+        .map_err(|e| EmuError::Config(e.to_string()))?;
+    cfg.delay = t.delay;
+    cfg.seed = scen.seed;
+    cfg.stream = format!("{}/", t.name);
+    cfg.sample_interval = scen.sample_interval;
+    cfg.warmup = scen.warmup;
+    cfg.base_dir = base_dir.map(|p| p.to_path_buf());
+    cfg.per_packet = scen.per_packet;
+    cfg.scenario = doc.clone();
+    Path::new(cfg).map_err(|e| EmuError::Config(e.to_string()))
 }
 
 /// Block the signals the driver handles and return a signalfd that reports them.
@@ -205,6 +216,13 @@ fn wait_readable(fds: &[&OwnedFd], timeout: Option<std::time::Duration>) {
     }
 }
 
+/// The live AQM's queues now (for the dashboard).
+fn queue_samples(dir: &Direction, now: Nanos) -> Vec<l4s_core::aqm::QueueSample> {
+    let mut v = Vec::new();
+    dir.aqm().sample(now, &mut v);
+    v
+}
+
 /// Read up to READ_BATCH packets from `tun` into `dir`.
 fn read_into(tun: &Tun, dir: &mut Direction, buf: &mut [u8], clock: &Clock) -> usize {
     let mut n = 0;
@@ -232,6 +250,7 @@ fn write_due(tun: &Tun, dir: &mut Direction, clock: &Clock, live: &mut DirCounte
         // exactly as on a link whose far end went down.
         let _ = tun.write(&pkt);
         live.delivered(&pkt);
+        dir.recycle(pkt);
         now = clock.now();
         n += 1;
     }
@@ -259,8 +278,10 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
     let run_as = invoking_user();
     let user_ns = own_ids_if_unprivileged();
     let scen = scenario::from_doc(&o.doc)?;
-    let mut up = build_direction(&scen.uplink)?;
-    let mut down = build_direction(&scen.downlink)?;
+    let base_dir = o.scenario.as_ref().and_then(|p| p.parent());
+    let doc = Value::Object(o.doc.clone());
+    let mut up = build_direction(&scen.uplink, &scen, base_dir, &doc)?;
+    let mut down = build_direction(&scen.downlink, &scen, base_dir, &doc)?;
     let flows = flow_dir(o.output.as_ref(), run_as)?;
     let sample_ns = 16_000_000u64;
     // Host mode: the far end is a TUN device on the host (set up before any other fork).
@@ -382,7 +403,10 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
                 last_tick = now;
                 let line = json!({
                     "t_s": now.as_secs_f64(),
-                    "dirs": [live_up.tick("uplink", dt, &[]), live_down.tick("downlink", dt, &[])],
+                    "dirs": [
+                        live_up.tick("uplink", dt, &queue_samples(&up, now)),
+                        live_down.tick("downlink", dt, &queue_samples(&down, now)),
+                    ],
                 });
                 if let Some(out) = stats.as_mut() {
                     out.line(&line);
@@ -430,21 +454,17 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
     if o.output.is_none() {
         let _ = std::fs::remove_dir_all(&flows);
     }
-    let (us, ul) = up.finish(end);
-    let (ds, dl) = down.finish(end);
     Ok(Outcome {
         exit: signal.map_or(client_status, |s| 128 + s),
         duration: end,
         directions: vec![
             DirectionReport {
                 name: "uplink",
-                stats: us,
-                lateness: ul,
+                results: up.finish(end),
             },
             DirectionReport {
                 name: "downlink",
-                stats: ds,
-                lateness: dl,
+                results: down.finish(end),
             },
         ],
         signal,
@@ -452,23 +472,35 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
     })
 }
 
-/// The outcome as JSON (written to `emulator.json` in the output directory).
-pub fn outcome_json(o: &Outcome) -> Value {
+/// One direction's lateness figures.
+pub fn lateness_of(r: &PathResults, count: u64) -> LatenessUs {
+    LatenessUs {
+        count,
+        p50: r.lateness_p50_us,
+        p99: r.lateness_p99_us,
+        max: r.lateness_max_us,
+    }
+}
+
+/// The outcome as JSON (`emulator.json` in the output directory).
+pub fn outcome_json(o: &Outcome, doc: &Value) -> Value {
+    let num = |x: f64| if x.is_finite() { json!(x) } else { Value::Null };
     let dirs: Vec<Value> = o
         .directions
         .iter()
         .map(|d| {
+            let r = &d.results;
             json!({
                 "name": d.name,
-                "packets_in": d.stats.packets_in,
-                "packets_out": d.stats.packets_out,
-                "bytes_out": d.stats.bytes_out,
-                "drops": d.stats.drops,
+                "sent_pkts": r.run.totals.sent_pkts,
+                "delivered_pkts": r.run.totals.delivered_pkts,
+                "aqm_dropped_pkts": r.run.totals.aqm_dropped_pkts,
+                "link_lost_pkts": r.run.totals.link_lost_pkts,
+                "malformed": r.malformed,
                 "lateness_us": {
-                    "count": d.lateness.count,
-                    "p50": d.lateness.p50_ns as f64 / 1e3,
-                    "p99": d.lateness.p99_ns as f64 / 1e3,
-                    "max": d.lateness.max_ns as f64 / 1e3,
+                    "p50": num(r.lateness_p50_us),
+                    "p99": num(r.lateness_p99_us),
+                    "max": num(r.lateness_max_us),
                 },
             })
         })
@@ -478,6 +510,29 @@ pub fn outcome_json(o: &Outcome) -> Value {
         "duration_s": o.duration.as_secs_f64(),
         "signal": o.signal,
         "realtime": o.realtime,
+        "scenario": doc,
         "directions": dirs,
     })
+}
+
+/// Write `emulator.json` and `raw/<direction>.json` into `out`.
+pub fn write_outputs(out: &std::path::Path, o: &Outcome, doc: &Value) -> Result<(), EmuError> {
+    let io = |what: String| move |e: std::io::Error| EmuError::Os { what, source: e };
+    let raw = out.join("raw");
+    std::fs::create_dir_all(&raw).map_err(io(format!("create {}", raw.display())))?;
+    for d in &o.directions {
+        let r = &d.results;
+        let v = output::direction_json(
+            &r.run,
+            &r.flow_keys,
+            lateness_of(r, r.run.totals.delivered_pkts),
+            r.malformed,
+        );
+        let p = raw.join(format!("{}.json", d.name));
+        std::fs::write(&p, v.to_string()).map_err(io(format!("write {}", p.display())))?;
+    }
+    // Last: its presence marks a finished emulation.
+    let p = out.join("emulator.json");
+    let text = serde_json::to_string_pretty(&outcome_json(o, doc)).unwrap_or_default();
+    std::fs::write(&p, text).map_err(io(format!("write {}", p.display())))
 }

@@ -1,5 +1,6 @@
 //! l4s-emu: the user-space emulator. Real programs run in anonymous network namespaces joined
 //! only through an emulated bottleneck driven on the wall clock (see DESIGN.md "Real traffic").
+//! The data path (packet, path, record) is sans-I/O; the rest is the Linux edge around it.
 
 pub mod cli;
 pub mod clock;
@@ -9,7 +10,9 @@ pub mod host;
 pub mod live;
 pub mod ns;
 pub mod output;
-pub mod passthrough;
+pub mod packet;
+pub mod path;
+pub mod record;
 pub mod scenario;
 pub mod tun;
 

@@ -34,17 +34,11 @@ fn main() {
             std::process::exit(EXIT_BAD_INPUT);
         }
     };
-    let json = emulate::outcome_json(&outcome);
     if let Some(out) = &opts.output {
-        let path = out.join("emulator.json");
-        match serde_json::to_string_pretty(&json) {
-            Ok(text) => {
-                if let Err(e) = std::fs::write(&path, text) {
-                    eprintln!("l4s-emu: cannot write {}: {e}", path.display());
-                } else if !opts.quiet {
-                    eprintln!("l4s-emu: results in {}", out.display());
-                }
-            }
+        let doc = serde_json::Value::Object(opts.doc.clone());
+        match emulate::write_outputs(out, &outcome, &doc) {
+            Ok(()) if !opts.quiet => eprintln!("l4s-emu: results in {}", out.display()),
+            Ok(()) => {}
             Err(e) => eprintln!("l4s-emu: {e}"),
         }
     }
