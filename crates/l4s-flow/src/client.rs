@@ -630,6 +630,7 @@ fn result_json(
         "ecn": o.ecn.map(|e| format!("{e:?}").to_lowercase()),
         "mss": mss,
         "seed": o.seed,
+        "realtime": crate::REALTIME.load(Ordering::Relaxed),
         "bytes_per_stream": o.bytes,
         "duration_s": if o.bytes.is_none() { Some(o.duration.as_secs_f64()) } else { None },
         "foreign_datagrams": c.foreign_datagrams,

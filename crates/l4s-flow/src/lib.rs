@@ -17,6 +17,9 @@ use l4s_core::Nanos;
 
 pub use error::FlowError;
 
+/// The process runs with SCHED_FIFO priority (reported in the JSON result).
+pub static REALTIME: AtomicBool = AtomicBool::new(false);
+
 /// Set by SIGINT/SIGTERM: the loops end and write what they have.
 pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 

@@ -63,10 +63,14 @@ struct Cli {
     /// Server: serve one connection, then exit.
     #[arg(short = '1', long = "one-off")]
     one_off: bool,
-    /// Run with SCHED_FIFO real-time priority (better pacing and timing on a busy host; needs
-    /// CAP_SYS_NICE). The sender busy-waits at most --spin before each send.
-    #[arg(long)]
+    /// Require SCHED_FIFO real-time priority (an error when not permitted). By default it is
+    /// asked for and used when permitted (root or CAP_SYS_NICE), as the emulator does: pacing
+    /// and timing then survive a busy host. The sender busy-waits at most --spin per send.
+    #[arg(long, conflicts_with = "no_rt")]
     rt: bool,
+    /// Do not ask for SCHED_FIFO.
+    #[arg(long)]
+    no_rt: bool,
     /// No interval lines.
     #[arg(short = 'q', long)]
     quiet: bool,
@@ -145,13 +149,17 @@ fn run(cli: Cli) -> Result<(), FlowError> {
         ));
     }
     let interval = duration("-i", &cli.interval, true)?;
-    if cli.rt {
-        l4s_flow::clock::set_realtime(10).map_err(|e| {
-            usage(
-                "--rt",
-                format!("cannot switch to SCHED_FIFO: {e} (needs root or CAP_SYS_NICE)"),
-            )
-        })?;
+    if !cli.no_rt {
+        match l4s_flow::clock::set_realtime(10) {
+            Ok(()) => l4s_flow::REALTIME.store(true, std::sync::atomic::Ordering::Relaxed),
+            Err(e) if cli.rt => {
+                return Err(usage(
+                    "--rt",
+                    format!("cannot switch to SCHED_FIFO: {e} (needs root or CAP_SYS_NICE)"),
+                ))
+            }
+            Err(_) => {}
+        }
     }
     let interval = (interval > Nanos::ZERO).then_some(interval);
     if cli.server {

@@ -237,6 +237,7 @@ fn silent_path_ends_the_client_within_the_peer_timeout() {
     let relay = Relay::start(lo, SocketAddr::new(lo, srv.port), Policy::default());
     let json = dir.join("c.json");
     let cl = Command::new(BIN)
+        .arg("--no-rt")
         .args([
             "-c",
             "127.0.0.1",
@@ -283,6 +284,7 @@ fn killed_server_ends_the_client_at_once() {
     let dir = scratch("vanish-srv");
     let mut srv = Server::start("127.0.0.1", &["-i", "0"]);
     let cl = Command::new(BIN)
+        .arg("--no-rt")
         .args([
             "-c",
             "127.0.0.1",
@@ -313,6 +315,7 @@ fn vanished_client_ends_a_one_off_server_within_the_peer_timeout() {
     let dir = scratch("vanish-cl");
     let mut srv = Server::start("127.0.0.1", &["-1", "-i", "0", "--peer-timeout", "1s"]);
     let mut cl = Command::new(BIN)
+        .arg("--no-rt")
         .args([
             "-c",
             "127.0.0.1",

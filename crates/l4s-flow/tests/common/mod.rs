@@ -20,6 +20,16 @@ use l4s_flow::wire::{self, Body};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_l4s-flow");
 
+/// Loopback tests run at normal priority (`--no-rt`) unless they ask for `--rt`: an unbounded
+/// loopback sender at real-time priority would starve the test's own relay thread.
+fn rt_default(args: &[&str]) -> &'static [&'static str] {
+    if args.contains(&"--rt") {
+        &[]
+    } else {
+        &["--no-rt"]
+    }
+}
+
 /// A scratch directory for one test's files.
 pub fn scratch(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("l4s-flow-test-{}-{name}", std::process::id()));
@@ -41,6 +51,7 @@ impl Server {
         let mut child = Command::new(BIN)
             .args(["-s", "-p", "0", "-B", bind])
             .args(args)
+            .args(rt_default(args))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -107,6 +118,7 @@ pub fn run_client(host: &str, port: u16, args: &[&str], dir: &std::path::Path) -
         .args(["-c", host, "-p", &port.to_string(), "-q", "--json"])
         .arg(&json)
         .args(args)
+        .args(rt_default(args))
         .output()
         .expect("run client");
     let parsed = std::fs::read_to_string(&json)
