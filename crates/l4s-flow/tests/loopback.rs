@@ -94,6 +94,9 @@ fn transfer_through_relay(cc: &str, policy: Policy, dir: &std::path::Path) {
         rc.data_out[Ecn::NotEct.bits() as usize],
         "{ctx}"
     );
+    if policy.reorder > 0.0 {
+        assert!(rc.reordered > 0, "{ctx}");
+    }
     if policy.drop > 0.0 {
         assert!(rc.dropped > 0, "{ctx}");
         assert!(u(s, "retransmits") >= rc.dropped.min(1), "{ctx}");
@@ -120,7 +123,7 @@ fn every_cc_transfers_exactly_n_bytes_clean_path() {
 }
 
 #[test]
-fn every_cc_transfers_exactly_n_bytes_with_loss_and_marks() {
+fn every_cc_transfers_exactly_n_bytes_with_loss_reordering_and_marks() {
     let dir = scratch("lossy");
     for (i, cc) in CCS.iter().enumerate() {
         let p = Policy {
@@ -128,6 +131,7 @@ fn every_cc_transfers_exactly_n_bytes_with_loss_and_marks() {
             mark: 0.05,
             seed: 7 + i as u64,
             junk_to_client: 0,
+            reorder: 0.01,
         };
         transfer_through_relay(cc, p, &dir);
     }
@@ -448,4 +452,17 @@ fn silent_server_is_no_answer_within_the_peer_timeout() {
         took >= Duration::from_millis(450) && took < Duration::from_secs(3),
         "{took:?}"
     );
+}
+
+#[test]
+fn malformed_emulator_environment_is_one_clear_error() {
+    let out = Command::new(BIN)
+        .args(["-c", "127.0.0.1", "--no-rt", "-q"])
+        .env("L4SLAB_SAMPLE_INTERVAL_NS", "16ms")
+        .output()
+        .expect("run");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("L4SLAB_SAMPLE_INTERVAL_NS"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
 }

@@ -144,6 +144,8 @@ pub struct Policy {
     pub seed: u64,
     /// Foreign datagrams to send to the client before relaying.
     pub junk_to_client: u32,
+    /// Probability that a forwarded data datagram is held back and sent after the next one.
+    pub reorder: f64,
 }
 
 /// What the relay saw and did.
@@ -161,6 +163,8 @@ pub struct RelayCounts {
     /// Kernel drops at the relay's sockets (must be 0 for exact comparisons).
     pub overflow: u64,
     pub acks: u64,
+    /// Data datagrams sent after their successor.
+    pub reordered: u64,
 }
 
 /// A UDP relay between one client and a server, in a thread.
@@ -214,6 +218,8 @@ fn relay_loop(
     let mut c = RelayCounts::default();
     let mut client: Option<SocketAddr> = None;
     let mut batch = RecvBatch::new();
+    // A datagram held back to be sent after the next one (reordering).
+    let mut held: Option<(Vec<u8>, Ecn)> = None;
     while !stop.load(Ordering::Relaxed) {
         let _ = wait(&[(front.fd(), false), (back.fd(), false)], Some(5_000_000));
         // Client → server.
@@ -253,8 +259,16 @@ fn relay_loop(
                         c.marks += 1;
                     }
                     c.data_out[out.bits() as usize] += 1;
+                    if held.is_none() && rng.bernoulli(p.reorder) {
+                        held = Some((r.data.to_vec(), out));
+                        continue;
+                    }
                 }
                 let _ = back.send(r.data, out, None);
+                if let Some((d, e)) = held.take() {
+                    c.reordered += 1;
+                    let _ = back.send(&d, e, None);
+                }
             }
             if n < l4s_flow::sock::BATCH {
                 break;
