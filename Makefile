@@ -21,7 +21,7 @@ venv: $(STAMP)
 develop: $(STAMP)
 	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH \
 		$(VENV)/bin/maturin develop --release -q
-	cargo build --release -q -p l4s-emu
+	cargo build --release -q -p l4s-emu -p l4s-flow
 
 demo: develop
 	$(PY) -m l4slab.demo

@@ -313,12 +313,14 @@ def summary(dirs: tuple[Path, ...]) -> None:
 
 # --- compare / emulate ------------------------------------------------------------------------
 
+from l4slab.flow import flow_cmd  # noqa: E402
 from l4slab.validation.cli import mahimahi_import_cmd, validate_cmd  # noqa: E402
 
 # `validate` is the toolkit's own name; `compare` is the front end's word for the same test.
 main.add_command(validate_cmd, name="validate")
 main.add_command(validate_cmd, name="compare")
 main.add_command(mahimahi_import_cmd, name="import-mahimahi")
+main.add_command(flow_cmd, name="flow")
 
 
 from l4slab.emulate import emulate_cmd  # noqa: E402
