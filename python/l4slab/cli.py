@@ -311,6 +311,9 @@ from l4slab.validation.cli import mahimahi_import_cmd, validate_cmd  # noqa: E40
 main.add_command(validate_cmd, name="validate")
 main.add_command(validate_cmd, name="compare")
 main.add_command(mahimahi_import_cmd, name="import-mahimahi")
+from l4slab.suites.cli import suite_cmd  # noqa: E402
+
+main.add_command(suite_cmd, name="suite")
 
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})

@@ -1,0 +1,176 @@
+"""Study suites in their quick form: every table is checked against the runs it came from."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from l4slab.cli import main
+
+
+def _suite(out: Path, name: str, *extra: str) -> object:
+    return CliRunner().invoke(main, ["suite", name, "--quick", "-o", str(out), "-j", "2",
+                                     *extra])
+
+
+def _summaries(out: Path, part: str, run_dirs: list[str]) -> list[dict]:
+    return [json.loads((out / "parts" / part / rd / "summary.json").read_text())
+            for rd in run_dirs]
+
+
+def _run_dirs(out: Path, part: str, **params: str) -> list[str]:
+    idx = pd.read_parquet(out / "parts" / part / "sweep.parquet")
+    for k, v in params.items():
+        idx = idx[idx[k] == v]
+    assert (idx["status"] == "ok").all()
+    return list(idx["run_dir"])
+
+
+@pytest.fixture(scope="module")
+def bdp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("suites") / "bdp"
+    r = _suite(out, "bdp-regimes")
+    assert r.exit_code == 0, r.output
+    return out
+
+
+def test_bdp_results_cell_is_the_mean_of_its_runs(bdp: Path) -> None:
+    res = pd.read_csv(bdp / "tables" / "results.csv")
+    # 3 links x 3 traffic mixes x 2 link models x 2 step_thresh x 2 target, 3 runs each.
+    assert len(res) == 72 and (res["n"] == 3).all()
+    row = res[(res["link"] == "50 Mb/s 40 ms") & (res["traffic"] == "Prague+Cubic")
+              & (res["link_model"] == "txop1ms") & (res["step_thresh"] == "5ms")
+              & (res["target"] == "30ms")].iloc[0]
+    dirs = _run_dirs(bdp, "50M40ms-mixed", **{"link.model": "txop1ms",
+                                              "aqm.step_thresh": "5ms", "aqm.target": "30ms"})
+    sums = _summaries(bdp, "50M40ms-mixed", dirs)
+    tput = [sum(f["tput_mbps"] for f in s["flows"]) for s in sums]
+    assert row["tput_mbps"] == pytest.approx(np.mean(tput), rel=1e-12)
+    drops = [sum(q["drops"] for q in s["queues"]) for s in sums]
+    assert row["drops"] == pytest.approx(np.mean(drops), abs=1e-12)
+    soj_c = [next(q for q in s["queues"] if q["name"] == "C")["sojourn_ms"]["mean"] for s in sums]
+    assert row["sojourn_C_ms"] == pytest.approx(np.mean(soj_c), rel=1e-12)
+    # Mean total backlog after the warm-up, straight from samples.parquet.
+    occ = []
+    for rd in dirs:
+        s = pd.read_parquet(bdp / "parts" / "50M40ms-mixed" / rd / "samples.parquet")
+        s = s[s["t_s"] >= 1.0]
+        occ.append(s.groupby("t_s")["backlog_pkts"].sum().mean())
+    assert row["backlog_pkts"] == pytest.approx(np.mean(occ), rel=1e-12)
+    # 95 % Student-t interval of three runs: half width t(0.975, 2) * sd / sqrt(3).
+    half = 4.302652729911275 * np.std(tput, ddof=1) / np.sqrt(3)
+    assert row["tput_mbps_hi"] - row["tput_mbps"] == pytest.approx(half, rel=1e-9)
+
+
+def test_bdp_link_model_validation_matches_the_exceedance_test(bdp: Path) -> None:
+    lm = pd.read_csv(bdp / "tables" / "link_models.csv")
+    row = lm[(lm["link"] == "12 Mb/s 20 ms") & (lm["traffic"] == "Prague+Cubic")
+             & (lm["step_thresh"] == "1ms") & (lm["target"] == "15ms")
+             & (lm["metric"] == "tput_mbps")].iloc[0]
+    a = [sum(f["tput_mbps"] for f in s["flows"]) for s in _summaries(
+        bdp, "12M20ms-mixed", _run_dirs(bdp, "12M20ms-mixed", **{
+            "link.model": "smooth", "aqm.step_thresh": "1ms", "aqm.target": "15ms"}))]
+    b = [sum(f["tput_mbps"] for f in s["flows"]) for s in _summaries(
+        bdp, "12M20ms-mixed", _run_dirs(bdp, "12M20ms-mixed", **{
+            "link.model": "txop1ms", "aqm.step_thresh": "1ms", "aqm.target": "15ms"}))]
+    assert row["smooth"] == pytest.approx(np.mean(a))
+    assert row["txop1ms"] == pytest.approx(np.mean(b))
+    assert row["difference"] == pytest.approx(np.mean(b) - np.mean(a))
+    # DESIGN.md: eps_max = max of the within-group 95th percentiles; p = (#cross > eps + 1) /
+    # (n_cross + 1), with |x - y| as the distance of scalars.
+    wa = [abs(a[i] - a[j]) for i in range(3) for j in range(i + 1, 3)]
+    wb = [abs(b[i] - b[j]) for i in range(3) for j in range(i + 1, 3)]
+    eps = max(np.percentile(wa, 95), np.percentile(wb, 95))
+    cross = [abs(x - y) for x in a for y in b]
+    assert row["p_hat_max"] == pytest.approx((sum(c > eps for c in cross) + 1) / 10)
+    assert row["ci_low"] <= row["ci_high"]
+
+
+def test_bdp_variants_compare_against_the_default(bdp: Path) -> None:
+    v = pd.read_csv(bdp / "tables" / "variants.csv")
+    # Three non-default (step, target) pairs per link, traffic and link model, four metrics.
+    assert len(v) == 9 * 2 * 3 * 4
+    assert not ((v["step_thresh"] == "1ms") & (v["target"] == "15ms")).any()
+    res = pd.read_csv(bdp / "tables" / "results.csv")
+    m = v.merge(res, on=["link", "traffic", "link_model", "step_thresh", "target"])
+    sel = m[m["metric"] == "backlog_pkts"]
+    assert np.allclose(sel["variant"], sel["backlog_pkts"])
+    assert np.allclose(v["difference"], v["variant"] - v["default"])
+
+
+def test_bdp_report_states_provenance_and_resumes(bdp: Path) -> None:
+    md = (bdp / "report.md").read_text()
+    meta = json.loads((bdp / "suite.json").read_text())
+    prov = meta["provenance"]
+    n_runs = len(list((bdp / "parts").glob("*/runs/*/summary.json")))
+    assert prov["runs_finished"] == n_runs == 216
+    assert f"{n_runs} finished of {n_runs} planned" in md
+    assert "kernel profile" in md and "l4slab version" in md and "wall time" in md
+    seeds = {int(s) for p in (bdp / "parts").glob("*/sweep.parquet")
+             for s in pd.read_parquet(p, columns=["seed"])["seed"]}
+    assert set(prov["seeds"]) == seeds and len(seeds) == 3
+    html = (bdp / "report.html").read_text()
+    assert html.count("data:image/png;base64") == len(list((bdp / "figures").glob("*.png")))
+    # A rerun resumes: nothing runs again, the tables come out the same.
+    before = (bdp / "tables" / "results.csv").read_text()
+    r = _suite(bdp, "bdp-regimes")
+    assert r.exit_code == 0, r.output
+    assert "0 ran, 216 resumed" in r.output
+    assert (bdp / "tables" / "results.csv").read_text() == before
+
+
+def test_bdp_reference_difference_is_l4slab_minus_reference(bdp: Path, tmp_path: Path) -> None:
+    res = pd.read_csv(bdp / "tables" / "results.csv")
+    ref = res[["link", "traffic", "link_model", "step_thresh", "target", "tput_mbps"]].head(5)
+    ref = ref.assign(tput_mbps=[10.0, 20.0, 30.0, 40.0, 50.0])
+    extra = {"link": "9 Mb/s 9 ms", "traffic": "Prague", "link_model": "smooth",
+             "step_thresh": "1ms", "target": "15ms", "tput_mbps": 1.0}
+    ref = pd.concat([ref, pd.DataFrame([extra])], ignore_index=True)
+    ref.to_csv(tmp_path / "ref.csv", index=False)
+    r = _suite(bdp, "bdp-regimes", "--reference", str(tmp_path / "ref.csv"))
+    assert r.exit_code == 0, r.output
+    cmp = pd.read_csv(bdp / "reference.csv")
+    assert list(cmp["table"].unique()) == ["results"] and len(cmp) == 6
+    m = cmp.merge(res, on=["link", "traffic", "link_model", "step_thresh", "target"],
+                  how="left", suffixes=("", "_res"))
+    assert np.allclose(m["l4slab"].iloc[:5], m["tput_mbps"].iloc[:5])
+    assert np.allclose(cmp["difference"].iloc[:5],
+                       cmp["l4slab"].iloc[:5] - np.array([10.0, 20.0, 30.0, 40.0, 50.0]))
+    # A reference row l4slab did not run stays, with no l4slab value.
+    assert np.isnan(cmp["l4slab"].iloc[5]) and cmp["reference"].iloc[5] == 1.0
+    assert "l4slab beside the reference" in (bdp / "report.md").read_text()
+
+
+def test_bad_reference_names_the_tables(bdp: Path, tmp_path: Path) -> None:
+    (tmp_path / "bad.csv").write_text("foo,bar\n1,2\n")
+    r = _suite(bdp, "bdp-regimes", "--reference", str(tmp_path / "bad.csv"))
+    assert r.exit_code == 2
+    assert "match no result table" in r.output and "results: keys link" in r.output
+
+
+def test_results_are_never_overwritten(bdp: Path, tmp_path: Path) -> None:
+    # The full size into a quick directory is refused before anything runs.
+    r = CliRunner().invoke(main, ["suite", "bdp-regimes", "-o", str(bdp)])
+    assert r.exit_code == 2 and "quick results of suite 'bdp-regimes'" in r.output
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine")
+    r = _suite(tmp_path / "other", "bdp-regimes")
+    assert r.exit_code == 2 and "not empty" in r.output
+    assert (tmp_path / "other" / "notes.txt").read_text() == "mine"
+
+
+def test_unknown_suite_and_emulate_fail_clearly(tmp_path: Path) -> None:
+    r = _suite(tmp_path / "x", "no-such-suite")
+    assert r.exit_code == 2 and "expected one of bdp-regimes" in r.output
+    from l4slab.suites.cli import emulator_entry_point
+
+    r = _suite(tmp_path / "y", "bdp-regimes", "--emulate")
+    assert r.exit_code == 2
+    if emulator_entry_point() is None:
+        assert "not available yet" in r.output
+    assert not (tmp_path / "y").exists()
