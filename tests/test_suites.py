@@ -174,3 +174,48 @@ def test_unknown_suite_and_emulate_fail_clearly(tmp_path: Path) -> None:
     if emulator_entry_point() is None:
         assert "not available yet" in r.output
     assert not (tmp_path / "y").exists()
+
+
+@pytest.fixture(scope="module")
+def pvc(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("suites") / "pvc"
+    r = _suite(out, "prague-vs-cubic")
+    assert r.exit_code == 0, r.output
+    return out
+
+
+def test_pvc_tables_are_means_of_their_runs(pvc: Path) -> None:
+    flows = pd.read_csv(pvc / "tables" / "flows.csv")
+    queues = pd.read_csv(pvc / "tables" / "queues.csv")
+    link = pd.read_csv(pvc / "tables" / "link.csv")
+    dirs = _run_dirs(pvc, "10M30ms")
+    sums = _summaries(pvc, "10M30ms", dirs)
+    assert len(sums) == 4
+    row = flows[(flows["link"] == "10 Mb/s 30 ms") & (flows["flow"] == "1 cubic")].iloc[0]
+    assert row["tput_mbps"] == pytest.approx(np.mean([s["flows"][1]["tput_mbps"] for s in sums]))
+    assert row["srtt_ms"] == pytest.approx(np.mean([s["flows"][1]["srtt_ms"] for s in sums]))
+    cwnd = []
+    for rd in dirs:
+        f = pd.read_parquet(pvc / "parts" / "10M30ms" / rd / "flows.parquet")
+        cwnd.append(f[(f["flow"] == 1) & (f["t_s"] >= 2.0)]["cwnd_pkts"].mean())
+    assert row["cwnd_pkts"] == pytest.approx(np.mean(cwnd))
+    q = queues[(queues["link"] == "10 Mb/s 30 ms") & (queues["queue"] == "L")].iloc[0]
+    assert q["marks"] == pytest.approx(np.mean([s["queues"][0]["marks"] for s in sums]))
+    lk = link[link["link"] == "10 Mb/s 30 ms"].iloc[0]
+    assert lk["jain"] == pytest.approx(np.mean([s["jain"] for s in sums]))
+    # Coupling (RFC 9332 / sch_dualpi2): p_CL = k p' with k = 2 while p' stays below 1/k.
+    assert lk["p_prime"] > 0 and lk["p_cl"] == pytest.approx(2 * lk["p_prime"], rel=1e-9)
+
+
+def test_pvc_time_series_band_is_the_mean_over_seeds(pvc: Path) -> None:
+    band = pd.read_csv(pvc / "figures" / "10_Mb_s_30_ms_tput_mbps.csv", index_col="t_s")
+    dirs = _run_dirs(pvc, "10M30ms")
+    per_run = []
+    for rd in dirs:
+        f = pd.read_parquet(pvc / "parts" / "10M30ms" / rd / "flows.parquet")
+        f = f[f["flow"] == 0]
+        per_run.append(f[(f["t_s"] >= 5.0) & (f["t_s"] < 5.1 - 1e-9)]["tput_mbps"].mean())
+    t = band.index[np.argmin(np.abs(band.index - 5.0))]
+    assert band.loc[t, "prague mean"] == pytest.approx(np.mean(per_run))
+    half = 3.182446305284263 * np.std(per_run, ddof=1) / 2.0  # t(0.975, 3) sd / sqrt(4)
+    assert band.loc[t, "prague hi"] - band.loc[t, "prague mean"] == pytest.approx(half)

@@ -10,6 +10,7 @@ __all__ = ["NAMES", "get_suite", "run_suite", "Suite", "SuiteError", "SuiteResul
 #: Suite name -> module defining `SUITE`.
 _MODULES = {
     "bdp-regimes": "bdp_regimes",
+    "prague-vs-cubic": "prague_vs_cubic",
 }
 NAMES = list(_MODULES)
 

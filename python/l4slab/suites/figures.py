@@ -3,6 +3,7 @@ seeds, CDFs, and l4slab beside a reference. L4S lines blue, Classic orange (as r
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure as MplFigure
 
-from l4slab.suites.core import Figure, Table, mean_ci
+from l4slab.suites.core import Figure, Table
 
 L4S_BLUE = "#1f77b4"
 CLASSIC_ORANGE = "#ff7f0e"
@@ -56,16 +57,32 @@ def bars(df: pd.DataFrame, x: str, hue: str | None, metric: str, ylabel: str, ti
     return _save(fig, out, name, title)
 
 
-def band_stats(series: Sequence[pd.Series]) -> pd.DataFrame:
-    """Mean and 95 % CI across runs of series indexed by t_s (aligned on the common times)."""
-    frame = pd.concat(list(series), axis=1)
-    rows = [mean_ci(frame.loc[t].to_numpy()) for t in frame.index]
-    return pd.DataFrame(rows, index=frame.index, columns=["mean", "lo", "hi"])
+def band_stats(series: Sequence[pd.Series], bin_s: float = 0.1) -> pd.DataFrame:
+    """Mean and 95 % Student-t CI across runs of series indexed by t_s: each run is first
+    averaged into `bin_s` bins (readable plots), then the runs are aligned on the bins."""
+    from scipy import stats
+
+    binned = [x.groupby(np.floor(x.index.to_numpy(dtype=float) / bin_s) * bin_s).mean()
+              for x in series]
+    frame = pd.concat(binned, axis=1).to_numpy(dtype=float)
+    n = np.isfinite(frame).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # bins no run reached: NaN
+        mean = np.nanmean(frame, axis=1)
+        sd = np.nanstd(frame, axis=1, ddof=1)
+        half = np.where(n >= 2, stats.t.ppf(0.975, np.maximum(n - 1, 1)) * sd / np.sqrt(n), 0.0)
+    index = pd.concat(binned, axis=1).index
+    return pd.DataFrame({"mean": mean, "lo": mean - half, "hi": mean + half}, index=index)
 
 
 def bands(curves: Mapping[str, tuple[pd.DataFrame, str]], ylabel: str, title: str, out: Path,
           name: str, warmup_s: float | None = None) -> Figure:
-    """One line per curve: mean over seeds with its 95 % CI as a shaded band."""
+    """One line per curve: mean over seeds with its 95 % CI as a shaded band. The numbers go
+    to `name`.csv beside the PNG (t_s, then mean/lo/hi per curve)."""
+    out.mkdir(parents=True, exist_ok=True)
+    frame = pd.concat({label: st for label, (st, _) in curves.items()}, axis=1)
+    frame.columns = [f"{a} {b}" for a, b in frame.columns]
+    frame.rename_axis("t_s").to_csv(out / f"{name}.csv")
     fig = MplFigure(figsize=(8, 3.6))
     ax = fig.add_subplot()
     for label, (st, color) in curves.items():
