@@ -219,3 +219,151 @@ def test_pvc_time_series_band_is_the_mean_over_seeds(pvc: Path) -> None:
     assert band.loc[t, "prague mean"] == pytest.approx(np.mean(per_run))
     half = 3.182446305284263 * np.std(per_run, ddof=1) / 2.0  # t(0.975, 3) sd / sqrt(4)
     assert band.loc[t, "prague hi"] - band.loc[t, "prague mean"] == pytest.approx(half)
+
+
+# --- robustness ---------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def rob(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("suites") / "rob"
+    r = _suite(out, "robustness")
+    assert r.exit_code == 0, r.output
+    return out
+
+
+def test_adaptation_time_closed_form() -> None:
+    from l4slab.suites.robustness import adaptation_time
+
+    t = np.round(np.arange(0, 20, 0.1), 1)
+    # 10 -> 40 Mb/s at 10 s: 9.5 Mb/s before (utilisation 0.95), then 9.5 + 3 (k + 1) Mb/s in
+    # bin k after the change, capped at 40; the bar is 0.9 x 0.95 x 40 = 34.2 Mb/s, first met
+    # in bin k = 8 (36.5 Mb/s), i.e. 0.8 s after the change, and held from there on.
+    tput = np.where(t < 10, 9.5, np.minimum(40.0, 9.5 + 3.0 * (t - 10 + 0.1) / 0.1))
+    soj = np.full_like(t, 2.0)
+    assert adaptation_time(t, tput, soj, 10.0, 10.0, 40.0) == pytest.approx(0.8)
+    # A sojourn excursion above the pre-change p95 + 1 ms until 13 s delays it to 3 s.
+    soj2 = np.where((t >= 10) & (t < 13), 5.0, 2.0)
+    assert adaptation_time(t, tput, soj2, 10.0, 10.0, 40.0) == pytest.approx(3.0)
+    # Never reaching the bar, or no change at all: NaN.
+    assert np.isnan(adaptation_time(t, np.where(t < 10, 9.5, 20.0), soj, 10.0, 10.0, 40.0))
+    assert np.isnan(adaptation_time(t, tput, soj, 10.0, 40.0, 40.0))
+
+
+def test_robustness_tables_are_means_of_their_runs(rob: Path) -> None:
+    res = pd.read_csv(rob / "tables" / "results.csv")
+    row = res[(res["traffic"] == "Prague+Cubic") & (res["condition"] == "loss 5 %")].iloc[0]
+    dirs = _run_dirs(rob, "prague_cubic-loss", **{"link.loss": 0.05})
+    sums = _summaries(rob, "prague_cubic-loss", dirs)
+    assert row["n"] == len(sums) == 2
+    assert row["tput_total_mbps"] == pytest.approx(
+        np.mean([sum(f["tput_mbps"] for f in s["flows"]) for s in sums]))
+    assert row["tput_Classic_mbps"] == pytest.approx(np.mean([s["flows"][1]["tput_mbps"]
+                                                              for s in sums]))
+    p5 = []
+    for rd in dirs:
+        sm = pd.read_parquet(rob / "parts" / "prague_cubic-loss" / rd / "samples.parquet")
+        sm = sm[(sm["t_s"] >= 2.0) & (sm["queue"] == "C") & (sm["backlog_pkts"] > 0)]
+        p5.append(np.percentile(sm["sojourn_ms"], 5))
+    assert row["delay_C_p5_ms"] == pytest.approx(np.mean(p5))
+    assert set(res["condition"]) == {"loss 0 %", "loss 1 %", "loss 5 %", "loss 10 %",
+                                     "jitter 2ms", "jitter 10ms", "constant 10 Mb/s",
+                                     "constant 40 Mb/s", "up 10→40 Mb/s", "down 40→10 Mb/s"}
+    fair = pd.read_csv(rob / "tables" / "fairness.csv")
+    assert set(fair["traffic"]) == {"Prague+Cubic", "Prague+BBRv3(L4S)"}
+    j = fair[(fair["traffic"] == "Prague+Cubic") & (fair["condition"] == "loss 5 %")].iloc[0]
+    assert j["jain"] == pytest.approx(np.mean([s["jain"] for s in sums]))
+    ad = pd.read_csv(rob / "tables" / "adaptation.csv")
+    assert len(ad) == 8 and set(ad["condition"]) == {"up 10→40 Mb/s", "down 40→10 Mb/s"}
+    rm = pd.read_parquet(rob / "parts" / "cubic-steps" / "runmetrics.parquet")
+    idx = pd.read_parquet(rob / "parts" / "cubic-steps" / "sweep.parquet").merge(rm, on="run")
+    up = idx[(idx["link.rate"] == "10mbit") & (idx["link.steps.0.rate"] == "40mbit")]
+    a = ad[(ad["traffic"] == "Cubic") & (ad["condition"] == "up 10→40 Mb/s")].iloc[0]
+    assert a["adaptation_s"] == pytest.approx(up["adaptation_s"].mean())
+
+
+# --- coexistence --------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def coex(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("suites") / "coex"
+    r = _suite(out, "coexistence")
+    assert r.exit_code == 0, r.output
+    return out
+
+
+def test_coexistence_matrix_and_harm(coex: Path) -> None:
+    t = pd.read_csv(coex / "tables" / "throughput.csv")
+    # 6 AQMs x 2 buffers x 2 Classic counts x 2 L4S senders x 2 Classic senders.
+    assert len(t) == 96
+    row = t[(t["aqm"] == "DualPI2") & (t["buffer_bdp"] == 1.0) & (t["classic_flows"] == 4)
+            & (t["l4s_cc"] == "prague") & (t["classic_cc"] == "cubic")].iloc[0]
+    dirs = _run_dirs(coex, "dualpi2", **{"aqm.limit": 167, "flows.1.count": 4,
+                                         "flows.0.cc": "prague", "flows.1.cc": "cubic"})
+    (s,) = _summaries(coex, "dualpi2", dirs)
+    assert len(s["flows"]) == 5 and s["flows"][0]["class"] == "L4S"
+    l4s = s["flows"][0]["tput_mbps"]
+    classic = [f["tput_mbps"] for f in s["flows"][1:]]
+    assert row["l4s_mbps"] == pytest.approx(l4s)
+    assert row["classic_mbps"] == pytest.approx(np.mean(classic))
+    share = (l4s + sum(classic)) / 5
+    assert row["harm_to_l4s"] == pytest.approx(max(0.0, 1 - l4s / share))
+    assert row["harm_to_classic"] == pytest.approx(max(0.0, 1 - np.mean(classic) / share))
+    md = (coex / "report.md").read_text()
+    assert f"{l4s:.1f} ({np.mean(classic):.1f})" in md
+
+
+# --- cellular -----------------------------------------------------------------------------------
+
+def test_trace_txops_closed_form(tmp_path: Path) -> None:
+    from l4slab.suites.cellular import trace_txops
+
+    (tmp_path / "t.down").write_text("1\n1\n1\n3\n3\n7\n")
+    gaps, counts = trace_txops(tmp_path / "t.down")
+    assert gaps.tolist() == [2.0, 4.0] and counts.tolist() == [3.0, 2.0, 1.0]
+
+
+@pytest.fixture(scope="module")
+def cell(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("suites") / "cell"
+    r = _suite(out, "cellular")
+    assert r.exit_code == 0, r.output
+    return out
+
+
+def test_cellular_tables_are_means_of_their_runs(cell: Path) -> None:
+    from l4slab.suites.cellular import trace_txops
+
+    res = pd.read_csv(cell / "tables" / "results.csv")
+    ql = pd.read_csv(cell / "tables" / "queue_length.csv")
+    idx = pd.read_parquet(cell / "parts" / "rtt20ms" / "sweep.parquet")
+    sel = idx[idx["link.trace"].str.endswith("Verizon-LTE-short.down")
+              & (idx["aqm.step_thresh"] == "9ms")]
+    sums = _summaries(cell, "rtt20ms", list(sel["run_dir"]))
+    row = res[(res["trace"] == "Verizon-LTE-short.down") & (res["rtt"] == "20 ms")
+              & (res["step_thresh"] == "9ms")].iloc[0]
+    assert row["unused_txops"] == pytest.approx(np.mean([s["link"]["unused_txops"]
+                                                         for s in sums]))
+    assert row["tput_L4S_mbps"] == pytest.approx(np.mean([s["flows"][0]["tput_mbps"]
+                                                          for s in sums]))
+    p95 = []
+    for rd in sel["run_dir"]:
+        sm = pd.read_parquet(cell / "parts" / "rtt20ms" / rd / "samples.parquet")
+        p95.append(np.percentile(sm[(sm["t_s"] >= 2.0) & (sm["queue"] == "C")]["backlog_pkts"],
+                                 95))
+    q = ql[(ql["trace"] == "Verizon-LTE-short.down") & (ql["rtt"] == "20 ms")
+           & (ql["step_thresh"] == "9ms")].iloc[0]
+    assert q["backlog_C_p95"] == pytest.approx(np.mean(p95))
+    tr = pd.read_csv(cell / "tables" / "traces.csv").set_index("trace")
+    gaps, counts = trace_txops(sel["link.trace"].iloc[0])
+    assert tr.loc["Verizon-LTE-short.down", "txops"] == counts.size
+    assert tr.loc["Verizon-LTE-short.down", "pkts_per_txop_mean"] == pytest.approx(counts.mean())
+    assert tr.loc["Verizon-LTE-short.down", "inter_txop_p95_ms"] == pytest.approx(
+        np.percentile(gaps, 95))
+
+
+def test_cellular_missing_traces_name_the_setting(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("L4SLAB_TRACES", str(tmp_path))
+    r = _suite(tmp_path / "out", "cellular")
+    assert r.exit_code == 2
+    assert "TMobile-LTE-short.down not found in L4SLAB_TRACES=" in r.output

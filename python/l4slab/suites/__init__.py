@@ -11,6 +11,9 @@ __all__ = ["NAMES", "get_suite", "run_suite", "Suite", "SuiteError", "SuiteResul
 _MODULES = {
     "bdp-regimes": "bdp_regimes",
     "prague-vs-cubic": "prague_vs_cubic",
+    "robustness": "robustness",
+    "coexistence": "coexistence",
+    "cellular": "cellular",
 }
 NAMES = list(_MODULES)
 

@@ -101,7 +101,8 @@ class Analysis:
 @dataclass
 class Suite:
     """A study suite. `quick` reduces each part's sweep: ``replications`` (int), ``set``
-    (overrides for every run) and ``grid`` (replacement value lists for swept keys).
+    (overrides for every run) and ``grid`` (replacement value lists for swept keys), or is a
+    function that rewrites a part's sweep dict.
     `extract(run_dir, scenario)` reads per-run metrics that summary.json lacks (in the worker
     that ran the part); `analyse(data)` builds the tables and figures."""
 
@@ -109,7 +110,7 @@ class Suite:
     title: str
     description: str
     parts: list[Part]
-    quick: dict[str, Any]
+    quick: dict[str, Any] | Callable[[dict[str, Any]], dict[str, Any]]
     analyse: Callable[[SuiteData], Analysis]
     extract: Callable[[Path, dict[str, Any]], dict[str, float]] | None = None
     #: Rewrites a part's sweep dict before it runs (e.g. trace locations); gets the suite dir.
@@ -225,7 +226,9 @@ def part_spec(suite: Suite, part: Part, quick: bool) -> dict[str, Any]:
     base = Path(str(spec.get("base", "")))
     if not base.is_absolute():
         spec["base"] = str((path.parent / base).resolve())
-    if quick:
+    if quick and callable(suite.quick):
+        spec = suite.quick(spec)
+    elif quick:
         q = suite.quick
         if "replications" in q:
             spec["replications"] = q["replications"]
@@ -361,6 +364,8 @@ def collect_runs(suite: Suite, out: Path) -> pd.DataFrame:
                 idx = idx.merge(extra, on="run", how="left", suffixes=("", "_x"))
         idx.insert(0, "part", part.name)
         for i, (k, v) in enumerate(part.labels.items()):
+            # A label wins over a summary key of the same name (e.g. "aqm").
+            idx = idx.drop(columns=[k], errors="ignore")
             idx.insert(1 + i, k, v)
         frames.append(idx)
     if not frames:
