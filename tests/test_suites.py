@@ -367,3 +367,10 @@ def test_cellular_missing_traces_name_the_setting(tmp_path: Path,
     r = _suite(tmp_path / "out", "cellular")
     assert r.exit_code == 2
     assert "TMobile-LTE-short.down not found in L4SLAB_TRACES=" in r.output
+
+
+def test_refused_input_leaves_no_directory(tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("L4SLAB_TRACES", str(tmp_path / "nowhere"))
+    r = _suite(tmp_path / "out", "cellular")
+    assert r.exit_code == 2 and not (tmp_path / "out").exists()

@@ -466,7 +466,7 @@ def sweep(sweep_file: str | Path | Mapping[str, Any], out_dir: str | Path, *,
     with _sweep_lock(out):
         return _sweep_locked(spec, tasks, out, t_start, jobs=jobs, dask=dask,
                              dask_local=dask_local, figures=figures, resume=resume,
-                             on_progress=on_progress, on_start=on_start)
+                             report=report, on_progress=on_progress, on_start=on_start)
 
 
 LOCK_FILE = ".l4slab-sweep.lock"
@@ -499,7 +499,8 @@ def _sweep_lock(out: Path) -> Iterator[None]:
 
 def _sweep_locked(spec: SweepSpec, tasks: list[RunTask], out: Path, t_start: float, *,
                   jobs: int | None, dask: str | Any | None, dask_local: bool, figures: bool,
-                  resume: bool, on_progress: Callable[[RunOutcome, int, int], None] | None,
+                  resume: bool, report: bool,
+                  on_progress: Callable[[RunOutcome, int, int], None] | None,
                   on_start: Callable[[int, int], None] | None) -> SweepResult:
     params = list(spec.grid)
     meta = {"origin": spec.origin, "base": spec.base.origin, "params": params,

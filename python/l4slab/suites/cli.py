@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from l4slab.results import OutputDirError
 from l4slab.scenario import ScenarioError
 
 EXIT_FAILED_RUNS = 1
@@ -94,7 +95,7 @@ def suite_cmd(name: str, quick: bool, out_dir: Path | None, jobs: int | None,
         suite = get_suite(name)
         res = run_suite(suite, out_dir, quick=quick, jobs=jobs, dask=dask_address,
                         reference=reference, on_part=on_part)
-    except ScenarioError as e:
+    except (ScenarioError, OutputDirError) as e:
         fail(str(e))
     except KeyboardInterrupt:
         err.print(f"interrupted: finished runs are kept in {out_dir}; run the same command "

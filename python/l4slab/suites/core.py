@@ -19,6 +19,7 @@ the other size (quick vs full), is refused instead of being overwritten.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -280,7 +281,7 @@ def _check_out_dir(out: Path, suite: Suite, quick: bool) -> None:
             raise SuiteError(f"-o {out}: holds the {size} results of suite "
                              f"{meta.get('suite')!r}; choose another -o (results are never "
                              "overwritten)")
-    elif out.exists() and any(out.iterdir()):
+    elif out.exists() and any(p.name != LOCK_FILE for p in out.iterdir()):
         raise SuiteError(f"-o {out}: exists, is not empty and holds no suite results; choose "
                          "a new or empty directory")
 
@@ -381,12 +382,47 @@ def run_suite(suite: Suite, out_dir: str | Path, *, quick: bool = False, jobs: i
               on_part: Callable[[PartOutcome, int, int], None] | None = None) -> SuiteResult:
     """Run (or resume) a suite into `out_dir` and write its tables, figures and reports.
     Raises SuiteError / ScenarioError on bad input before any run starts."""
-    from l4slab.suites.reference import compare_reference, read_reference
-    from l4slab.suites.report import write_reports
-
     t0 = time.perf_counter()
     out = Path(out_dir)
     _check_out_dir(out, suite, quick)
+    created = not out.exists()
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        with _suite_lock(out):
+            return _run_suite_locked(suite, out, t0, quick=quick, jobs=jobs, dask=dask,
+                                     reference=reference, on_part=on_part)
+    except ScenarioError:
+        # Refused before anything ran: leave no directory behind that we made.
+        if created and {p.name for p in out.iterdir()} <= {LOCK_FILE}:
+            (out / LOCK_FILE).unlink(missing_ok=True)
+            out.rmdir()
+        raise
+
+
+LOCK_FILE = ".l4slab-suite.lock"
+
+
+@contextlib.contextmanager
+def _suite_lock(out: Path) -> Iterator[None]:
+    """One suite invocation per directory at a time (flock: released when the process dies,
+    so an interrupted suite resumes without a stale lock)."""
+    import fcntl
+
+    with (out / LOCK_FILE).open("a+") as f:
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise SuiteError(f"-o {out}: another suite is writing this directory; wait for it "
+                             "to finish or choose another -o") from None
+        yield
+
+
+def _run_suite_locked(suite: Suite, out: Path, t0: float, *, quick: bool, jobs: int | None,
+                      dask: str | None, reference: str | Path | None,
+                      on_part: Callable[[PartOutcome, int, int], None] | None) -> SuiteResult:
+    from l4slab.suites.reference import compare_reference, read_reference
+    from l4slab.suites.report import write_reports
+
     ref = read_reference(reference) if reference is not None else None
     specs = [(p, part_spec(suite, p, quick)) for p in suite.parts]
     # Plan and validate every part before anything runs: bad input fails fast.
