@@ -374,3 +374,16 @@ def test_refused_input_leaves_no_directory(tmp_path: Path,
     monkeypatch.setenv("L4SLAB_TRACES", str(tmp_path / "nowhere"))
     r = _suite(tmp_path / "out", "cellular")
     assert r.exit_code == 2 and not (tmp_path / "out").exists()
+
+
+def test_pvc_on_dask_gives_the_same_tables(pvc: Path, tmp_path: Path) -> None:
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster:
+        r = CliRunner().invoke(main, ["suite", "prague-vs-cubic", "--quick", "-o",
+                                      str(tmp_path / "d"), "--dask",
+                                      cluster.scheduler_address])
+    assert r.exit_code == 0, r.output
+    for name in ("flows", "queues", "link"):
+        pd.testing.assert_frame_equal(pd.read_csv(pvc / "tables" / f"{name}.csv"),
+                                      pd.read_csv(tmp_path / "d" / "tables" / f"{name}.csv"))
