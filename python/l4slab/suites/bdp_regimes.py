@@ -48,36 +48,15 @@ def analyse(data: SuiteData) -> Analysis:
                     note="tput_mbps: sum over flows; backlog_pkts: mean total queue length "
                          "(samples after warm-up); marks/drops: CE marks and AQM drops in the "
                          "measured interval; sojourn: mean per queue (summary.json).")
-    # Link model: smooth vs txop1ms at every (link, traffic, variant).
-    lm_rows = []
-    other = [k for k in KEYS if k != "link_model"]
-    for key, g in runs.groupby(other, sort=False):
-        a = g[g["link_model"] == "smooth"]
-        b = g[g["link_model"] == "txop1ms"]
-        if a.empty or b.empty:
-            continue
-        for r in scalar_validation(a, b, METRICS):
-            lm_rows.append({**dict(zip(other, key, strict=True)), **r})
-    lm = _validation_frame(lm_rows, other, "smooth", "txop1ms")
+    lm = _validation_frame(data.part_tables("link_models"), other_keys(), "smooth",
+                           "txop1ms")
     link_models = Table("link_models", "Link model: smooth vs Mahimahi-style 1 ms txops "
-                        "(validation, p̂_max with bootstrap 95 % CI)", lm, other + ["metric"],
+                        "(validation, p̂_max with bootstrap 95 % CI)", lm,
+                        other_keys() + ["metric"],
                         ["smooth", "txop1ms", "difference", "p_hat_max"],
                         note="difference = txop1ms - smooth; similar when p̂_max < 0.05 "
                              "(scalar per-run values, distance |x - y|, B = 2000).")
-    # Variants against the default (step 1 ms, target 15 ms), per link model.
-    var_rows = []
-    base_keys = ["link", "traffic", "link_model"]
-    for key, g in runs.groupby(base_keys, sort=False):
-        dflt = g[(g["step_thresh"] == DEFAULT["step_thresh"]) & (g["target"] == DEFAULT["target"])]
-        if dflt.empty:
-            continue
-        for (st, tg), v in g.groupby(["step_thresh", "target"], sort=False):
-            if (st, tg) == (DEFAULT["step_thresh"], DEFAULT["target"]):
-                continue
-            for r in scalar_validation(dflt, v, METRICS):
-                var_rows.append({**dict(zip(base_keys, key, strict=True)), "step_thresh": st,
-                                 "target": tg, **r})
-    vf = _validation_frame(var_rows, KEYS, "default", "variant")
+    vf = _validation_frame(data.part_tables("variants"), KEYS, "default", "variant")
     variants = Table("variants", "Each variant against the default (step_thresh 1 ms, target "
                      "15 ms)", vf, KEYS + ["metric"],
                      ["default", "variant", "difference", "p_hat_max"],
@@ -105,9 +84,40 @@ def analyse(data: SuiteData) -> Analysis:
     return Analysis([results, link_models, variants], figs)
 
 
-def _validation_frame(rows: list[dict[str, Any]], keys: list[str], a: str, b: str
-                      ) -> pd.DataFrame:
-    df = pd.DataFrame(rows)
+def other_keys() -> list[str]:
+    return [k for k in KEYS if k != "link_model"]
+
+
+def part_analyse(runs: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The validation tests of one part (one link and traffic mix), in the part's worker:
+    smooth vs txop1ms at every variant, and every variant against the default per link
+    model."""
+    runs = rename_params(runs)
+    other = other_keys()
+    lm_rows = []
+    for key, g in runs.groupby(other, sort=False):
+        a = g[g["link_model"] == "smooth"]
+        b = g[g["link_model"] == "txop1ms"]
+        if a.empty or b.empty:
+            continue
+        for r in scalar_validation(a, b, METRICS):
+            lm_rows.append({**dict(zip(other, key, strict=True)), **r})
+    var_rows = []
+    base_keys = ["link", "traffic", "link_model"]
+    for key, g in runs.groupby(base_keys, sort=False):
+        dflt = g[(g["step_thresh"] == DEFAULT["step_thresh"]) & (g["target"] == DEFAULT["target"])]
+        if dflt.empty:
+            continue
+        for (st, tg), v in g.groupby(["step_thresh", "target"], sort=False):
+            if (st, tg) == (DEFAULT["step_thresh"], DEFAULT["target"]):
+                continue
+            for r in scalar_validation(dflt, v, METRICS):
+                var_rows.append({**dict(zip(base_keys, key, strict=True)), "step_thresh": st,
+                                 "target": tg, **r})
+    return {"link_models": pd.DataFrame(lm_rows), "variants": pd.DataFrame(var_rows)}
+
+
+def _validation_frame(df: pd.DataFrame, keys: list[str], a: str, b: str) -> pd.DataFrame:
     if df.empty:
         return pd.DataFrame(columns=[*keys, "metric", a, b, "difference", "p_hat_max", "ci_low",
                                      "ci_high", "similar", "n_a", "n_b"])
@@ -130,5 +140,6 @@ SUITE = Suite(
            "grid": {"aqm.step_thresh": ["1ms", "5ms"], "aqm.target": ["15ms", "30ms"]}},
     analyse=analyse,
     extract=extract,
+    part_analyse=part_analyse,
     headline="results",
 )

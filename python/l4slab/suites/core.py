@@ -91,6 +91,13 @@ class SuiteData:
     def run_dir(self, row: Mapping[str, Any]) -> Path:
         return self.out / "parts" / str(row["part"]) / str(row["run_dir"])
 
+    def part_tables(self, name: str) -> pd.DataFrame:
+        """The `part_analyse` table `name` of every part, concatenated."""
+        frames = [pd.read_parquet(f) for p in self.suite.parts
+                  if (f := self.out / "parts" / p.name / f"analysis-{name}.parquet").exists()]
+        frames = [f for f in frames if len(f)]
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
 
 @dataclass
 class Analysis:
@@ -114,6 +121,9 @@ class Suite:
     quick: dict[str, Any] | Callable[[dict[str, Any]], dict[str, Any]]
     analyse: Callable[[SuiteData], Analysis]
     extract: Callable[[Path, dict[str, Any]], dict[str, float]] | None = None
+    #: Per-part analysis run in the part's worker (e.g. validation tests): its finished runs
+    #: -> named tables, saved as parts/<part>/analysis-<name>.parquet (`SuiteData.part_tables`).
+    part_analyse: Callable[[pd.DataFrame], dict[str, pd.DataFrame]] | None = None
     #: Rewrites a part's sweep dict before it runs (e.g. trace locations); gets the suite dir.
     prepare: Callable[[dict[str, Any], Path], dict[str, Any]] | None = None
     headline: str = ""
@@ -244,8 +254,10 @@ def part_spec(suite: Suite, part: Part, quick: bool) -> dict[str, Any]:
 
 def run_part(suite_name: str, part_name: str, spec: dict[str, Any], out: str, jobs: int,
              dask: Any = None) -> PartOutcome:
-    """Run one part (a sweep) into `out`, then write runmetrics.parquet. Module-level so a
-    process pool can call it; failures of single runs come back in `failed`."""
+    """Run one part (a sweep) into `out`, then write runmetrics.parquet and the part's own
+    analysis tables (analysis-<name>.parquet). Module-level so a process pool can call it;
+    failures of single runs come back in `failed`. When the sweep ran nothing new, existing
+    runmetrics and analysis files are reused."""
     from l4slab.suites import get_suite
     from l4slab.sweeps import sweep
 
@@ -253,20 +265,51 @@ def run_part(suite_name: str, part_name: str, spec: dict[str, Any], out: str, jo
     suite = get_suite(suite_name)
     res = sweep(spec, out, jobs=jobs, dask=dask, report=False)
     failed = [(o.task.name, o.error or "") for o in res.failed]
-    if suite.extract is not None:
+    pdir = Path(out)
+    fresh = res.ran > 0
+    if suite.extract is not None and (fresh or not (pdir / "runmetrics.parquet").exists()):
+        fresh = True
         rows = []
         for _, r in res.index.iterrows():
             if r["status"] != "ok":
                 continue
-            rd = Path(out) / str(r["run_dir"])
+            rd = pdir / str(r["run_dir"])
             try:
                 scen = json.loads((rd / "summary.json").read_text()).get("scenario", {})
                 rows.append({"run": r["run"], **suite.extract(rd, scen)})
             except Exception as e:  # noqa: BLE001 - a run's files unreadable: report, go on
                 failed.append((str(r["run"]), f"reading run files: {e!r}"))
-        pd.DataFrame(rows).to_parquet(Path(out) / "runmetrics.parquet", index=False)
+        pd.DataFrame(rows).to_parquet(pdir / "runmetrics.parquet", index=False)
+    if suite.part_analyse is not None:
+        done = pdir / "analysis.done"
+        if fresh or not done.exists():
+            done.unlink(missing_ok=True)
+            part = next(p for p in suite.parts if p.name == part_name)
+            for name, df in suite.part_analyse(part_runs(part, pdir)).items():
+                df.to_parquet(pdir / f"analysis-{name}.parquet", index=False)
+            done.write_text("ok\n")
     return PartOutcome(part_name, len(res.index), res.ran, res.skipped, failed,
                        time.perf_counter() - t0)
+
+
+def part_runs(part: Part, pdir: Path) -> pd.DataFrame | None:
+    """The finished runs of one part: sweep.parquet rows with status ok, joined with
+    runmetrics.parquet, plus the part name and labels in front."""
+    if not (pdir / "sweep.parquet").exists():
+        return None
+    idx = pd.read_parquet(pdir / "sweep.parquet")
+    idx = idx[idx["status"] == "ok"].copy()
+    rm = pdir / "runmetrics.parquet"
+    if rm.exists():
+        extra = pd.read_parquet(rm)
+        if len(extra.columns):
+            idx = idx.merge(extra, on="run", how="left", suffixes=("", "_x"))
+    idx.insert(0, "part", part.name)
+    for i, (k, v) in enumerate(part.labels.items()):
+        # A label wins over a summary key of the same name (e.g. "aqm").
+        idx = idx.drop(columns=[k], errors="ignore")
+        idx.insert(1 + i, k, v)
+    return idx
 
 
 def _check_out_dir(out: Path, suite: Suite, quick: bool) -> None:
@@ -351,24 +394,7 @@ def _execute(suite: Suite, specs: list[tuple[Part, dict[str, Any]]], out: Path, 
 
 def collect_runs(suite: Suite, out: Path) -> pd.DataFrame:
     """All finished runs of all parts as one frame (see `SuiteData.runs`)."""
-    frames = []
-    for part in suite.parts:
-        pdir = out / "parts" / part.name
-        if not (pdir / "sweep.parquet").exists():
-            continue
-        idx = pd.read_parquet(pdir / "sweep.parquet")
-        idx = idx[idx["status"] == "ok"].copy()
-        rm = pdir / "runmetrics.parquet"
-        if rm.exists():
-            extra = pd.read_parquet(rm)
-            if len(extra.columns):
-                idx = idx.merge(extra, on="run", how="left", suffixes=("", "_x"))
-        idx.insert(0, "part", part.name)
-        for i, (k, v) in enumerate(part.labels.items()):
-            # A label wins over a summary key of the same name (e.g. "aqm").
-            idx = idx.drop(columns=[k], errors="ignore")
-            idx.insert(1 + i, k, v)
-        frames.append(idx)
+    frames = [f for p in suite.parts if (f := part_runs(p, out / "parts" / p.name)) is not None]
     if not frames:
         return pd.DataFrame(columns=["part", "run", "seed", "run_dir"])
     with warnings.catch_warnings():
