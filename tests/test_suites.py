@@ -265,6 +265,9 @@ def test_robustness_tables_are_means_of_their_runs(rob: Path) -> None:
         sm = sm[(sm["t_s"] >= 2.0) & (sm["queue"] == "C") & (sm["backlog_pkts"] > 0)]
         p5.append(np.percentile(sm["sojourn_ms"], 5))
     assert row["delay_C_p5_ms"] == pytest.approx(np.mean(p5))
+    # Cubic alone never fills the L queue: no delay to rank there, NaN rather than 0.
+    cub = res[(res["traffic"] == "Cubic") & (res["condition"] == "loss 0 %")].iloc[0]
+    assert np.isnan(cub["delay_L_p5_ms"]) and cub["delay_C_p5_ms"] > 0
     assert set(res["condition"]) == {"loss 0 %", "loss 1 %", "loss 5 %", "loss 10 %",
                                      "jitter 2ms", "jitter 10ms", "constant 10 Mb/s",
                                      "constant 40 Mb/s", "up 10→40 Mb/s", "down 40→10 Mb/s"}

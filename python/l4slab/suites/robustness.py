@@ -69,8 +69,9 @@ def extract(run_dir: Path, scenario: dict[str, Any]) -> dict[str, float]:
     after = sm[sm["t_s"] >= warm]
     for q, g in after.groupby("queue", observed=True):
         busy = g[g["backlog_pkts"] > 0]["sojourn_ms"]
-        # p5 over samples with a packet queued: an empty queue has no queueing delay to rank.
-        out[f"delay_{q}_p5_ms"] = float(np.percentile(busy, 5)) if len(busy) else 0.0
+        # p5 over samples with a packet queued: an empty queue has no queueing delay to rank
+        # (a queue never seen busy, e.g. L without an L4S flow, has none: NaN).
+        out[f"delay_{q}_p5_ms"] = float(np.percentile(busy, 5)) if len(busy) else float("nan")
     link = scenario.get("link", {})
     steps = link.get("steps") or []
     if steps:
