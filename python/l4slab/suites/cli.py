@@ -105,6 +105,9 @@ def suite_cmd(name: str, quick: bool, out_dir: Path | None, jobs: int | None,
                   f"{len(res.failed)} failed) in {res.elapsed_s:.1f} s", highlight=False)
     if res.reference is not None:
         console.print(f"reference comparison: {out_dir / 'reference.csv'}", highlight=False)
+    if suite.headline:
+        console.print(f"headline table: {out_dir / 'tables' / (suite.headline + '.csv')}",
+                      highlight=False)
     console.print(f"report: {res.report_html} and {res.report_md}", highlight=False)
     if res.failed:
         for part, run, e in res.failed[:20]:

@@ -12,7 +12,7 @@ import pandas as pd
 from matplotlib.figure import Figure as MplFigure
 
 from l4slab.suites.core import Analysis, Figure, Part, Suite, SuiteData, Table, aggregate
-from l4slab.suites.figures import _save
+from l4slab.suites.figures import save
 
 AQMS = [("fifo", "FIFO"), ("fifo_ecn", "FIFO+ECN"), ("codel", "CoDel+ECN"), ("pie", "PIE+ECN"),
         ("fq_codel", "FQ-CoDel(L4S)"), ("dualpi2", "DualPI2")]
@@ -102,7 +102,7 @@ def _heatmap(one: pd.DataFrame, out: Path) -> Figure:
     ax.set_yticks(range(len(grid.index)), list(grid.index), fontsize=6)
     fig.colorbar(im, ax=ax, label="L4S share of throughput")
     ax.set_title("L4S flow's share against one Classic flow (0.5 = equal)", fontsize=9)
-    return _save(fig, out, "l4s_share_1classic", "L4S flow's share against one Classic flow")
+    return save(fig, out, "l4s_share_1classic", "L4S flow's share against one Classic flow")
 
 
 SUITE = Suite(

@@ -19,7 +19,8 @@ PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e
            "#7f7f7f", "#bcbd22", "#17becf"]
 
 
-def _save(fig: MplFigure, path: Path, name: str, title: str) -> Figure:
+def save(fig: MplFigure, path: Path, name: str, title: str) -> Figure:
+    """Write `fig` as path/name.png (90 dpi) and describe it for the report."""
     path.mkdir(parents=True, exist_ok=True)
     p = path / f"{name}.png"
     fig.tight_layout()
@@ -54,7 +55,7 @@ def bars(df: pd.DataFrame, x: str, hue: str | None, metric: str, ylabel: str, ti
     if hue:
         ax.legend(fontsize=7, title=hue, title_fontsize=7)
     ax.grid(axis="y", alpha=0.3)
-    return _save(fig, out, name, title)
+    return save(fig, out, name, title)
 
 
 def band_stats(series: Sequence[pd.Series], bin_s: float = 0.1) -> pd.DataFrame:
@@ -95,7 +96,7 @@ def bands(curves: Mapping[str, tuple[pd.DataFrame, str]], ylabel: str, title: st
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
-    return _save(fig, out, name, title)
+    return save(fig, out, name, title)
 
 
 def cdfs(samples: Mapping[str, np.ndarray], xlabel: str, title: str, out: Path, name: str,
@@ -117,7 +118,7 @@ def cdfs(samples: Mapping[str, np.ndarray], xlabel: str, title: str, out: Path, 
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
-    return _save(fig, out, name, title)
+    return save(fig, out, name, title)
 
 
 def reference_bars(cmp: Table, out: Path) -> list[Figure]:
@@ -144,5 +145,5 @@ def reference_bars(cmp: Table, out: Path) -> list[Figure]:
         ax.legend(fontsize=8)
         ax.grid(axis="y", alpha=0.3)
         safe = "".join(c if c.isalnum() else "_" for c in str(metric))
-        figs.append(_save(fig, out, f"reference_{safe}", f"{metric}: l4slab vs reference"))
+        figs.append(save(fig, out, f"reference_{safe}", f"{metric}: l4slab vs reference"))
     return figs
