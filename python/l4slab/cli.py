@@ -311,21 +311,20 @@ def summary(dirs: tuple[Path, ...]) -> None:
         _fail("no finished runs in " + ", ".join(map(str, dirs)))
 
 
-# --- compare / emulate ------------------------------------------------------------------------
+# --- commands that live in their own modules ---------------------------------------------------
 
+from l4slab.emulate import emulate_cmd  # noqa: E402
 from l4slab.flow import flow_cmd  # noqa: E402
+from l4slab.suites.cli import suite_cmd  # noqa: E402
 from l4slab.validation.cli import mahimahi_import_cmd, validate_cmd  # noqa: E402
 
 # `validate` is the toolkit's own name; `compare` is the front end's word for the same test.
 main.add_command(validate_cmd, name="validate")
 main.add_command(validate_cmd, name="compare")
 main.add_command(mahimahi_import_cmd, name="import-mahimahi")
-main.add_command(flow_cmd, name="flow")
-
-
-from l4slab.emulate import emulate_cmd  # noqa: E402
-
 main.add_command(emulate_cmd, name="emulate")
+main.add_command(flow_cmd, name="flow")
+main.add_command(suite_cmd, name="suite")
 
 
 if __name__ == "__main__":
