@@ -1,0 +1,138 @@
+//! Scale benchmark: ns per bottleneck packet and peak memory for 1..10 000 flows (1 Gb/s,
+//! 50 ms, 10 s) and for 10 Mb/s..10 Gb/s with 2 flows, plus the 900-run DualPI2 study's wall time.
+//!
+//! `cargo run --release -p l4s-sim --example bench_scale` prints the whole table (each
+//! configuration runs in its own child process so its peak RSS is its own);
+//! `... -- one CC FLOWS RATE RTT DURATION` measures one configuration and prints one line;
+//! `... -- study [RUNS]` runs the study (3 regimes x 3 mixes x RUNS seeds, 30 s each) on all cores.
+
+use l4s_sim::{run, Scenario};
+use rayon::prelude::*;
+use std::process::Command;
+use std::time::Instant;
+
+/// One dumbbell: `flows` flows of `cc` (a "+"-separated list alternates CCs) through DualPI2.
+fn dumbbell(cc: &str, flows: u32, rate: &str, rtt: &str, duration: &str, seed: u64) -> String {
+    let ccs: Vec<&str> = cc.split('+').collect();
+    let mut s = format!(
+        "seed = {seed}\nduration = \"{duration}\"\nwarmup = \"0s\"\n[link]\nrate = \"{rate}\"\n\
+         [aqm]\nkind = \"dualpi2\"\n"
+    );
+    for (i, c) in ccs.iter().enumerate() {
+        // Split `flows` between the CCs as evenly as possible.
+        let n = flows / ccs.len() as u32 + u32::from((i as u32) < flows % ccs.len() as u32);
+        if n > 0 {
+            s += &format!("[[flows]]\ncc = \"{c}\"\nrtt = \"{rtt}\"\ncount = {n}\n");
+        }
+    }
+    s
+}
+
+/// Peak resident set size of this process, bytes (VmHWM, what `/usr/bin/time -v` reports).
+fn peak_rss_bytes() -> u64 {
+    let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    s.lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// Measure one configuration in this process: prints
+/// `cc flows rate rtt duration bottleneck_pkts events wall_s ns_per_pkt peak_rss_mb`.
+fn one(args: &[String]) {
+    let [cc, flows, rate, rtt, duration] = args else {
+        eprintln!("usage: one CC FLOWS RATE RTT DURATION");
+        std::process::exit(2);
+    };
+    let flows: u32 = flows.parse().expect("FLOWS is a number");
+    let text = dumbbell(cc, flows, rate, rtt, duration, 1);
+    let s = Scenario::from_toml_str(&text).expect("bench scenario");
+    let t0 = Instant::now();
+    let r = run(&s).expect("run");
+    let wall = t0.elapsed().as_secs_f64();
+    // Bottleneck packets: every packet the AQM let through or dropped (= data packets sent
+    // minus those still queued at the end, which the link never served).
+    let t = &r.totals;
+    let pkts = t.delivered_pkts + t.aqm_dropped_pkts + t.link_lost_pkts;
+    println!(
+        "{cc} {flows} {rate} {rtt} {duration} {pkts} {} {wall:.3} {:.1} {:.1}",
+        r.events,
+        wall * 1e9 / pkts.max(1) as f64,
+        peak_rss_bytes() as f64 / 1048576.0
+    );
+}
+
+/// The 900-run study: the three shipped Prague-vs-CUBIC regimes x three traffic mixes x
+/// `runs` seeds, 30 s each, DualPI2 defaults, over all cores.
+fn study(runs: u64) {
+    let regimes = [("12mbit", "20ms"), ("50mbit", "40ms"), ("200mbit", "100ms")];
+    let mixes = ["prague+cubic", "dctcp+cubic", "prague+prague+cubic+cubic"];
+    let mut jobs = Vec::new();
+    for (rate, rtt) in regimes {
+        for mix in mixes {
+            let n = mix.split('+').count() as u32;
+            for seed in 1..=runs {
+                jobs.push(dumbbell(mix, n, rate, rtt, "30s", seed));
+            }
+        }
+    }
+    let threads = rayon::current_num_threads();
+    let t0 = Instant::now();
+    let events: u64 = jobs
+        .par_iter()
+        .map(|t| {
+            let mut s = Scenario::from_toml_str(t).expect("study scenario");
+            s.warmup = l4s_core::Nanos::from_ms(5000);
+            run(&s).expect("run").events
+        })
+        .sum();
+    let wall = t0.elapsed().as_secs_f64();
+    println!(
+        "study: {} runs of 30 s on {threads} threads: {wall:.1} s wall, {events} events",
+        jobs.len()
+    );
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("one") => return one(&args[1..]),
+        Some("study") => {
+            return study(
+                args.get(1)
+                    .map_or(100, |r| r.parse().expect("RUNS is a number")),
+            )
+        }
+        _ => {}
+    }
+    let exe = std::env::current_exe().expect("own path");
+    let mut configs: Vec<(&str, u32, &str, &str)> = Vec::new();
+    for n in [1, 10, 100, 1000, 10000] {
+        configs.push(("cubic", n, "1gbit", "50ms"));
+    }
+    for n in [1, 10, 100, 1000, 10000] {
+        configs.push(("prague", n, "1gbit", "50ms"));
+    }
+    for rate in ["10mbit", "100mbit", "1gbit", "10gbit"] {
+        configs.push(("prague+cubic", 2, rate, "50ms"));
+    }
+    println!("| CCs | flows | rate | RTT | bottleneck packets | events | wall s | ns per packet | peak RSS MB |");
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for (cc, n, rate, rtt) in configs {
+        let out = Command::new(&exe)
+            .args(["one", cc, &n.to_string(), rate, rtt, "10s"])
+            .output()
+            .expect("child run");
+        let line = String::from_utf8_lossy(&out.stdout);
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() == 10 {
+            println!(
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                f[0], f[1], f[2], f[3], f[5], f[6], f[7], f[8], f[9]
+            );
+        } else {
+            println!("| {cc} | {n} | {rate} | {rtt} | failed: {} |", line.trim());
+        }
+    }
+    study(100);
+}
