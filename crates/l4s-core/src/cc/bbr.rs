@@ -26,6 +26,9 @@
 //! 1.2–24 Mb/s, up to +135 from ≈ 530 Mb/s); rates use the MSS like Linux (`mss_cache`); the
 //! min_rtt filter takes the expiring sample even if the ACK was delayed (`is_ack_delayed` is
 //! not in the model).
+//!
+//! The units, min-RTT filter, ProbeRTT clock, ACK-aggregation estimate and pacing rule that v3
+//! shares unchanged live in [`super::bbr_common`]; this file keeps what is v1's own.
 
 use super::bbr_common::{
     bw_sample, is_recovery, saved_cwnd, AckAggregation, Pacing, ProbeRtt, RttMin,

@@ -41,6 +41,9 @@
 //! beyond restoring the saved bounds. The TSO-oriented quantisation budget is kept as Linux
 //! computes it: below ~3 ms min_rtt its min_rtt allowance (64 KB >> (min_rtt/512 µs)) keeps
 //! tens of packets of cwnd although the model sends single packets.
+//!
+//! The units, min-RTT filter, ProbeRTT clock, ACK-aggregation estimate and pacing rule that v1
+//! shares unchanged live in [`super::bbr_common`]; this file keeps what is v3's own.
 
 use super::bbr_common::{
     bw_sample, saved_cwnd, AckAggregation, Pacing, ProbeRtt, RttMin, BBR_CWND_MIN_TARGET,

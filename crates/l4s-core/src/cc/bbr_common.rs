@@ -311,3 +311,128 @@ impl Pacing {
         tp.pacing_rate_bps = Some(self.rate.saturating_mul(8));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Nanos {
+        Nanos::from_ms(n)
+    }
+
+    #[test]
+    fn rtt_min_keeps_the_lowest_until_the_window_expires() {
+        let mut m = RttMin::default();
+        assert!(!m.is_known());
+        // Before any sample the BDP is the initial window.
+        assert_eq!(m.bdp(BW_UNIT, BBR_UNIT, 10), 10);
+        let t0 = Nanos::from_secs(1);
+        m.update(Some(Nanos::from_ms(40)), t0, m.expired(t0, BBR_MIN_RTT_WIN));
+        assert_eq!((m.us, m.stamp), (40_000, t0));
+        // A higher sample inside the window is ignored, a lower one taken.
+        let t1 = t0 + Nanos::from_secs(5);
+        m.update(Some(Nanos::from_ms(50)), t1, m.expired(t1, BBR_MIN_RTT_WIN));
+        assert_eq!(m.us, 40_000);
+        m.update(Some(Nanos::from_ms(30)), t1, m.expired(t1, BBR_MIN_RTT_WIN));
+        assert_eq!((m.us, m.stamp), (30_000, t1));
+        // Expiry is strict: exactly one window later the old minimum still stands.
+        let edge = t1 + BBR_MIN_RTT_WIN;
+        assert!(!m.expired(edge, BBR_MIN_RTT_WIN));
+        let t2 = edge + Nanos(1);
+        assert!(m.expired(t2, BBR_MIN_RTT_WIN));
+        m.update(Some(Nanos::from_ms(60)), t2, true);
+        assert_eq!((m.us, m.stamp), (60_000, t2));
+        // BDP at 1 packet/µs over 60 ms: 60 000 packets, ×2 with gain 2.
+        assert_eq!(m.bdp(BW_UNIT, BBR_UNIT, 10), 60_000);
+        assert_eq!(m.bdp(BW_UNIT, 2 * BBR_UNIT, 10), 120_000);
+    }
+
+    #[test]
+    fn probe_rtt_clock_starts_at_low_inflight_and_needs_200ms_and_a_round() {
+        let mut p = ProbeRtt::default();
+        p.enter();
+        let mut tp = CcState::new(1448);
+        tp.delivered = 1000;
+        tp.packets_in_flight = 10;
+        let mut next_rtt_delivered = 0;
+        let t0 = Nanos::from_secs(10);
+        // Inflight above the target: the clock does not start.
+        assert!(!p.on_ack(&tp, true, 4, &mut next_rtt_delivered, t0));
+        assert!(!p.time_is_up(t0 + Nanos::from_secs(1)));
+        // Samples of what is in flight now (delivered + in flight = 1010) are app-limited.
+        assert!(p.sample_app_limited(false, 1009));
+        assert!(!p.sample_app_limited(false, 1010));
+        // Inflight at the target: the clock starts and a new round begins at `delivered`.
+        tp.packets_in_flight = 4;
+        assert!(!p.on_ack(&tp, false, 4, &mut next_rtt_delivered, t0));
+        assert_eq!(next_rtt_delivered, 1000);
+        // No round ended yet: not done, whatever the time.
+        assert!(!p.on_ack(&tp, false, 4, &mut next_rtt_delivered, t0 + ms(1)));
+        // A round ends: check_probe_rtt_done runs from now on, but only after 200 ms passes.
+        assert!(p.on_ack(&tp, true, 4, &mut next_rtt_delivered, t0 + ms(2)));
+        assert!(p.on_ack(&tp, false, 4, &mut next_rtt_delivered, t0 + ms(3)));
+        assert!(!p.time_is_up(t0 + BBR_PROBE_RTT_MODE));
+        assert!(p.time_is_up(t0 + BBR_PROBE_RTT_MODE + Nanos(1)));
+    }
+
+    #[test]
+    fn ack_aggregation_counts_acks_beyond_the_expected_delivery() {
+        // bw = 1 packet per 1024 µs (exact in BW_UNIT): over 5120 µs, 5 packets are expected.
+        let bw = BW_UNIT / 1024;
+        let us = Nanos::from_us;
+        let mut a = AckAggregation::default();
+        let t0 = Nanos::from_secs(1);
+        // First ACK: the epoch starts now, everything acked is extra.
+        a.update(false, 5, bw, 10, t0, 100);
+        assert_eq!(a.cwnd(bw), 10);
+        // 5120 µs later 10 more: 20 acked in the epoch, 5 expected -> 15 extra.
+        a.update(false, 5, bw, 10, t0 + us(5120), 100);
+        assert_eq!(a.cwnd(bw), 15);
+        // The excess is capped by cwnd: 30 acked, 5 expected, but cwnd 12.
+        let mut capped = AckAggregation::default();
+        capped.update(false, 5, bw, 30, t0, 12);
+        assert_eq!(capped.cwnd(bw), 12);
+        // The allowance is at most 100 ms of bandwidth: floor(100 000 / 1024) = 97 packets.
+        let mut big = AckAggregation::default();
+        big.update(false, 5, bw, 500, t0, 1000);
+        assert_eq!(big.cwnd(bw), 97);
+        // ACKs slower than expected restart the epoch: at 40 960 µs, 40 expected > 20 acked.
+        a.update(false, 5, bw, 2, t0 + us(40_960), 100);
+        assert_eq!(a.epoch_acked, 2);
+        assert_eq!(a.cwnd(bw), 15, "the window keeps its maximum");
+        // With 1-round windows each round start moves to the other window and clears it;
+        // the allowance is the larger of the two windows.
+        let mut w = AckAggregation::default();
+        w.update(false, 1, bw, 8, t0, 100);
+        w.update(true, 1, bw, 1, t0 + us(102_400), 100);
+        assert_eq!(w.extra_acked, [8, 1]);
+        assert_eq!(w.cwnd(bw), 8);
+        w.update(true, 1, bw, 1, t0 + us(204_800), 100);
+        assert_eq!(w.extra_acked, [1, 1], "the 8 aged out two rounds later");
+    }
+
+    #[test]
+    fn saved_cwnd_keeps_the_larger_once_cut() {
+        assert_eq!(saved_cwnd(50, CaState::Open, false, 30), 30);
+        assert_eq!(saved_cwnd(50, CaState::Recovery, false, 30), 50);
+        assert_eq!(saved_cwnd(50, CaState::Loss, false, 60), 60);
+        assert_eq!(saved_cwnd(50, CaState::Open, true, 4), 50);
+    }
+
+    #[test]
+    fn pacing_rate_is_never_lowered_before_the_pipe_is_full() {
+        let mut tp = CcState::new(1000);
+        // 10 packets per 10.24 ms = 1 packet per 1024 µs, exact in BW_UNIT.
+        tp.srtt = Nanos::from_us(10_240);
+        let mut p = Pacing::default();
+        // 1000 B / 1024 µs · 0.99 = 966 796.875 B/s, floored.
+        p.init_from_rtt(&tp, BBR_UNIT);
+        assert_eq!(p.rate, 966_796);
+        let half = BW_UNIT / 2048;
+        p.set(&mut tp, half, BBR_UNIT, BBR_UNIT, false);
+        assert_eq!(p.rate, 966_796, "kept before full bw");
+        p.set(&mut tp, half, BBR_UNIT, BBR_UNIT, true);
+        assert_eq!(p.rate, 483_398);
+        assert_eq!(tp.pacing_rate_bps, Some(483_398 * 8));
+    }
+}
