@@ -739,6 +739,41 @@ mod tests {
         assert_eq!((c.vars().count, c.vars().lastcount), (3, 3));
     }
 
+    /// Count 4 and drop_next = 360_029_296 ns as in `count_is_reused_when_reentering_soon`,
+    /// then an empty queue; a new burst enqueued at `burst_ms` is first served 5 ms later and
+    /// the first drop is taken at `drop_at` ns. Returns the count after that drop.
+    fn count_after_reentry(burst_ms: u64, drop_at: u64) -> u32 {
+        let mut c = codel(CodelParams::default());
+        fill(&mut c, 60, Ecn::NotEct);
+        deq(&mut c, 5 * MS);
+        for d in [105_000_001u64, 204_998_475, 255_000_000, 311_250_000] {
+            assert_eq!(deq(&mut c, d).1, 1);
+        }
+        while deq(&mut c, 311_250_000).0.is_some() {}
+        assert!(!c.vars().dropping && c.vars().drop_next == Nanos(360_029_296));
+        for i in 0..50 {
+            c.enqueue(
+                Packet::new(100 + i, 0, 1500, Ecn::NotEct),
+                Nanos(burst_ms * MS),
+            )
+            .unwrap();
+        }
+        assert_eq!(deq(&mut c, (burst_ms + 5) * MS).1, 0);
+        assert_eq!(deq(&mut c, drop_at).1, 1);
+        c.vars().count
+    }
+
+    #[test]
+    fn count_reuse_window_is_sixteen_intervals() {
+        // Linux codel_dequeue: reuse when `now - drop_next < 16 * interval`, i.e. before
+        // 360_029_296 + 1_600_000_000 = 1_960_029_296 ns. 12 intervals after drop_next is
+        // inside that window (an 8-interval window would restart at count 1).
+        assert_eq!(count_after_reentry(1_400, 1_560_029_296), 3);
+        // The last nanosecond inside the window reuses; the boundary itself does not.
+        assert_eq!(count_after_reentry(1_800, 1_960_029_295), 3);
+        assert_eq!(count_after_reentry(1_800, 1_960_029_296), 1);
+    }
+
     #[test]
     fn no_drop_with_at_most_one_mtu_behind_the_head() {
         // Two packets: after taking the head, 1500 B <= mtu 1514 remain -> never drop.
