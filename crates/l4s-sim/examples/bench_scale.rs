@@ -3,7 +3,8 @@
 //!
 //! `cargo run --release -p l4s-sim --example bench_scale` prints the whole table (each
 //! configuration runs in its own child process so its peak RSS is its own);
-//! `... -- one CC FLOWS RATE RTT DURATION` measures one configuration and prints one line;
+//! `... -- one CC FLOWS RATE RTT DURATION [SAMPLE_INTERVAL]` measures one configuration and
+//! prints one line;
 //! `... -- study [RUNS]` runs the study (3 regimes x 3 mixes x RUNS seeds, 30 s each) on all cores.
 
 use l4s_sim::{run, Scenario};
@@ -40,12 +41,18 @@ fn peak_rss_bytes() -> u64 {
 /// Measure one configuration in this process: prints
 /// `cc flows rate rtt duration bottleneck_pkts events wall_s ns_per_pkt peak_rss_mb`.
 fn one(args: &[String]) {
-    let [cc, flows, rate, rtt, duration] = args else {
-        eprintln!("usage: one CC FLOWS RATE RTT DURATION");
+    let (Some([cc, flows, rate, rtt, duration]), sample) = (
+        args.get(..5).and_then(|a| <&[String; 5]>::try_from(a).ok()),
+        args.get(5),
+    ) else {
+        eprintln!("usage: one CC FLOWS RATE RTT DURATION [SAMPLE_INTERVAL]");
         std::process::exit(2);
     };
     let flows: u32 = flows.parse().expect("FLOWS is a number");
-    let text = dumbbell(cc, flows, rate, rtt, duration, 1);
+    let mut text = dumbbell(cc, flows, rate, rtt, duration, 1);
+    if let Some(si) = sample {
+        text = format!("sample_interval = \"{si}\"\n{text}");
+    }
     let s = Scenario::from_toml_str(&text).expect("bench scenario");
     let t0 = Instant::now();
     let r = run(&s).expect("run");
