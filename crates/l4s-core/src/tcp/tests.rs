@@ -1951,3 +1951,93 @@ fn every_cc_fills_a_bottleneck_through_the_tcp_model() {
         }
     }
 }
+
+// ----- DCTCP's response to one CE mark, per ECN feedback mode ---------------------------------
+
+/// One CE mark on data segment `K`; returns (α in 1/1024 when CWR was entered, cwnd before,
+/// ssthresh set, cwnd when CWR ended, time from the marked segment's departure to the CWR
+/// entry, srtt then).
+fn dctcp_one_mark(ecn: EcnMode, ect1: bool) -> (u32, u32, u32, u32, Nanos, Nanos) {
+    const K: u64 = 300;
+    let cc = Box::new(crate::cc::dctcp::Dctcp::new(ecn == EcnMode::AccEcn, ect1));
+    let cfg = TcpConfig {
+        ecn: Some(ecn),
+        ..sized(2000 * MSS)
+    };
+    // The receiver runs DCTCP as well (its classic-ECN feedback is dctcp_ece_ack_update).
+    let rcfg = TcpConfig {
+        ecn: None,
+        dctcp_ece: true,
+        ..Default::default()
+    };
+    let mut s = TcpSender::new(0, cfg, cc);
+    let mut r = TcpReceiver::new(0, &rcfg);
+    let mut marked = false;
+    let mut pipe = Pipe::new(Nanos::from_ms(10))
+        .bottleneck(Rate::from_bps(100_000_000), 10_000)
+        .fwd(move |p, _| {
+            let h = p.tcp().expect("tcp");
+            if h.payload_bytes > 0 && h.seq == seq_of(K) && !marked {
+                marked = true;
+                p.ecn = Ecn::Ce;
+            }
+            true
+        });
+    let mut prev = (CaState::Open, 0u32);
+    let mut entry: Option<(Nanos, u32, u32, u32, Nanos)> = None;
+    let mut exit_cwnd = None;
+    pipe.run(&mut s, &mut r, Nanos::from_secs(5), |now, s| {
+        let st = s.ca_state();
+        let tp = s.cc_state();
+        if entry.is_none() && st == CaState::Cwr && prev.0 != CaState::Cwr {
+            let alpha = (s.stats().alpha * 1024.0).round() as u32;
+            entry = Some((now, alpha, prev.1, tp.snd_ssthresh, tp.srtt));
+        }
+        if entry.is_some() && exit_cwnd.is_none() && prev.0 == CaState::Cwr && st != CaState::Cwr {
+            exit_cwnd = Some(tp.snd_cwnd);
+        }
+        prev = (st, tp.snd_cwnd);
+    });
+    let (t_cwr, alpha, before, ssthresh, srtt) = entry.expect("CWR entered");
+    let t_mark = pipe
+        .data()
+        .find(|d| d.h().seq == seq_of(K))
+        .expect("marked segment sent")
+        .t;
+    (
+        alpha,
+        before,
+        ssthresh,
+        exit_cwnd.expect("CWR ended"),
+        t_cwr - t_mark,
+        srtt,
+    )
+}
+
+/// Linux: one CE is fed back on the next ACK (an immediate ACK on the CE change, Linux
+/// `tcp_ecn_check_ce` / `dctcp_ece_ack_update`, or the AccECN ACE delta of
+/// `tcp_accecn_process`), `tcp_try_to_open` enters CWR at once with
+/// ssthresh = `dctcp_ssthresh` = max(cwnd − (cwnd·α >> 11), 2), and PRR brings cwnd down to it
+/// when CWR ends (`tcp_end_cwnd_reduction`). So the cut is α/2 of the window, decided within
+/// one RTT of the marked segment's departure, whatever the feedback mode.
+#[test]
+fn dctcp_cuts_within_one_rtt_of_a_ce_by_alpha_over_two() {
+    for (name, ecn, ect1) in [
+        ("accecn", EcnMode::AccEcn, false),
+        ("l4s", EcnMode::AccEcn, true),
+        ("classic", EcnMode::Classic, false),
+    ] {
+        let (alpha, before, ssthresh, exit, lag, srtt) = dctcp_one_mark(ecn, ect1);
+        // α starts at 1024 and decays by α >> 4 per round of slow start without marks:
+        // after a few rounds it is well inside (0, 1024), so the cut is a real fraction.
+        assert!(alpha > 100 && alpha < 1024, "{name}: alpha {alpha}");
+        let expect = (before - ((before as u64 * alpha as u64) >> 11) as u32).max(2);
+        assert_eq!(ssthresh, expect, "{name}: cwnd {before}, alpha {alpha}");
+        assert!(ssthresh < before, "{name}: a real cut");
+        assert_eq!(exit, ssthresh, "{name}: PRR ends at ssthresh");
+        assert!(
+            lag <= srtt + Nanos::from_ms(1),
+            "{name}: CWR {lag} after the mark, srtt {srtt}"
+        );
+    }
+}
