@@ -18,7 +18,7 @@
 //! AccECN they are exact per packet; with classic ECN the TCP layer reports every packet an ECE
 //! ACK covers as marked, so the accuracy depends on the receiver sending an immediate ACK when
 //! the CE state changes (Linux's `dctcp_ece_ack_update` receiver state machine, which belongs
-//! to the TCP receiver, not to this file). Data is ECT(0) by default, ECT(1) with `ect1`.
+//! to the TCP receiver: [`CongestionControl::dctcp_receiver`] asks for it). Data is ECT(0) by default, ECT(1) with `ect1`.
 //!
 //! Consequence of Linux's integer α, kept on purpose: F enters as ⌊64·CE/delivered⌋ per
 //! window, and once α < 16 `min_not_zero` sets α to that F alone, so a flow whose per-window
@@ -113,6 +113,10 @@ impl CongestionControl for Dctcp {
     }
     /// Linux dctcp carries `TCP_CONG_NEEDS_ECN`: retransmissions stay ECN-capable.
     fn needs_ecn(&self) -> bool {
+        true
+    }
+    /// The peer runs DCTCP too: its receiver is `dctcp_ece_ack_update`.
+    fn dctcp_receiver(&self) -> bool {
         true
     }
     fn data_ecn(&self, negotiated: EcnMode) -> Ecn {
