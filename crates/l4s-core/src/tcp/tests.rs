@@ -1480,10 +1480,14 @@ fn sender_marks_itself_app_limited_when_the_window_has_room() {
 }
 
 #[test]
-fn pacing_spaces_departures_by_bytes_over_rate() {
-    // 12 Mb/s: a 1500-byte packet every 1 ms. Linux `tcp_update_skb_after_send` gives the
-    // first packet after idle a credit of half its time (the clock was behind by more than
-    // that), so departures are 100, 100.5, 101.5, 102.5, ... ms.
+fn pacing_spaces_departures_by_payload_over_rate() {
+    // Linux `tcp_update_skb_after_send`: no pacing until `tp->data_segs_out` reaches 10;
+    // then wstamp = max(wstamp, now) + skb->len/rate, with skb->len the payload (1448 B, not
+    // the 1500 B on the wire) and a credit of at most half a packet time when the clock was
+    // behind. 12 Mb/s: len_ns = 1448·8·1e9/12e6 = 965333 ns (a wire-byte pacer: 1 ms).
+    // IW10 leaves at 100 ms (the 10th is paced but finds wstamp = now: no credit); the ACKs
+    // at 200 ms open the window for the other 10: the first gets half its time as credit for
+    // the 99 ms the clock was behind, the rest leave every 965333 ns.
     let log = Arc::new(Mutex::new(Log::default()));
     let cc = Probe {
         inner: Reno::default(),
@@ -1491,14 +1495,20 @@ fn pacing_spaces_departures_by_bytes_over_rate() {
         pacing_bps: Some(12_000_000),
         handles_ecn: false,
     };
-    let mut s = TcpSender::new(0, sized(10 * MSS), Box::new(cc));
+    let mut s = TcpSender::new(0, sized(20 * MSS), Box::new(cc));
     let mut r = TcpReceiver::new(0, &TcpConfig::default());
     let mut pipe = Pipe::new(Nanos::from_ms(50));
     pipe.run(&mut s, &mut r, Nanos::from_secs(5), |_, _| {});
-    let t: Vec<u64> = pipe.data().map(|d| d.t.as_ns() / 1000).collect();
-    let mut want = vec![100_000u64];
-    for k in 0..9u64 {
-        want.push(100_500 + 1000 * k);
+    let t: Vec<u64> = pipe.data().map(|d| d.t.as_ns()).collect();
+    let len_ns = 1448 * 8 * 1_000_000_000u64 / 12_000_000;
+    assert_eq!(len_ns, 965_333);
+    let mut want = vec![100_000_000u64; 10];
+    let mut next = 200_000_000u64;
+    want.push(next);
+    next += len_ns - len_ns / 2;
+    for _ in 0..9 {
+        want.push(next);
+        next += len_ns;
     }
     assert_eq!(t, want);
     assert_eq!(s.stats().pacing_bps, 12_000_000);
@@ -2040,4 +2050,46 @@ fn dctcp_cuts_within_one_rtt_of_a_ce_by_alpha_over_two() {
             "{name}: CWR {lag} after the mark, srtt {srtt}"
         );
     }
+}
+
+// ----- Prague under its own pacer ---------------------------------------------------------------
+
+/// Prague paces at max(floor(frac_cwnd), in_flight)·mtu/srtt with mtu = mss + 52 (Linux
+/// `prague_update_pacing_rate`, `tcp_mss_to_mtu` with timestamps), and the sender spaces
+/// packets by the payload (`tcp_update_skb_after_send`), i.e. at floor(frac)·(1500/1448)
+/// packets per srtt: 3.6 % above the window. Once floor(frac) ≥ 1/0.036 = 28 packets that is
+/// more than ceil(frac) = snd_cwnd per RTT, so in-flight reaches snd_cwnd every round,
+/// `tcp_cwnd_validate` records the window as used, and the additive increase (gated on
+/// `tcp_is_cwnd_limited` alone) keeps running. 50 Mb/s × 20 ms ≈ 83 packets.
+#[test]
+fn prague_stays_cwnd_limited_under_its_own_pacer() {
+    let cc = crate::cc::by_name("prague").expect("prague");
+    let mut s = TcpSender::new(0, TcpConfig::default(), cc);
+    let mut r = TcpReceiver::new(0, &TcpConfig::default());
+    let mut pipe = Pipe::new(Nanos::from_ms(10)).bottleneck(Rate::from_mbps(50), 1000);
+    pipe.mark_k = Some(5);
+    let (mut probes, mut limited, mut at_2s) = (0u64, 0u64, 0u64);
+    let mut max_gap = Nanos::ZERO;
+    let mut last_limited = Nanos::ZERO;
+    pipe.run(&mut s, &mut r, Nanos::from_secs(12), |now, s| {
+        if now <= Nanos::from_secs(2) {
+            at_2s = s.stats().delivered_bytes;
+            last_limited = now;
+            return;
+        }
+        probes += 1;
+        if s.cc_state().is_cwnd_limited() {
+            limited += 1;
+            max_gap = max_gap.max(now - last_limited);
+            last_limited = now;
+        }
+    });
+    let goodput = (s.stats().delivered_bytes - at_2s) as f64 * 8.0 / 10.0;
+    let share = limited as f64 / probes as f64;
+    // The window is found used in most events, and never unused for long: a frozen window
+    // (the failure this guards against) would leave it unused for the rest of the run.
+    assert!(share > 0.5, "cwnd-limited in {share:.3} of events");
+    assert!(max_gap < Nanos::from_ms(200), "window unused for {max_gap}");
+    // Payload capacity 50·1448/1500 = 48.27 Mb/s.
+    assert!(goodput > 0.95 * 48.27e6, "goodput {goodput}");
 }
