@@ -205,6 +205,14 @@ pub trait CongestionControl: Send {
         false
     }
 
+    /// The receiving end runs this CC's classic-ECN receiver (Linux: the peer socket has the
+    /// same CC, and DCTCP's `cwnd_event` handles `CA_EVENT_ECN_IS_CE`/`NO_CE` with
+    /// `dctcp_ece_ack_update`: ECE mirrors the CE state packet by packet, with an immediate
+    /// ACK on each change). Sets [`crate::tcp::TcpConfig::dctcp_ece`] on the receiver.
+    fn dctcp_receiver(&self) -> bool {
+        false
+    }
+
     /// True when the CC reacts to CE feedback itself (Prague, BBRv3); the TCP sender then does
     /// not enter CWR on ECE. False: ECE makes the sender call `ssthresh` and enter CWR once per
     /// window, as `tcp_enter_cwr()` does (Reno, Cubic, DCTCP).
