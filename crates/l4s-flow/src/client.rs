@@ -298,13 +298,22 @@ pub fn run(o: &ClientOpts, emu: &EmuEnv) -> Result<serde_json::Value, FlowError>
             // 1. Receive everything waiting.
             for s in streams.iter_mut() {
                 loop {
-                    let n = s
-                        .sock
-                        .recv_batch(&mut batch)
-                        .map_err(|e| FlowError::Unreachable {
-                            peer: s.peer,
-                            source: e,
-                        })?;
+                    let n = match s.sock.recv_batch(&mut batch) {
+                        Ok(n) => n,
+                        // The data is acknowledged; a receiver that already exited (its ICMP
+                        // port unreachable) only costs its report.
+                        Err(_) if matches!(s.phase, Phase::Closing(..)) => {
+                            warn_no_report(s, "the server has gone");
+                            s.phase = Phase::Finished;
+                            0
+                        }
+                        Err(e) => {
+                            return Err(FlowError::Unreachable {
+                                peer: s.peer,
+                                source: e,
+                            })
+                        }
+                    };
                     for i in 0..n {
                         let Some(r) = s.sock.received(&batch, i) else {
                             continue;
@@ -418,8 +427,12 @@ pub fn run(o: &ClientOpts, emu: &EmuEnv) -> Result<serde_json::Value, FlowError>
                             );
                             s.phase = Phase::Finished;
                         } else if now.saturating_sub(last) >= Nanos::from_ms(200) {
-                            s.send_control(&Control::Done, &mut buf)?;
-                            s.phase = Phase::Closing(since, now);
+                            if s.send_control(&Control::Done, &mut buf).is_err() {
+                                warn_no_report(s, "the server has gone");
+                                s.phase = Phase::Finished;
+                            } else {
+                                s.phase = Phase::Closing(since, now);
+                            }
                         }
                     }
                     Phase::Finished => {}
@@ -545,6 +558,13 @@ pub fn run(o: &ClientOpts, emu: &EmuEnv) -> Result<serde_json::Value, FlowError>
         print_summary(&streams, scalable);
     }
     Ok(json)
+}
+
+fn warn_no_report(s: &Stream, why: &str) {
+    eprintln!(
+        "l4s-flow: warning: stream {}: no report from {} ({why}); its receiver counts are missing",
+        s.id, s.peer
+    );
 }
 
 fn print_summary(streams: &[Stream], scalable: bool) {
