@@ -141,3 +141,21 @@ def test_a_sweep_runs_each_grid_point_on_the_emulator(tmp_path):
     # Rerun: both finished, both kept.
     r = l4slab("--sweep", str(sweep), "-o", str(out), "--quiet", "--", "true")
     assert r.returncode == 0 and r.stderr.count("finished earlier, kept") == 2, r.stderr
+
+
+def test_dashboard_shows_each_direction_and_queue():
+    from rich.console import Console
+
+    from l4slab.emulate import dashboard_table
+
+    line = {"t_s": 2.5, "dirs": [
+        {"name": "uplink", "l4s_mbps": 24.5, "classic_mbps": 23.25,
+         "queues": [{"name": "L", "sojourn_ms": 0.4, "backlog_pkts": 1},
+                    {"name": "C", "sojourn_ms": 15.2, "backlog_pkts": 60}],
+         "p_prime": 0.125, "marks_per_s": 310.0, "drops_per_s": 12.0}]}
+    con = Console(record=True, width=120)
+    con.print(dashboard_table(line))
+    text = con.export_text()
+    for needle in ("t=2.5s", "uplink", "24.50", "23.25", "L 0.40", "C 15.20", "0.125", "310",
+                   "12"):
+        assert needle in text, (needle, text)

@@ -190,36 +190,38 @@ def build_run_dir(out: Path, *, figures: bool = True, report: bool = True) -> di
 
 # --- live view ----------------------------------------------------------------------------------
 
-def _dashboard(read_fd: int, stop: threading.Event) -> None:
-    """Draw the stats lines of the emulator as a small rich table on stderr."""
-    from rich.console import Console
-    from rich.live import Live
+def dashboard_table(st: dict[str, Any]) -> Any:
+    """One stats line of the emulator as a rich Table (L4S blue, Classic orange)."""
     from rich.table import Table
 
+    t = Table(title=f"l4s-emu  t={st.get('t_s', 0):.1f}s", title_justify="left", expand=False)
+    for col in ("dir", "L4S Mb/s", "Classic Mb/s", "queue delay ms", "p'", "marks/s",
+                "drops/s"):
+        t.add_column(col, justify="right")
+    for d in st.get("dirs", []):
+        qd = "  ".join(f"{q['name']} {q['sojourn_ms']:.2f}" for q in d.get("queues", []))
+        t.add_row(d["name"], f"[blue]{d.get('l4s_mbps', 0):.2f}[/]",
+                  f"[dark_orange]{d.get('classic_mbps', 0):.2f}[/]", qd,
+                  f"{d.get('p_prime', 0):.3f}", f"{d.get('marks_per_s', 0):.0f}",
+                  f"{d.get('drops_per_s', 0):.0f}")
+    return t
+
+
+def _dashboard(read_fd: int, stop: threading.Event) -> None:
+    """Draw the stats lines of the emulator, a few times a second, on stderr."""
+    from rich.console import Console
+    from rich.live import Live
+
     con = Console(stderr=True)
-
-    def table(st: dict[str, Any]) -> Table:
-        t = Table(title=f"l4s-emu  t={st.get('t_s', 0):.1f}s", title_justify="left",
-                  expand=False)
-        for col in ("dir", "L4S Mb/s", "Classic Mb/s", "queue delay ms", "p'", "marks/s",
-                    "drops/s"):
-            t.add_column(col, justify="right")
-        for d in st.get("dirs", []):
-            qd = "  ".join(f"{q['name']} {q['sojourn_ms']:.2f}" for q in d.get("queues", []))
-            t.add_row(d["name"], f"[blue]{d.get('l4s_mbps', 0):.2f}[/]",
-                      f"[dark_orange]{d.get('classic_mbps', 0):.2f}[/]", qd,
-                      f"{d.get('p_prime', 0):.3f}", f"{d.get('marks_per_s', 0):.0f}",
-                      f"{d.get('drops_per_s', 0):.0f}")
-        return t
-
     with os.fdopen(read_fd, "r", buffering=1) as f, \
-            Live(table({}), console=con, refresh_per_second=4, transient=False) as live:
+            Live(dashboard_table({}), console=con, refresh_per_second=4,
+                 transient=False) as live:
         for line in f:
             if stop.is_set():
                 break
             try:
-                live.update(table(json.loads(line)))
-            except (json.JSONDecodeError, KeyError, TypeError):
+                live.update(dashboard_table(json.loads(line)))
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
                 continue
 
 
