@@ -419,6 +419,8 @@ pub struct Parsed {
     pub transport: Transport,
     /// Transport payload bytes (TCP/UDP data; the whole IP payload otherwise).
     pub payload_len: usize,
+    /// Offset of the transport header (after IPv4 options / IPv6 extension headers).
+    pub l4_offset: usize,
 }
 
 fn need(what: &'static str, have: usize, need: usize) -> Result<(), PacketError> {
@@ -480,6 +482,7 @@ pub fn parse(buf: &[u8]) -> Result<Parsed, PacketError> {
             let (t, sport, dport, payload_len) =
                 transport(proto_num, p.payload(), p.is_fragment())?;
             Ok(Parsed {
+                l4_offset: p.header_len(),
                 version: IpVersion::V4,
                 len: p.total_len(),
                 ecn: p.ecn(),
@@ -531,7 +534,9 @@ pub fn parse(buf: &[u8]) -> Result<Parsed, PacketError> {
                 walked += 1;
             }
             let (t, sport, dport, payload_len) = transport(nh, rest, frag)?;
+            let l4_offset = p.total_len() - rest.len();
             Ok(Parsed {
+                l4_offset,
                 version: IpVersion::V6,
                 len: p.total_len(),
                 ecn: p.ecn(),
@@ -566,6 +571,100 @@ pub fn set_ecn(buf: &mut [u8], ecn: Ecn) -> Result<(), PacketError> {
         }
         Some(v) => Err(PacketError::Version(v)),
     }
+}
+
+/// The TCP checksum of `tcp` (header with its checksum field taken as zero, then payload)
+/// under the IPv4 or IPv6 pseudo-header (RFC 9293 §3.1, RFC 8200 §8.1).
+pub fn tcp_checksum(v6: bool, src: &[u8], dst: &[u8], tcp: &[u8]) -> u16 {
+    let mut acc = ones_sum(src, 0);
+    acc = ones_sum(dst, acc);
+    if v6 {
+        acc += (tcp.len() as u32 >> 16) + (tcp.len() as u32 & 0xffff);
+    } else {
+        acc += tcp.len() as u32;
+    }
+    acc += proto::TCP as u32;
+    if tcp.len() >= 18 {
+        acc = ones_sum(&tcp[..16], acc);
+        acc = ones_sum(&tcp[18..], acc);
+    } else {
+        acc = ones_sum(tcp, acc);
+    }
+    !fold(acc)
+}
+
+/// Split a TCP segment larger than `mss` payload bytes (a TSO/GSO super-packet read with
+/// IFF_VNET_HDR) into MSS-sized packets as Linux `tcp_gso_segment` does before the qdisc:
+/// every segment carries a copy of the IP and TCP headers (options included) with its own
+/// length, sequence number and checksums; the IPv4 ID counts up per segment; CWR stays on the
+/// first segment only, FIN and PSH on the last only. A packet that fits is copied unchanged.
+/// Appends the segments to `out` and returns how many; errors when `pkt` is not a valid
+/// unfragmented TCP packet or `mss` is 0.
+pub fn gso_segment_tcp(
+    pkt: &[u8],
+    mss: usize,
+    out: &mut Vec<Vec<u8>>,
+) -> Result<usize, PacketError> {
+    let p = parse(pkt)?;
+    let Transport::Tcp { header_len } = p.transport else {
+        return Err(PacketError::BadLength("GSO: not a TCP segment"));
+    };
+    if mss == 0 {
+        return Err(PacketError::BadLength("GSO: MSS 0"));
+    }
+    let pkt = &pkt[..p.len];
+    if p.payload_len <= mss {
+        out.push(pkt.to_vec());
+        return Ok(1);
+    }
+    let hdr_len = p.l4_offset + header_len;
+    let (hdr, payload) = pkt.split_at(hdr_len);
+    let seq0 = u32::from_be_bytes([
+        hdr[p.l4_offset + 4],
+        hdr[p.l4_offset + 5],
+        hdr[p.l4_offset + 6],
+        hdr[p.l4_offset + 7],
+    ]);
+    let flags0 = hdr[p.l4_offset + 13];
+    let v6 = p.version == IpVersion::V6;
+    let n = payload.len().div_ceil(mss);
+    for (i, chunk) in payload.chunks(mss).enumerate() {
+        let mut s = Vec::with_capacity(hdr_len + chunk.len());
+        s.extend_from_slice(hdr);
+        s.extend_from_slice(chunk);
+        let total = s.len();
+        if v6 {
+            s[4..6].copy_from_slice(&((total - 40) as u16).to_be_bytes());
+        } else {
+            s[2..4].copy_from_slice(&(total as u16).to_be_bytes());
+            let id = u16::from_be_bytes([s[4], s[5]]).wrapping_add(i as u16);
+            s[4..6].copy_from_slice(&id.to_be_bytes());
+            s[10] = 0;
+            s[11] = 0;
+            let c = ipv4_header_checksum(&s[..p.l4_offset]);
+            s[10..12].copy_from_slice(&c.to_be_bytes());
+        }
+        let t = p.l4_offset;
+        let seq = seq0.wrapping_add((i * mss) as u32);
+        s[t + 4..t + 8].copy_from_slice(&seq.to_be_bytes());
+        let mut flags = flags0;
+        if i > 0 {
+            flags &= !0x80; // CWR: first segment only
+        }
+        if i + 1 < n {
+            flags &= !(0x01 | 0x08); // FIN, PSH: last segment only
+        }
+        s[t + 13] = flags;
+        let (src, dst) = if v6 {
+            (8..24, 24..40)
+        } else {
+            (12..16, 16..20)
+        };
+        let c = tcp_checksum(v6, &s[src], &s[dst], &s[t..]);
+        s[t + 16..t + 18].copy_from_slice(&c.to_be_bytes());
+        out.push(s);
+    }
+    Ok(n)
 }
 
 /// An owned packet on its way through the path; derefs to its IP bytes.
@@ -887,7 +986,108 @@ mod tests {
         assert_ne!(h, k.hash32(0));
     }
 
+    /// A TCP super-packet of `payload` bytes (pattern) with flags, valid checksums.
+    fn tso(v6: bool, payload: usize, flags: u8) -> Vec<u8> {
+        let hl = if v6 { 40 } else { 20 };
+        let total = (hl + 32 + payload) as u16;
+        let mut b = if v6 {
+            ipv6([1; 16], [2; 16], proto::TCP, 40000, 5201, 0x01, total)
+        } else {
+            ipv4(
+                [10, 0, 0, 1],
+                [10, 0, 0, 2],
+                proto::TCP,
+                40000,
+                5201,
+                0x01,
+                total,
+            )
+        };
+        let t = hl;
+        b[t + 4..t + 8].copy_from_slice(&0xffff_f000u32.to_be_bytes()); // wraps
+        b[t + 12] = 8 << 4; // 32-byte header: 12 bytes of options (NOP NOP TS)
+        b[t + 13] = flags;
+        b[t + 20..t + 32].copy_from_slice(&[1, 1, 8, 10, 0, 0, 0, 7, 0, 0, 0, 9]);
+        for (k, x) in b[t + 32..].iter_mut().enumerate() {
+            *x = (k % 251) as u8;
+        }
+        if !v6 {
+            b[4..6].copy_from_slice(&1000u16.to_be_bytes());
+            b[10] = 0;
+            b[11] = 0;
+            let c = ipv4_header_checksum(&b[..20]);
+            b[10..12].copy_from_slice(&c.to_be_bytes());
+        }
+        let (src, dst) = if v6 {
+            (8..24, 24..40)
+        } else {
+            (12..16, 16..20)
+        };
+        let c = tcp_checksum(v6, &b[src], &b[dst], &b[t..]);
+        b[t + 16..t + 18].copy_from_slice(&c.to_be_bytes());
+        b
+    }
+
+    fn tcp_ok(v6: bool, s: &[u8]) -> bool {
+        let t = if v6 { 40 } else { 20 };
+        let (src, dst) = if v6 {
+            (8..24, 24..40)
+        } else {
+            (12..16, 16..20)
+        };
+        // Independently of `tcp_checksum`: the pseudo-header plus the whole segment, checksum
+        // field included, sums to 0xffff (RFC 1071 §1).
+        let len = (s.len() - t) as u32;
+        let mut acc = ones_sum(&s[src], 0);
+        acc = ones_sum(&s[dst], acc);
+        acc += (len >> 16) + (len & 0xffff) + proto::TCP as u32;
+        fold(ones_sum(&s[t..], acc)) == 0xffff
+    }
+
+    #[test]
+    fn gso_super_packets_split_like_tcp_gso_segment() {
+        for v6 in [false, true] {
+            let t = if v6 { 40 } else { 20 };
+            // CWR|PSH|FIN|ACK over 3.5 MSS of payload.
+            let b = tso(v6, 1448 * 3 + 700, 0x80 | 0x10 | 0x08 | 0x01);
+            assert!(tcp_ok(v6, &b), "input checksum");
+            let mut out = Vec::new();
+            assert_eq!(gso_segment_tcp(&b, 1448, &mut out), Ok(4));
+            let mut payload = Vec::new();
+            for (i, s) in out.iter().enumerate() {
+                let p = parse(s).expect("valid IP header (and IPv4 checksum)");
+                assert_eq!(p.payload_len, if i < 3 { 1448 } else { 700 });
+                assert_eq!(p.ecn, Ecn::Ect1);
+                assert!(tcp_ok(v6, s), "segment {i} TCP checksum");
+                let seq = u32::from_be_bytes([s[t + 4], s[t + 5], s[t + 6], s[t + 7]]);
+                assert_eq!(seq, 0xffff_f000u32.wrapping_add(1448 * i as u32));
+                let f = s[t + 13];
+                assert_eq!(f & 0x10, 0x10, "ACK on all");
+                assert_eq!(f & 0x80 != 0, i == 0, "CWR on the first only");
+                assert_eq!(f & 0x09 == 0x09, i == 3, "FIN+PSH on the last only");
+                assert_eq!(&s[t + 20..t + 32], &b[t + 20..t + 32], "options copied");
+                if !v6 {
+                    assert_eq!(u16::from_be_bytes([s[4], s[5]]), 1000 + i as u16, "IP ID");
+                }
+                payload.extend_from_slice(&s[t + 32..]);
+            }
+            assert_eq!(&payload[..], &b[t + 32..]);
+            // A packet that fits is copied unchanged; non-TCP and MSS 0 are errors.
+            let mut one = Vec::new();
+            assert_eq!(gso_segment_tcp(&b, 65535, &mut one), Ok(1));
+            assert_eq!(one[0], b);
+            assert!(gso_segment_tcp(&b, 0, &mut one).is_err());
+        }
+        let u = ipv4([10, 0, 0, 1], [10, 0, 0, 2], proto::UDP, 1, 2, 0, 3000);
+        assert!(gso_segment_tcp(&u, 1000, &mut Vec::new()).is_err());
+    }
+
     proptest! {
+        #[test]
+        fn gso_never_panics(data in proptest::collection::vec(any::<u8>(), 0..300), mss in 0usize..200) {
+            let _ = gso_segment_tcp(&data, mss, &mut Vec::new());
+        }
+
         #[test]
         fn arbitrary_bytes_never_panic(data in proptest::collection::vec(any::<u8>(), 0..200)) {
             let r = parse(&data);

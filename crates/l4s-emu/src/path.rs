@@ -16,13 +16,13 @@
 //! delivery, link.
 
 use crate::packet::{self, PacketBuf, Transport};
-use crate::record::{FinishCtx, PathRecorder, PathResults};
+use crate::record::{FinishCtx, MahimahiLog, PathRecorder, PathResults};
 use l4s_core::aqm::Aqm;
-use l4s_core::link::{Jitter, LinkModel, LossModel};
+use l4s_core::link::{Jitter, LinkModel, LossModel, MahimahiTraceData};
 use l4s_core::{Ecn, Nanos, Packet, Rng};
 use l4s_sim::aqm_config::AqmConfig;
 use l4s_sim::scenario::LinkConfig;
-use l4s_sim::world::{build_jitter, build_link, build_loss};
+use l4s_sim::world::{build_jitter, build_link, build_loss, load_trace};
 use l4s_sim::SimError;
 use serde_json::Value;
 use std::collections::VecDeque;
@@ -113,8 +113,8 @@ struct InFlight {
 enum LinkEv {
     /// The link can take the next packet.
     Service(Nanos),
-    /// The packet being serialised has left; (time, its bytes).
-    Done(Nanos, u32),
+    /// The packet being serialised has left; (time, its bytes, its arrival time).
+    Done(Nanos, u32, Nanos),
 }
 
 /// Internal events, in tie order.
@@ -158,6 +158,9 @@ pub struct Path {
     events: u64,
     seed: u64,
     scenario: Value,
+    mm_log: Option<MahimahiLog>,
+    /// The trace and `once`, for the Mahimahi log's opportunity lines.
+    trace: Option<(MahimahiTraceData, bool)>,
 }
 
 /// Buffers kept for reuse.
@@ -178,6 +181,10 @@ impl Path {
     pub fn with_aqm(cfg: PathConfig, aqm: Box<dyn Aqm>) -> Result<Path, SimError> {
         cfg.link.validate()?;
         let link = build_link(&cfg.link, cfg.base_dir.as_deref())?;
+        let trace = match &cfg.link.trace {
+            Some(f) => Some((load_trace(cfg.base_dir.as_deref(), f)?, cfg.link.once)),
+            None => None,
+        };
         let loss = build_loss(
             &cfg.link,
             Rng::derive(cfg.seed, &format!("{}link/loss", cfg.stream)),
@@ -219,6 +226,8 @@ impl Path {
             events: 0,
             seed: cfg.seed,
             scenario: cfg.scenario,
+            mm_log: None,
+            trace,
         };
         if !p.warmup_pending {
             p.snapshot();
@@ -241,6 +250,10 @@ impl Path {
         };
         if parsed.transport == Transport::Other {
             self.rec.unclassified += 1;
+        }
+        if let Some(l) = &mut self.mm_log {
+            l.opportunities(now, self.link.as_ref());
+            l.arrival(now, parsed.len as u32);
         }
         let flow = self.rec.flow_id(&parsed.key, parsed.ecn == Ecn::Ect1, now);
         self.rec.totals.sent_pkts += 1;
@@ -297,7 +310,7 @@ impl Path {
         [
             self.line.front().map(|f| f.at),
             self.link_ev.map(|e| match e {
-                LinkEv::Service(t) | LinkEv::Done(t, _) => t,
+                LinkEv::Service(t) | LinkEv::Done(t, ..) => t,
             }),
             self.aqm_armed,
             Some(self.next_sample),
@@ -318,6 +331,27 @@ impl Path {
     pub fn recycle(&mut self, buf: PacketBuf) {
         if self.pool.len() < POOL_MAX {
             self.pool.push(buf.into_vec());
+        }
+    }
+
+    /// Keep Mahimahi's link log for this direction (`--uplink-log` / `--downlink-log`);
+    /// `link_name` goes into its header ("uplink", "downlink").
+    pub fn enable_mahimahi_log(&mut self, link_name: &str) {
+        let trace = self.trace.as_ref().map(|(d, once)| (d, *once));
+        self.mm_log = Some(MahimahiLog::new(link_name, trace));
+    }
+
+    /// The Mahimahi log text produced up to `now` since the last call (empty when the log is
+    /// off); the caller appends it to the log file.
+    pub fn take_mahimahi_log(&mut self, now: Nanos) -> String {
+        self.advance(now);
+        let t = self.t;
+        match &mut self.mm_log {
+            Some(l) => {
+                l.opportunities(t, self.link.as_ref());
+                l.take()
+            }
+            None => String::new(),
         }
     }
 
@@ -371,7 +405,7 @@ impl Path {
             consider(self.line.get(self.counted).map(|f| f.at), Ev::Deliver);
             consider(
                 self.link_ev.map(|e| match e {
-                    LinkEv::Service(t) | LinkEv::Done(t, _) => t,
+                    LinkEv::Service(t) | LinkEv::Done(t, ..) => t,
                 }),
                 Ev::Link,
             );
@@ -406,7 +440,13 @@ impl Path {
                 }
                 Ev::Link => match self.link_ev.take() {
                     Some(LinkEv::Service(_)) => self.link_service(t),
-                    Some(LinkEv::Done(_, bytes)) => self.link_done(t, bytes),
+                    Some(LinkEv::Done(_, bytes, arrived)) => {
+                        if let Some(l) = &mut self.mm_log {
+                            l.opportunities(t, self.link.as_ref());
+                            l.departure(t, bytes, arrived);
+                        }
+                        self.link_done(t, bytes)
+                    }
                     None => {}
                 },
             }
@@ -455,6 +495,9 @@ impl Path {
             let s = self.free_slot((d.id & 0xffff_ffff) as u32);
             let q = self.queue_of(s.orig_ecn);
             self.rec.on_packet(now, d.flow, q, Nanos::ZERO, 2);
+            if let Some(l) = &mut self.mm_log {
+                l.drop(now, d.bytes);
+            }
             self.recycle(s.buf);
         } else if !self.busy && self.link_ev.is_none() {
             let s = self.link.next_service(now);
@@ -476,6 +519,10 @@ impl Path {
             let s = self.free_slot((d.id & 0xffff_ffff) as u32);
             let q = self.queue_of(s.orig_ecn);
             self.rec.on_packet(now, d.flow, q, d.sojourn(now), 2);
+            if let Some(l) = &mut self.mm_log {
+                l.opportunities(now, self.link.as_ref());
+                l.drop(now, d.bytes);
+            }
             self.recycle(s.buf);
         }
         self.dropped = dropped;
@@ -501,7 +548,7 @@ impl Path {
                 self.stuck_pkts += 1;
                 self.recycle(s.buf);
             } else {
-                self.link_ev = Some(LinkEv::Done(fin, p.bytes));
+                self.link_ev = Some(LinkEv::Done(fin, p.bytes, p.sent_at));
                 self.propagate(p, s, fin);
             }
         }

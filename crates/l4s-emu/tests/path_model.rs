@@ -445,3 +445,288 @@ fn link_and_aqm_tables_get_the_simulators_errors() {
     let e = Path::new(c).err().unwrap().to_string();
     assert!(e.starts_with("link.trace: cannot read"), "{e}");
 }
+
+/// Arrivals of UDP flow `port` at `rate_pps` packets/s of `len` bytes in [start, stop).
+fn paced(
+    port: u16,
+    ecn: Ecn,
+    len: u16,
+    rate_pps: u64,
+    start: Nanos,
+    stop: Nanos,
+) -> Vec<(Nanos, Vec<u8>)> {
+    let gap = 1_000_000_000 / rate_pps;
+    (0..)
+        .map(|i| start + Nanos(i * gap))
+        .take_while(|&t| t < stop)
+        .map(|t| (t, udp4(port, ecn, len)))
+        .collect()
+}
+
+fn merge(mut a: Vec<(Nanos, Vec<u8>)>, b: Vec<(Nanos, Vec<u8>)>) -> Vec<(Nanos, Vec<u8>)> {
+    a.extend(b);
+    a.sort_by_key(|x| x.0); // stable: equal instants keep flow order
+    a
+}
+
+#[test]
+fn fq_codel_separates_flows_by_5_tuple() {
+    // 10 Mb/s FQ-CoDel: a 20 Mb/s flow and a 5 Mb/s flow (1500-byte packets). Per-flow fair
+    // queuing gives each 5 Mb/s; the recorder names both by 5-tuple and measures their
+    // payload rate (1472 of 1500 bytes) over the window after the 1 s warmup.
+    let mut c = cfg(json!({"rate": "10mbit"}), json!({"kind": "fq_codel"}));
+    c.warmup = Nanos::from_secs(1);
+    let mut p = Path::new(c).unwrap();
+    let end = Nanos::from_secs(6);
+    let arr = merge(
+        paced(1, Ecn::Ect0, 1500, 20_000_000 / 12_000, Nanos::ZERO, end),
+        paced(2, Ecn::Ect0, 1500, 5_000_000 / 12_000, Nanos(1), end),
+    );
+    drive(&mut p, &arr, end);
+    let r = p.finish(end);
+    let s = summary(&r);
+    assert_eq!(
+        r.flow_keys,
+        vec![
+            "udp 10.0.0.1:1>10.0.0.2:5201",
+            "udp 10.0.0.1:2>10.0.0.2:5201"
+        ]
+    );
+    let payload_share = 5.0 * 1472.0 / 1500.0;
+    for f in 0..2 {
+        let t = s["flows"][f]["tput_mbps"].as_f64().unwrap();
+        assert!((t / payload_share - 1.0).abs() < 0.03, "flow {f}: {t}");
+        assert_eq!(s["flows"][f]["class"], json!("Classic"));
+    }
+    // The heavy flow's excess is CE-marked (ECT(0), fq_codel's ecn default) by its own CoDel.
+    assert!(s["flows"][0]["ce_marks"].as_u64().unwrap() > 100);
+    // flows rows: one per flow per sample once seen; tput of flow 1 ~ its share late on.
+    let fl = &r.run.flows;
+    let last = fl.t_s.len() - 1;
+    assert_eq!(fl.flow[last], 1);
+    assert!(fl.cwnd_pkts[last].is_nan(), "unknown on the wire");
+}
+
+#[test]
+fn flows_first_seen_after_warmup_and_beyond_the_table_are_recorded() {
+    // Flow B starts after the warmup instant; 5000 one-packet flows (4000 before B, 1000 after)
+    // overflow the table into one "other" row. Nothing panics and B's throughput is over the whole window.
+    let mut c = cfg(json!({"rate": "100mbit"}), json!({"kind": "dualpi2"}));
+    c.warmup = Nanos::from_secs(1);
+    let mut p = Path::new(c).unwrap();
+    let end = Nanos::from_secs(3);
+    let a = paced(1, Ecn::Ect1, 1500, 1000, Nanos::ZERO, end);
+    // B: 1000 packets/s of 1500 bytes from 2 s to 3 s = 1472·8·1000 b/s for half the window.
+    let b = paced(2, Ecn::Ect1, 1500, 1000, Nanos::from_secs(2), end);
+    let many: Vec<_> = (0..5000u64)
+        .map(|i| {
+            let mut pkt = build::ipv4(
+                [10, 1, (i >> 8) as u8, i as u8],
+                [10, 0, 0, 2],
+                proto::UDP,
+                7,
+                7,
+                0,
+                100,
+            );
+            pkt[0] = 0x45;
+            // 4000 before B appears at 2 s, 1000 after it.
+            let t = if i < 4000 {
+                1500 + 100 * i
+            } else {
+                2_500_000 + 100 * i
+            };
+            (Nanos::from_us(t), pkt)
+        })
+        .collect();
+    let arr = merge(merge(a, b), many);
+    drive(&mut p, &arr, end);
+    let r = p.finish(end);
+    let s = summary(&r);
+    let n = l4s_emu::record::MAX_FLOWS + 1;
+    assert_eq!(r.flow_keys.len(), n);
+    assert_eq!(r.flow_keys[n - 1], "other");
+    assert_eq!(s["flows"].as_array().unwrap().len(), n);
+    let b_id = r
+        .flow_keys
+        .iter()
+        .position(|k| k == "udp 10.0.0.1:2>10.0.0.2:5201")
+        .unwrap();
+    let tput = s["flows"][b_id]["tput_mbps"].as_f64().unwrap();
+    let want = 1472.0 * 8.0 * 1000.0 / 1e6 / 2.0;
+    assert!((tput - want).abs() / want < 0.01, "{tput} vs {want}");
+    assert_eq!(s["flows"][b_id]["class"], json!("L4S"));
+}
+
+#[test]
+fn txop1ms_releases_in_millisecond_bursts_and_steps_change_the_rate() {
+    // 12 Mb/s in 1 ms bursts: 1500 bytes per tick, so 1500-byte packets leave one per whole ms.
+    let mut p = Path::new(cfg(
+        json!({"rate": "12mbit", "model": "txop1ms"}),
+        json!({"kind": "fifo", "limit": 100000}),
+    ))
+    .unwrap();
+    let arr = paced(
+        1,
+        Ecn::NotEct,
+        1500,
+        3000,
+        Nanos(300_000),
+        Nanos::from_ms(100),
+    );
+    let out = drive(&mut p, &arr, Nanos::from_ms(400));
+    assert_eq!(out.len(), arr.len());
+    for (k, (at, _)) in out.iter().enumerate() {
+        assert_eq!(*at, Nanos::from_ms(k as u64 + 1), "packet {k}");
+    }
+    // Smooth 12 Mb/s stepping to 24 Mb/s at 50 ms under overload: 1 ms per packet, then 0.5 ms.
+    let mut p = Path::new(cfg(
+        json!({"rate": "12mbit", "steps": [{"at": "50ms", "rate": "24mbit"}]}),
+        json!({"kind": "fifo", "limit": 100000}),
+    ))
+    .unwrap();
+    let arr = paced(1, Ecn::NotEct, 1500, 4000, Nanos::ZERO, Nanos::from_ms(100));
+    let out = drive(&mut p, &arr, Nanos::from_ms(400));
+    assert_eq!(out[49].0, Nanos::from_ms(50));
+    assert_eq!(out[50].0, Nanos::from_us(50_500));
+    assert_eq!(out[51].0, Nanos::from_ms(51));
+}
+
+/// (t_ms, kind, first number) of every event line of a Mahimahi log; checks time order.
+fn mm_events(log: &str) -> Vec<(u64, String, u64)> {
+    let mut v = Vec::new();
+    for line in log.lines().filter(|l| !l.starts_with('#')) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let t: u64 = f[0].parse().unwrap();
+        let n: u64 = f[2].parse().unwrap();
+        v.push((t, f[1].to_string(), n));
+    }
+    assert!(v.windows(2).all(|w| w[0].0 <= w[1].0), "time order");
+    v
+}
+
+#[test]
+fn mahimahi_log_counts_arrivals_opportunities_departures_and_drops() {
+    // A trace link through a 20-packet FIFO, overloaded for a while: the log's opportunity
+    // lines are the trace's opportunities, and its +, -, d lines match the path's accounting.
+    let (dir, _) = write_trace("mmlog", 300);
+    let mut c = cfg(
+        json!({"trace": "trace.down"}),
+        json!({"kind": "fifo", "limit": 20}),
+    );
+    c.base_dir = Some(dir.clone());
+    let mut p = Path::new(c).unwrap();
+    p.enable_mahimahi_log("downlink");
+    let end = Nanos::from_secs(2);
+    let arr = paced(
+        1,
+        Ecn::NotEct,
+        1500,
+        2000,
+        Nanos(123_456),
+        Nanos::from_ms(1500),
+    );
+    let mut log = String::new();
+    // Take the log in pieces, as the emulator appends it to a file.
+    let mut t = Nanos::ZERO;
+    let mut out = 0;
+    for chunk in arr.chunks(100) {
+        let until = chunk.last().unwrap().0;
+        out += drive(&mut p, chunk, until).len();
+        log.push_str(&p.take_mahimahi_log(until));
+        t = until;
+    }
+    assert!(t < end);
+    out += drive(&mut p, &[], end).len();
+    log.push_str(&p.take_mahimahi_log(end));
+    let r = p.finish(end);
+    let s = summary(&r);
+    assert!(log.starts_with("# mahimahi mm-link (downlink)"));
+    assert!(log.contains("# base timestamp: 0\n"));
+    let ev = mm_events(&log);
+    let count = |k: &str| ev.iter().filter(|e| e.1 == k).count() as u64;
+    // Opportunities in (0, 2 s]: the trace has no opportunity at 0 ms.
+    let cap_bytes = s["link"]["capacity_mbps"].as_f64().unwrap() * 1e6 / 8.0 * 2.0;
+    assert_eq!(count("#"), (cap_bytes / 1504.0).round() as u64);
+    assert_eq!(count("+"), arr.len() as u64);
+    assert_eq!(count("d"), s["packets"]["aqm_dropped"].as_u64().unwrap());
+    assert!(count("d") > 0);
+    assert_eq!(
+        count("-") as usize,
+        out,
+        "zero delay: every departure was written"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+
+    // A rate link logs its exact capacity per millisecond: 10 Mb/s = 1250 bytes per ms.
+    let mut p = Path::new(cfg(json!({"rate": "10mbit"}), json!({"kind": "fifo"}))).unwrap();
+    p.enable_mahimahi_log("uplink");
+    let ev = mm_events(&p.take_mahimahi_log(Nanos::from_secs(1)));
+    assert_eq!(ev.len(), 1000);
+    assert!(ev.iter().all(|e| e.1 == "#" && e.2 == 1250));
+}
+
+#[test]
+fn a_late_clock_changes_only_the_lateness() {
+    // The same arrivals through DualPI2 + 12 Mb/s + 5 ms, written on time and written 50 µs
+    // after every deadline: identical bytes, scheduled times and records; lateness <= 50 µs.
+    let run = |lag: Nanos| {
+        let mut c = cfg(json!({"rate": "12mbit"}), json!({"kind": "dualpi2"}));
+        c.delay = Nanos::from_ms(5);
+        c.per_packet = true;
+        let mut p = Path::new(c).unwrap();
+        let arr = merge(
+            paced(1, Ecn::Ect1, 1500, 700, Nanos(1), Nanos::from_secs(2)),
+            paced(2, Ecn::Ect0, 1000, 900, Nanos(2), Nanos::from_secs(2)),
+        );
+        let end = Nanos::from_ms(2500);
+        let mut out = Vec::new();
+        let mut i = 0;
+        loop {
+            let na = arr.get(i).map(|a| a.0);
+            let nd = p.next_deadline().map(|d| d + lag);
+            match (na, nd) {
+                (Some(a), d) if d.is_none_or(|d| a <= d) && a <= end => {
+                    p.push(&arr[i].1, a);
+                    i += 1;
+                }
+                (_, Some(d)) if d <= end => {
+                    while let Some((b, at)) = p.pop_due(d) {
+                        p.record_sent(at, d);
+                        out.push((at, b.to_vec()));
+                    }
+                }
+                _ => break,
+            }
+        }
+        let r = p.finish(end);
+        (out, r)
+    };
+    let (a, ra) = run(Nanos::ZERO);
+    let (b, rb) = run(Nanos::from_us(50));
+    assert!(a.len() > 2000);
+    assert_eq!(a, b);
+    assert_eq!(ra.run.packets, rb.run.packets);
+    assert_eq!(ra.run.samples, rb.run.samples);
+    assert_eq!(ra.lateness_max_us, 0.0);
+    assert_eq!(rb.lateness_max_us, 50.0);
+    assert!(rb.lateness_p50_us <= 50.0 && rb.lateness_p99_us <= 50.0);
+    let sb = summary(&rb);
+    assert_eq!(sb["emulator"]["lateness_us"]["max"], json!(50.0));
+    assert_eq!(sb["emulator"]["lateness_us"]["packets"], json!(b.len()));
+}
+
+#[test]
+fn finishing_before_the_warmup_ends_gives_nulls_not_a_panic() {
+    let mut c = cfg(json!({"rate": "12mbit"}), json!({"kind": "dualpi2"}));
+    c.warmup = Nanos::from_secs(5);
+    let mut p = Path::new(c).unwrap();
+    drive(
+        &mut p,
+        &paced(1, Ecn::Ect1, 1500, 500, Nanos::ZERO, Nanos::from_secs(1)),
+        Nanos::from_secs(1),
+    );
+    let s = summary(&p.finish(Nanos::from_secs(1)));
+    assert_eq!(s["flows"][0]["tput_mbps"], Value::Null);
+    assert_eq!(s["link"]["utilisation"], Value::Null);
+}

@@ -330,7 +330,10 @@ impl Scenario {
         self.validate_link()?;
         if let Some(a) = &self.ack_link {
             if a.rate.bps() == 0 {
-                return Err(SimError::field("ack_link.rate", "\"0bit\" must be > 0"));
+                return Err(SimError::field(
+                    "ack_link.rate",
+                    "is zero; expected a rate > 0, e.g. \"1mbit\"",
+                ));
             }
             if a.limit == 0 {
                 return Err(SimError::field("ack_link.limit", "0 must be ≥ 1 (packets)"));
@@ -350,6 +353,17 @@ impl Scenario {
         }
         for (i, fl) in self.flows.iter().enumerate() {
             crate::flows::validate_flow(i, fl)?;
+            // A flow that starts after the run has ended sends nothing: always a mistake.
+            if fl.start >= self.duration {
+                return Err(SimError::field(
+                    format!("flows[{i}].start"),
+                    format!(
+                        "\"{}\" is not before the end of the run (duration \"{}\"); expected \
+                         0 ≤ start < duration",
+                        fl.start, self.duration
+                    ),
+                ));
+            }
         }
         Ok(())
     }
@@ -386,7 +400,10 @@ impl LinkConfig {
                 ))
             }
             (Some(r), None) if r.bps() == 0 => {
-                return Err(SimError::field("link.rate", "\"0bit\" must be > 0"));
+                return Err(SimError::field(
+                    "link.rate",
+                    "is zero; expected a rate > 0, e.g. \"50mbit\"",
+                ));
             }
             _ => {}
         }

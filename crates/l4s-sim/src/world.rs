@@ -73,7 +73,7 @@ struct AckLink {
 
 /// Read and parse the trace file `[link]` names, relative to `base_dir` (I/O lives here, not
 /// in l4s-core).
-fn load_trace(
+pub fn load_trace(
     base_dir: Option<&std::path::Path>,
     file: &str,
 ) -> Result<MahimahiTraceData, SimError> {
