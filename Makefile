@@ -21,6 +21,7 @@ venv: $(STAMP)
 develop: $(STAMP)
 	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH \
 		$(VENV)/bin/maturin develop --release -q
+	cargo build --release -q -p l4s-emu -p l4s-flow
 
 demo: develop
 	$(PY) -m l4slab.demo
@@ -41,12 +42,15 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check python tests
 
 # Speed is measured here, never in the tests: engine events/s (criterion), the 100x100-run
-# validation workload, and the Python path (one run, a 20-run sweep, DTW cells/s).
+# validation workload, the Python path (one run, a 20-run sweep, DTW cells/s), and the emulator
+# (forwarding rate, CPU per packet, lateness; root only).
 bench: develop
 	cargo bench -p l4s-sim
+	cargo bench -p l4s-emu --bench path
 	cargo run --release -q -p l4s-validate --example bench_groups -- 100 1900
 	cargo run --release -q -p l4s-validate --example bench_groups -- 100 1900 190
 	$(VENV)/bin/pytest tests/bench -o addopts="" --benchmark-only -s -q -p no:cacheprovider
+	$(PY) crates/l4s-emu/benches/emu_bench.py
 	$(MAKE) bench-scale
 
 # Scale table for BENCHMARKS.md: ns per bottleneck packet and peak RSS, 1..10 000 flows and

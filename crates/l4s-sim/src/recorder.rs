@@ -9,7 +9,9 @@
 //! histogram and are within 2^-11 (0.049 %) of the exact ones (`histogram`); counters are
 //! differences of cumulative counters at the two ends; `srtt_ms` is the mean of the sampled
 //! smoothed RTTs in the window; utilisation is bytes that finished serialisation in the window
-//! over the bytes the link could carry in it.
+//! over the bytes the link could carry in it. The one exception is `packets` (sent, delivered,
+//! aqm_dropped, link_lost, in_flight): the whole run [0, duration], because only there does
+//! sent = delivered + dropped + lost + in flight hold. `windows` names both in the document.
 
 use crate::histogram::SojournHistogram;
 use crate::results::{FlowColumns, PacketColumns, QueueColumns, RunResults, Totals};
@@ -308,6 +310,16 @@ impl Recorder {
                 "in_flight": totals.in_flight_pkts,
             },
             "events": events,
+            // Which time window each block counts (see the module comment).
+            "windows": {
+                "after_warmup_s": [self.warmup.as_secs_f64(), end.as_secs_f64()],
+                "whole_run_s": [0.0, end.as_secs_f64()],
+                "link": "after_warmup",
+                "flows": "after_warmup",
+                "queues": "after_warmup",
+                "jain": "after_warmup",
+                "packets": "whole_run",
+            },
             "scenario": ctx.raw,
         });
         let summary_json = serde_json::to_string_pretty(&summary)
