@@ -116,3 +116,46 @@ def test_exit_status_and_refusal_pass_through(tmp_path):
     if oct(Path("/dev/net/tun").stat().st_mode & 0o006) != oct(0o006):
         assert r.returncode == 2 and "Traceback" not in r.stderr
         assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_a_sweep_runs_each_grid_point_on_the_emulator(tmp_path):
+    need_root("ping")
+    base = tmp_path / "base.toml"
+    base.write_text('[link]\nrate = "10mbit"\n[aqm]\nkind = "fifo"\n[emulator]\ndelay = "5ms"\n')
+    sweep = tmp_path / "sw.toml"
+    sweep.write_text('base = "base.toml"\nreplications = 1\n[grid]\n'
+                     '"emulator.delay" = ["5ms", "15ms"]\n')
+    out = tmp_path / "out"
+    r = l4slab("--sweep", str(sweep), "-o", str(out), "--quiet", "--", "sh", "-c",
+               "ping -n -q -c 3 -i 0.05 $L4SLAB_SERVER >/dev/null || true")
+    assert r.returncode == 0, r.stderr
+    runs = sorted(p.name for p in (out / "runs").iterdir())
+    assert runs == ["p000-r00", "p001-r00"]
+    delays = []
+    for name in runs:
+        s = json.loads((out / "runs" / name / "summary.json").read_text())
+        delays.append(s["scenario"]["emulator"]["delay"])
+        params = json.loads((out / "runs" / name / "params.json").read_text())
+        assert params["params"]["emulator.delay"] == s["scenario"]["emulator"]["delay"]
+    assert delays == ["5ms", "15ms"]
+    # Rerun: both finished, both kept.
+    r = l4slab("--sweep", str(sweep), "-o", str(out), "--quiet", "--", "true")
+    assert r.returncode == 0 and r.stderr.count("finished earlier, kept") == 2, r.stderr
+
+
+def test_dashboard_shows_each_direction_and_queue():
+    from rich.console import Console
+
+    from l4slab.emulate import dashboard_table
+
+    line = {"t_s": 2.5, "dirs": [
+        {"name": "uplink", "l4s_mbps": 24.5, "classic_mbps": 23.25,
+         "queues": [{"name": "L", "sojourn_ms": 0.4, "backlog_pkts": 1},
+                    {"name": "C", "sojourn_ms": 15.2, "backlog_pkts": 60}],
+         "p_prime": 0.125, "marks_per_s": 310.0, "drops_per_s": 12.0}]}
+    con = Console(record=True, width=120)
+    con.print(dashboard_table(line))
+    text = con.export_text()
+    for needle in ("t=2.5s", "uplink", "24.50", "23.25", "L 0.40", "C 15.20", "0.125", "310",
+                   "12"):
+        assert needle in text, (needle, text)

@@ -31,7 +31,7 @@ _TREE_BIN = Path(__file__).resolve().parents[2] / "target" / "release" / "l4s-em
 #: Flags of l4s-emu that take a value (to find -o and the command among the arguments).
 _VALUE_FLAGS = {"--rate", "--trace", "--uplink-trace", "--downlink-trace", "--delay", "--loss",
                 "--aqm", "--aqm-arg", "--uplink-log", "--downlink-log", "--server", "--seed",
-                "-o", "--output", "--spin", "--stats-fd"}
+                "-o", "--output", "--spin", "--stats-fd", "--sweep"}
 
 
 class EmulateError(Exception):
@@ -190,40 +190,103 @@ def build_run_dir(out: Path, *, figures: bool = True, report: bool = True) -> di
 
 # --- live view ----------------------------------------------------------------------------------
 
-def _dashboard(read_fd: int, stop: threading.Event) -> None:
-    """Draw the stats lines of the emulator as a small rich table on stderr."""
-    from rich.console import Console
-    from rich.live import Live
+def dashboard_table(st: dict[str, Any]) -> Any:
+    """One stats line of the emulator as a rich Table (L4S blue, Classic orange)."""
     from rich.table import Table
 
+    t = Table(title=f"l4s-emu  t={st.get('t_s', 0):.1f}s", title_justify="left", expand=False)
+    for col in ("dir", "L4S Mb/s", "Classic Mb/s", "queue delay ms", "p'", "marks/s",
+                "drops/s"):
+        t.add_column(col, justify="right")
+    for d in st.get("dirs", []):
+        qd = "  ".join(f"{q['name']} {q['sojourn_ms']:.2f}" for q in d.get("queues", []))
+        t.add_row(d["name"], f"[blue]{d.get('l4s_mbps', 0):.2f}[/]",
+                  f"[dark_orange]{d.get('classic_mbps', 0):.2f}[/]", qd,
+                  f"{d.get('p_prime', 0):.3f}", f"{d.get('marks_per_s', 0):.0f}",
+                  f"{d.get('drops_per_s', 0):.0f}")
+    return t
+
+
+def _dashboard(read_fd: int, stop: threading.Event) -> None:
+    """Draw the stats lines of the emulator, a few times a second, on stderr."""
+    from rich.console import Console
+    from rich.live import Live
+
     con = Console(stderr=True)
-
-    def table(st: dict[str, Any]) -> Table:
-        t = Table(title=f"l4s-emu  t={st.get('t_s', 0):.1f}s", title_justify="left",
-                  expand=False)
-        for col in ("dir", "L4S Mb/s", "Classic Mb/s", "queue delay ms", "p'", "marks/s",
-                    "drops/s"):
-            t.add_column(col, justify="right")
-        for d in st.get("dirs", []):
-            qd = "  ".join(f"{q['name']} {q['sojourn_ms']:.2f}" for q in d.get("queues", []))
-            t.add_row(d["name"], f"[blue]{d.get('l4s_mbps', 0):.2f}[/]",
-                      f"[dark_orange]{d.get('classic_mbps', 0):.2f}[/]", qd,
-                      f"{d.get('p_prime', 0):.3f}", f"{d.get('marks_per_s', 0):.0f}",
-                      f"{d.get('drops_per_s', 0):.0f}")
-        return t
-
     with os.fdopen(read_fd, "r", buffering=1) as f, \
-            Live(table({}), console=con, refresh_per_second=4, transient=False) as live:
+            Live(dashboard_table({}), console=con, refresh_per_second=4,
+                 transient=False) as live:
         for line in f:
             if stop.is_set():
                 break
             try:
-                live.update(table(json.loads(line)))
-            except (json.JSONDecodeError, KeyError, TypeError):
+                live.update(dashboard_table(json.loads(line)))
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
                 continue
 
 
 # --- command ------------------------------------------------------------------------------------
+
+def _without_output(opts: list[str]) -> list[str]:
+    """The options minus -o/--output DIR."""
+    kept: list[str] = []
+    skip = False
+    for a in opts:
+        if skip:
+            skip = False
+            continue
+        if a in ("-o", "--output"):
+            skip = True
+            continue
+        if a.startswith("--output="):
+            continue
+        kept.append(a)
+    return kept
+
+
+def run_sweep(sweep_file: Path, args: list[str]) -> int:
+    """Emulator runs of a sweep file's grid, one at a time, into OUT/runs/<name> (the
+    simulator's sweep layout, so `l4slab summary OUT` and `validate` read it). A run whose
+    summary.json exists is kept (resume); a failed run is reported and the others go on.
+    Returns 1 if any run failed, else 0."""
+    import tempfile
+
+    from l4slab.scenario import ScenarioError
+    from l4slab.sweeps import load_sweep_spec, plan
+
+    opts, command = _split(list(args))
+    out = Path(_option(opts, "-o", "--output") or Path("results") / f"{sweep_file.stem}-emu")
+    opts = _without_output(opts)
+    try:
+        tasks = plan(load_sweep_spec(sweep_file))
+    except ScenarioError as e:
+        raise EmulateError(f"{sweep_file}: {e}") from None
+    failed = 0
+    for task in tasks:
+        rd = out / "runs" / task.name
+        if (rd / "summary.json").exists():
+            click.echo(f"{task.name}: finished earlier, kept", err=True)
+            continue
+        if rd.exists() and any(rd.iterdir()):
+            raise EmulateError(f"{rd}: an unfinished run is in the way; move it to rerun")
+        rd.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(task.scenario, f)
+            scen = f.name
+        try:
+            click.echo(f"{task.name}: {task.params or '(base scenario)'}", err=True)
+            rc = run_emulator([scen, *opts, "-o", str(rd), *command])
+        finally:
+            os.unlink(scen)
+        if (rd / "summary.json").exists():
+            (rd / "params.json").write_text(json.dumps(task.identity(), indent=2,
+                                                       default=str) + "\n")
+        if rc != 0 or not (rd / "summary.json").exists():
+            failed += 1
+            click.echo(f"{task.name}: failed (exit status {rc})", err=True)
+    click.echo(f"sweep {out}: {len(tasks) - failed} of {len(tasks)} runs finished", err=True)
+    return 1 if failed else 0
+
 
 def run_emulator(args: list[str]) -> int:
     """Run l4s-emu with these arguments (plus -o and the stats pipe), build the run directory,
@@ -299,9 +362,19 @@ class _RawArgs(click.Command):
 def emulate_cmd(ctx: click.Context) -> None:
     """Run COMMAND behind an emulated bottleneck (the same AQM objects as the simulator):
     `l4slab emulate [SCENARIO.toml] [--rate 50mbit --delay 20ms --aqm dualpi2 ...]
-    [--server 'iperf3 -s'] -- COMMAND ARGS...`; `l4slab emulate --help` lists the options."""
+    [--server 'iperf3 -s'] -- COMMAND ARGS...`; `l4slab emulate --help` lists the options.
+    `--sweep SWEEP.toml` runs a sweep file's grid on the emulator, one run at a time."""
+    args = ctx.meta.get("l4slab.emulate.args", [])
     try:
-        rc = run_emulator(ctx.meta.get("l4slab.emulate.args", []))
+        opts, _ = _split(list(args))
+        sweep_file = _option(opts, "--sweep")
+        if sweep_file is not None:
+            i = args.index("--sweep") if "--sweep" in args else next(
+                k for k, a in enumerate(args) if a.startswith("--sweep="))
+            rest = args[:i] + args[i + (1 if args[i].startswith("--sweep=") else 2):]
+            rc = run_sweep(Path(sweep_file), rest)
+        else:
+            rc = run_emulator(args)
     except EmulateError as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(2)

@@ -295,7 +295,17 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
     let mut up = build_direction(&scen.uplink, &scen, base_dir, &doc)?;
     let mut down = build_direction(&scen.downlink, &scen, base_dir, &doc)?;
     let flows = flow_dir(o.output.as_ref(), run_as)?;
-    let sample_ns = 16_000_000u64;
+    // The sampling period the recorder uses (sample_interval, else the AQM's tupdate), for
+    // `l4slab flow` senders to sample on the same grid.
+    let sample_ns = scen
+        .sample_interval
+        .or_else(|| {
+            PathConfig::from_tables(scen.uplink.link.clone(), scen.uplink.aqm.clone())
+                .ok()
+                .map(|c| c.sample_period())
+        })
+        .unwrap_or(Nanos::from_ms(16))
+        .as_ns();
     // Host mode: the far end is a TUN device on the host (set up before any other fork).
     let host = if o.host {
         if o.server.is_some() {

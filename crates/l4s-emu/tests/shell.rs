@@ -94,6 +94,34 @@ fn exit_status_is_the_commands() {
 }
 
 #[test]
+fn under_sudo_commands_run_as_the_invoking_user() {
+    let _g = serial();
+    if !can_run(&[]) {
+        return;
+    }
+    // sudo sets SUDO_UID/SUDO_GID; the commands (not the emulator) take those ids, and the
+    // flow directory is theirs to write.
+    let o = Command::new(EMU)
+        .args([
+            "--quiet",
+            "--server",
+            "id -u > /dev/null",
+            "--",
+            "sh",
+            "-c",
+            "echo $(id -u) $(id -g); touch $L4SLAB_FLOW_DIR/w && echo writable; \
+             echo $L4SLAB_SAMPLE_INTERVAL_NS",
+        ])
+        .env("SUDO_UID", "65534")
+        .env("SUDO_GID", "65534")
+        .output()
+        .expect("l4s-emu runs");
+    assert!(o.status.success(), "{}", stderr(&o));
+    // 16 ms: the default fifo has no tupdate, so the simulator's 16 ms default applies.
+    assert_eq!(stdout(&o), "65534 65534\nwritable\n16000000\n");
+}
+
+#[test]
 fn bad_flags_are_one_line_and_exit_2() {
     let o = emu(&["--rate", "fast", "--", "true"]);
     assert_eq!(o.status.code(), Some(2));

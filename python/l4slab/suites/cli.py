@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,29 +18,22 @@ EXIT_INTERRUPTED = 130
 
 
 def emulator_entry_point() -> Path | None:
-    """The emulator binary (`l4s-emu` on PATH or in this checkout's target/release) if it is a
-    working emulator: its --help exits 0. The placeholder shipped before the emulator landed
-    exits 2 on every invocation, so it does not count."""
-    from l4slab.suites.core import SuiteError, suites_dir
-
-    candidates = []
-    found = shutil.which("l4s-emu")
-    if found:
-        candidates.append(Path(found))
+    """The emulator binary as `l4slab emulate` finds it ($L4SLAB_EMU_BIN, the source tree's
+    target/release/l4s-emu, PATH) if it is a working emulator: its --help exits 0 (the
+    placeholder shipped before the emulator exited 2 on every invocation)."""
     try:
-        candidates.append(suites_dir().parents[1] / "target" / "release" / "l4s-emu")
-    except SuiteError:
-        pass
-    for c in candidates:
-        if not c.is_file():
-            continue
-        try:
-            r = subprocess.run([str(c), "--help"], capture_output=True, timeout=10)
-        except (OSError, subprocess.SubprocessError):
-            continue
-        if r.returncode == 0:
-            return c
-    return None
+        from l4slab.emulate import EmulateError, find_binary
+    except ImportError:  # a release without the emulator's front end
+        return None
+    try:
+        binary = find_binary()
+    except EmulateError:
+        return None
+    try:
+        r = subprocess.run([str(binary), "--help"], capture_output=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return binary if r.returncode == 0 else None
 
 
 @click.command("suite")
