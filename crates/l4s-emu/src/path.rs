@@ -13,7 +13,10 @@
 //! the AQM sees the real sojourn), serialises with `transmit`, rolls loss, adds the one-way
 //! delay and jitter, and starts the next packet when the last bit has left. At equal instants
 //! events run as in the simulator's usual insertion order: sample, warmup, AQM timer,
-//! delivery, link.
+//! delivery, link; a packet pushed at exactly such an instant comes after them (in the
+//! simulator that order depends on when each event happened to be scheduled, so a run fed
+//! arrivals that coincide to the nanosecond with samples or trace opportunities may differ
+//! from the simulator's in those ties only).
 
 use crate::packet::{self, PacketBuf, Transport};
 use crate::record::{FinishCtx, MahimahiLog, PathRecorder, PathResults};
