@@ -19,6 +19,8 @@ from rich.console import Console
 from rich.table import Table
 
 from l4slab import __version__
+from l4slab.console import os_error_message
+from l4slab.results import OutputDirError
 from l4slab.scenario import ScenarioError
 
 console = Console()
@@ -41,10 +43,12 @@ def _friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        except ScenarioError as e:
+        except (ScenarioError, OutputDirError) as e:
             _fail(_escape(str(e)))
-        except FileNotFoundError as e:
-            _fail(_escape(str(e)))
+        except UnicodeDecodeError as e:
+            _fail(_escape(f"not a text file ({e.reason} at byte {e.start})"))
+        except OSError as e:
+            _fail(_escape(os_error_message(e)))
     return wrapper
 
 
@@ -73,9 +77,12 @@ def main() -> None:
 @click.option("--packets", is_flag=True,
               help="Also record packets.parquet (same as --set output.packets=true).")
 @click.option("--no-figures", is_flag=True, help="Skip figures (tables and report only).")
+@click.option("--force", is_flag=True,
+              help="Replace the run in a non-empty -o directory (its run files are removed "
+                   "first); without it only a rerun of the same scenario may write there.")
 @_friendly
 def run(scenario: Path, out_dir: Path | None, overrides: tuple[str, ...], packets: bool,
-        no_figures: bool) -> None:
+        no_figures: bool, force: bool) -> None:
     """Run one SCENARIO (TOML) and write its run directory."""
     from l4slab.runner import run as run_scenario
 
@@ -85,7 +92,8 @@ def run(scenario: Path, out_dir: Path | None, overrides: tuple[str, ...], packet
         out_dir = Path("results") / f"{scenario.stem}-{time.strftime('%Y%m%d-%H%M%S')}"
     t0 = time.perf_counter()
     with console.status(f"simulating {scenario} …"):
-        result = run_scenario(scenario, out_dir, list(overrides), figures=not no_figures)
+        result = run_scenario(scenario, out_dir, list(overrides), figures=not no_figures,
+                              force=force)
     elapsed = time.perf_counter() - t0
     _print_summaries([(str(out_dir), result.summary, result.scenario)])
     console.print(f"run directory: [bold]{out_dir}[/] ({elapsed:.1f} s); "
@@ -303,22 +311,20 @@ def summary(dirs: tuple[Path, ...]) -> None:
         _fail("no finished runs in " + ", ".join(map(str, dirs)))
 
 
-# --- compare / emulate ------------------------------------------------------------------------
+# --- commands that live in their own modules ---------------------------------------------------
 
+from l4slab.emulate import emulate_cmd  # noqa: E402
+from l4slab.flow import flow_cmd  # noqa: E402
+from l4slab.suites.cli import suite_cmd  # noqa: E402
 from l4slab.validation.cli import mahimahi_import_cmd, validate_cmd  # noqa: E402
 
 # `validate` is the toolkit's own name; `compare` is the front end's word for the same test.
 main.add_command(validate_cmd, name="validate")
 main.add_command(validate_cmd, name="compare")
 main.add_command(mahimahi_import_cmd, name="import-mahimahi")
-
-
-@main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
-@click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def emulate(args: tuple[str, ...]) -> None:
-    """Run a scenario on the Linux emulator (not built yet)."""
-    _fail("emulate: the emulator (crates/l4s-emu) is not built in this release; use "
-          "`l4slab run` for the simulator")
+main.add_command(emulate_cmd, name="emulate")
+main.add_command(flow_cmd, name="flow")
+main.add_command(suite_cmd, name="suite")
 
 
 if __name__ == "__main__":

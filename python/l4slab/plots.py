@@ -30,6 +30,8 @@ QUEUE_COLORS = {"L": "#1f77b4", "C": "#ff7f0e", "single": "#2ca02c", "fq": "#946
 _SHADES = {"L4S": ["#1f77b4", "#6baed6", "#08519c", "#9ecae1", "#3182bd"],
            "Classic": ["#ff7f0e", "#fdae6b", "#d94801", "#fdd0a2", "#f16913"]}
 FORMATS = ("png", "svg")
+#: Flows drawn one line each; above this, the busiest ones plus per-class aggregates.
+MAX_FLOWS_DRAWN = 12
 
 
 def _figure(w: float = 8.0, h: float = 4.0) -> Figure:
@@ -83,7 +85,24 @@ def _per_flow(run: Any, column: str, ylabel: str, title: str, total: bool,
     def smooth(y: pd.Series) -> np.ndarray:
         return y.rolling(win, min_periods=1).mean().to_numpy() if win > 1 else y.to_numpy()
 
-    for fid, g in df.groupby("flow", observed=True, sort=True):
+    n_flows = int(df["flow"].nunique())
+    shown = df
+    if n_flows > MAX_FLOWS_DRAWN:
+        # Thousands of lines take minutes to draw and show nothing: per-class aggregates
+        # plus the busiest flows (largest mean of the column), said in the title.
+        busiest = (df.groupby("flow", observed=True)[column].mean()
+                   .nlargest(MAX_FLOWS_DRAWN).index)
+        shown = df[df["flow"].isin(busiest)]
+        how = "sum" if total else "mean"
+        title += f"\n{MAX_FLOWS_DRAWN} busiest of {n_flows} flows, per-class {how} dashed"
+        cls_of = df["flow"].map({f: meta.get(int(f), ("?", "?"))[1]
+                                 for f in df["flow"].unique()})
+        for cls, g in df.groupby(cls_of, sort=True):
+            agg = g.groupby("t_s", sort=True)[column].agg(how)
+            ax.plot(agg.index.to_numpy(), smooth(agg), lw=1.6, ls="--",
+                    color=CLASS_COLORS.get(str(cls), "0.5"),
+                    label=f"{cls}: {how} of {g['flow'].nunique()} flows")
+    for fid, g in shown.groupby("flow", observed=True, sort=True):
         cc, cls = meta.get(int(fid), ("?", "?"))
         k = count.get(cls, 0)
         count[cls] = k + 1
@@ -101,12 +120,12 @@ def _per_flow(run: Any, column: str, ylabel: str, title: str, total: bool,
     ax.set_xlim(0, float(df["t_s"].max()))
     ax.set_ylim(0, ax.get_ylim()[1] * 1.05)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0),
-              ncols=2 if len(meta) > 12 else 1)
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return fig
 
 
 def fig_throughput(run: Any) -> Figure | None:
+    """Throughput per flow and in total over time (100 ms moving average); None without flows."""
     # Goodput per sample interval jumps when a retransmission fills a hole (the bytes behind
     # it are delivered at once); a 100 ms moving average keeps the picture readable.
     return _per_flow(run, "tput_mbps", "throughput [Mb/s]", "Throughput per flow", total=True,
@@ -114,11 +133,13 @@ def fig_throughput(run: Any) -> Figure | None:
 
 
 def fig_cwnd(run: Any) -> Figure | None:
+    """Congestion window per flow over time, in packets; None where no flow has one (CBR)."""
     return _per_flow(run, "cwnd_pkts", "cwnd [packets]", "Congestion window per flow",
                      total=False)
 
 
 def fig_sojourn(run: Any) -> Figure | None:
+    """Sojourn time of the head packet per queue over time; None without queue samples."""
     df = run.samples
     if df is None or not len(df):
         return None
@@ -139,6 +160,7 @@ def fig_sojourn(run: Any) -> Figure | None:
 
 
 def fig_probability(run: Any) -> Figure | None:
+    """The AQM's probabilities (p', p_C, p_CL) over time; None where it has none or they stay 0."""
     df = run.samples
     if df is None or not len(df):
         return None
@@ -370,6 +392,7 @@ def _safe(name: str) -> str:
 
 
 def plot_sweep(data: Any, out_dir: str | Path, formats: Sequence[str] = FORMATS) -> list[Path]:
+    """Write the sweep figures into ``out_dir`` in each of ``formats``; return the files."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     return _save(sweep_figures(data), out, formats)

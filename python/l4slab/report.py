@@ -69,18 +69,33 @@ def _page(title: str, body: list[str]) -> str:
             f'<p class="muted">l4slab {__version__}</p></body></html>\n')
 
 
+def _window_labels(summary: dict[str, Any]) -> tuple[str, str]:
+    """("after warm-up, 5–30 s", "whole run, 0–30 s"): the two windows summary.json counts in
+    (flows, queues, link: after warm-up; packets: the whole run)."""
+    w = summary.get("windows") or {}
+    a = w.get("after_warmup_s") or [summary.get("warmup_s"), summary.get("duration_s")]
+    b = w.get("whole_run_s") or [0.0, summary.get("duration_s")]
+
+    def span(x: list[Any]) -> str:
+        return "–".join(f"{v:g}" for v in x if isinstance(v, (int, float))) + " s"
+
+    return f"after warm-up, {span(a)}", f"whole run, {span(b)}"
+
+
 def summary_tables(summary: dict[str, Any]) -> list[str]:
-    """HTML tables of summary.json: link, flows, queues."""
+    """HTML tables of summary.json: link, flows, queues; every counter says its window."""
     body = []
+    after, whole = _window_labels(summary)
     link = summary.get("link") or {}
     top = [("seed", summary.get("seed")), ("duration [s]", summary.get("duration_s")),
            ("warm-up [s]", summary.get("warmup_s")),
-           ("capacity [Mb/s]", link.get("capacity_mbps")),
-           ("utilisation", link.get("utilisation")), ("unused txops", link.get("unused_txops")),
-           ("Jain's index", summary.get("jain"))]
+           (f"capacity [Mb/s] ({after})", link.get("capacity_mbps")),
+           (f"utilisation ({after})", link.get("utilisation")),
+           (f"unused txops ({after})", link.get("unused_txops")),
+           (f"Jain's index ({after})", summary.get("jain"))]
     pk = summary.get("packets")
     if isinstance(pk, dict):  # bottleneck accounting over the whole run (incl. warm-up)
-        top += [(f"packets {k.replace('_', ' ')}", v) for k, v in pk.items()
+        top += [(f"packets {k.replace('_', ' ')} ({whole})", v) for k, v in pk.items()
                 if isinstance(v, (int, float))]
     body.append(_table(["", "value"], [(k, v) for k, v in top if v is not None]))
     flows = summary.get("flows") or []
@@ -89,12 +104,12 @@ def summary_tables(summary: dict[str, Any]) -> list[str]:
                             "retransmits") if any(k in f for f in flows)]
         extra = sorted({k for f in flows for k, v in f.items()
                         if k not in keys and not isinstance(v, (dict, list))})
-        body.append("<h2>Flows</h2>")
+        body.append(f"<h2>Flows <small>({_esc(after)})</small></h2>")
         body.append(_table(keys + extra, ([f.get(k) for k in keys + extra] for f in flows),
                            left=3))
     queues = summary.get("queues") or []
     if queues:
-        body.append("<h2>Queues</h2>")
+        body.append(f"<h2>Queues <small>({_esc(after)})</small></h2>")
         hdr = ["queue", "sojourn mean [ms]", "p50", "p95", "p99", "marks", "drops", "packets"]
         rows = []
         for q in queues:

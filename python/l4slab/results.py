@@ -19,7 +19,8 @@ import pandas as pd
 
 from l4slab.scenario import dumps_toml
 
-__all__ = ["RunData", "from_core", "load", "load_run", "write_run_dir", "VERDICTS"]
+__all__ = ["RunData", "from_core", "load", "load_run", "write_run_dir", "VERDICTS",
+           "OutputDirError", "prepare_run_dir"]
 
 SAMPLE_COLUMNS = ["t_s", "queue", "backlog_pkts", "backlog_bytes", "sojourn_ms", "marks",
                   "drops", "p_prime", "p_c", "p_cl"]
@@ -107,11 +108,66 @@ def _atomic_write(path: Path, text: str) -> None:
         raise
 
 
+class OutputDirError(ValueError):
+    """An output directory that must not be written: it holds another run, or is in use."""
+
+
+#: Files a run directory holds (besides figures, *.png / *.svg named after `plots`).
+RUN_DIR_FILES = ("summary.json", "samples.parquet", "flows.parquet", "packets.parquet",
+                 "scenario.toml", "report.html", "error.txt", "params.json")
+
+
+def _figure_names() -> set[str]:
+    from l4slab.plots import FORMATS, RUN_FIGURES
+
+    return {f"{n}.{ext}" for n in RUN_FIGURES for ext in FORMATS}
+
+
+def _same_run(out: Path, scenario: dict[str, Any]) -> bool:
+    """The directory's scenario.toml is this scenario (the simulator is deterministic, so
+    rerunning it gives the same files)."""
+    import tomllib
+
+    try:
+        have = tomllib.loads((out / "scenario.toml").read_text())
+        want = tomllib.loads(dumps_toml(scenario))
+    except (OSError, ValueError):
+        return False
+    return bool(have == want)
+
+
+def clear_run_files(out: Path) -> None:
+    """Remove the files of an earlier run (and only those: a user's other files stay)."""
+    for name in (*RUN_DIR_FILES, *_figure_names()):
+        (out / name).unlink(missing_ok=True)
+
+
+def prepare_run_dir(out_dir: str | Path, scenario: dict[str, Any], force: bool = False) -> Path:
+    """Make `out_dir` ready for a run of `scenario`, before it is simulated: a missing or
+    empty directory is fine; one holding the same scenario (a rerun) or, with `force`, any
+    run has its old run files removed (so no stale figure survives `--no-figures`);
+    anything else raises OutputDirError naming the directory."""
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise OutputDirError(f"{out}: exists and is not a directory")
+    if not out.exists() or not any(out.iterdir()):
+        return out
+    if force or _same_run(out, scenario):
+        clear_run_files(out)
+        return out
+    what = ("another run (its scenario.toml differs)" if (out / "scenario.toml").exists()
+            else "other files")
+    raise OutputDirError(f"{out}: not empty, it holds {what}; choose another output "
+                         "directory, or pass --force (force=True) to replace its run files")
+
+
 def write_run_dir(run: RunData, out_dir: str | Path, figures: bool = True,
                   report: bool = True, figure_files: dict[str, bytes] | None = None) -> Path:
-    """Write a run directory. summary.json is written last (atomically): its presence marks
-    a finished run, which is what sweep resume relies on. `figure_files` are figures already
-    rendered elsewhere (a sweep worker), written as they are instead of drawing them here."""
+    """Write a run directory. The data (parquet tables, scenario.toml, then summary.json,
+    atomically) come first, so a run interrupted while its figures are drawn is still a
+    complete result (`l4slab plot DIR` redraws them); summary.json marks a finished run, which
+    is what sweep resume relies on. `figure_files` are figures already rendered elsewhere (a
+    sweep worker), written as they are instead of drawing them here."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "summary.json").unlink(missing_ok=True)
@@ -124,6 +180,7 @@ def write_run_dir(run: RunData, out_dir: str | Path, figures: bool = True,
     _atomic_write(out / "scenario.toml",
                   dumps_toml(run.scenario, header="effective scenario of this run "
                              "(file + overrides), written by l4slab"))
+    _atomic_write(out / "summary.json", json.dumps(run.summary, indent=2) + "\n")
     run.path = out
     if figure_files is not None:
         for name, data in figure_files.items():
@@ -136,7 +193,6 @@ def write_run_dir(run: RunData, out_dir: str | Path, figures: bool = True,
         from l4slab.report import run_report
 
         run_report(run, out, embed_figures=figures or figure_files is not None)
-    _atomic_write(out / "summary.json", json.dumps(run.summary, indent=2) + "\n")
     return out
 
 

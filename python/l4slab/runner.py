@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from l4slab import _core
-from l4slab.results import RunData, from_core, write_run_dir
+from l4slab.results import RunData, from_core, prepare_run_dir, write_run_dir
 from l4slab.scenario import ScenarioSource, apply_overrides, load_scenario
 
 __all__ = ["run", "simulate", "validate", "effective_scenario"]
@@ -56,12 +56,16 @@ def validate(scenario: str | Path | Mapping[str, Any],
 def run(scenario: str | Path | Mapping[str, Any], out_dir: str | Path | None = None,
         overrides: Mapping[str, Any] | Iterable[str] | None = None, *,
         figures: bool = True, report: bool = True,
-        base_dir: str | Path | None = None) -> RunData:
+        base_dir: str | Path | None = None, force: bool = False) -> RunData:
     """Run a scenario file or dict. With `out_dir`, write the run directory there (parquet
     tables, summary.json, scenario.toml, figures, report.html). `overrides` is a mapping of
-    dotted keys or a list of ``"key=value"`` strings, as `l4slab run --set`."""
+    dotted keys or a list of ``"key=value"`` strings, as `l4slab run --set`. An `out_dir`
+    that holds another run raises `OutputDirError` before anything runs, unless `force`
+    (then that run's files are removed first)."""
     src = load_scenario(scenario, Path(base_dir) if base_dir else None)
     data = effective_scenario(src, overrides)
+    if out_dir is not None:
+        prepare_run_dir(out_dir, data, force=force)
     result = simulate(data, src.base_dir)
     if out_dir is not None:
         write_run_dir(result, out_dir, figures=figures, report=report)

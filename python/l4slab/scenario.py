@@ -55,6 +55,8 @@ def load_scenario(scenario: str | Path | Mapping[str, Any], base_dir: Path | Non
         raise ScenarioError(f"scenario file not found: {path}") from None
     except OSError as e:
         raise ScenarioError(f"cannot read scenario file {path}: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise ScenarioError(f"{path}: not a text file; a scenario is a TOML file") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:

@@ -36,11 +36,13 @@ the workers need no shared file system.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import json
 import multiprocessing
 import os
+import re
 import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -52,7 +54,7 @@ from typing import Any
 import pandas as pd
 
 from l4slab import _core
-from l4slab.results import RunData, load_run, write_run_dir
+from l4slab.results import OutputDirError, RunData, load_run, write_run_dir
 from l4slab.scenario import (
     ScenarioError,
     ScenarioSource,
@@ -134,6 +136,8 @@ def load_sweep_spec(sweep: str | Path | Mapping[str, Any],
             data = tomllib.loads(path.read_text())
         except FileNotFoundError:
             raise ScenarioError(f"sweep file not found: {path}") from None
+        except UnicodeDecodeError:
+            raise ScenarioError(f"{path}: not a text file; a sweep is a TOML file") from None
         except tomllib.TOMLDecodeError as e:
             raise ScenarioError(f"{path}: not valid TOML: {e}") from None
         root = path.resolve().parent
@@ -171,6 +175,11 @@ def load_sweep_spec(sweep: str | Path | Mapping[str, Any],
             if not v:
                 raise ScenarioError(f'{origin}: grid."{k}" is an empty list: the sweep grid '
                                     "has no runs")
+            dup = [x for i, x in enumerate(v) if x in v[:i]]
+            if dup:
+                raise ScenarioError(f'{origin}: grid."{k}" lists {dup[0]!r} more than once; '
+                                    "each value must appear once (use replications for "
+                                    "repeated runs)")
             grid[k] = v
     reps = data.get("replications", 1)
     if not isinstance(reps, int) or isinstance(reps, bool) or reps < 1:
@@ -181,8 +190,18 @@ def load_sweep_spec(sweep: str | Path | Mapping[str, Any],
     fixed = data.get("set", {})
     if not isinstance(fixed, Mapping):
         raise ScenarioError(f"{origin}: 'set' must be a table of key = value")
+    fixed_flat = dict(_flatten_grid(fixed))
+    both = [k for k in fixed_flat if _key_norm(k) in {_key_norm(g) for g in grid}]
+    if both:
+        raise ScenarioError(f'{origin}: "{both[0]}" is in both [grid] and [set]; a key is '
+                            "either swept or fixed, not both")
     return SweepSpec(base=base, grid=grid, replications=reps, seed=seed,
-                     fixed=dict(_flatten_grid(fixed)), origin=origin)
+                     fixed=fixed_flat, origin=origin)
+
+
+def _key_norm(key: str) -> str:
+    """`flows[0].cc` and `flows.0.cc` name the same key."""
+    return re.sub(r"\[(\d+)\]", r".\1", key)
 
 
 def _flatten_grid(table: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
@@ -415,14 +434,15 @@ def _index_frame(tasks: list[RunTask], status: dict[int, RunOutcome], out: Path,
 
 def sweep(sweep_file: str | Path | Mapping[str, Any], out_dir: str | Path, *,
           jobs: int | None = None, dask: str | Any | None = None, dask_local: bool = False,
-          figures: bool = False, resume: bool = True,
+          figures: bool = False, resume: bool = True, report: bool = True,
           overrides: Mapping[str, Any] | Iterable[str] | None = None,
           on_progress: Callable[[RunOutcome, int, int], None] | None = None,
           on_start: Callable[[int, int], None] | None = None) -> SweepResult:
     """Run a sweep. `jobs` workers (default: all cores) in a local process pool, or on Dask:
     `dask` is a scheduler address or a `distributed.Client`; `dask_local=True` starts a
     LocalCluster with `jobs` single-threaded worker processes. `figures` also draws per-run
-    figures (sweep figures and report.html are always made). `overrides` (dotted keys, as
+    figures; `report=False` skips the sweep figures and report.html (a caller that reports
+    on its own, e.g. a study suite). `overrides` (dotted keys, as
     `run`) apply to every run on top of the sweep file's [set]. Finished runs are skipped.
     Raises ScenarioError on bad input before any run starts."""
     t_start = time.perf_counter()
@@ -443,6 +463,45 @@ def sweep(sweep_file: str | Path | Mapping[str, Any], out_dir: str | Path, *,
         t.figures = figures
     out = Path(out_dir)
     (out / "runs").mkdir(parents=True, exist_ok=True)
+    with _sweep_lock(out):
+        return _sweep_locked(spec, tasks, out, t_start, jobs=jobs, dask=dask,
+                             dask_local=dask_local, figures=figures, resume=resume,
+                             report=report, on_progress=on_progress, on_start=on_start)
+
+
+LOCK_FILE = ".l4slab-sweep.lock"
+
+
+@contextlib.contextmanager
+def _sweep_lock(out: Path) -> Iterator[None]:
+    """An exclusive lock on out/.l4slab-sweep.lock for the sweep's lifetime: a second sweep
+    into the same directory gets OutputDirError. flock is released by the kernel when the
+    process dies, so a killed sweep leaves no stale lock and resume works."""
+    import fcntl
+
+    f = (out / LOCK_FILE).open("a+")
+    try:
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            holder = f.read().strip() or "another process"
+            raise OutputDirError(f"{out}: another sweep is writing this directory ({holder}); "
+                                 "wait for it to finish or choose another -o") from None
+        f.seek(0)
+        f.truncate()
+        f.write(f"pid {os.getpid()}\n")
+        f.flush()
+        yield
+    finally:
+        f.close()
+
+
+def _sweep_locked(spec: SweepSpec, tasks: list[RunTask], out: Path, t_start: float, *,
+                  jobs: int | None, dask: str | Any | None, dask_local: bool, figures: bool,
+                  resume: bool, report: bool,
+                  on_progress: Callable[[RunOutcome, int, int], None] | None,
+                  on_start: Callable[[int, int], None] | None) -> SweepResult:
     params = list(spec.grid)
     meta = {"origin": spec.origin, "base": spec.base.origin, "params": params,
             "grid": spec.grid, "set": spec.fixed, "replications": spec.replications,
@@ -503,12 +562,13 @@ def sweep(sweep_file: str | Path | Mapping[str, Any], out_dir: str | Path, *,
         index = _index_frame(tasks, status, out, params)
         index.to_parquet(out / "sweep.parquet", index=False)
 
-    from l4slab.plots import plot_sweep
-    from l4slab.report import sweep_report
+    if report:
+        from l4slab.plots import plot_sweep
+        from l4slab.report import sweep_report
 
-    data = SweepData(path=out, index=index, params=params, meta=meta)
-    plot_sweep(data, out)
-    sweep_report(data, out)
+        data = SweepData(path=out, index=index, params=params, meta=meta)
+        plot_sweep(data, out)
+        sweep_report(data, out)
     failed = [o for o in status.values() if o.status == "failed"]
     return SweepResult(out_dir=out, index=index, params=params, failed=failed,
                        ran=sum(1 for o in status.values() if o.status != "skipped"),

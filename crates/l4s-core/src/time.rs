@@ -11,18 +11,24 @@ use std::ops::{Add, AddAssign, Sub};
 pub struct Nanos(pub u64);
 
 impl Nanos {
+    /// Time zero / no duration.
     pub const ZERO: Nanos = Nanos(0);
+    /// The far future: "never".
     pub const MAX: Nanos = Nanos(u64::MAX);
 
+    /// `ns` nanoseconds.
     pub const fn from_ns(ns: u64) -> Self {
         Nanos(ns)
     }
+    /// `us` microseconds.
     pub const fn from_us(us: u64) -> Self {
         Nanos(us * 1_000)
     }
+    /// `ms` milliseconds.
     pub const fn from_ms(ms: u64) -> Self {
         Nanos(ms * 1_000_000)
     }
+    /// `s` seconds.
     pub const fn from_secs(s: u64) -> Self {
         Nanos(s * 1_000_000_000)
     }
@@ -30,24 +36,31 @@ impl Nanos {
     pub fn from_secs_f64(s: f64) -> Self {
         Nanos((s * 1e9).round().max(0.0) as u64)
     }
+    /// Whole nanoseconds.
     pub const fn as_ns(self) -> u64 {
         self.0
     }
+    /// Seconds as a float.
     pub fn as_secs_f64(self) -> f64 {
         self.0 as f64 * 1e-9
     }
+    /// Milliseconds as a float.
     pub fn as_ms_f64(self) -> f64 {
         self.0 as f64 * 1e-6
     }
+    /// Microseconds as a float.
     pub fn as_us_f64(self) -> f64 {
         self.0 as f64 * 1e-3
     }
+    /// `self - other`, zero if negative.
     pub const fn saturating_sub(self, other: Nanos) -> Nanos {
         Nanos(self.0.saturating_sub(other.0))
     }
+    /// `self + other`, `MAX` on overflow.
     pub const fn saturating_add(self, other: Nanos) -> Nanos {
         Nanos(self.0.saturating_add(other.0))
     }
+    /// The earlier of two times.
     pub fn min(self, other: Nanos) -> Nanos {
         if self <= other {
             self
@@ -55,6 +68,7 @@ impl Nanos {
             other
         }
     }
+    /// The later of two times.
     pub fn max(self, other: Nanos) -> Nanos {
         if self >= other {
             self
@@ -105,18 +119,23 @@ impl fmt::Display for Nanos {
 pub struct Rate(pub u64);
 
 impl Rate {
+    /// `bps` bits per second.
     pub const fn from_bps(bps: u64) -> Self {
         Rate(bps)
     }
+    /// `mbps` megabits (10^6 bits) per second.
     pub const fn from_mbps(mbps: u64) -> Self {
         Rate(mbps * 1_000_000)
     }
+    /// Megabits per second as a float, rounded to whole bits/s.
     pub fn from_mbps_f64(mbps: f64) -> Self {
         Rate((mbps * 1e6).round().max(0.0) as u64)
     }
+    /// Bits per second.
     pub const fn bps(self) -> u64 {
         self.0
     }
+    /// Megabits per second as a float.
     pub fn mbps(self) -> f64 {
         self.0 as f64 * 1e-6
     }
@@ -151,12 +170,28 @@ impl fmt::Display for Rate {
     }
 }
 
-/// Split "12.5ms" into (12.5, "ms"). Rejects empty, signed-negative and non-numeric input.
+/// Split "12.5ms" into (12.5, "ms"); "1e3us" is (1000, "us"). Rejects empty, negative and
+/// non-numeric input.
 fn split_number(s: &str) -> Result<(f64, &str), ParseError> {
     let t = s.trim();
-    let end = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+'))
-        .unwrap_or(t.len());
+    let b = t.as_bytes();
+    let mut end = 0;
+    while end < b.len() && (b[end].is_ascii_digit() || matches!(b[end], b'.' | b'-' | b'+')) {
+        end += 1;
+    }
+    // An exponent only when digits follow ("1e30gbit"); no unit starts with "e".
+    if end > 0 && end < b.len() && matches!(b[end], b'e' | b'E') {
+        let mut k = end + 1;
+        if k < b.len() && matches!(b[k], b'+' | b'-') {
+            k += 1;
+        }
+        if k < b.len() && b[k].is_ascii_digit() {
+            while k < b.len() && b[k].is_ascii_digit() {
+                k += 1;
+            }
+            end = k;
+        }
+    }
     let (num, unit) = t.split_at(end);
     if num.is_empty() {
         return Err(ParseError::new(s, "no number in front of the unit"));
@@ -203,34 +238,90 @@ pub fn parse_duration(s: &str) -> Result<Nanos, ParseError> {
     Ok(Nanos(ns.round() as u64))
 }
 
-/// Parse a rate such as "50mbit", "1.5gbit", "800kbit", "12mbps" (tc: "bps" means bytes/s).
+/// Largest rate a scenario may name: 1000 Tbit/s.
+pub const MAX_RATE_BPS: f64 = 1e15;
+
+/// Rate units in words for messages.
+const RATE_UNITS: &str =
+    "bit, kbit, mbit, gbit, tbit (also Mbit/s, Mb/s; bits) or byte, kbyte, mbyte, gbyte (bytes)";
+
+/// Bits per unit of a rate suffix, or why it is refused. Case is ignored except for the b/B
+/// of slash forms, where "Mb/s" is megabits and "MB/s" is refused as easily mistaken.
+fn rate_multiplier(value: f64, num: &str, unit: &str, input: &str) -> Result<f64, ParseError> {
+    let prefix = |p: &str| match p {
+        "" => Some(1.0),
+        "k" => Some(1e3),
+        "m" => Some(1e6),
+        "g" => Some(1e9),
+        "t" => Some(1e12),
+        _ => None,
+    };
+    let lower = unit.to_ascii_lowercase();
+    if lower.is_empty() {
+        return Err(ParseError::new(
+            input,
+            &format!("missing unit; expected one of {RATE_UNITS}"),
+        ));
+    }
+    // "50mbit", "50Mbit/s", "50kbit"
+    if let Some(p) = lower.strip_suffix("bit/s").or(lower.strip_suffix("bit")) {
+        if let Some(m) = prefix(p) {
+            return Ok(m);
+        }
+    }
+    if let Some(p) = lower.strip_suffix("byte/s").or(lower.strip_suffix("byte")) {
+        if let Some(m) = prefix(p) {
+            return Ok(8.0 * m);
+        }
+    }
+    // "50Mb/s" (bits) but not "50MB/s": the case of b is the only difference.
+    if let Some(p) = unit.strip_suffix("b/s") {
+        if let Some(m) = prefix(&p.to_ascii_lowercase()) {
+            return Ok(m);
+        }
+    }
+    let ambiguous = lower
+        .strip_suffix("bps")
+        .or_else(|| unit.strip_suffix("B/s").map(|_| &lower[..lower.len() - 3]));
+    if let Some(p) = ambiguous {
+        if prefix(p).is_some() {
+            // tc reads "mbps" as megabytes/s, most people as megabits/s: never guess.
+            let word = match p {
+                "k" => "kilo",
+                "m" => "mega",
+                "g" => "giga",
+                "t" => "tera",
+                _ => "",
+            };
+            return Err(ParseError::new(
+                input,
+                &format!(
+                    "is ambiguous: write \"{num}{p}bit\" for {num} {word}bits/s, or \
+                     \"{num}{p}byte\" for {num} {word}bytes/s (= {}{p}bit, how tc reads \
+                     \"{p}bps\")",
+                    value * 8.0
+                ),
+            ));
+        }
+    }
+    Err(ParseError::new(
+        input,
+        &format!("has an unknown unit; expected one of {RATE_UNITS}"),
+    ))
+}
+
+/// Parse a rate such as "50mbit", "1.5gbit", "800kbit", "100Mbit/s", "20Mb/s", "2mbyte".
+/// tc's "bps" spellings are refused as ambiguous (tc: bytes/s; most readers: bits/s).
 pub fn parse_rate(s: &str) -> Result<Rate, ParseError> {
     let (v, unit) = split_number(s)?;
-    let mult = match unit.to_ascii_lowercase().as_str() {
-        "bit" => 1.0,
-        "kbit" => 1e3,
-        "mbit" => 1e6,
-        "gbit" => 1e9,
-        "bps" => 8.0,
-        "kbps" => 8e3,
-        "mbps" => 8e6,
-        "gbps" => 8e9,
-        "" => {
-            return Err(ParseError::new(
-                s,
-                "missing unit; expected one of bit, kbit, mbit, gbit (or bps, kbps, mbps, gbps = bytes/s)",
-            ))
-        }
-        _ => {
-            return Err(ParseError::new(
-                s,
-                "unknown unit; expected one of bit, kbit, mbit, gbit (or bps, kbps, mbps, gbps = bytes/s)",
-            ))
-        }
-    };
-    let bps = v * mult;
-    if bps > 1e15 {
-        return Err(ParseError::new(s, "is too large (max 1000 tbit)"));
+    let num = s.trim();
+    let num = &num[..num.len() - unit.len()].trim_end();
+    let bps = v * rate_multiplier(v, num, unit, s)?;
+    if bps > MAX_RATE_BPS {
+        return Err(ParseError::new(
+            s,
+            &format!("is out of range: {bps:.3e} bit/s; at most 1000tbit (1e15 bit/s)"),
+        ));
     }
     Ok(Rate(bps.round() as u64))
 }
@@ -288,12 +379,59 @@ mod tests {
         assert_eq!(parse_rate("50mbit").unwrap(), Rate::from_mbps(50));
         assert_eq!(parse_rate("1.5gbit").unwrap().bps(), 1_500_000_000);
         assert_eq!(parse_rate("800kbit").unwrap().bps(), 800_000);
-        assert_eq!(parse_rate("1mbps").unwrap().bps(), 8_000_000);
         assert!(parse_rate("50")
             .unwrap_err()
             .to_string()
             .contains("missing unit"));
         assert!(parse_rate("-5mbit").is_err());
+    }
+
+    #[test]
+    fn rate_spellings_for_bits_and_bytes() {
+        for s in [
+            "50mbit", "50Mbit", "50MBIT", "50Mbit/s", "50Mb/s", "50mb/s", "50 mbit",
+        ] {
+            assert_eq!(parse_rate(s).unwrap(), Rate::from_mbps(50), "{s}");
+        }
+        assert_eq!(parse_rate("800kb/s").unwrap().bps(), 800_000);
+        assert_eq!(parse_rate("1Gbit/s").unwrap().bps(), 1_000_000_000);
+        assert_eq!(parse_rate("9600bit/s").unwrap().bps(), 9_600);
+        // Bytes only when spelled out: 6.25 megabytes/s = 50 megabits/s.
+        assert_eq!(parse_rate("6.25mbyte").unwrap(), Rate::from_mbps(50));
+        assert_eq!(parse_rate("1kbyte/s").unwrap().bps(), 8_000);
+        assert_eq!(parse_rate("1e3kbit").unwrap(), Rate::from_mbps(1));
+    }
+
+    #[test]
+    fn bps_spellings_are_ambiguous_and_show_both_readings() {
+        for (s, bits, bytes) in [
+            (
+                "50Mbps",
+                "\"50mbit\" for 50 megabits/s",
+                "\"50mbyte\" for 50 megabytes/s",
+            ),
+            ("50mbps", "\"50mbit\"", "\"50mbyte\""),
+            ("50MBps", "\"50mbit\"", "\"50mbyte\""),
+            ("50MB/s", "\"50mbit\"", "\"50mbyte\""),
+            ("12kbps", "\"12kbit\"", "\"12kbyte\""),
+            ("100bps", "\"100bit\"", "\"100byte\""),
+        ] {
+            let e = parse_rate(s).unwrap_err().to_string();
+            assert!(e.contains("ambiguous"), "{s}: {e}");
+            assert!(e.contains(bits) && e.contains(bytes), "{s}: {e}");
+        }
+        let e = parse_rate("50Mbps").unwrap_err().to_string();
+        assert!(e.contains("= 400mbit"), "the byte reading in bits: {e}");
+    }
+
+    #[test]
+    fn huge_and_unknown_rates_say_which() {
+        let e = parse_rate("1e30gbit").unwrap_err().to_string();
+        assert!(e.contains("out of range") && e.contains("1000tbit"), "{e}");
+        assert!(!e.contains("unknown unit"), "{e}");
+        let e = parse_rate("5furlongs").unwrap_err().to_string();
+        assert!(e.contains("unknown unit") && e.contains("mbit"), "{e}");
+        assert!(parse_duration("1e3ms").unwrap() == Nanos::from_secs(1));
     }
 
     #[test]

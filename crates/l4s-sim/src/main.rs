@@ -33,7 +33,11 @@ enum Cmd {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.cmd {
-        Cmd::Check { scenario } => match l4s_sim::Scenario::load(&scenario) {
+        // Build the whole world (trace file, AQM, flows) as `run` does, without running it,
+        // so every input `run` would refuse is refused here too.
+        Cmd::Check { scenario } => match l4s_sim::Scenario::load(&scenario)
+            .and_then(|s| l4s_sim::world::World::new(&s).map(|_| s))
+        {
             Ok(s) => {
                 println!(
                     "{}: ok ({} flows, aqm {}, {} s)",

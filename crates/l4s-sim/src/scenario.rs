@@ -330,7 +330,10 @@ impl Scenario {
         self.validate_link()?;
         if let Some(a) = &self.ack_link {
             if a.rate.bps() == 0 {
-                return Err(SimError::field("ack_link.rate", "\"0bit\" must be > 0"));
+                return Err(SimError::field(
+                    "ack_link.rate",
+                    "is zero; expected a rate > 0, e.g. \"1mbit\"",
+                ));
             }
             if a.limit == 0 {
                 return Err(SimError::field("ack_link.limit", "0 must be ≥ 1 (packets)"));
@@ -350,12 +353,39 @@ impl Scenario {
         }
         for (i, fl) in self.flows.iter().enumerate() {
             crate::flows::validate_flow(i, fl)?;
+            // A flow that starts after the run has ended sends nothing: always a mistake.
+            if fl.start >= self.duration {
+                return Err(SimError::field(
+                    format!("flows[{i}].start"),
+                    format!(
+                        "\"{}\" is not before the end of the run (duration \"{}\"); expected \
+                         0 ≤ start < duration",
+                        fl.start, self.duration
+                    ),
+                ));
+            }
         }
         Ok(())
     }
 
     fn validate_link(&self) -> Result<(), SimError> {
-        let l = &self.link;
+        self.link.validate()
+    }
+}
+
+impl LinkConfig {
+    /// Read a `[link]` table on its own (the emulator's bottleneck), with the scenario's
+    /// field-path errors and checks.
+    pub fn from_value(v: Value) -> Result<Self, SimError> {
+        let l: LinkConfig =
+            serde_path_to_error::deserialize(v).map_err(|e| path_error("link", e))?;
+        l.validate()?;
+        Ok(l)
+    }
+
+    /// The `[link]` checks of [`Scenario::validate`].
+    pub fn validate(&self) -> Result<(), SimError> {
+        let l = self;
         match (&l.rate, &l.trace) {
             (Some(_), Some(_)) => {
                 return Err(SimError::field(
@@ -370,7 +400,10 @@ impl Scenario {
                 ))
             }
             (Some(r), None) if r.bps() == 0 => {
-                return Err(SimError::field("link.rate", "\"0bit\" must be > 0"));
+                return Err(SimError::field(
+                    "link.rate",
+                    "is zero; expected a rate > 0, e.g. \"50mbit\"",
+                ));
             }
             _ => {}
         }

@@ -118,8 +118,17 @@ fn cubic_behind_dualpi2_peaks_near_the_pi_target() {
     let c = &v["queues"][1];
     let mean = c["sojourn_ms"]["mean"].as_f64().unwrap();
     let p99 = c["sojourn_ms"]["p99"].as_f64().unwrap();
-    assert!((5.0..=15.0).contains(&mean), "mean {mean}");
     assert!((15.0..=20.0).contains(&p99), "p99 {p99}");
+    // The sawtooth between drops: at a peak P ≈ p99 the window is BDP + P·rate = 166.7 +
+    // 4.17·P packets (≈ 237 at 17 ms); CUBIC's β = 0.7 brings it to ≈ 166 ≈ BDP, so the queue
+    // restarts from about 0 and climbs back to P. A linear climb averages P/2; drops that come
+    // before the peak (p' rises from the target on) pull the mean lower, CUBIC's concave
+    // approach to W_max pulls it higher: the mean lies within [0.3, 0.6]·P (7.7 ms at P = 17.4
+    // ms with this seed; 5–15 ms accepted twice that range).
+    assert!(
+        (0.3 * p99..=0.6 * p99).contains(&mean) && mean <= 15.0,
+        "mean {mean}, p99 {p99}"
+    );
     assert!(v["link"]["utilisation"].as_f64().unwrap() >= 0.95);
     assert_eq!(v["queues"][0]["packets"].as_u64().unwrap(), 0);
 }
@@ -200,8 +209,13 @@ rtt = "20ms"
 
 #[test]
 fn sized_transfer_completes_and_reports_its_completion_time() {
-    // 1 MB over 10 Mb/s, 20 ms: at least 1e6·8/10e6 = 0.8 s of serialisation (plus headers
-    // and slow start), well under 5 s; the delivered bytes are exactly the transfer size.
+    // 1 MB over 10 Mb/s, 20 ms, MSS 1448 (1500 B packets): 691 segments, 690 × 1.2 ms + the
+    // 932 B last one (0.746 ms) = 0.8287 s of serialisation. FCT runs from start to the ACK of
+    // the last byte: handshake 20 ms + serialisation + 20 ms for the last packet's one-way
+    // delay and its ACK's return = 0.869 s if the link never idles (the lower bound). Above it:
+    // slow start's first round idles the link for at most 20 − 10 × 1.2 = 8 ms, and the odd
+    // last segment waits for the 40 ms delayed-ACK timer (Linux TCP_DELACK_MIN): 0.917 s;
+    // 0.93 s leaves about 1 % for rounding and pacing gaps.
     let (r, v) = summary(
         r#"
 duration = "5s"
@@ -217,7 +231,7 @@ start = "100ms"
 "#,
     );
     let fct = v["flows"][0]["fct_s"].as_f64().unwrap();
-    assert!(fct > 0.8 && fct < 5.0, "{fct}");
+    assert!(fct > 0.869 && fct < 0.93, "{fct}");
     assert_eq!(*r.flows.delivered_bytes.last().unwrap(), 1_000_000);
 }
 

@@ -66,6 +66,7 @@ pub struct Exceedance {
     pub p95_b: f64,
     /// max(p95_a, p95_b).
     pub eps_max: f64,
+    /// Number of cross-group distances (n_a·n_b).
     pub n_cross: usize,
     /// Cross distances strictly greater than ε_max.
     pub n_exceed: usize,
@@ -142,6 +143,7 @@ pub fn exceedance(s: &DistanceSets, alpha: f64) -> Result<Exceedance, ValidateEr
 pub struct BootstrapConfig {
     /// Number of replicates B (default 2000).
     pub replicates: usize,
+    /// Seed of the resampling stream (same seed, same intervals).
     pub seed: u64,
     /// Two-sided CI level (default 0.95: the 2.5 and 97.5 percentiles).
     pub level: f64,
@@ -345,6 +347,80 @@ mod tests {
             }
         )
         .is_err());
+    }
+
+    #[test]
+    fn ties_at_eps_max_do_not_exceed_and_eps_is_the_larger_p95() {
+        // within A all 1.0 -> P95 = 1.0; within B all 2.0 -> P95 = 2.0; ε_max = max = 2.0
+        // exactly. Cross: four values equal to ε_max (not "> ε_max"), one 3.0 above it.
+        // p̂ = (1 + 1)/(9 + 1) = 0.2. (Counting ≥ would give (5 + 1)/10 = 0.6; ε_max = min = 1
+        // would count 2, 2, 2, 2, 3 as well -> 0.6.)
+        let s = sets(
+            vec![1.0; 3],
+            vec![2.0; 3],
+            vec![2.0, 2.0, 2.0, 2.0, 3.0, 0.0, 0.0, 1.0, 1.5],
+            3,
+            3,
+        );
+        let e = exceedance(&s, 0.05).unwrap();
+        assert_eq!((e.p95_a, e.p95_b, e.eps_max), (1.0, 2.0, 2.0));
+        assert_eq!(e.n_exceed, 1);
+        assert_eq!(e.p_hat, 0.2);
+    }
+
+    #[test]
+    fn bootstrap_replicates_match_a_direct_recomputation() {
+        // Each replicate redone here from the same seeded draws, written out plainly: resampled
+        // within pairs (0 for a run drawn twice), ε_max = the larger P95, count cross > ε_max.
+        // Levels are chosen so the two P95 differ (A ~1, B ~2) and cross values tie with
+        // within values, so min-for-max or ≥-for-> change many replicates.
+        let (na, nb) = (4, 5);
+        let within_a = vec![1.0, 1.0, 1.5, 1.0, 1.0, 1.5];
+        let within_b = vec![2.0, 2.0, 2.5, 2.0, 2.0, 2.5, 2.0, 2.0, 2.5, 2.0];
+        let cross: Vec<f64> = (0..na * nb)
+            .map(|k| [1.0, 1.5, 2.0, 2.5, 3.0][k % 5])
+            .collect();
+        let s = sets(within_a.clone(), within_b.clone(), cross.clone(), na, nb);
+        let cfg = BootstrapConfig {
+            replicates: 300,
+            seed: 11,
+            ..Default::default()
+        };
+        let b = bootstrap(&s, &cfg).unwrap();
+        let pairs = |cond: &[f64], n: usize, idx: &[usize]| {
+            let mut v = vec![];
+            for k in 0..idx.len() {
+                for l in k + 1..idx.len() {
+                    v.push(within_lookup(cond, n, idx[k], idx[l]));
+                }
+            }
+            v
+        };
+        let mut differs_from_min = 0;
+        for r in 0..cfg.replicates {
+            let mut rng = Rng::derive(cfg.seed, &format!("validate/bootstrap/{r}"));
+            let ia: Vec<usize> = (0..na).map(|_| rng.below(na as u64) as usize).collect();
+            let ib: Vec<usize> = (0..nb).map(|_| rng.below(nb as u64) as usize).collect();
+            let pa = percentile(&mut pairs(&within_a, na, &ia), 95.0);
+            let pb = percentile(&mut pairs(&within_b, nb, &ib), 95.0);
+            let eps = if pa > pb { pa } else { pb };
+            differs_from_min += (pa != pb) as usize;
+            let mut k = 0;
+            for &i in &ia {
+                for &j in &ib {
+                    if cross[i * nb + j] > eps {
+                        k += 1;
+                    }
+                }
+            }
+            assert_eq!(b.eps_max[r], eps, "replicate {r}");
+            assert_eq!(
+                b.p_hat[r],
+                (k + 1) as f64 / (na * nb + 1) as f64,
+                "replicate {r}"
+            );
+        }
+        assert!(differs_from_min > cfg.replicates / 2, "{differs_from_min}");
     }
 
     #[test]

@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.console import Console
 
+from l4slab.console import make_console, os_error_message
 from l4slab.validation.core import DEFAULT_BOOTSTRAP, load_group, validate_groups
 from l4slab.validation.io import ValidationInputError
 from l4slab.validation.report import print_results, write_outputs
@@ -21,6 +21,8 @@ class BadValidationInput(click.ClickException):
     """A ClickException with exit status 2 (bad input), printed as ``Error: <message>``."""
 
     exit_code = 2
+
+
 
 
 def _split_metrics(values: tuple[str, ...]) -> list[str] | None:
@@ -85,7 +87,7 @@ def validate_cmd(
     GROUP_A and GROUP_B are each a directory of run directories and/or CSV traces, or a glob
     (quote it). Every group needs at least 2 runs.
     """
-    console = Console()
+    console = make_console()
     try:
         runs_a = load_group("A", group_a, warmup_s)
         runs_b = load_group("B", group_b, warmup_s)
@@ -93,7 +95,10 @@ def validate_cmd(
     except ValidationInputError as e:
         raise BadValidationInput(str(e)) from None
     print_results(results, console, group_a, group_b)
-    written = write_outputs(results, out_dir, group_a, group_b)
+    try:
+        written = write_outputs(results, out_dir, group_a, group_b)
+    except OSError as e:
+        raise BadValidationInput(os_error_message(e)) from None
     console.print(f"wrote {len(written)} files to {out_dir}")
 
 
@@ -124,4 +129,6 @@ def mahimahi_import_cmd(log: Path, out_csv: Path | None, interval_ms: float) -> 
         mahimahi_to_csv(log, out, interval_ms)
     except ValidationInputError as e:
         raise BadValidationInput(str(e)) from None
+    except OSError as e:
+        raise BadValidationInput(os_error_message(e)) from None
     click.echo(f"wrote {out}")

@@ -30,6 +30,20 @@ LEVEL = 0.95
 DEFAULT_BOOTSTRAP = 2000
 
 
+def min_attainable_p_hat(n_a: int, n_b: int) -> float:
+    """The smallest p_hat_max the test can give: (0 + 1) / (n_a·n_b + 1), no cross distance
+    above eps_max. When it is >= alpha, "similar" is impossible whatever the data."""
+    return 1.0 / (n_a * n_b + 1)
+
+
+def runs_needed(alpha: float = ALPHA) -> int:
+    """Smallest equal group size n with 1 / (n² + 1) < alpha (5 runs per group at 0.05)."""
+    n = 2
+    while min_attainable_p_hat(n, n) >= alpha:
+        n += 1
+    return n
+
+
 @dataclass
 class MetricResult:
     """Outcome for one metric. Test fields are None when a group has a single run (then only
@@ -56,9 +70,15 @@ class MetricResult:
     seed: int = 0
     band: int | None = None
     boot_p_hat: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    #: Smallest attainable p_hat_max at these group sizes, and whether it is >= alpha (then
+    #: neither "similar" nor "significant" can be decided and both are None).
+    min_p_hat: float | None = None
+    undecidable: bool = False
+    needed: int | None = None
 
     @property
     def n_cross(self) -> int:
+        """Number of cross-group distances (n_a·n_b)."""
         return int(self.cross.size)
 
     def row(self) -> dict[str, object]:
@@ -77,8 +97,10 @@ class MetricResult:
             "ci_low": self.ci_low,
             "ci_high": self.ci_high,
             "upper_one_sided": self.upper,
-            "similar": self.similar,
-            "significant": self.significant,
+            "similar": "undecidable" if self.undecidable else self.similar,
+            "significant": "undecidable" if self.undecidable else self.significant,
+            "min_p_hat_attainable": self.min_p_hat,
+            "runs_needed_per_group": self.needed,
             "mean_cross_distance": float(np.mean(self.cross)) if self.cross.size else None,
             "bootstrap": self.bootstrap,
             "seed": self.seed,
@@ -160,6 +182,8 @@ def validate_groups(
             level=level,
             alpha=alpha,
         )
+        min_p = min_attainable_p_hat(na, nb)
+        undecidable = min_p >= alpha
         results.append(
             MetricResult(
                 metric=metric,
@@ -174,15 +198,18 @@ def validate_groups(
                 eps_max=e["eps_max"],
                 n_exceed=e["n_exceed"],
                 p_hat=e["p_hat"],
-                similar=e["similar"],
+                similar=None if undecidable else e["similar"],
                 ci_low=bs["ci_low"],
                 ci_high=bs["ci_high"],
                 upper=bs["upper"],
-                significant=bs["significant"],
+                significant=None if undecidable else bs["significant"],
                 bootstrap=bootstrap,
                 seed=seed,
                 band=band,
                 boot_p_hat=np.asarray(bs["p_hat"]),
+                min_p_hat=min_p,
+                undecidable=undecidable,
+                needed=runs_needed(alpha),
             )
         )
     return results

@@ -19,10 +19,10 @@ metric                        source                                            
 ============================  =====================================================  ==========
 
 Imported traces (e.g. from a kernel testbed) use the **CSV layout**: one file per run, a header
-row, a ``t_s`` column (seconds, non-decreasing) and one column per metric; the column name is the
-metric name. A column whose name ends in ``_cum`` holds a cumulative counter (bytes delivered,
-packets marked so far): it is differenced before DTW and its metric is named without the suffix
-(``delivered_bytes_cum`` -> ``delivered_bytes``). Empty cells / NaN are errors. Example::
+row, a ``t_s`` column (seconds, strictly increasing) and one column per metric; the column name
+is the metric name. A column whose name ends in ``_cum`` holds a cumulative counter (bytes
+delivered, packets marked so far): it is differenced before DTW and its metric is named without
+the suffix (``delivered_bytes_cum`` -> ``delivered_bytes``). Empty cells / NaN are errors. Example::
 
     t_s,tput_total,sojourn_L,marks_L
     0.000,0.0,0.00,0
@@ -58,6 +58,7 @@ class Run:
 
     @property
     def name(self) -> str:
+        """The run's name: the last component of its path."""
         return self.source.name
 
 
@@ -66,6 +67,7 @@ AGGREGATES = ("mean", "median", "p50", "p95", "p99", "max", "min")
 
 
 def is_run_dir(path: Path) -> bool:
+    """True for a directory holding samples.parquet or flows.parquet."""
     return path.is_dir() and any((path / f).is_file() for f in RUN_FILES)
 
 
@@ -120,15 +122,36 @@ def read_csv_run(path: Path, warmup_s: float = 0.0) -> Run:
         raise ValidationInputError(f"{path}: not a readable CSV ({e})") from None
     if "t_s" not in df.columns:
         raise ValidationInputError(f"{path}: no t_s column (CSV layout: t_s + metric columns)")
-    df = df[df["t_s"] >= warmup_s]
-    run = Run(Path(path))
+    # Line numbers in messages count the header as line 1, as an editor shows them.
+    columns: dict[str, np.ndarray] = {}
     for col in df.columns:
-        if col == "t_s":
-            continue
         try:
             values = _series(pd.to_numeric(df[col], errors="raise").to_numpy())
         except (ValueError, TypeError):
             raise ValidationInputError(f"{path}: column {col} is not numeric") from None
+        bad = ~np.isfinite(values)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ValidationInputError(
+                f"{path}: line {i + 2}: column {col} has non-finite value {values[i]}; every "
+                "value must be a finite number"
+            )
+        columns[col] = values
+    t = columns["t_s"]
+    steps = np.diff(t)
+    if (steps <= 0).any():
+        i = int(np.flatnonzero(steps <= 0)[0]) + 1
+        what = "repeats" if steps[i - 1] == 0 else "decreases"
+        raise ValidationInputError(
+            f"{path}: line {i + 2}: t_s {what} ({t[i - 1]:g} then {t[i]:g}); t_s must strictly "
+            "increase (one row per sampling instant)"
+        )
+    keep = t >= warmup_s
+    run = Run(Path(path))
+    for col in df.columns:
+        if col == "t_s":
+            continue
+        values = columns[col][keep]
         if col.endswith("_cum"):
             run.metrics[col[: -len("_cum")]] = np.diff(values)
         else:
@@ -139,6 +162,7 @@ def read_csv_run(path: Path, warmup_s: float = 0.0) -> Run:
 
 
 def read_run(path: Path, warmup_s: float = 0.0) -> Run:
+    """Read one run (a run directory or a CSV trace), dropping the first ``warmup_s`` seconds."""
     path = Path(path)
     if is_run_dir(path):
         return read_run_dir(path, warmup_s)
@@ -168,6 +192,7 @@ def resolve_group(spec: str | Path) -> list[Path]:
 
 
 def load_group(name: str, spec: str | Path, warmup_s: float = 0.0) -> list[Run]:
+    """Read the runs of group ``name`` that ``spec`` finds (``resolve_group``); none is an error."""
     paths = resolve_group(spec)
     if not paths:
         raise ValidationInputError(
@@ -237,6 +262,38 @@ def common_metrics(groups: dict[str, list[Run]]) -> list[str]:
 # --------------------------------------------------------------------------------------------
 
 MM_MTU_BYTES = 1504  # one delivery opportunity (DESIGN.md "Link models")
+#: Largest IPv4/IPv6 (non-jumbo) packet: a size above it in a log is corrupt, not a packet.
+MM_MAX_PACKET_BYTES = 65535
+#: Bins per converted log (memory sanity: 6 float columns per bin).
+MM_MAX_BINS = 10_000_000
+
+
+def _check_mm_event(path: Path, lineno: int, line: str,
+                    ev: tuple[float, str, float, float], prev_t: float) -> None:
+    """Finite, ordered, plausible: mm-link writes integer ms in time order and one packet
+    (<= 64 KiB) per +, -, # line; a drop line holds a packet count and their bytes."""
+    t, kind, a, b = ev
+    where = f"{path}:{lineno}: {line!r}"
+    if not all(math.isfinite(x) for x in (t, a, b)):
+        raise ValidationInputError(f"{where}: non-finite number; every field must be finite")
+    if t < 0:
+        raise ValidationInputError(f"{where}: negative timestamp")
+    if t < prev_t:
+        raise ValidationInputError(
+            f"{where}: timestamp {t:g} ms is before the previous line's {prev_t:g} ms; "
+            "Mahimahi logs are in time order"
+        )
+    if kind in ("+", "-", "#") and not 0 < a <= MM_MAX_PACKET_BYTES:
+        raise ValidationInputError(
+            f"{where}: packet size {a:g} bytes is out of range; expected 1..{MM_MAX_PACKET_BYTES}"
+        )
+    if kind == "-" and b < 0:
+        raise ValidationInputError(f"{where}: negative queueing delay {b:g} ms")
+    if kind == "d" and not (0 <= a and 0 <= b <= max(a, 1) * MM_MAX_PACKET_BYTES):
+        raise ValidationInputError(
+            f"{where}: {a:g} packets / {b:g} bytes dropped is out of range; expected "
+            f"0..{MM_MAX_PACKET_BYTES} bytes per packet"
+        )
 
 
 def mahimahi_to_frame(log_path: str | Path, interval_ms: float = 100.0) -> pd.DataFrame:
@@ -252,41 +309,58 @@ def mahimahi_to_frame(log_path: str | Path, interval_ms: float = 100.0) -> pd.Da
     departing in the bin; a bin without departures repeats the previous bin's value, 0 before
     the first departure), ``drops`` (packets dropped in the bin).
     """
-    if not interval_ms > 0:
-        raise ValidationInputError(f"interval_ms = {interval_ms}: must be > 0")
+    if not (interval_ms > 0 and math.isfinite(interval_ms)):
+        raise ValidationInputError(f"interval_ms = {interval_ms}: must be a finite number > 0")
     base: float | None = None
     events: list[tuple[float, str, float, float]] = []
     path = Path(log_path)
-    with path.open() as f:
-        for lineno, line in enumerate(f, 1):
-            line = line.strip()
-            if not line:
-                continue
-            if line.startswith("#"):
-                m = re.match(r"#\s*base timestamp:\s*(-?\d+)", line)
-                if m:
-                    base = float(m.group(1))
-                continue
-            parts = line.split()
-            try:
-                t, kind = float(parts[0]), parts[1]
-                if kind == "+" or kind == "#":
-                    events.append((t, kind, float(parts[2]), 0.0))
-                elif kind == "-":
-                    events.append((t, kind, float(parts[2]), float(parts[3])))
-                elif kind == "d":
-                    events.append((t, kind, float(parts[2]), float(parts[3])))
-                else:
-                    raise ValueError(kind)
-            except (IndexError, ValueError):
-                raise ValidationInputError(
-                    f"{path}:{lineno}: not a Mahimahi log line: {line!r}"
-                ) from None
+    prev_t = -math.inf
+    try:
+        f = path.open(encoding="utf-8")
+    except OSError as e:
+        raise ValidationInputError(f"{path}: cannot read: {e.strerror}") from None
+    with f:
+        try:
+            lines = list(enumerate(f, 1))
+        except UnicodeDecodeError:
+            raise ValidationInputError(
+                f"{path}: not a text file; expected a Mahimahi link log (mm-link --uplink-log)"
+            ) from None
+    for lineno, line in lines:
+        line = line.strip()
+        if not line:
+            continue
+        if line.startswith("#"):
+            m = re.match(r"#\s*base timestamp:\s*(-?\d+)", line)
+            if m:
+                base = float(m.group(1))
+            continue
+        parts = line.split()
+        try:
+            t, kind = float(parts[0]), parts[1]
+            if kind in ("+", "#"):
+                ev = (t, kind, float(parts[2]), 0.0)
+            elif kind in ("-", "d"):
+                ev = (t, kind, float(parts[2]), float(parts[3]))
+            else:
+                raise ValueError(kind)
+        except (IndexError, ValueError):
+            raise ValidationInputError(
+                f"{path}:{lineno}: not a Mahimahi log line: {line!r}"
+            ) from None
+        _check_mm_event(path, lineno, line, ev, prev_t)
+        prev_t = t
+        events.append(ev)
     if not events:
         raise ValidationInputError(f"{path}: no events in the Mahimahi log")
     t0 = base if base is not None else events[0][0]
     last = max(e[0] for e in events) - t0
     nbins = max(1, int(math.floor(last / interval_ms)) + 1)
+    if nbins > MM_MAX_BINS:
+        raise ValidationInputError(
+            f"interval_ms = {interval_ms:g}: gives {nbins} bins over the log's span of "
+            f"{last:g} ms; at most {MM_MAX_BINS}, i.e. interval_ms ≥ {last / MM_MAX_BINS:.3g}"
+        )
     dep_bytes = np.zeros(nbins)
     opp_bytes = np.zeros(nbins)
     arr_bytes = np.zeros(nbins)
@@ -329,5 +403,7 @@ def mahimahi_to_frame(log_path: str | Path, interval_ms: float = 100.0) -> pd.Da
 def mahimahi_to_csv(log_path: str | Path, csv_path: str | Path, interval_ms: float = 100.0) -> Path:
     """Write :func:`mahimahi_to_frame` of ``log_path`` to ``csv_path``; returns the path."""
     out = Path(csv_path)
-    mahimahi_to_frame(log_path, interval_ms).to_csv(out, index=False)
+    frame = mahimahi_to_frame(log_path, interval_ms)
+    with out.open("w", newline="") as f:  # an OSError here names the file
+        frame.to_csv(f, index=False)
     return out

@@ -22,11 +22,28 @@ def _yn(x: bool | None) -> str:
     return "-" if x is None else ("yes" if x else "no")
 
 
+def _verdict(r: MetricResult, value: bool | None) -> str:
+    """yes / no, or why there is no verdict: p_hat_max cannot go below 1 / (n_a·n_b + 1)."""
+    if r.undecidable:
+        return f"undecidable at this n (need ≥ {r.needed} runs per group)"
+    return _yn(value)
+
+
+#: What the two verdict columns mean (printed under the table and in validation.md).
+COLUMNS_NOTE = (
+    "similar: p̂_max < 0.05, i.e. cross-group distances rarely exceed the larger within-group"
+    " 95th percentile ε_max. signif.: the bootstrap 95 % CI of p̂_max has its upper end < 0.05,"
+    " i.e. 'similar' survives resampling the runs. With n_a·n_b cross pairs p̂_max ≥"
+    " 1/(n_a·n_b + 1), so groups smaller than 5 runs each cannot reach 0.05: undecidable."
+)
+
+
 def _ci(r: MetricResult) -> str:
     return "-" if r.ci_low is None else f"[{_f(r.ci_low)}, {_f(r.ci_high)}]"
 
 
 def results_table(results: list[MetricResult], name_a: str = "A", name_b: str = "B") -> Table:
+    """A rich table of the results: the exceedance-test columns, or the plain distances."""
     tests = any(r.p_hat is not None for r in results)
     if tests:
         r0 = results[0] if results else None
@@ -35,7 +52,7 @@ def results_table(results: list[MetricResult], name_a: str = "A", name_b: str = 
         )
     else:
         title = f"Distances: {name_a} vs {name_b}"
-    t = Table(title=title)
+    t = Table(title=title, caption=COLUMNS_NOTE if tests else None, caption_justify="left")
     t.add_column("metric")
     t.add_column("distance")
     if tests:
@@ -48,8 +65,8 @@ def results_table(results: list[MetricResult], name_a: str = "A", name_b: str = 
                 _f(r.eps_max),
                 _f(r.p_hat),
                 _ci(r),
-                _yn(r.similar),
-                _yn(r.significant),
+                _verdict(r, r.similar),
+                "undecidable" if r.undecidable else _yn(r.significant),
             )
     else:
         t.add_column("d(A, B)", justify="right")
@@ -61,10 +78,12 @@ def results_table(results: list[MetricResult], name_a: str = "A", name_b: str = 
 def print_results(
     results: list[MetricResult], console: Console, name_a: str = "A", name_b: str = "B"
 ) -> None:
+    """Print the results table to ``console``."""
     console.print(results_table(results, name_a, name_b))
 
 
 def to_markdown(results: list[MetricResult], name_a: str, name_b: str) -> str:
+    """The results as a Markdown report (validation.md)."""
     lines = [f"# Validation: `{name_a}` vs `{name_b}`", ""]
     if results and results[0].p_hat is not None:
         r0 = results[0]
@@ -74,8 +93,7 @@ def to_markdown(results: list[MetricResult], name_a: str, name_b: str) -> str:
             + ".",
             "",
             "ε_max = max of the within-group 95th percentiles; p̂_max = (#{cross > ε_max} + 1)"
-            " / (n_cross + 1); similar when p̂_max < 0.05; significant when the 95 % CI's upper"
-            " end < 0.05.",
+            " / (n_cross + 1). " + COLUMNS_NOTE,
             "",
             "| metric | distance | ε_max | p̂_max | 95% CI | similar | significant |",
             "|---|---|---:|---:|---:|---:|---:|",
@@ -83,7 +101,8 @@ def to_markdown(results: list[MetricResult], name_a: str, name_b: str) -> str:
         for r in results:
             lines.append(
                 f"| {r.metric} | {r.kind} | {_f(r.eps_max)} | {_f(r.p_hat)} | {_ci(r)} | "
-                f"{_yn(r.similar)} | {_yn(r.significant)} |"
+                f"{_verdict(r, r.similar)} | "
+                f"{'undecidable' if r.undecidable else _yn(r.significant)} |"
             )
     else:
         lines += ["| metric | distance | d(A, B) |", "|---|---|---:|"]

@@ -398,6 +398,28 @@ mod tests {
     }
 
     #[test]
+    fn target_is_evaluated_one_min_rtt_ahead() {
+        // bictcp_update: bic_target = W(t + delay_min), cnt = cwnd / (bic_target − cwnd).
+        // W_max 100, cwnd 70: K = cbrt(30 / C) = 4.2158 s with C = 410/1024.
+        // Epoch start, delay_min 100 ms: t = 0.1 s, |t − K|³·C = 4.1158³·0.4004 = 27.9
+        //   -> floor 27 -> target 73 -> cnt = 70 / 3 = 23. (W(t) at t = 0 would give 29 or
+        //   30 -> target 71 or 70 -> cnt 70 or 7000.)
+        // 1 s later: t = 1.1 s, 3.1158³·0.4004 = 12.1 -> 12 -> target 88 -> cnt = 70/18 = 3.
+        //   (At t = 1.0 s: 13.5 -> 13 -> 87 -> cnt = 70/17 = 4.)
+        let mut cc = Cubic::new(false);
+        let mut tp = CcState::new(1448);
+        tp.snd_cwnd = 70;
+        cc.last_max_cwnd = 100;
+        cc.delay_min = Nanos::from_ms(100);
+        let t0 = Nanos::from_secs(10);
+        cc.update(&tp, 1, t0);
+        assert!((cc.k_s() - 4.2158).abs() < 1e-4, "K = {}", cc.k_s());
+        assert_eq!(cc.cnt, 23);
+        cc.update(&tp, 1, t0 + Nanos::from_secs(1));
+        assert_eq!(cc.cnt, 3);
+    }
+
+    #[test]
     fn fast_convergence_lowers_w_max() {
         let mut cc = Cubic::new(false);
         let mut tp = CcState::new(1448);

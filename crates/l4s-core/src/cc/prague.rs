@@ -1037,11 +1037,21 @@ mod tests {
                 d.ack(&mut cc, acked, ce.min(acked), rtt);
                 proptest::prop_assert!(d.tp.snd_cwnd >= MIN_CWND);
                 proptest::prop_assert!((0.0..=1.0).contains(&cc.alpha()));
-                // frac_cwnd may go below MIN_CWND (Linux floors only snd_cwnd), never
-                // below zero, and snd_cwnd is its ceiling within one step.
+                // frac_cwnd may go below MIN_CWND (Linux floors only snd_cwnd) but stays
+                // positive: a CE reduction takes at most half (α ≤ 1, cwnd·(1 − α/2)).
                 let w = cc.cwnd_precise(&d.tp);
-                proptest::prop_assert!(w >= 0.0);
-                proptest::prop_assert!(d.tp.pacing_rate_bps.unwrap_or(1) > 0);
+                proptest::prop_assert!(w > 0.0, "frac_cwnd {w}");
+                // Pacing as prague_update_pacing_rate after every ACK: mtu/srtt per packet ×
+                // max(floor(frac_cwnd), in flight), floored at MINIMUM_RATE, ×2 while
+                // snd_cwnd < ssthresh/2; in bits/s.
+                let per_pkt =
+                    Prague::mtu(&d.tp) as u128 * 1_000_000_000 / d.tp.srtt.as_ns() as u128;
+                let pkts = (w.floor() as u128).max(d.tp.packets_in_flight as u128);
+                let mut want = (per_pkt * pkts).max(MINIMUM_RATE_BYTES_PER_S as u128);
+                if d.tp.snd_cwnd < d.tp.snd_ssthresh / 2 {
+                    want *= 2;
+                }
+                proptest::prop_assert_eq!(d.tp.pacing_rate_bps, Some((want * 8) as u64));
             }
         }
     }

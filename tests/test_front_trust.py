@@ -1,0 +1,251 @@
+"""Results a researcher can trust, end to end through the `l4slab` command line: ambiguous
+units refused, windows labelled, no results overwritten or lost, one error line per bad input
+(never a Python traceback)."""
+
+import json
+import os
+import stat
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+import l4slab
+from l4slab.cli import main
+from l4slab.scenario import dumps_toml
+
+SHORT = {
+    "seed": 3,
+    "duration": "1s",
+    "warmup": "0.5s",
+    "link": {"rate": "10mbit"},
+    "aqm": {"kind": "dualpi2"},
+    "flows": [{"cc": "prague", "rtt": "20ms"}, {"cc": "cubic", "rtt": "20ms"}],
+}
+
+
+@pytest.fixture
+def scen(tmp_path):
+    p = tmp_path / "short.toml"
+    p.write_text(dumps_toml(SHORT))
+    return p
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False,
+                              terminal_width=200)
+
+
+def one_error(res, *needles):
+    """Exit 2, exactly one line of output (the error), no traceback, every needle in it."""
+    assert res.exit_code == 2, res.output
+    assert "Traceback" not in res.output
+    lines = [ln for ln in res.output.splitlines() if ln.strip()]
+    assert len(lines) == 1, res.output
+    for n in needles:
+        assert n in lines[0], (n, res.output)
+    return lines[0]
+
+
+# --- item 3: rates ----------------------------------------------------------------------------
+
+def test_bps_rate_is_refused_with_both_readings(scen, tmp_path):
+    res = invoke("run", scen, "-o", tmp_path / "x", "--set", "link.rate=50Mbps")
+    one_error(res, "link.rate", "ambiguous", '"50mbit"', '"50mbyte"')
+    res = invoke("run", scen, "-o", tmp_path / "y", "--no-figures", "--set",
+                 "link.rate=10Mbit/s")
+    assert res.exit_code == 0, res.output
+    s = json.loads((tmp_path / "y" / "summary.json").read_text())
+    assert s["link"]["capacity_mbps"] == pytest.approx(10.0)
+
+
+# --- item 4: windows --------------------------------------------------------------------------
+
+def test_report_labels_the_window_of_every_counter(scen, tmp_path):
+    r = l4slab.run(scen, tmp_path / "r", figures=False)
+    assert r.summary["windows"]["packets"] == "whole_run"
+    html = (tmp_path / "r" / "report.html").read_text()
+    assert "packets aqm dropped (whole run, 0–1 s)" in html
+    assert "Queues <small>(after warm-up, 0.5–1 s)</small>" in html
+    assert "Flows <small>(after warm-up, 0.5–1 s)</small>" in html
+    assert "utilisation (after warm-up, 0.5–1 s)" in html
+
+
+# --- item 5: sweeps ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    "body, needles",
+    [
+        ('[grid]\n"aqm.step_thresh" = ["1ms", "5ms"]\n[set]\n"aqm.step_thresh" = "2ms"\n',
+         ['"aqm.step_thresh" is in both [grid] and [set]']),
+        ('[grid]\n"flows.0.cc" = ["dctcp"]\n[set]\n"flows[0].cc" = "reno"\n',
+         ["in both [grid] and [set]"]),
+        ('[grid]\n"aqm.step_thresh" = ["1ms", "5ms", "1ms"]\n',
+         ['grid."aqm.step_thresh" lists \'1ms\' more than once']),
+    ],
+)
+def test_sweep_key_conflicts_are_refused(scen, tmp_path, body, needles):
+    sw = tmp_path / "sw.toml"
+    sw.write_text(f'base = "{scen.name}"\n' + body)
+    one_error(invoke("sweep", sw, "-o", tmp_path / "s", "-j", "1"), *needles)
+    assert not (tmp_path / "s").exists()
+
+
+def test_flow_starting_after_the_run_is_refused(scen, tmp_path):
+    res = invoke("run", scen, "-o", tmp_path / "x", "--set", "flows.1.start=5s")
+    one_error(res, "flows[1].start", '"5s" is not before the end of the run')
+
+
+# --- item 7: no silent overwrite --------------------------------------------------------------
+
+def test_run_refuses_a_directory_with_another_run(scen, tmp_path):
+    out = tmp_path / "r"
+    assert invoke("run", scen, "-o", out).exit_code == 0
+    first = (out / "summary.json").read_text()
+    assert (out / "throughput.png").exists()
+    # The same scenario again: allowed (deterministic: the same files).
+    assert invoke("run", scen, "-o", out).exit_code == 0
+    assert (out / "summary.json").read_text() == first
+    # Another scenario: refused before anything runs, the old run intact.
+    res = invoke("run", scen, "-o", out, "--set", "seed=4", "--no-figures")
+    one_error(res, str(out), "another run", "--force")
+    assert (out / "summary.json").read_text() == first
+    # --force: the old run's files go first, so no stale figure sits beside the new data.
+    (out / "notes.txt").write_text("mine")
+    res = invoke("run", scen, "-o", out, "--set", "seed=4", "--no-figures", "--force")
+    assert res.exit_code == 0, res.output
+    assert json.loads((out / "summary.json").read_text())["seed"] == 4
+    assert not list(out.glob("*.png")) and not list(out.glob("*.svg"))
+    assert (out / "notes.txt").read_text() == "mine"  # not a run file: left alone
+    from l4slab.results import OutputDirError
+
+    with pytest.raises(OutputDirError):
+        l4slab.run(scen, out, overrides={"seed": 5})
+
+
+def test_run_refuses_a_directory_of_other_files(scen, tmp_path):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "thesis.tex").write_text("x")
+    one_error(invoke("run", scen, "-o", out), "other files")
+
+
+def test_second_sweep_into_one_directory_is_refused_and_resume_still_works(scen, tmp_path):
+    sw = tmp_path / "sw.toml"
+    sw.write_text(f'base = "{scen.name}"\nreplications = 2\n[grid]\n"aqm.step_thresh" = '
+                  '["1ms"]\n')
+    out = tmp_path / "s"
+    out.mkdir()
+    # Another process holds the sweep lock (as a running sweep does).
+    code = ("import fcntl, sys, time; f = open(sys.argv[1], 'a+'); "
+            "fcntl.flock(f, fcntl.LOCK_EX); f.write('pid 4242'); f.flush(); "
+            "print('locked', flush=True); time.sleep(30)")
+    holder = subprocess.Popen([sys.executable, "-c", code, str(out / ".l4slab-sweep.lock")],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        one_error(invoke("sweep", sw, "-o", out, "-j", "1"), "another sweep is writing",
+                  "pid 4242")
+    finally:
+        holder.kill()
+        holder.wait()
+    # The lock dies with its process: the sweep runs, and a rerun resumes.
+    assert invoke("sweep", sw, "-o", out, "-j", "1").exit_code == 0
+    res = invoke("sweep", sw, "-o", out, "-j", "1")
+    assert res.exit_code == 0 and "2 resumed" in res.output, res.output
+
+
+# --- item 8: results before figures -----------------------------------------------------------
+
+def test_summary_and_tables_exist_before_figures_are_drawn(scen, tmp_path, monkeypatch):
+    import l4slab.plots
+
+    seen = {}
+
+    def interrupted(run, out_dir, formats=()):
+        seen["files"] = sorted(p.name for p in out_dir.iterdir())
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(l4slab.plots, "plot_run", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        l4slab.run(scen, tmp_path / "r")
+    assert {"summary.json", "samples.parquet", "flows.parquet", "scenario.toml"} <= set(
+        seen["files"])
+    assert l4slab.load(tmp_path / "r").summary["seed"] == 3
+
+
+def test_many_flows_draw_aggregates_and_the_busiest(tmp_path):
+    from l4slab.plots import MAX_FLOWS_DRAWN, fig_throughput
+    from l4slab.results import RunData
+
+    n, t = 400, np.arange(0.0, 2.0, 0.1)
+    flows = pd.DataFrame({
+        "t_s": np.repeat(t, n), "flow": np.tile(np.arange(n), t.size),
+        "tput_mbps": np.tile(np.arange(n, dtype=float) / 100, t.size),
+    })
+    summary = {"flows": [{"id": i, "cc": "prague" if i % 2 else "cubic",
+                          "class": "L4S" if i % 2 else "Classic"} for i in range(n)],
+               "sample_interval_s": 0.1, "link": {"capacity_mbps": 2000.0}}
+    t0 = time.perf_counter()
+    fig = fig_throughput(RunData(pd.DataFrame(), flows, summary))
+    assert time.perf_counter() - t0 < 5
+    ax = fig.axes[0]
+    labels = [ln.get_label() for ln in ax.get_lines()]
+    # Two class aggregates, the busiest flows (the highest ids: tput = id/100), total, capacity.
+    assert labels[:2] == ["Classic: sum of 200 flows", "L4S: sum of 200 flows"]
+    flows_drawn = [lb for lb in labels if lb.startswith("flow ")]
+    assert len(flows_drawn) == MAX_FLOWS_DRAWN
+    assert flows_drawn[0].startswith(f"flow {n - MAX_FLOWS_DRAWN} ")
+    assert f"{MAX_FLOWS_DRAWN} busiest of {n} flows" in ax.get_title()
+    # The L4S (odd ids) sum: sum of (2k+1)/100 for k < 200 = 400.0 Mb/s at every sample.
+    l4s = ax.get_lines()[1].get_ydata()
+    assert np.allclose(l4s, sum((2 * k + 1) / 100 for k in range(200)))
+
+
+# --- item 9: one error line, never a traceback ------------------------------------------------
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores file permissions")
+def test_read_only_paths_nonroot(scen, tmp_path):  # pragma: no cover - CI runs as root
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    one_error(invoke("run", scen, "-o", ro / "x"), str(ro / "x"))
+
+
+def _unwritable(tmp_path):
+    """A path no process can create, root included: below a file in /proc."""
+    return "/proc/version/sub"
+
+
+def test_each_bad_path_is_one_error_line(scen, tmp_path):
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    binary = tmp_path / "bin.toml"
+    binary.write_bytes(bytes(range(256)) * 8)
+    mm = tmp_path / "mm.log"
+    mm.write_text("# base timestamp: 0\n0 # 1504\n2000 + 1500\n")
+    sw = tmp_path / "sw.toml"
+    sw.write_text(f'base = "{scen}"\n')
+    cases = [
+        (["run", scen, "-o", afile / "sub"], [str(afile / "sub"), "Not a directory"]),
+        (["run", scen, "-o", "/proc/version/sub"], ["/proc/version/sub"]),
+        (["sweep", sw, "-o", "/proc/version/sub"], ["/proc/version/sub"]),
+        (["import-mahimahi", mm, "-o", "/proc/version/sub.csv"], ["/proc/version/sub.csv"]),
+        (["run", binary], [str(binary), "not a text file"]),
+        (["sweep", binary], [str(binary), "not a text file"]),
+        (["import-mahimahi", binary], [str(binary), "not a text file"]),
+        (["import-mahimahi", mm, "--interval-ms", "1e-9"], ["interval_ms", "at most"]),
+        (["validate", mm, mm, "-o", "/proc/version/v"], []),
+    ]
+    for args, needles in cases:
+        res = invoke(*args)
+        assert res.exit_code != 0, args
+        assert "Traceback" not in res.output, args
+        lines = [ln for ln in res.output.splitlines() if ln.strip()]
+        assert len(lines) == 1, (args, res.output)
+        for n in needles:
+            assert n in " ".join(res.output.split()), (args, n, res.output)
