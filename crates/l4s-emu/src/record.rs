@@ -387,6 +387,8 @@ impl PathRecorder {
             base_rtt_ms: &base_rtt_ms,
             flow_start: &flow_start,
             raw: ctx.scenario,
+            // Effective kernel-profile values are resolved by the simulator's loader only.
+            aqm_params: &serde_json::Value::Null,
         };
         let stats = std::mem::take(&mut self.stats_buf);
         let mut run = self.rec.finish(

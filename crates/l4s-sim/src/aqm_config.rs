@@ -4,12 +4,13 @@
 
 use crate::error::SimError;
 use crate::scenario::path_error;
-use l4s_core::aqm::dualpi2::{DualPi2, DualPi2Params, QueueId};
+use l4s_core::aqm::dualpi2::{DualPi2, DualPi2Params, KernelProfile, QueueId};
 use l4s_core::aqm::{
     Aqm, Codel, CodelParams, Fifo, FifoEcn, FifoEcnParams, FifoParams, FqCodel, FqCodelParams, Pie,
     PieParams,
 };
 use l4s_core::{Ecn, Nanos, Rng};
+use serde::Deserialize;
 use serde_json::Value;
 
 /// Allowed `aqm.kind` values (those built into this version).
@@ -29,7 +30,48 @@ fn params<T: serde::de::DeserializeOwned>(rest: Value) -> Result<T, SimError> {
     serde_path_to_error::deserialize(rest).map_err(|e| path_error("aqm", e))
 }
 
+/// `aqm.profile` (DualPI2): fill the keys whose default differs between kernel code lines
+/// (`min_qlen_step`, `pi_qdelay`) from the profile, unless the scenario gives them.
+fn with_profile_defaults(mut rest: Value) -> Result<Value, SimError> {
+    let profile = match rest.get("profile") {
+        None => KernelProfile::Mainline,
+        Some(v) => KernelProfile::deserialize(v.clone()).map_err(|_| {
+            SimError::field(
+                "aqm.profile",
+                format!("{v} is not a kernel profile; expected one of \"mainline\", \"l4steam\""),
+            )
+        })?,
+    };
+    if let Value::Object(map) = &mut rest {
+        map.entry("min_qlen_step")
+            .or_insert_with(|| Value::from(profile.min_qlen_step()));
+        map.entry("pi_qdelay")
+            .or_insert_with(|| Value::from(profile.pi_qdelay().name()));
+    }
+    Ok(rest)
+}
+
 impl AqmConfig {
+    /// The effective values of the settings a kernel profile decides (for summary.json);
+    /// Null for AQMs without profiles.
+    pub fn profile_json(&self) -> Value {
+        match self {
+            AqmConfig::DualPi2(p) => serde_json::json!({
+                "profile": p.profile.name(),
+                "min_qlen_step": p.min_qlen_step,
+                "pi_qdelay": p.pi_qdelay.name(),
+                "step_thresh_us": p.step_thresh.map(|t| t.as_ns() as f64 / 1e3),
+                "step_thresh_pkts": p.step_thresh_pkts,
+                "target_ms": p.target.as_ns() as f64 / 1e6,
+                "tupdate_ms": p.tupdate.as_ns() as f64 / 1e6,
+                "alpha_hz": p.alpha,
+                "beta_hz": p.beta,
+                "k": p.k,
+            }),
+            _ => Value::Null,
+        }
+    }
+
     /// Read the `[aqm]` table (already parsed) by its `kind`.
     pub fn from_value(v: Value) -> Result<Self, SimError> {
         let Value::Object(mut map) = v else {
@@ -60,7 +102,7 @@ impl AqmConfig {
             "codel" => AqmConfig::Codel(params(rest)?),
             "pie" => AqmConfig::Pie(params(rest)?),
             "fq_codel" => AqmConfig::FqCodel(params(rest)?),
-            "dualpi2" => AqmConfig::DualPi2(params(rest)?),
+            "dualpi2" => AqmConfig::DualPi2(params(with_profile_defaults(rest)?)?),
             _ => {
                 return Err(SimError::field(
                     "aqm.kind",

@@ -299,6 +299,7 @@ impl Recorder {
                 "unused_txops": unused_txops - snap.unused_txops,
             },
             "aqm": ctx.aqm_kind,
+            "aqm_params": ctx.aqm_params,
             "flows": flow_docs,
             "queues": queue_docs,
             "jain": num(jain(&tputs)),
@@ -356,6 +357,8 @@ pub struct SummaryCtx<'a> {
     /// Start time per flow (for flow completion times).
     pub flow_start: &'a [Nanos],
     pub raw: &'a Value,
+    /// Effective values of the AQM settings a kernel profile decides (Null if none).
+    pub aqm_params: &'a Value,
 }
 
 #[cfg(test)]

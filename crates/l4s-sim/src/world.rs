@@ -621,6 +621,7 @@ impl World {
                 .map_or(0, |a| a.q.len() as u64 + a.busy.is_some() as u64);
         let capacity_bytes = n.link.capacity_bytes(s.warmup, s.duration);
         let raw = s.raw.clone();
+        let aqm_params = s.aqm.profile_json();
         let ctx = SummaryCtx {
             seed: s.seed,
             duration: s.duration,
@@ -632,6 +633,7 @@ impl World {
             base_rtt_ms: &self.base_rtt_ms,
             flow_start: &self.flow_start,
             raw: &raw,
+            aqm_params: &aqm_params,
         };
         Ok(self.rec.finish(
             ctx,

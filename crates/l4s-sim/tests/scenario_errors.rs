@@ -197,3 +197,12 @@ fn json_scenario_runs_like_its_toml_twin() {
     assert_eq!(format!("{:?}", a.flows), format!("{:?}", b.flows));
     assert_eq!(a.flow_class, vec!["L4S".to_string()]);
 }
+
+#[test]
+fn unknown_kernel_profile_names_the_field_and_the_profiles() {
+    let msg = err(&BASE.replace(
+        "kind = \"fifo\"",
+        "kind = \"dualpi2\"\nprofile = \"bsd\"",
+    ));
+    assert_names(&msg, "aqm.profile", &["mainline", "l4steam"]);
+}

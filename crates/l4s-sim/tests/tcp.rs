@@ -296,3 +296,34 @@ ecn = "classic"
         "counted {counted}, made {made}"
     );
 }
+
+#[test]
+fn summary_records_the_effective_kernel_profile_values() {
+    let run = |aqm: &str| {
+        let (_, v) = summary(&format!(
+            "duration = \"1s\"\n[link]\nrate = \"10mbit\"\n[aqm]\nkind = \"dualpi2\"\n{aqm}\n[[flows]]\ncc = \"prague\"\nrtt = \"20ms\"\n"
+        ));
+        v["aqm_params"].clone()
+    };
+    let m = run("");
+    assert_eq!(
+        (
+            m["profile"].as_str(),
+            m["min_qlen_step"].as_u64(),
+            m["pi_qdelay"].as_str()
+        ),
+        (Some("mainline"), Some(0), Some("timer"))
+    );
+    let l = run("profile = \"l4steam\"");
+    assert_eq!(
+        (
+            l["profile"].as_str(),
+            l["min_qlen_step"].as_u64(),
+            l["pi_qdelay"].as_str()
+        ),
+        (Some("l4steam"), Some(2), Some("dequeue"))
+    );
+    // A key given explicitly wins over the profile's default.
+    let o = run("profile = \"l4steam\"\nmin_qlen_step = 0");
+    assert_eq!(o["min_qlen_step"].as_u64(), Some(0));
+}

@@ -2093,3 +2093,144 @@ fn prague_stays_cwnd_limited_under_its_own_pacer() {
     // Payload capacity 50·1448/1500 = 48.27 Mb/s.
     assert!(goodput > 0.95 * 48.27e6, "goodput {goodput}");
 }
+
+// ----- frozen coupling: window × marking probability at a fixed p′ ------------------------------
+
+/// Mean window (time-weighted, seconds 10..60) of `cc` through the TCP model when every data
+/// packet is CE-marked with probability `p` = k·p′ (DualPI2's L-queue coupled marking with
+/// p′ frozen by `set_p_prime`, k = 2, no step: the pipe has no queue). RTT 30 ms.
+fn frozen_mean_window(cc: &str, p: f64, seed: u64) -> f64 {
+    let cc = crate::cc::by_name_with(
+        cc,
+        &crate::cc::CcParams {
+            accecn: true,
+            ect1: true,
+            ..Default::default()
+        },
+    )
+    .expect("cc");
+    let mut s = TcpSender::new(0, TcpConfig::default(), cc);
+    let mut r = TcpReceiver::new(0, &TcpConfig::default());
+    let mut q = crate::aqm::dualpi2::DualPi2::new(Default::default(), crate::Rng::new(seed))
+        .expect("dualpi2");
+    q.set_p_prime(p / 2.0);
+    let mut rng = crate::Rng::new(seed);
+    let p_cl = (2.0 * q.p_prime()).min(1.0);
+    let mut pipe = Pipe::new(Nanos::from_ms(15)).fwd(move |pkt, _| {
+        if pkt.tcp().is_some_and(|h| h.payload_bytes > 0) && rng.bernoulli(p_cl) {
+            pkt.ecn = Ecn::Ce;
+        }
+        true
+    });
+    let (mut area, mut last_t, mut last_w) = (0.0f64, Nanos::from_secs(10), 0.0f64);
+    pipe.run(&mut s, &mut r, Nanos::from_secs(60), |now, s| {
+        if now > Nanos::from_secs(10) {
+            area += last_w * (now - last_t).as_secs_f64();
+            last_t = now;
+        }
+        last_w = s.stats().cwnd_pkts;
+    });
+    area / 50.0
+}
+
+/// The Linux rules alone, packet by packet (one ACK per packet, no delayed ACKs), for the
+/// same Bernoulli(p) marks: DCTCP (`dctcp_update_alpha` with its integer α, `tcp_enter_cwr`
+/// once until snd_una passes the snd_nxt at entry, ssthresh = cwnd − cwnd·α >> 11 reached at
+/// CWR exit, `tcp_reno_cong_avoid` only outside CWR), or Prague (`prague_update_alpha` as a
+/// float EWMA with g = 1/16 once per round, the first CE halving, `prague_enter_cwr`
+/// frac −= α·frac/2 once per round, +1/frac per unmarked ACK also in CWR, RTT ≥ 25 ms so no
+/// RTT scaling). Returns the mean window per packet.
+fn reference_mean_window(dctcp: bool, p: f64, seed: u64) -> f64 {
+    let mut rng = crate::Rng::new(seed ^ 0x5eed);
+    let (mut w, mut cnt) = (10.0f64, 0u32);
+    let mut alpha_i: u32 = 1024; // DCTCP α in 1/1024
+    let (mut alpha_f, mut saw_ce) = (0.0f64, false); // Prague
+    let (mut round_end, mut del, mut ce) = (10u64, 0u64, 0u64);
+    let mut cwr_until: Option<u64> = None;
+    let mut ssthresh = f64::INFINITY;
+    let (mut sum, mut n) = (0.0, 0u64);
+    for i in 0..2_000_000u64 {
+        let marked = rng.bernoulli(p);
+        del += 1;
+        ce += marked as u64;
+        let inflight = w.ceil() as u64;
+        if i >= round_end {
+            if dctcp {
+                let dec = alpha_i >> 4;
+                alpha_i -= if dec == 0 { alpha_i } else { dec };
+                if ce > 0 {
+                    alpha_i = (alpha_i + ((ce << 6) / del.max(1)) as u32).min(1024);
+                }
+            } else if saw_ce {
+                alpha_f += (ce as f64 / del as f64 - alpha_f) / 16.0;
+            }
+            round_end = i + inflight;
+            del = 0;
+            ce = 0;
+        }
+        if cwr_until.is_some_and(|e| i > e) {
+            cwr_until = None;
+            if dctcp {
+                w = ssthresh;
+            }
+        }
+        if marked {
+            if !dctcp && !saw_ce {
+                saw_ce = true;
+                w /= 2.0;
+            }
+            if cwr_until.is_none() {
+                cwr_until = Some(i + inflight);
+                if dctcp {
+                    let c = w as u64;
+                    ssthresh = (c - ((c * alpha_i as u64) >> 11)).max(2) as f64;
+                    if ssthresh >= w {
+                        ssthresh = w;
+                    }
+                } else {
+                    w -= alpha_f * w / 2.0;
+                }
+            }
+        } else if dctcp {
+            if cwr_until.is_none() {
+                if w < ssthresh.min(1e9) || ssthresh.is_infinite() {
+                    // Slow start until the first cut.
+                    w += 1.0;
+                } else {
+                    cnt += 1;
+                    if cnt as f64 >= w {
+                        cnt = 0;
+                        w += 1.0;
+                    }
+                }
+            }
+        } else {
+            w += 1.0 / w;
+        }
+        if i > 200_000 {
+            sum += w;
+            n += 1;
+        }
+    }
+    sum / n as f64
+}
+
+/// With p′ frozen, W·p of Prague through the whole TCP model matches the value the
+/// Linux rules give in isolation. Tolerance 15 %: the reference acknowledges every packet
+/// (the model ACKs every second one, and at once on a CE change), averages per packet rather
+/// than per unit time, and starts each α window one ACK earlier or later.
+#[test]
+fn frozen_coupling_window_times_marking_matches_the_linux_rules() {
+    // Measured when written: Prague 2.679 vs 2.715 (p = 0.02), 2.628 vs 2.654 (p = 0.05).
+    // DCTCP is not asserted yet: the TCP model gives W·p = 1.05 (p = 0.04) and 1.12
+    // (p = 0.10) where this reference gives 1.96 and 2.02; the difference is not yet
+    // explained (FIDELITY.md, open items).
+    for (cc, p) in [("prague", 0.02), ("prague", 0.05)] {
+        let model = frozen_mean_window(cc, p, 3) * p;
+        let reference = reference_mean_window(cc == "dctcp", p, 3) * p;
+        assert!(
+            (model / reference - 1.0).abs() < 0.15,
+            "{cc} p={p}: W·p model {model:.3} vs Linux rules {reference:.3}"
+        );
+    }
+}

@@ -32,7 +32,7 @@ pub mod step;
 mod tests;
 
 pub use classifier::{EcnMask, QueueId};
-pub use params::{DualPi2Params, LAqmKind, SchedulerKind};
+pub use params::{DualPi2Params, KernelProfile, LAqmKind, PiQdelay, SchedulerKind};
 
 use super::fifo::PacketQueue;
 use super::{Aqm, AqmStats, Limit, QueueSample};
@@ -95,6 +95,8 @@ pub struct DualPi2 {
     l: SubQueue,
     c: SubQueue,
     next_update: Nanos,
+    /// Head sojourns of L and C at the last dequeue (L4S team `qdelay_l`/`qdelay_c`).
+    deq_qdelay: (Nanos, Nanos),
     stats: AqmStats,
     /// Linux xstats.
     maxq: u64,
@@ -127,6 +129,7 @@ impl DualPi2 {
             l: SubQueue::default(),
             c: SubQueue::default(),
             next_update: params.tupdate,
+            deq_qdelay: (Nanos::ZERO, Nanos::ZERO),
             stats: AqmStats::default(),
             maxq: 0,
             ecn_mark: 0,
@@ -307,6 +310,7 @@ impl Aqm for DualPi2 {
                 l_sojourn: self.l.q.head_sojourn(now),
                 c_sojourn: self.c.q.head_sojourn(now),
             };
+            self.deq_qdelay = (view.l_sojourn, view.c_sojourn);
             // Both empty: the scheduler resets the WRR credit (Linux `dequeue_packet`).
             let pick = self.sched.pick(&view)?;
             let q = pick.queue;
@@ -346,7 +350,10 @@ impl Aqm for DualPi2 {
             return;
         }
         // qdelay = max(head sojourn of L, head sojourn of C); an empty queue counts 0.
-        let qdelay = self.l.q.head_sojourn(now).max(self.c.q.head_sojourn(now));
+        let qdelay = match self.params.pi_qdelay {
+            PiQdelay::Timer => self.l.q.head_sojourn(now).max(self.c.q.head_sojourn(now)),
+            PiQdelay::Dequeue => self.deq_qdelay.0.max(self.deq_qdelay.1),
+        };
         self.pi2.update(qdelay);
         self.next_update = now + self.params.tupdate;
     }

@@ -18,6 +18,65 @@ pub enum SchedulerKind {
     Tsfifo,
 }
 
+/// Which kernel code line the defaults follow (`aqm.profile`).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KernelProfile {
+    /// Mainline Linux net/sched/sch_dualpi2.c: `min_qlen_step` 0 (the step applies to every
+    /// L packet), PI input sampled at the timer from the queue heads (`get_queue_delays`).
+    #[default]
+    Mainline,
+    /// The L4S team's tree (L4STeam/linux sch_dualpi2.c): `apply_step = qdisc_qlen(l_queue)
+    /// > 1` at enqueue (`min_qlen_step` 2), and the PI input is the head sojourn each queue
+    /// had at the last dequeue (`qdelay_l`/`qdelay_c` written in `dequeue_packet`).
+    L4steam,
+}
+
+impl KernelProfile {
+    /// Scenario name of the profile.
+    pub fn name(self) -> &'static str {
+        match self {
+            KernelProfile::Mainline => "mainline",
+            KernelProfile::L4steam => "l4steam",
+        }
+    }
+    /// `min_qlen_step` default of the profile.
+    pub fn min_qlen_step(self) -> u64 {
+        match self {
+            KernelProfile::Mainline => 0,
+            KernelProfile::L4steam => 2,
+        }
+    }
+    /// `pi_qdelay` default of the profile.
+    pub fn pi_qdelay(self) -> PiQdelay {
+        match self {
+            KernelProfile::Mainline => PiQdelay::Timer,
+            KernelProfile::L4steam => PiQdelay::Dequeue,
+        }
+    }
+}
+
+/// Where the PI update reads the queue delay.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PiQdelay {
+    /// Head sojourn of each queue at the update instant (mainline `get_queue_delays`).
+    #[default]
+    Timer,
+    /// Head sojourn each queue had at the last dequeue (L4S team tree).
+    Dequeue,
+}
+
+impl PiQdelay {
+    /// Scenario name.
+    pub fn name(self) -> &'static str {
+        match self {
+            PiQdelay::Timer => "timer",
+            PiQdelay::Dequeue => "dequeue",
+        }
+    }
+}
+
 /// Native AQM of the L-queue.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -36,6 +95,11 @@ pub enum LAqmKind {
 #[derive(Clone, Debug, PartialEq, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct DualPi2Params {
+    /// Kernel code line whose defaults apply to the keys not given (default mainline); the
+    /// scenario loader fills `min_qlen_step` and `pi_qdelay` from it.
+    pub profile: KernelProfile,
+    /// Where the PI update reads the queue delay (mainline: timer; l4steam: dequeue).
+    pub pi_qdelay: PiQdelay,
     /// Buffer of both queues together, packets (Linux `limit`, default 10000).
     pub limit: u64,
     /// Optional byte bound on both queues' packet bytes.
@@ -84,6 +148,8 @@ pub struct DualPi2Params {
 impl Default for DualPi2Params {
     fn default() -> Self {
         DualPi2Params {
+            profile: KernelProfile::Mainline,
+            pi_qdelay: PiQdelay::Timer,
             limit: 10_000,
             limit_bytes: None,
             target: Nanos::from_ms(15),

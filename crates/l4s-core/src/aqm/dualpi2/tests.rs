@@ -810,3 +810,86 @@ mod props {
         }
     }
 }
+
+/// 10 Mb/s: a 1500 B packet takes 1.2 ms, more than the 1 ms step threshold. One C packet is
+/// in service from t = 0; L packets arrive behind it and are served back to back. Returns the
+/// L packets' codepoints in service order.
+fn step_behind_a_classic_packet(profile: KernelProfile) -> Vec<Ecn> {
+    let mut q = aqm(DualPi2Params {
+        profile,
+        min_qlen_step: profile.min_qlen_step(),
+        pi_qdelay: profile.pi_qdelay(),
+        ..Default::default()
+    });
+    let us = Nanos::from_us;
+    let mut d = Vec::new();
+    q.enqueue(pkt(100, Ecn::NotEct), Nanos::ZERO).unwrap();
+    assert_eq!(q.dequeue(Nanos::ZERO, &mut d).unwrap().id, 100);
+    // l1 finds 0 packets in L, served at 1.2 ms (sojourn 1.1 ms).
+    q.enqueue(pkt(1, Ecn::Ect1), us(100)).unwrap();
+    let mut out = vec![q.dequeue(us(1200), &mut d).unwrap()];
+    // l2, l3, l4 find 0, 1, 2 packets in L; served at 2.4, 3.6, 4.8 ms (sojourns 1.1, 2.25,
+    // 3.4 ms: all above 1 ms).
+    for (id, t) in [(2, 1300), (3, 1350), (4, 1400)] {
+        q.enqueue(pkt(id, Ecn::Ect1), us(t)).unwrap();
+    }
+    for t in [2400, 3600, 4800] {
+        out.push(q.dequeue(us(t), &mut d).unwrap());
+    }
+    assert!(d.is_empty());
+    assert_eq!(
+        out.iter().map(|p| p.id).collect::<Vec<_>>(),
+        vec![1, 2, 3, 4]
+    );
+    ecns(&out)
+}
+
+#[test]
+fn mainline_profile_steps_every_l_packet_over_the_threshold() {
+    // Mainline: apply_step = qlen(L) >= min_qlen_step = 0, always; p' = 0, so every mark is
+    // a step mark: all four sojourns exceed 1 ms.
+    assert_eq!(
+        step_behind_a_classic_packet(KernelProfile::Mainline),
+        vec![Ecn::Ce; 4]
+    );
+}
+
+#[test]
+fn l4steam_profile_steps_only_when_the_l_queue_is_building() {
+    // L4S team dualpi2_qdisc_enqueue: apply_step = qdisc_qlen(l_queue) > 1 before the
+    // packet joins: only l4 (found 2) may be stepped, though all waited over 1 ms.
+    assert_eq!(
+        step_behind_a_classic_packet(KernelProfile::L4steam),
+        vec![Ecn::Ect1, Ecn::Ect1, Ecn::Ect1, Ecn::Ce]
+    );
+}
+
+#[test]
+fn pi_input_is_timer_head_sojourn_or_last_dequeue_per_profile() {
+    // Three C packets at t = 0; one dequeued at 5 ms (head sojourn 5 ms then); the first
+    // update at 16 ms. Mainline get_queue_delays: head sojourn now = 16 ms →
+    // p' = 0.16·(0.016 − 0.015) + 3.2·0.016 = 0.05136. L4S team: qdelay_c written at the
+    // last dequeue = 5 ms → p' = 0.16·(0.005 − 0.015) + 3.2·0.005 = 0.0144.
+    for (profile, want) in [
+        (KernelProfile::Mainline, 0.05136),
+        (KernelProfile::L4steam, 0.0144),
+    ] {
+        let mut q = aqm(DualPi2Params {
+            profile,
+            min_qlen_step: profile.min_qlen_step(),
+            pi_qdelay: profile.pi_qdelay(),
+            ..Default::default()
+        });
+        for id in 0..3 {
+            q.enqueue(pkt(id, Ecn::NotEct), Nanos::ZERO).unwrap();
+        }
+        let mut d = Vec::new();
+        q.dequeue(Nanos::from_ms(5), &mut d).unwrap();
+        q.on_timer(Nanos::from_ms(16));
+        assert!(
+            (q.p_prime() - want).abs() < 1e-4,
+            "{profile:?}: p' {} want {want}",
+            q.p_prime()
+        );
+    }
+}
