@@ -249,3 +249,46 @@ def test_each_bad_path_is_one_error_line(scen, tmp_path):
         assert len(lines) == 1, (args, res.output)
         for n in needles:
             assert n in " ".join(res.output.split()), (args, n, res.output)
+
+
+# --- item 11: changing the AQM kind, --unset; item 10: flows[0] in --set ------------------------
+
+def test_aqm_kind_override_starts_from_that_aqms_defaults(scen, tmp_path):
+    base = dict(SHORT, aqm={"kind": "dualpi2", "k": 2, "step_thresh": "1ms"})
+    scen.write_text(dumps_toml(base))
+    res = invoke("run", scen, "-o", tmp_path / "f", "--no-figures", "--set", "aqm.kind=fifo")
+    assert res.exit_code == 0, res.output
+    s = json.loads((tmp_path / "f" / "summary.json").read_text())
+    assert s["aqm"] == "fifo" and [q["name"] for q in s["queues"]] == ["single"]
+    # Order does not matter: the kind is applied first, then its parameters.
+    from l4slab.scenario import apply_overrides
+
+    eff = apply_overrides(base, ["aqm.target=5ms", "aqm.kind=codel"])
+    assert eff["aqm"] == {"kind": "codel", "target": "5ms"}
+    assert apply_overrides(base, {"aqm.kind": "dualpi2"})["aqm"] == base["aqm"]  # unchanged
+    # A sweep over AQM kinds from the DualPI2 base.
+    sw = tmp_path / "sw.toml"
+    sw.write_text(f'base = "{scen.name}"\n[grid]\n"aqm.kind" = ["fifo", "codel", "dualpi2"]\n')
+    res = invoke("sweep", sw, "-o", tmp_path / "s", "-j", "1")
+    assert res.exit_code == 0, res.output
+    idx = pd.read_parquet(tmp_path / "s" / "sweep.parquet")
+    assert (idx["status"] == "ok").all() and len(idx) == 3
+
+
+def test_unset_restores_the_default_and_names_missing_keys(scen, tmp_path):
+    base = dict(SHORT, aqm={"kind": "dualpi2", "step_thresh": "5ms"})
+    scen.write_text(dumps_toml(base))
+    res = invoke("run", scen, "-o", tmp_path / "u", "--no-figures", "--unset",
+                 "aqm.step_thresh")
+    assert res.exit_code == 0, res.output
+    eff = (tmp_path / "u" / "scenario.toml").read_text()
+    assert "step_thresh" not in eff
+    one_error(invoke("run", scen, "-o", tmp_path / "v", "--unset", "aqm.bogus"),
+              "--unset aqm.bogus", "not set")
+
+
+def test_set_accepts_the_index_form_errors_use(scen, tmp_path):
+    res = invoke("run", scen, "-o", tmp_path / "i", "--no-figures", "--set", "flows[1].cc=reno")
+    assert res.exit_code == 0, res.output
+    s = json.loads((tmp_path / "i" / "summary.json").read_text())
+    assert [f["cc"] for f in s["flows"]] == ["prague", "reno"]

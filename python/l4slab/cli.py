@@ -73,7 +73,11 @@ def main() -> None:
               help="Run directory (default: results/<scenario>-<time>).")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Override a scenario key, e.g. --set aqm.step_thresh=5ms --set "
-                   "flows.0.cc=dctcp (values are TOML scalars; bare words are strings).")
+                   "flows.0.cc=dctcp (or flows[0].cc; values are TOML scalars, bare words "
+                   "are strings). Changing aqm.kind starts [aqm] from that AQM's defaults.")
+@click.option("--unset", "unset", multiple=True, metavar="KEY",
+              help="Remove a scenario key so its default applies, e.g. --unset "
+                   "aqm.step_thresh (applied before --set).")
 @click.option("--packets", is_flag=True,
               help="Also record packets.parquet (same as --set output.packets=true).")
 @click.option("--no-figures", is_flag=True, help="Skip figures (tables and report only).")
@@ -81,8 +85,8 @@ def main() -> None:
               help="Replace the run in a non-empty -o directory (its run files are removed "
                    "first); without it only a rerun of the same scenario may write there.")
 @_friendly
-def run(scenario: Path, out_dir: Path | None, overrides: tuple[str, ...], packets: bool,
-        no_figures: bool, force: bool) -> None:
+def run(scenario: Path, out_dir: Path | None, overrides: tuple[str, ...], unset: tuple[str, ...],
+        packets: bool, no_figures: bool, force: bool) -> None:
     """Run one SCENARIO (TOML) and write its run directory."""
     from l4slab.runner import run as run_scenario
 
@@ -93,7 +97,7 @@ def run(scenario: Path, out_dir: Path | None, overrides: tuple[str, ...], packet
     t0 = time.perf_counter()
     with console.status(f"simulating {scenario} …"):
         result = run_scenario(scenario, out_dir, list(overrides), figures=not no_figures,
-                              force=force)
+                              force=force, unset=unset)
     elapsed = time.perf_counter() - t0
     _print_summaries([(str(out_dir), result.summary, result.scenario)])
     console.print(f"run directory: [bold]{out_dir}[/] ({elapsed:.1f} s); "

@@ -23,11 +23,11 @@ PATH_KEYS = (("link", "trace"),)
 
 
 def effective_scenario(source: ScenarioSource,
-                       overrides: Mapping[str, Any] | Iterable[str] | None = None
-                       ) -> dict[str, Any]:
+                       overrides: Mapping[str, Any] | Iterable[str] | None = None,
+                       unset: Iterable[str] = ()) -> dict[str, Any]:
     """The scenario dict after overrides, with existing relative trace paths made absolute so
     the scenario.toml written into a run directory still points at the trace."""
-    data = apply_overrides(source.data, overrides)
+    data = apply_overrides(source.data, overrides, unset)
     for table, key in PATH_KEYS:
         t = data.get(table)
         if isinstance(t, dict) and isinstance(t.get(key), str):
@@ -56,14 +56,15 @@ def validate(scenario: str | Path | Mapping[str, Any],
 def run(scenario: str | Path | Mapping[str, Any], out_dir: str | Path | None = None,
         overrides: Mapping[str, Any] | Iterable[str] | None = None, *,
         figures: bool = True, report: bool = True,
-        base_dir: str | Path | None = None, force: bool = False) -> RunData:
+        base_dir: str | Path | None = None, force: bool = False,
+        unset: Iterable[str] = ()) -> RunData:
     """Run a scenario file or dict. With `out_dir`, write the run directory there (parquet
     tables, summary.json, scenario.toml, figures, report.html). `overrides` is a mapping of
     dotted keys or a list of ``"key=value"`` strings, as `l4slab run --set`. An `out_dir`
     that holds another run raises `OutputDirError` before anything runs, unless `force`
-    (then that run's files are removed first)."""
+    (then that run's files are removed first). `unset` keys are removed first (`--unset`)."""
     src = load_scenario(scenario, Path(base_dir) if base_dir else None)
-    data = effective_scenario(src, overrides)
+    data = effective_scenario(src, overrides, unset)
     if out_dir is not None:
         prepare_run_dir(out_dir, data, force=force)
     result = simulate(data, src.base_dir)
