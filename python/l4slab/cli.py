@@ -323,6 +323,10 @@ from l4slab.validation.cli import mahimahi_import_cmd, validate_cmd  # noqa: E40
 main.add_command(validate_cmd, name="validate")
 main.add_command(validate_cmd, name="compare")
 main.add_command(mahimahi_import_cmd, name="import-mahimahi")
+from l4slab.shipped_cli import scenarios_cmd, trace_cmd  # noqa: E402
+
+main.add_command(scenarios_cmd, name="scenarios")
+main.add_command(trace_cmd, name="trace")
 
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
