@@ -292,3 +292,29 @@ def test_set_accepts_the_index_form_errors_use(scen, tmp_path):
     assert res.exit_code == 0, res.output
     s = json.loads((tmp_path / "i" / "summary.json").read_text())
     assert [f["cc"] for f in s["flows"]] == ["prague", "reno"]
+
+
+# --- item 13: summary formats, not cut to 80 columns when piped --------------------------------
+
+def test_summary_formats_and_full_width_when_piped(scen, tmp_path):
+    import csv as csvmod
+    import io
+
+    for name in ("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "b"):
+        assert invoke("run", scen, "-o", tmp_path / name, "--no-figures").exit_code == 0
+    dirs = [tmp_path / "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", tmp_path / "b"]
+    s = json.loads((dirs[0] / "summary.json").read_text())
+    res = CliRunner().invoke(main, ["summary", "--format", "csv", *map(str, dirs)])
+    rows = list(csvmod.reader(io.StringIO(res.output)))
+    assert rows[0][:3] == ["run", "L4S Mb/s", "Classic Mb/s"] and rows[0][-2:] == ["util", "Jain"]
+    assert rows[1][0] == str(dirs[0])
+    assert float(rows[1][-1]) == pytest.approx(s["jain"])
+    res = CliRunner().invoke(main, ["summary", "--format", "json", *map(str, dirs)])
+    recs = json.loads(res.output)
+    assert recs[1]["run"] == str(dirs[1]) and recs[0]["util"] == s["link"]["utilisation"]
+    res = CliRunner().invoke(main, ["summary", "--format", "markdown", *map(str, dirs)])
+    assert "| run | L4S Mb/s |" in res.output and res.output.count("\n| ") >= 3
+    # The default table, piped (CliRunner is not a terminal): whole rows, no 80-column cut.
+    res = CliRunner().invoke(main, ["summary", *map(str, dirs)], env={"COLUMNS": ""})
+    line = next(ln for ln in res.output.splitlines() if "aaaaaaaaaaaaaaaa" in ln)
+    assert str(dirs[0]) in line and len(line) > 80

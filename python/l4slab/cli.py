@@ -15,16 +15,15 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from l4slab import __version__
-from l4slab.console import os_error_message
+from l4slab.console import make_console, os_error_message
 from l4slab.results import OutputDirError
 from l4slab.scenario import ScenarioError
 
-console = Console()
-err_console = Console(stderr=True)
+console = make_console()
+err_console = make_console(stderr=True)
 
 EXIT_FAILED_RUNS = 1
 EXIT_BAD_INPUT = 2
@@ -225,11 +224,12 @@ def _scenario_bits(summary: dict[str, Any], scenario: dict[str, Any]) -> tuple[s
     return str(aqm), ", ".join(cc + (f"×{n}" if n > 1 else "") for cc, n in ccs.items())
 
 
-def _print_summaries(rows: list[tuple[str, dict[str, Any], dict[str, Any]]],
-                     title: str | None = None,
-                     params: list[dict[str, Any]] | None = None) -> None:
-    """One row per run: name, [swept parameters], AQM and flows (in the title when every
-    row has the same), per-class throughput, p99 sojourn per queue, utilisation, Jain."""
+def _summary_rows(rows: list[tuple[str, dict[str, Any], dict[str, Any]]],
+                  title: str | None = None, params: list[dict[str, Any]] | None = None
+                  ) -> tuple[str | None, list[str], list[list[Any]]]:
+    """(title, header, rows) of the summary table: name, [swept parameters], AQM and flows
+    (in the title when every row has the same), per-class throughput, p99 sojourn per queue,
+    utilisation, Jain. Cells are numbers (None when absent) or strings."""
     from l4slab.sweeps import flatten_summary
 
     flat = [flatten_summary(r[1]) for r in rows]
@@ -240,37 +240,79 @@ def _print_summaries(rows: list[tuple[str, dict[str, Any], dict[str, Any]]],
     queues = [q for q in ("L", "C", "single", "fq")
               if any(f"queues.{q}.sojourn_ms.p99" in m for m in flat)]
     pkeys = list(dict.fromkeys(k for p in params or [] for k in p))
-    table = Table(title=title, title_justify="left")
-    table.add_column("run", overflow="fold")
-    for k in pkeys:
-        table.add_column(k.rsplit(".", 1)[-1], min_width=len(k.rsplit(".", 1)[-1]))
-    if not same_setup:
-        table.add_column("aqm")
-        table.add_column("flows", overflow="fold")
-    for col in ["L4S Mb/s", "Classic Mb/s"] + [f"p99 {q} ms" for q in queues] + ["util",
-                                                                                  "Jain"]:
-        table.add_column(col, justify="right")
+    header = ["run", *pkeys] + ([] if same_setup else ["aqm", "flows"])
+    header += ["L4S Mb/s", "Classic Mb/s"] + [f"p99 {q} ms" for q in queues] + ["util", "Jain"]
 
-    def f(v: Any, fmt: str) -> str:
-        return format(v, fmt) if isinstance(v, (int, float)) and v == v else "–"
+    def num(v: Any) -> float | None:
+        return float(v) if isinstance(v, (int, float)) and v == v else None
 
+    out = []
     for i, ((name, _, _), m) in enumerate(zip(rows, flat, strict=True)):
-        cells = [name] + [str((params or [{}] * len(rows))[i].get(k, "")) for k in pkeys]
+        cells: list[Any] = [name] + [(params or [{}] * len(rows))[i].get(k, "") for k in pkeys]
         if not same_setup:
             cells += list(setups[i])
-        cells += [f(m.get("class.L4S.tput_mbps"), ".2f"),
-                  f(m.get("class.Classic.tput_mbps"), ".2f")]
-        cells += [f(m.get(f"queues.{q}.sojourn_ms.p99"), ".2f") for q in queues]
-        cells += [f(m.get("link.utilisation"), ".3f"), f(m.get("jain"), ".3f")]
-        table.add_row(*cells)
+        cells += [num(m.get("class.L4S.tput_mbps")), num(m.get("class.Classic.tput_mbps"))]
+        cells += [num(m.get(f"queues.{q}.sojourn_ms.p99")) for q in queues]
+        cells += [num(m.get("link.utilisation")), num(m.get("jain"))]
+        out.append(cells)
+    return title, header, out
+
+
+def _print_summaries(rows: list[tuple[str, dict[str, Any], dict[str, Any]]],
+                     title: str | None = None,
+                     params: list[dict[str, Any]] | None = None, fmt: str = "table") -> None:
+    """Print the summary table as a rich table, CSV, JSON (one object per run) or Markdown."""
+    import csv
+    import io
+
+    title, header, body = _summary_rows(rows, title, params)
+    if fmt == "csv":
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(header)
+        w.writerows([["" if c is None else c for c in r] for r in body])
+        click.echo(buf.getvalue(), nl=False)
+        return
+    if fmt == "json":
+        click.echo(json.dumps([dict(zip(header, r, strict=True)) for r in body], indent=2))
+        return
+    nf = {"util": ".3f", "Jain": ".3f"}
+
+    def cell(h: str, v: Any) -> str:
+        if v is None:
+            return "–"
+        return format(v, nf.get(h, ".2f")) if isinstance(v, float) else str(v)
+
+    if fmt == "markdown":
+        lines = [f"**{title}**", ""] if title else []
+        lines.append("| " + " | ".join(header) + " |")
+        lines.append("|" + "|".join("---" if i == 0 else "---:" for i in range(len(header)))
+                     + "|")
+        lines += ["| " + " | ".join(cell(h, v) for h, v in zip(header, r, strict=True)) + " |"
+                  for r in body]
+        click.echo("\n".join(lines))
+        return
+    table = Table(title=title, title_justify="left")
+    for i, h in enumerate(header):
+        if i == 0:
+            table.add_column(h, overflow="fold")
+        else:
+            table.add_column(h.rsplit(".", 1)[-1], justify="right" if h in nf or " " in h
+                             else "left")
+    for r in body:
+        table.add_row(*(cell(h, v) for h, v in zip(header, r, strict=True)))
     console.print(table)
 
 
 @main.command()
 @click.argument("dirs", nargs=-1, required=True,
                 type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json", "markdown"]),
+              default="table", show_default=True,
+              help="table: for a terminal (full width when piped); csv/json/markdown: for "
+                   "files and other tools.")
 @_friendly
-def summary(dirs: tuple[Path, ...]) -> None:
+def summary(dirs: tuple[Path, ...], fmt: str) -> None:
     """Table of the summaries of run or sweep directories DIRS (a sweep: one row per run)."""
     import tomllib
 
@@ -300,14 +342,14 @@ def summary(dirs: tuple[Path, ...]) -> None:
                     except (OSError, ValueError, KeyError):
                         params.append({})
             if rows:
-                _print_summaries(rows, title=f"sweep {d}", params=params)
+                _print_summaries(rows, title=f"sweep {d}", params=params, fmt=fmt)
                 shown += len(rows)
         else:
             row = read(d, str(d))
             if row:
                 singles.append(row)
     if singles:
-        _print_summaries(singles)
+        _print_summaries(singles, fmt=fmt)
         shown += len(singles)
     for p in pending:
         err_console.print(f"[yellow]{_escape(p)}[/]")
