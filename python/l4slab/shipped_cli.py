@@ -27,11 +27,16 @@ class BadInput(click.ClickException):
 
 
 def scenarios_dir() -> Path:
-    """The shipped scenarios: the package's copy (a wheel), else the source tree's."""
+    """The shipped scenarios: the package's data/scenarios when a build put them there, else
+    the source tree's scenarios/ (an editable install, `make develop`)."""
     d = data_dir() / "scenarios"
     if d.is_dir():
         return d
-    return Path(__file__).resolve().parents[2] / "scenarios"
+    d = Path(__file__).resolve().parents[2] / "scenarios"
+    if not d.is_dir():
+        raise BadInput(f"no shipped scenarios found (looked in {data_dir() / 'scenarios'} "
+                       f"and {d})")
+    return d
 
 
 def _first_comment(p: Path) -> str:
