@@ -318,3 +318,12 @@ def test_summary_formats_and_full_width_when_piped(scen, tmp_path):
     res = CliRunner().invoke(main, ["summary", *map(str, dirs)], env={"COLUMNS": ""})
     line = next(ln for ln in res.output.splitlines() if "aaaaaaaaaaaaaaaa" in ln)
     assert str(dirs[0]) in line and len(line) > 80
+
+
+# --- item 10: messages name the key ----------------------------------------------------------
+
+def test_non_finite_override_names_the_key(scen, tmp_path):
+    one_error(invoke("run", scen, "-o", tmp_path / "n", "--set", "link.loss=nan"),
+              "link.loss: nan is not a finite number")
+    one_error(invoke("run", scen, "-o", tmp_path / "n", "--set", "link.rate=1e30gbit"),
+              "link.rate", "out of range")

@@ -8,13 +8,14 @@ of any error. The GIL is released while the simulation runs.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from l4slab import _core
 from l4slab.results import RunData, from_core, prepare_run_dir, write_run_dir
-from l4slab.scenario import ScenarioSource, apply_overrides, load_scenario
+from l4slab.scenario import ScenarioError, ScenarioSource, apply_overrides, load_scenario
 
 __all__ = ["run", "simulate", "validate", "effective_scenario"]
 
@@ -37,8 +38,21 @@ def effective_scenario(source: ScenarioSource,
     return data
 
 
+def _check_finite(node: Any, path: str = "") -> None:
+    """NaN / inf have no JSON form: name the key instead of a JSON parser position."""
+    if isinstance(node, float) and not math.isfinite(node):
+        raise ScenarioError(f"{path or 'scenario'}: {node} is not a finite number")
+    if isinstance(node, Mapping):
+        for k, v in node.items():
+            _check_finite(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            _check_finite(v, f"{path}[{i}]")
+
+
 def simulate(data: Mapping[str, Any], base_dir: str | Path) -> RunData:
     """Run a scenario dict; raises `l4slab.ScenarioError` naming the field on bad input."""
+    _check_finite(data)
     text = json.dumps(data)
     raw = _core.run_scenario(text, "json", str(base_dir))
     return from_core(raw, scenario=dict(data))
@@ -49,6 +63,7 @@ def validate(scenario: str | Path | Mapping[str, Any],
     """Check a scenario (after overrides) without running it; returns the effective dict."""
     src = load_scenario(scenario)
     data = effective_scenario(src, overrides)
+    _check_finite(data)
     _core.validate_scenario(json.dumps(data), "json", str(src.base_dir))
     return data
 

@@ -245,6 +245,9 @@ def validate_tasks(tasks: Iterable[RunTask]) -> None:
             continue
         seen.add(t.point)
         try:
+            from l4slab.runner import _check_finite
+
+            _check_finite(t.scenario)
             _core.validate_scenario(json.dumps(t.scenario), "json", t.base_dir)
         except ScenarioError as e:
             if t.params:
