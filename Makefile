@@ -6,7 +6,7 @@ PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.deps-stamp
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: venv develop demo test test-rust test-py lint bench clean
+.PHONY: venv develop demo test test-rust test-py lint bench bench-scale bench-ns3 clean
 
 # Virtualenv with the pinned dependencies (requirements.txt); reinstalled when the pins change.
 $(STAMP): requirements.txt
@@ -21,6 +21,7 @@ venv: $(STAMP)
 develop: $(STAMP)
 	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH \
 		$(VENV)/bin/maturin develop --release -q
+	cargo build --release -q -p l4s-emu -p l4s-flow
 
 demo: develop
 	$(PY) -m l4slab.demo
@@ -41,12 +42,33 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check python tests
 
 # Speed is measured here, never in the tests: engine events/s (criterion), the 100x100-run
-# validation workload, and the Python path (one run, a 20-run sweep, DTW cells/s).
+# validation workload, the Python path (one run, a 20-run sweep, DTW cells/s), and the emulator
+# (forwarding rate, CPU per packet, lateness; root only).
 bench: develop
 	cargo bench -p l4s-sim
+	cargo bench -p l4s-emu --bench path
 	cargo run --release -q -p l4s-validate --example bench_groups -- 100 1900
 	cargo run --release -q -p l4s-validate --example bench_groups -- 100 1900 190
 	$(VENV)/bin/pytest tests/bench -o addopts="" --benchmark-only -s -q -p no:cacheprovider
+	$(PY) crates/l4s-emu/benches/emu_bench.py
+	$(MAKE) bench-scale
+
+# Scale table for BENCHMARKS.md: ns per bottleneck packet and peak RSS, 1..10 000 flows and
+# 10 Mb/s..10 Gb/s, then the 900-run study (each configuration in its own process).
+bench-scale:
+	cargo run --release -q -p l4s-sim --example bench_scale
+
+# l4slab against Debian's ns-3 (3.37) on the same dumbbell; not part of `make test`.
+NS3_LIBS := -lns3-core -lns3-network -lns3-internet -lns3-point-to-point -lns3-applications \
+	-lns3-traffic-control
+bench-ns3:
+	test -e /usr/include/ns3/core-module.h || \
+		(apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q ns3 libns3-dev)
+	cargo build --release -q -p l4s-sim --bin l4s-sim
+	mkdir -p target/ns3
+	g++ -O2 -std=c++17 -o target/ns3/dumbbell crates/l4s-sim/benches/ns3/dumbbell.cc \
+		$$(pkg-config --cflags ns3-core) $(NS3_LIBS)
+	python3 crates/l4s-sim/benches/ns3/compare.py target/release/l4s-sim target/ns3/dumbbell 3
 
 clean:
 	cargo clean

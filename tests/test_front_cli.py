@@ -211,10 +211,6 @@ def test_sweep_with_run_figures_on_the_pool_and_its_summary(scen, tmp_path):
     assert "1ms" in res.output and "10ms" in res.output
 
 
-def test_emulate_explains_and_exits_2():
-    assert_bad_input(invoke("emulate", "whatever"), "emulator")
-
-
 def test_compare_hands_sweep_runs_to_the_validation_toolkit(scen, tmp_path):
     try:
         import l4slab.validation.cli  # noqa: F401

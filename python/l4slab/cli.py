@@ -357,8 +357,11 @@ def summary(dirs: tuple[Path, ...], fmt: str) -> None:
         _fail("no finished runs in " + ", ".join(map(str, dirs)))
 
 
-# --- compare / emulate ------------------------------------------------------------------------
+# --- commands that live in their own modules ---------------------------------------------------
 
+from l4slab.emulate import emulate_cmd  # noqa: E402
+from l4slab.flow import flow_cmd  # noqa: E402
+from l4slab.suites.cli import suite_cmd  # noqa: E402
 from l4slab.validation.cli import mahimahi_import_cmd, validate_cmd  # noqa: E402
 
 # `validate` is the toolkit's own name; `compare` is the front end's word for the same test.
@@ -369,14 +372,9 @@ from l4slab.shipped_cli import scenarios_cmd, trace_cmd  # noqa: E402
 
 main.add_command(scenarios_cmd, name="scenarios")
 main.add_command(trace_cmd, name="trace")
-
-
-@main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
-@click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def emulate(args: tuple[str, ...]) -> None:
-    """Run a scenario on the Linux emulator (not built yet)."""
-    _fail("emulate: the emulator (crates/l4s-emu) is not built in this release; use "
-          "`l4slab run` for the simulator")
+main.add_command(emulate_cmd, name="emulate")
+main.add_command(flow_cmd, name="flow")
+main.add_command(suite_cmd, name="suite")
 
 
 if __name__ == "__main__":

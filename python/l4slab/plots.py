@@ -130,6 +130,7 @@ def _per_flow(run: Any, column: str, ylabel: str, title: str, total: bool,
 
 
 def fig_throughput(run: Any) -> Figure | None:
+    """Goodput per flow and in total over time (100 ms moving average); None without flows."""
     # Goodput per sample interval jumps when a retransmission fills a hole (the bytes behind
     # it are delivered at once); a 100 ms moving average keeps the picture readable.
     return _per_flow(run, "tput_mbps", "goodput [Mb/s]", "Goodput per flow", total=True,
@@ -137,6 +138,7 @@ def fig_throughput(run: Any) -> Figure | None:
 
 
 def fig_cwnd(run: Any) -> Figure | None:
+    """Congestion window per flow over time, in packets; None where no flow has one (CBR)."""
     return _per_flow(run, "cwnd_pkts", "cwnd [packets]", "Congestion window per flow",
                      total=False)
 
@@ -172,6 +174,7 @@ def fig_sojourn(run: Any) -> Figure | None:
 
 
 def fig_probability(run: Any) -> Figure | None:
+    """The AQM's probabilities (p', p_C, p_CL) over time; None where it has none or they stay 0."""
     df = run.samples
     if df is None or not len(df):
         return None
@@ -395,7 +398,10 @@ def sweep_figures(data: Any) -> dict[str, Figure]:
                     # Categories (prague, dctcp, ...) have no order: points with error bars,
                     # no connecting line, a small offset per group so bars do not overlap.
                     off = (gi - (len(groups) - 1) / 2) * 0.08
-                    ax.errorbar(xs + off, ms, yerr=[ms - lo, hi - ms], fmt="o", ls="none",
+                    # A mean a hair above 1 (float sums) or a one-run CI (NaN) draws no bar.
+                    err = [np.nan_to_num(np.maximum(ms - lo, 0.0)),
+                           np.nan_to_num(np.maximum(hi - ms, 0.0))]
+                    ax.errorbar(xs + off, ms, yerr=err, fmt="o", ls="none",
                                 color=color, ms=4, capsize=3, label=lab or None)
                 else:
                     ax.plot(xs, ms, "o-", color=color, lw=1.2, ms=4, label=lab or None)
@@ -418,6 +424,7 @@ def _safe(name: str) -> str:
 
 
 def plot_sweep(data: Any, out_dir: str | Path, formats: Sequence[str] = FORMATS) -> list[Path]:
+    """Write the sweep figures into ``out_dir`` in each of ``formats``; return the files."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     return _save(sweep_figures(data), out, formats)

@@ -433,14 +433,15 @@ def _index_frame(tasks: list[RunTask], status: dict[int, RunOutcome], out: Path,
 
 def sweep(sweep_file: str | Path | Mapping[str, Any], out_dir: str | Path, *,
           jobs: int | None = None, dask: str | Any | None = None, dask_local: bool = False,
-          figures: bool = False, resume: bool = True,
+          figures: bool = False, resume: bool = True, report: bool = True,
           overrides: Mapping[str, Any] | Iterable[str] | None = None,
           on_progress: Callable[[RunOutcome, int, int], None] | None = None,
           on_start: Callable[[int, int], None] | None = None) -> SweepResult:
     """Run a sweep. `jobs` workers (default: all cores) in a local process pool, or on Dask:
     `dask` is a scheduler address or a `distributed.Client`; `dask_local=True` starts a
     LocalCluster with `jobs` single-threaded worker processes. `figures` also draws per-run
-    figures (sweep figures and report.html are always made). `overrides` (dotted keys, as
+    figures; `report=False` skips the sweep figures and report.html (a caller that reports
+    on its own, e.g. a study suite). `overrides` (dotted keys, as
     `run`) apply to every run on top of the sweep file's [set]. Finished runs are skipped.
     Raises ScenarioError on bad input before any run starts."""
     t_start = time.perf_counter()
@@ -464,7 +465,7 @@ def sweep(sweep_file: str | Path | Mapping[str, Any], out_dir: str | Path, *,
     with _sweep_lock(out):
         return _sweep_locked(spec, tasks, out, t_start, jobs=jobs, dask=dask,
                              dask_local=dask_local, figures=figures, resume=resume,
-                             on_progress=on_progress, on_start=on_start)
+                             report=report, on_progress=on_progress, on_start=on_start)
 
 
 LOCK_FILE = ".l4slab-sweep.lock"
@@ -497,7 +498,8 @@ def _sweep_lock(out: Path) -> Iterator[None]:
 
 def _sweep_locked(spec: SweepSpec, tasks: list[RunTask], out: Path, t_start: float, *,
                   jobs: int | None, dask: str | Any | None, dask_local: bool, figures: bool,
-                  resume: bool, on_progress: Callable[[RunOutcome, int, int], None] | None,
+                  resume: bool, report: bool,
+                  on_progress: Callable[[RunOutcome, int, int], None] | None,
                   on_start: Callable[[int, int], None] | None) -> SweepResult:
     params = list(spec.grid)
     meta = {"origin": spec.origin, "base": spec.base.origin, "params": params,
@@ -559,12 +561,13 @@ def _sweep_locked(spec: SweepSpec, tasks: list[RunTask], out: Path, t_start: flo
         index = _index_frame(tasks, status, out, params)
         index.to_parquet(out / "sweep.parquet", index=False)
 
-    from l4slab.plots import plot_sweep
-    from l4slab.report import sweep_report
+    if report:
+        from l4slab.plots import plot_sweep
+        from l4slab.report import sweep_report
 
-    data = SweepData(path=out, index=index, params=params, meta=meta)
-    plot_sweep(data, out)
-    sweep_report(data, out)
+        data = SweepData(path=out, index=index, params=params, meta=meta)
+        plot_sweep(data, out)
+        sweep_report(data, out)
     failed = [o for o in status.values() if o.status == "failed"]
     return SweepResult(out_dir=out, index=index, params=params, failed=failed,
                        ran=sum(1 for o in status.values() if o.status != "skipped"),

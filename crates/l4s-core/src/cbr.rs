@@ -14,19 +14,24 @@ use crate::{Endpoint, FlowStats, ParamError};
 /// Parameters of a [`CbrSource`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct CbrConfig {
+    /// Sending rate while on.
     pub rate: Rate,
     /// IP length of every packet.
     pub packet_bytes: u32,
     /// Codepoint the packets carry (ECT(1) to use the L4S queue).
     pub ecn: Ecn,
+    /// When the first packet leaves.
     pub start: Nanos,
+    /// When sending stops (None = until the end of the run).
     pub stop: Option<Nanos>,
     /// On/off periods; both set or neither.
     pub on: Option<Nanos>,
+    /// Length of each off period (with `on`).
     pub off: Option<Nanos>,
 }
 
 impl CbrConfig {
+    /// Check rate, packet size and the on/off pair against their allowed ranges.
     pub fn validate(&self) -> Result<(), ParamError> {
         if self.rate.bps() == 0 {
             return Err(ParamError::new(
@@ -75,6 +80,7 @@ pub struct CbrSource {
 }
 
 impl CbrSource {
+    /// A source for flow `flow` with validated parameters.
     pub fn new(flow: u32, cfg: CbrConfig) -> Result<Self, ParamError> {
         cfg.validate()?;
         let b = cfg.packet_bytes as u64 * 8 * 1_000_000_000;
@@ -179,9 +185,11 @@ pub struct CbrSink {
 }
 
 impl CbrSink {
+    /// A sink that has received nothing yet.
     pub fn new() -> Self {
         Self::default()
     }
+    /// Packets received.
     pub fn delivered_pkts(&self) -> u64 {
         self.delivered_pkts
     }

@@ -7,11 +7,14 @@ use thiserror::Error;
 #[derive(Debug, Clone, PartialEq, Error)]
 #[error("\"{input}\" {reason}")]
 pub struct ParseError {
+    /// The text as given.
     pub input: String,
+    /// Why it was rejected, e.g. "is negative".
     pub reason: String,
 }
 
 impl ParseError {
+    /// An error for `input` with a reason phrase that follows it.
     pub fn new(input: &str, reason: &str) -> Self {
         ParseError {
             input: input.to_string(),
@@ -26,11 +29,14 @@ impl ParseError {
 pub struct ParamError {
     /// Parameter name as in the scenario file / Linux tc, e.g. "step_thresh".
     pub param: String,
+    /// The rejected value as written.
     pub value: String,
+    /// The allowed range or form, e.g. "a duration in [1us, 60s]".
     pub expected: String,
 }
 
 impl ParamError {
+    /// An error naming the parameter, the value and what is allowed.
     pub fn new(param: &str, value: impl ToString, expected: &str) -> Self {
         ParamError {
             param: param.to_string(),

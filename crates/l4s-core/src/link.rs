@@ -46,6 +46,7 @@ pub struct RateSchedule {
 }
 
 impl RateSchedule {
+    /// A schedule that keeps `rate` for ever.
     pub fn constant(rate: Rate) -> Self {
         RateSchedule {
             steps: vec![(Nanos::ZERO, rate)],
@@ -87,6 +88,7 @@ impl RateSchedule {
         self.steps.get(i + 1).map_or(Nanos::MAX, |s| s.0)
     }
 
+    /// The rate in force at time `t`.
     pub fn rate_at(&self, t: Nanos) -> Rate {
         self.steps[self.segment(t, 0)].1
     }
@@ -121,9 +123,11 @@ pub struct ConstantRate {
 }
 
 impl ConstantRate {
+    /// A byte-accurate link at the constant `rate`.
     pub fn new(rate: Rate) -> Self {
         Self::with_schedule(RateSchedule::constant(rate))
     }
+    /// A byte-accurate link whose rate follows `sched`.
     pub fn with_schedule(sched: RateSchedule) -> Self {
         ConstantRate {
             sched,
@@ -325,6 +329,10 @@ impl MahimahiTraceData {
         Ok(MahimahiTraceData { groups, lines })
     }
 
+    /// (timestamp ms, opportunities at that millisecond) in one pass, strictly increasing.
+    pub fn groups(&self) -> &[(u64, u32)] {
+        &self.groups
+    }
     /// Number of delivery opportunities (lines) in one pass.
     pub fn opportunities(&self) -> u64 {
         self.lines
@@ -396,6 +404,7 @@ impl MahimahiTrace {
             cur: OppCursor::new(),
         })
     }
+    /// The parsed trace.
     pub fn data(&self) -> &MahimahiTraceData {
         &self.src.data
     }
@@ -473,6 +482,7 @@ pub struct Txop1ms {
 }
 
 impl Txop1ms {
+    /// 1 ms transmit opportunities carrying the bytes of `sched` per millisecond.
     pub fn new(sched: RateSchedule) -> Self {
         Txop1ms {
             src: TickSource {
@@ -502,6 +512,7 @@ impl LinkModel for Txop1ms {
 
 /// A per-packet loss process.
 pub trait LossModel: Send {
+    /// Draw the fate of the next packet: true = lost.
     fn is_lost(&mut self) -> bool;
 }
 
@@ -513,6 +524,7 @@ pub struct RandomLoss {
 }
 
 impl RandomLoss {
+    /// I.i.d. loss with probability `p` in [0, 1].
     pub fn new(p: f64, rng: Rng) -> Result<Self, crate::ParamError> {
         crate::error::check_range_f64("loss", p, 0.0, 1.0)?;
         Ok(RandomLoss { p, rng })
@@ -539,6 +551,7 @@ pub struct GilbertElliott {
 }
 
 impl GilbertElliott {
+    /// Gilbert–Elliott loss with validated probabilities, starting in Good.
     pub fn new(
         p: f64,
         r: f64,
@@ -596,9 +609,11 @@ pub struct Jitter {
 }
 
 impl Jitter {
+    /// Jitter up to `max`, with or without reordering.
     pub fn new(max: Nanos, reorder: bool, rng: Rng) -> Self {
         Jitter { max, reorder, rng }
     }
+    /// Packets may overtake each other.
     pub fn reorders(&self) -> bool {
         self.reorder
     }

@@ -9,14 +9,19 @@ use crate::time::Nanos;
 )]
 #[repr(u8)]
 pub enum Ecn {
+    /// Not ECN-capable (00).
     #[default]
     NotEct = 0b00,
+    /// ECN-capable, L4S identifier (01, RFC 9331).
     Ect1 = 0b01,
+    /// ECN-capable, Classic (10).
     Ect0 = 0b10,
+    /// Congestion Experienced (11), set by an AQM.
     Ce = 0b11,
 }
 
 impl Ecn {
+    /// All four codepoints in bit order.
     pub const ALL: [Ecn; 4] = [Ecn::NotEct, Ecn::Ect1, Ecn::Ect0, Ecn::Ce];
 
     /// The codepoint for the low two bits of the IPv4 TOS / IPv6 traffic-class byte.
@@ -28,6 +33,7 @@ impl Ecn {
             _ => Ecn::Ce,
         }
     }
+    /// The two ECN bits.
     pub const fn bits(self) -> u8 {
         self as u8
     }
@@ -39,14 +45,23 @@ impl Ecn {
 
 /// TCP flag bits as on the wire (RFC 9293 §3.1; AE is the former NS bit, AccECN §3.2).
 pub mod tcp_flags {
+    /// No more data from sender.
     pub const FIN: u16 = 0x001;
+    /// Synchronise sequence numbers (connection set-up).
     pub const SYN: u16 = 0x002;
+    /// Reset the connection.
     pub const RST: u16 = 0x004;
+    /// Push function.
     pub const PSH: u16 = 0x008;
+    /// The acknowledgment field is significant.
     pub const ACK: u16 = 0x010;
+    /// The urgent pointer is significant.
     pub const URG: u16 = 0x020;
+    /// ECN-Echo (RFC 3168); with AE and CWR, the AccECN ACE counter.
     pub const ECE: u16 = 0x040;
+    /// Congestion Window Reduced (RFC 3168).
     pub const CWR: u16 = 0x080;
+    /// Accurate ECN bit, most significant bit of ACE.
     pub const AE: u16 = 0x100;
 }
 
@@ -54,8 +69,11 @@ pub mod tcp_flags {
 /// bytes of payload that arrived with ECT(0), CE and ECT(1). 24-bit on the wire.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct AccEcnOption {
+    /// Payload bytes received with ECT(0).
     pub e0b: u32,
+    /// Payload bytes received with CE.
     pub ceb: u32,
+    /// Payload bytes received with ECT(1).
     pub e1b: u32,
 }
 
@@ -66,7 +84,9 @@ pub type SackBlock = (u64, u64);
 /// wrap-around is a wire-format concern handled by the emulator's header parser.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct TcpHeader {
+    /// First payload byte (absolute, 64-bit).
     pub seq: u64,
+    /// Next byte expected by the sender of this segment (cumulative ACK).
     pub ack: u64,
     /// Bitwise OR of [`tcp_flags`].
     pub flags: u16,
@@ -74,15 +94,18 @@ pub struct TcpHeader {
     pub payload_bytes: u32,
     /// Up to three SACK blocks, most recent first; `n_sack` says how many are valid.
     pub sack: [SackBlock; 3],
+    /// How many of `sack` are valid.
     pub n_sack: u8,
     /// Timestamp option (RFC 7323): sender's clock at transmission and the echoed value.
     pub ts_val: Nanos,
+    /// Timestamp echo reply: the peer's `ts_val` being echoed.
     pub ts_ecr: Nanos,
     /// AccECN option, when present.
     pub accecn: Option<AccEcnOption>,
 }
 
 impl TcpHeader {
+    /// Is `flag` (one of [`tcp_flags`]) set?
     pub fn has(&self, flag: u16) -> bool {
         self.flags & flag != 0
     }
@@ -110,11 +133,14 @@ impl TcpHeader {
 /// What the packet carries above IP.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub enum Transport {
+    /// Nothing the models read (raw payload).
     #[default]
     None,
+    /// A TCP segment.
     Tcp(TcpHeader),
     /// A datagram with a sequence number (the CBR / real-time source).
     Udp {
+        /// Datagram number within its flow.
         seq: u64,
     },
 }
@@ -128,15 +154,18 @@ pub struct Packet {
     pub flow: u32,
     /// IP length in bytes.
     pub bytes: u32,
+    /// IP-ECN codepoint.
     pub ecn: Ecn,
     /// When the sending host released it.
     pub sent_at: Nanos,
     /// When it entered the current queue (set by the AQM on enqueue).
     pub enqueued_at: Nanos,
+    /// What it carries above IP.
     pub transport: Transport,
 }
 
 impl Packet {
+    /// A packet with no transport header, stamped at time zero.
     pub fn new(id: u64, flow: u32, bytes: u32, ecn: Ecn) -> Self {
         Packet {
             id,
@@ -146,12 +175,14 @@ impl Packet {
             ..Default::default()
         }
     }
+    /// The TCP header, if it is a TCP segment.
     pub fn tcp(&self) -> Option<&TcpHeader> {
         match &self.transport {
             Transport::Tcp(h) => Some(h),
             _ => None,
         }
     }
+    /// The TCP header for writing, if it is a TCP segment.
     pub fn tcp_mut(&mut self) -> Option<&mut TcpHeader> {
         match &mut self.transport {
             Transport::Tcp(h) => Some(h),

@@ -18,6 +18,7 @@ fn splitmix64(state: &mut u64) -> u64 {
 }
 
 impl Rng {
+    /// A xoshiro256++ generator seeded from `seed` by SplitMix64.
     pub fn new(seed: u64) -> Self {
         let mut sm = seed;
         let s = [
@@ -42,6 +43,7 @@ impl Rng {
         Rng::new(splitmix64(&mut sm))
     }
 
+    /// The next 64 random bits (xoshiro256++).
     #[inline]
     pub fn next_u64(&mut self) -> u64 {
         let s = &mut self.s;

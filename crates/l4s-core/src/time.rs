@@ -11,18 +11,24 @@ use std::ops::{Add, AddAssign, Sub};
 pub struct Nanos(pub u64);
 
 impl Nanos {
+    /// Time zero / no duration.
     pub const ZERO: Nanos = Nanos(0);
+    /// The far future: "never".
     pub const MAX: Nanos = Nanos(u64::MAX);
 
+    /// `ns` nanoseconds.
     pub const fn from_ns(ns: u64) -> Self {
         Nanos(ns)
     }
+    /// `us` microseconds.
     pub const fn from_us(us: u64) -> Self {
         Nanos(us * 1_000)
     }
+    /// `ms` milliseconds.
     pub const fn from_ms(ms: u64) -> Self {
         Nanos(ms * 1_000_000)
     }
+    /// `s` seconds.
     pub const fn from_secs(s: u64) -> Self {
         Nanos(s * 1_000_000_000)
     }
@@ -30,6 +36,7 @@ impl Nanos {
     pub fn from_secs_f64(s: f64) -> Self {
         Nanos((s * 1e9).round().max(0.0) as u64)
     }
+    /// Whole nanoseconds.
     pub const fn as_ns(self) -> u64 {
         self.0
     }
@@ -38,18 +45,23 @@ impl Nanos {
     pub fn as_secs_f64(self) -> f64 {
         self.0 as f64 / 1e9
     }
+    /// Milliseconds as a float.
     pub fn as_ms_f64(self) -> f64 {
         self.0 as f64 * 1e-6
     }
+    /// Microseconds as a float.
     pub fn as_us_f64(self) -> f64 {
         self.0 as f64 * 1e-3
     }
+    /// `self - other`, zero if negative.
     pub const fn saturating_sub(self, other: Nanos) -> Nanos {
         Nanos(self.0.saturating_sub(other.0))
     }
+    /// `self + other`, `MAX` on overflow.
     pub const fn saturating_add(self, other: Nanos) -> Nanos {
         Nanos(self.0.saturating_add(other.0))
     }
+    /// The earlier of two times.
     pub fn min(self, other: Nanos) -> Nanos {
         if self <= other {
             self
@@ -57,6 +69,7 @@ impl Nanos {
             other
         }
     }
+    /// The later of two times.
     pub fn max(self, other: Nanos) -> Nanos {
         if self >= other {
             self
@@ -107,18 +120,23 @@ impl fmt::Display for Nanos {
 pub struct Rate(pub u64);
 
 impl Rate {
+    /// `bps` bits per second.
     pub const fn from_bps(bps: u64) -> Self {
         Rate(bps)
     }
+    /// `mbps` megabits (10^6 bits) per second.
     pub const fn from_mbps(mbps: u64) -> Self {
         Rate(mbps * 1_000_000)
     }
+    /// Megabits per second as a float, rounded to whole bits/s.
     pub fn from_mbps_f64(mbps: f64) -> Self {
         Rate((mbps * 1e6).round().max(0.0) as u64)
     }
+    /// Bits per second.
     pub const fn bps(self) -> u64 {
         self.0
     }
+    /// Megabits per second as a float.
     pub fn mbps(self) -> f64 {
         self.0 as f64 * 1e-6
     }

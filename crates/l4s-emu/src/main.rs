@@ -1,10 +1,46 @@
-//! l4s-emu: the user-space emulator (network namespace + TUN, like Mahimahi's shells).
-//! Not built yet: this binary only says so, and exits non-zero.
+//! `l4s-emu`: run a command behind an emulated L4S bottleneck; exits with the command's status.
+
+use l4s_emu::{cli, emulate};
+
+/// Exit status for bad input or a refused set-up (as `l4slab`).
+const EXIT_BAD_INPUT: i32 = 2;
 
 fn main() {
-    eprintln!(
-        "l4s-emu: the emulator is not implemented yet; use the simulator (`l4slab run`). \
-         It will need root or CAP_NET_ADMIN for network namespaces and /dev/net/tun."
-    );
-    std::process::exit(2);
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let opts = match cli::parse(&args) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("l4s-emu: {e}");
+            std::process::exit(EXIT_BAD_INPUT);
+        }
+    };
+    if opts.help {
+        println!("{}", cli::USAGE);
+        return;
+    }
+    if let Some(out) = &opts.output {
+        if out.exists() && std::fs::read_dir(out).map_or(true, |mut d| d.next().is_some()) {
+            eprintln!(
+                "l4s-emu: -o {}: exists and is not empty; choose a new directory (results are never overwritten)",
+                out.display()
+            );
+            std::process::exit(EXIT_BAD_INPUT);
+        }
+    }
+    let outcome = match emulate::run(&opts) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("l4s-emu: {e}");
+            std::process::exit(EXIT_BAD_INPUT);
+        }
+    };
+    if let Some(out) = &opts.output {
+        let doc = serde_json::Value::Object(opts.doc.clone());
+        match emulate::write_outputs(out, &outcome, &doc) {
+            Ok(()) if !opts.quiet => eprintln!("l4s-emu: results in {}", out.display()),
+            Ok(()) => {}
+            Err(e) => eprintln!("l4s-emu: {e}"),
+        }
+    }
+    std::process::exit(outcome.exit);
 }

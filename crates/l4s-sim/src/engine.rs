@@ -1,8 +1,8 @@
-//! Discrete-event core: a binary-heap event queue ordered by (time, insertion sequence), and
+//! Discrete-event core: a 4-ary-heap event list ordered by (time, insertion sequence), and
 //! per-path delay lines. Ties at the same nanosecond run in insertion order, so a run is a pure
 //! function of the scenario and seed.
 //!
-//! Events are 32-byte keys with no payload pointers; packets in propagation wait in per-flow
+//! Events are 24-byte records with no payload pointers; packets in propagation wait in per-flow
 //! delay lines (a constant delay keeps them in order), so the heap holds a few events per flow
 //! instead of one per packet in flight, and nothing is allocated per packet once the buffers
 //! have grown.
@@ -30,82 +30,143 @@ pub enum Kind {
     Warmup,
 }
 
+/// One scheduled event: 24 bytes, no payload pointers.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Event {
-    /// time_ns << 64 | seq: one integer comparison orders by time, then insertion.
-    key: u128,
-    pub kind: Kind,
+    t: u64,
+    /// Insertion sequence number: orders events due at the same nanosecond.
+    seq: u64,
+    /// The flow index where one applies.
     pub arg: u32,
+    /// What the event does.
+    pub kind: Kind,
 }
 
 impl Event {
+    /// When the event is due.
     #[inline]
     pub fn time(&self) -> Nanos {
-        Nanos((self.key >> 64) as u64)
+        Nanos(self.t)
+    }
+    /// (time, seq) as one integer: one comparison orders by time, then insertion.
+    #[inline(always)]
+    fn key(&self) -> u128 {
+        ((self.t as u128) << 64) | self.seq as u128
     }
 }
 
-/// The future event list: a deque kept sorted by key (earliest first), plus one slot for the
-/// bottleneck link's event (`LinkService` / `LinkDone`, of which at most one is ever
-/// outstanding) that bypasses it — a third of all events in a saturated run. The list holds a
-/// few events per flow, and a new event is usually among the latest, so a sorted insert (a
-/// short scan from the back) and an O(1) pop beat a binary heap's sift-down. Keys are unique,
-/// so the pop order is the same as a heap's.
+/// Children per node of the event heap. Four children of 24 bytes sit in 1.5 cache lines, and
+/// the heap is half as deep as a binary one, so a pop touches fewer lines.
+const ARITY: usize = 4;
+
+/// The future event list: an implicit 4-ary min-heap ordered by (time, insertion sequence), plus
+/// one slot for the bottleneck link's event (`LinkService` / `LinkDone`, of which at most one
+/// is ever outstanding) that bypasses it — a third of all events in a saturated run.
+///
+/// Push and pop cost O(log4 n) whatever the insertion pattern: with thousands of flows the
+/// events of one flow (pacing releases, arrivals, delayed ACKs) land anywhere in the list, and
+/// the sorted deque this replaces paid a memmove proportional to the list length for each of
+/// them. Keys are unique (the sequence number never repeats), so the pop order is a total order
+/// and equal to that of any other correct priority queue on the same keys.
 #[derive(Debug, Default)]
 pub struct EventQueue {
-    heap: VecDeque<Event>,
+    heap: Vec<Event>,
     slot: Option<Event>,
     seq: u64,
 }
 
 impl EventQueue {
+    /// An empty list with room for `n` events.
     pub fn with_capacity(n: usize) -> Self {
         EventQueue {
-            heap: VecDeque::with_capacity(n),
+            heap: Vec::with_capacity(n),
             slot: None,
             seq: 0,
         }
     }
     #[inline]
-    pub fn push(&mut self, t: Nanos, kind: Kind, arg: u32) {
-        let key = ((t.0 as u128) << 64) | self.seq as u128;
+    fn next_event(&mut self, t: Nanos, kind: Kind, arg: u32) -> Event {
+        let e = Event {
+            t: t.0,
+            seq: self.seq,
+            arg,
+            kind,
+        };
         self.seq += 1;
-        let e = Event { key, kind, arg };
-        // Keys are unique and a new one is larger than every key at the same time: find the
-        // first later event, scanning from the back (usually a step or two).
-        let n = self.heap.len();
-        let mut i = n;
-        while i > 0 && self.heap[i - 1].key > key {
-            i -= 1;
-            if n - i > 8 {
-                // Far from the back: finish with a binary search over the front part.
-                i = self.heap.partition_point(|x| x.key < key);
+        e
+    }
+    /// Schedule `kind` for flow `arg` at `t` (after every event already due at `t`).
+    #[inline]
+    pub fn push(&mut self, t: Nanos, kind: Kind, arg: u32) {
+        let e = self.next_event(t, kind, arg);
+        let key = e.key();
+        // Sift up: move the hole from the new leaf toward the root past every larger parent.
+        let h = &mut self.heap;
+        let mut i = h.len();
+        h.push(e);
+        while i > 0 {
+            let parent = (i - 1) / ARITY;
+            if h[parent].key() <= key {
                 break;
             }
+            h[i] = h[parent];
+            i = parent;
         }
-        if i == n {
-            self.heap.push_back(e);
-        } else {
-            self.heap.insert(i, e);
-        }
+        h[i] = e;
     }
     /// Schedule the link's single outstanding event (replaces none: the caller guarantees
     /// at most one is pending).
     #[inline]
     pub fn push_link(&mut self, t: Nanos, kind: Kind) {
         debug_assert!(self.slot.is_none(), "two link events outstanding");
-        let key = ((t.0 as u128) << 64) | self.seq as u128;
-        self.seq += 1;
-        self.slot = Some(Event { key, kind, arg: 0 });
+        self.slot = Some(self.next_event(t, kind, 0));
+    }
+    /// Remove the heap's root (the heap is not empty).
+    #[inline]
+    fn pop_root(&mut self) -> Event {
+        let h = &mut self.heap;
+        let last = h.pop().expect("pop_root on an empty heap");
+        let n = h.len();
+        if n == 0 {
+            return last;
+        }
+        let top = h[0];
+        // Sift down: move the hole from the root toward the leaves past every smaller child,
+        // then drop the former last element into it.
+        let key = last.key();
+        let mut i = 0;
+        loop {
+            let first = i * ARITY + 1;
+            if first >= n {
+                break;
+            }
+            let end = (first + ARITY).min(n);
+            let mut c = first;
+            let mut ck = h[first].key();
+            for (j, e) in h[first + 1..end].iter().enumerate() {
+                let k = e.key();
+                if k < ck {
+                    c = first + 1 + j;
+                    ck = k;
+                }
+            }
+            if ck >= key {
+                break;
+            }
+            h[i] = h[c];
+            i = c;
+        }
+        h[i] = last;
+        top
     }
     /// Pop the earliest event if it is due at or before `until`.
     #[inline]
     pub fn pop_until(&mut self, until: Nanos) -> Option<Event> {
         let limit = ((until.0 as u128) << 64) | u64::MAX as u128;
-        let heap_key = self.heap.front().map_or(u128::MAX, |e| e.key);
+        let heap_key = self.heap.first().map_or(u128::MAX, Event::key);
         match self.slot {
-            Some(e) if e.key <= heap_key => {
-                if e.key > limit {
+            Some(e) if e.key() <= heap_key => {
+                if e.key() > limit {
                     return None;
                 }
                 self.slot = None;
@@ -115,13 +176,15 @@ impl EventQueue {
                 if heap_key > limit {
                     return None;
                 }
-                self.heap.pop_front()
+                Some(self.pop_root())
             }
         }
     }
+    /// Events outstanding (the link slot included).
     pub fn len(&self) -> usize {
         self.heap.len() + self.slot.is_some() as usize
     }
+    /// True when no event is outstanding.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -243,6 +306,50 @@ mod tests {
         assert!(q.pop_until(Nanos(29)).is_none());
         assert_eq!(q.pop_until(Nanos(30)).unwrap().kind, Kind::LinkService);
         assert!(q.is_empty());
+    }
+
+    #[test]
+    fn heap_pops_like_a_sorted_list_under_random_interleaving() {
+        // Reference: every outstanding (time, seq) in a BTreeSet; the heap must hand out the
+        // same sequence of (time, arg) for pushes at random times (many ties, some far, some
+        // near) interleaved with pops up to a moving horizon, at sizes from 0 to a few thousand.
+        use std::collections::BTreeSet;
+        let mut x = 0x2545F4914F6CDD1Du64;
+        let mut rnd = move |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        let mut q = EventQueue::default();
+        let mut model = BTreeSet::new();
+        let mut seq = 0u64;
+        let mut now = 0u64;
+        let mut deepest = 0;
+        for round in 0..20_000u32 {
+            let pushes = if round < 5_000 { 2 } else { rnd(3) };
+            for _ in 0..pushes {
+                // Mostly near (ties at `now` included), sometimes far ahead.
+                let dt = if rnd(4) == 0 { rnd(1_000_000) } else { rnd(50) };
+                let arg = rnd(1 << 20) as u32;
+                q.push(Nanos(now + dt), Kind::FwdArrive, arg);
+                model.insert((now + dt, seq, arg));
+                seq += 1;
+            }
+            now += rnd(40);
+            while let Some(e) = q.pop_until(Nanos(now)) {
+                let want = model.pop_first().expect("model has the event");
+                assert_eq!((e.time().0, e.arg), (want.0, want.2));
+                assert!(want.0 <= now);
+            }
+            assert!(model.first().is_none_or(|m| m.0 > now));
+            assert_eq!(q.len(), model.len());
+            deepest = deepest.max(q.len());
+        }
+        assert!(
+            seq > 20_000 && deepest > 1_000,
+            "{seq} pushes, {deepest} deep"
+        );
     }
 
     #[test]

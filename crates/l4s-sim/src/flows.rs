@@ -211,8 +211,10 @@ pub fn build_flow(i: usize, id: u32, fl: &FlowConfig, seed: u64) -> Result<FlowE
     let mode = cfg.ecn.unwrap_or_else(|| cc.requested_ecn());
     let l4s = cc.data_ecn(mode) == Ecn::Ect1;
     // The receiver supports every ECN mode (its `ecn` None); the sender asks.
+    // A DCTCP sender's peer runs DCTCP's receiver (classic ECE mirrors CE per packet).
     let rcv_cfg = TcpConfig {
         ecn: None,
+        dctcp_ece: cc.dctcp_receiver(),
         ..cfg.clone()
     };
     Ok(FlowEnds {

@@ -20,6 +20,7 @@ pub mod aqm_config;
 pub mod engine;
 pub mod error;
 pub mod flows;
+pub mod histogram;
 pub mod output;
 pub mod recorder;
 pub mod results;

@@ -374,7 +374,23 @@ impl Scenario {
     }
 
     fn validate_link(&self) -> Result<(), SimError> {
-        let l = &self.link;
+        self.link.validate()
+    }
+}
+
+impl LinkConfig {
+    /// Read a `[link]` table on its own (the emulator's bottleneck), with the scenario's
+    /// field-path errors and checks.
+    pub fn from_value(v: Value) -> Result<Self, SimError> {
+        let l: LinkConfig =
+            serde_path_to_error::deserialize(v).map_err(|e| path_error("link", e))?;
+        l.validate()?;
+        Ok(l)
+    }
+
+    /// The `[link]` checks of [`Scenario::validate`].
+    pub fn validate(&self) -> Result<(), SimError> {
+        let l = self;
         match (&l.rate, &l.trace) {
             (Some(_), Some(_)) => {
                 return Err(SimError::field(

@@ -17,7 +17,7 @@ use crate::error::SimError;
 use crate::flows::build_flow;
 use crate::recorder::{Recorder, SummaryCtx};
 use crate::results::{RunResults, Totals};
-use crate::scenario::{LinkModelKind, Scenario};
+use crate::scenario::{LinkConfig, LinkModelKind, Scenario};
 use l4s_core::aqm::Aqm;
 use l4s_core::link::{
     ConstantRate, GilbertElliott, Jitter, LinkModel, LossModel, MahimahiTrace, MahimahiTraceData,
@@ -71,9 +71,13 @@ struct AckLink {
     busy: Option<Packet>,
 }
 
-/// Read and parse the trace file the scenario names (I/O lives here, not in l4s-core).
-fn load_trace(s: &Scenario, file: &str) -> Result<MahimahiTraceData, SimError> {
-    let path = match &s.base_dir {
+/// Read and parse the trace file `[link]` names, relative to `base_dir` (I/O lives here, not
+/// in l4s-core).
+pub fn load_trace(
+    base_dir: Option<&std::path::Path>,
+    file: &str,
+) -> Result<MahimahiTraceData, SimError> {
+    let path = match base_dir {
         Some(d) => d.join(file),
         None => std::path::PathBuf::from(file),
     };
@@ -86,10 +90,13 @@ fn load_trace(s: &Scenario, file: &str) -> Result<MahimahiTraceData, SimError> {
         .map_err(|e| SimError::field("link.trace", format!("{}: {e}", path.display())))
 }
 
-fn build_link(s: &Scenario) -> Result<Box<dyn LinkModel>, SimError> {
-    let l = &s.link;
+/// The link model of a validated `[link]` table (the emulator builds its links here too).
+pub fn build_link(
+    l: &LinkConfig,
+    base_dir: Option<&std::path::Path>,
+) -> Result<Box<dyn LinkModel>, SimError> {
     if let Some(file) = &l.trace {
-        let data = load_trace(s, file)?;
+        let data = load_trace(base_dir, file)?;
         let t = MahimahiTrace::new(data, l.once)
             .map_err(|e| SimError::field("link.trace", format!("{file}: {e}")))?;
         return Ok(Box::new(t));
@@ -102,6 +109,28 @@ fn build_link(s: &Scenario) -> Result<Box<dyn LinkModel>, SimError> {
         LinkModelKind::Smooth => Box::new(ConstantRate::with_schedule(sched)),
         LinkModelKind::Txop1ms => Box::new(Txop1ms::new(sched)),
     })
+}
+
+/// The loss process of `[link]` (`loss` or `[link.gilbert]`), None when lossless.
+pub fn build_loss(l: &LinkConfig, rng: Rng) -> Result<Option<Box<dyn LossModel>>, SimError> {
+    Ok(if let Some(g) = &l.gilbert {
+        Some(Box::new(
+            GilbertElliott::new(g.p, g.r, g.loss_good, g.loss_bad, rng)
+                .map_err(|e| SimError::field(format!("link.gilbert.{}", e.param), e.to_string()))?,
+        ))
+    } else if l.loss > 0.0 {
+        Some(Box::new(
+            RandomLoss::new(l.loss, rng)
+                .map_err(|e| SimError::field("link.loss", e.to_string()))?,
+        ))
+    } else {
+        None
+    })
+}
+
+/// The jitter of `[link]`, None without `jitter`.
+pub fn build_jitter(l: &LinkConfig, rng: Rng) -> Option<Jitter> {
+    (l.jitter.0 > 0).then(|| Jitter::new(l.jitter, l.reorder, rng))
 }
 
 pub struct World {
@@ -128,33 +157,9 @@ impl World {
         s.validate()?;
         let seed = s.seed;
         let aqm = s.aqm.build(Rng::derive(seed, "aqm"))?;
-        let link = build_link(s)?;
-        let loss: Option<Box<dyn LossModel>> = if let Some(g) = &s.link.gilbert {
-            Some(Box::new(
-                GilbertElliott::new(
-                    g.p,
-                    g.r,
-                    g.loss_good,
-                    g.loss_bad,
-                    Rng::derive(seed, "link/loss"),
-                )
-                .map_err(|e| SimError::field(format!("link.gilbert.{}", e.param), e.to_string()))?,
-            ))
-        } else if s.link.loss > 0.0 {
-            Some(Box::new(
-                RandomLoss::new(s.link.loss, Rng::derive(seed, "link/loss"))
-                    .map_err(|e| SimError::field("link.loss", e.to_string()))?,
-            ))
-        } else {
-            None
-        };
-        let jitter = (s.link.jitter.0 > 0).then(|| {
-            Jitter::new(
-                s.link.jitter,
-                s.link.reorder,
-                Rng::derive(seed, "link/jitter"),
-            )
-        });
+        let link = build_link(&s.link, s.base_dir.as_deref())?;
+        let loss = build_loss(&s.link, Rng::derive(seed, "link/loss"))?;
+        let jitter = build_jitter(&s.link, Rng::derive(seed, "link/jitter"));
         let mut flows = Vec::new();
         let mut flow_cc = Vec::new();
         let mut flow_class = Vec::new();

@@ -264,3 +264,35 @@ fn four_cubic_flows_hold_the_c_queue_at_the_pi_target() {
     assert!((13.5..=16.5).contains(&mean), "mean {mean}");
     assert!(v["link"]["utilisation"].as_f64().unwrap() >= 0.99);
 }
+
+#[test]
+fn dctcp_classic_ecn_counts_the_marks_the_queue_made() {
+    // A DCTCP flow with classic ECN: its peer runs DCTCP's receiver (Linux
+    // `dctcp_ece_ack_update`), so every ACK covers packets of one CE state and ECE says which;
+    // `tp->delivered_ce` then counts exactly the CE marks the queue made. An RFC 3168 receiver
+    // would latch ECE until CWR and report every packet of that round as marked.
+    let (_, v) = summary(
+        r#"
+duration = "10s"
+warmup = "0s"
+[link]
+rate = "20mbit"
+[aqm]
+kind = "dualpi2"
+[[flows]]
+cc = "dctcp"
+rtt = "20ms"
+ecn = "classic"
+"#,
+    );
+    let counted = v["flows"][0]["ce_marks"].as_u64().unwrap();
+    let made =
+        v["queues"][1]["marks"].as_u64().unwrap() + v["queues"][0]["marks"].as_u64().unwrap();
+    assert!(made > 20, "the queue marked {made}");
+    // Marks on packets still in flight at the end are not yet fed back: at most one window
+    // (20 Mb/s · ~25 ms ≈ 42 packets) of the last round's marks.
+    assert!(
+        counted <= made && made - counted <= 5,
+        "counted {counted}, made {made}"
+    );
+}

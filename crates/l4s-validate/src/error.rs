@@ -8,12 +8,18 @@ use thiserror::Error;
 pub enum ValidateError {
     /// A series with no samples (DTW needs at least one cell).
     #[error("{which}: empty series")]
-    EmptySeries { which: String },
+    EmptySeries {
+        /// Which series (group, run and metric).
+        which: String,
+    },
     /// NaN or ±inf in a series: DTW costs would be meaningless.
     #[error("{which}: non-finite value {value} at index {index}")]
     NonFinite {
+        /// Which series (group, run and metric).
         which: String,
+        /// Position of the first bad sample.
         index: usize,
+        /// The bad sample.
         value: f64,
     },
     /// Inputs that do not fit together (lengths, counts, scalar vs series).
@@ -21,12 +27,20 @@ pub enum ValidateError {
     Mismatched(String),
     /// A group with too few runs for within-group pairs.
     #[error("group {group} has {runs} run(s); at least 2 are needed for within-group pairs")]
-    TooFewRuns { group: String, runs: usize },
+    TooFewRuns {
+        /// The group's name.
+        group: String,
+        /// How many runs it has.
+        runs: usize,
+    },
     /// A parameter outside its allowed range.
     #[error("parameter {name} = {value} outside allowed range {allowed}")]
     Param {
+        /// The parameter's name.
         name: &'static str,
+        /// The rejected value as given.
         value: String,
+        /// The allowed range, e.g. "(0, 1)".
         allowed: &'static str,
     },
 }

@@ -13,7 +13,10 @@ use crate::error::{check_series, ValidateError};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Distance {
     /// Normalised DTW (optionally within a Sakoe–Chiba band).
-    Dtw { band: Option<usize> },
+    Dtw {
+        /// Sakoe–Chiba band half-width in samples (None = unconstrained).
+        band: Option<usize>,
+    },
     /// |x − y| of one value per run (every "series" must have exactly one element).
     Scalar,
 }
@@ -21,7 +24,9 @@ pub enum Distance {
 /// Within- and cross-group distances of groups A (n_a runs) and B (n_b runs).
 #[derive(Clone, Debug, PartialEq)]
 pub struct DistanceSets {
+    /// Runs in group A.
     pub n_a: usize,
+    /// Runs in group B.
     pub n_b: usize,
     /// Condensed upper triangle of A's distance matrix, pairs (0,1), (0,2), …, (n_a−2, n_a−1)
     /// (the order of scipy's `pdist`).

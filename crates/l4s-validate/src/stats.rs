@@ -66,6 +66,7 @@ pub struct Exceedance {
     pub p95_b: f64,
     /// max(p95_a, p95_b).
     pub eps_max: f64,
+    /// Number of cross-group distances (n_a·n_b).
     pub n_cross: usize,
     /// Cross distances strictly greater than ε_max.
     pub n_exceed: usize,
@@ -142,6 +143,7 @@ pub fn exceedance(s: &DistanceSets, alpha: f64) -> Result<Exceedance, ValidateEr
 pub struct BootstrapConfig {
     /// Number of replicates B (default 2000).
     pub replicates: usize,
+    /// Seed of the resampling stream (same seed, same intervals).
     pub seed: u64,
     /// Two-sided CI level (default 0.95: the 2.5 and 97.5 percentiles).
     pub level: f64,

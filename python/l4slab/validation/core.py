@@ -78,6 +78,7 @@ class MetricResult:
 
     @property
     def n_cross(self) -> int:
+        """Number of cross-group distances (n_a·n_b)."""
         return int(self.cross.size)
 
     def row(self) -> dict[str, object]:

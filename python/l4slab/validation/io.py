@@ -58,6 +58,7 @@ class Run:
 
     @property
     def name(self) -> str:
+        """The run's name: the last component of its path."""
         return self.source.name
 
 
@@ -66,6 +67,7 @@ AGGREGATES = ("mean", "median", "p50", "p95", "p99", "max", "min")
 
 
 def is_run_dir(path: Path) -> bool:
+    """True for a directory holding samples.parquet or flows.parquet."""
     return path.is_dir() and any((path / f).is_file() for f in RUN_FILES)
 
 
@@ -205,6 +207,7 @@ def read_csv_run(path: Path, warmup_s: float = 0.0) -> Run:
 
 
 def read_run(path: Path, warmup_s: float = 0.0) -> Run:
+    """Read one run (a run directory or a CSV trace), dropping the first ``warmup_s`` seconds."""
     path = Path(path)
     if is_run_dir(path):
         return read_run_dir(path, warmup_s)
@@ -236,7 +239,8 @@ def resolve_group(spec: str | Path) -> list[Path]:
 
 
 def load_group(name: str, spec: str | Path | list[Path], warmup_s: float = 0.0) -> list[Run]:
-    """The runs of a group: a spec as `resolve_group` takes, or a list of run paths."""
+    """Read the runs of group ``name``: a spec as ``resolve_group`` takes, or a list of run
+    paths; none is an error."""
     paths = list(spec) if isinstance(spec, list) else resolve_group(spec)
     if not paths:
         raise ValidationInputError(

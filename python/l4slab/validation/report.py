@@ -43,6 +43,7 @@ def _ci(r: MetricResult) -> str:
 
 
 def results_table(results: list[MetricResult], name_a: str = "A", name_b: str = "B") -> Table:
+    """A rich table of the results: the exceedance-test columns, or the plain distances."""
     tests = any(r.p_hat is not None for r in results)
     if tests:
         r0 = results[0] if results else None
@@ -77,10 +78,12 @@ def results_table(results: list[MetricResult], name_a: str = "A", name_b: str = 
 def print_results(
     results: list[MetricResult], console: Console, name_a: str = "A", name_b: str = "B"
 ) -> None:
+    """Print the results table to ``console``."""
     console.print(results_table(results, name_a, name_b))
 
 
 def to_markdown(results: list[MetricResult], name_a: str, name_b: str) -> str:
+    """The results as a Markdown report (validation.md)."""
     lines = [f"# Validation: `{name_a}` vs `{name_b}`", ""]
     if results and results[0].p_hat is not None:
         r0 = results[0]

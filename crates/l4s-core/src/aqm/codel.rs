@@ -44,7 +44,9 @@ pub(crate) fn set_ce(pkt: &mut Packet) -> bool {
 /// The CoDel parameters the state machine reads (Linux `struct codel_params`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct CodelConfig {
+    /// Acceptable standing sojourn time (`codel_params.target`).
     pub target: Nanos,
+    /// Window over which the sojourn must stay above target before dropping starts.
     pub interval: Nanos,
     /// Backlog (bytes left after the head) at or below which CoDel never drops.
     pub mtu_bytes: u32,
@@ -54,6 +56,7 @@ pub struct CodelConfig {
     pub ce_threshold: Option<Nanos>,
     /// Apply `ce_threshold` only where `(ds_field & mask) == selector`; mask 0 = all packets.
     pub ce_threshold_selector: u8,
+    /// DS-field mask for the `ce_threshold` selector (0 = every packet).
     pub ce_threshold_mask: u8,
 }
 
@@ -72,6 +75,26 @@ pub struct CodelStats {
     pub marked_pkts: u64,
 }
 
+impl CodelStats {
+    /// Carry one CoDel dequeue into the qdisc's counters: the control-law drops since
+    /// `drops_before` (the `drop_count` before the dequeue) and the packets marked so far.
+    pub(crate) fn account(&self, drops_before: u64, stats: &mut AqmStats) {
+        stats.dropped_dequeue += self.drop_count - drops_before;
+        stats.marked = self.marked_pkts;
+    }
+
+    /// The xstats `tc_codel_xstats` and `tc_fq_codel_qd_stats` both report, with the qdisc's
+    /// tail-drop count `drop_overlimit`.
+    pub(crate) fn xstats(&self, drop_overlimit: u64) -> Vec<(&'static str, f64)> {
+        vec![
+            ("maxpacket", self.maxpacket as f64),
+            ("drop_overlimit", drop_overlimit as f64),
+            ("ecn_mark", self.ecn_mark as f64),
+            ("ce_mark", self.ce_mark as f64),
+        ]
+    }
+}
+
 /// Per-queue CoDel state (Linux `struct codel_vars`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CodelVars {
@@ -79,6 +102,7 @@ pub struct CodelVars {
     pub count: u32,
     /// `count` at the last entry to the dropping state.
     pub lastcount: u32,
+    /// In the dropping state (`codel_vars.dropping`).
     pub dropping: bool,
     /// 1/√count in Q0.16.
     pub rec_inv_sqrt: u16,
@@ -140,37 +164,39 @@ impl CodelVars {
         t + Nanos(inc.max(1))
     }
 
-    /// Linux `codel_should_drop`: has the sojourn been ≥ target for more than an interval?
-    fn should_drop(
+    /// Linux `codel_should_drop`: has the sojourn of `pkt`, just taken from the queue, been
+    /// ≥ target for more than an interval?
+    fn should_drop<Q: CodelQueue>(
         &mut self,
+        cx: &mut DequeueCtx<'_, Q>,
         pkt: Option<&Packet>,
-        cfg: &CodelConfig,
-        stats: &mut CodelStats,
-        backlog_bytes: u64,
-        now: Nanos,
     ) -> bool {
         let Some(pkt) = pkt else {
             self.first_above_time = None;
             return false;
         };
-        self.ldelay = pkt.sojourn(now);
-        stats.maxpacket = stats.maxpacket.max(pkt.bytes);
-        if self.ldelay < cfg.target || backlog_bytes <= cfg.mtu_bytes as u64 {
+        self.ldelay = pkt.sojourn(cx.now);
+        cx.stats.maxpacket = cx.stats.maxpacket.max(pkt.bytes);
+        if self.ldelay < cx.cfg.target || cx.q.backlog_bytes() <= cx.cfg.mtu_bytes as u64 {
             // Went below target (or too little queue to matter): stay below for an interval.
             self.first_above_time = None;
             return false;
         }
         match self.first_above_time {
             None => {
-                self.first_above_time = Some(now + cfg.interval);
+                self.first_above_time = Some(cx.now + cx.cfg.interval);
                 false
             }
-            Some(t) => now > t,
+            Some(t) => cx.now > t,
         }
     }
 
     /// Linux `codel_dequeue`: take the next packet from `q`, dropping (pushed onto `dropped`) or
-    /// CE-marking as the control law says, then apply `ce_threshold`.
+    /// CE-marking as the control law says, then apply `ce_threshold`. The steps:
+    /// [`should_drop`](Self::should_drop) on the head, then either
+    /// [`signal_on_schedule`](Self::signal_on_schedule) (already dropping) or
+    /// [`enter_dropping`](Self::enter_dropping) (should start), then
+    /// [`ce_threshold_mark`](Self::ce_threshold_mark).
     pub(crate) fn dequeue<Q: CodelQueue>(
         &mut self,
         q: &mut Q,
@@ -179,97 +205,165 @@ impl CodelVars {
         now: Nanos,
         dropped: &mut Vec<Packet>,
     ) -> Option<Packet> {
-        let mut skb = q.dequeue_head();
-        if skb.is_none() {
+        let mut cx = DequeueCtx {
+            q,
+            cfg,
+            stats,
+            now,
+            dropped,
+        };
+        let Some(skb) = cx.q.dequeue_head() else {
             // Linux clears only `dropping` here (RFC 8289's pseudocode also clears
             // first_above_time); this matters in FQ-CoDel, where a flow can empty while the
             // qdisc backlog stays above one MTU.
             self.dropping = false;
             return None;
-        }
-        let mut marked = false;
-        let drop = self.should_drop(skb.as_ref(), cfg, stats, q.backlog_bytes(), now);
-        if self.dropping {
-            if !drop {
+        };
+        let drop = self.should_drop(&mut cx, Some(&skb));
+        let (skb, ecn_marked) = if self.dropping {
+            if drop {
+                self.signal_on_schedule(&mut cx, skb)
+            } else {
                 // Sojourn went below target: leave the dropping state.
                 self.dropping = false;
-            } else if now >= self.drop_next {
-                // Several drops may be due at once when the backlog is large. No cap (Linux
-                // has none): the loop ends when the queue no longer qualifies (an empty queue
-                // or a backlog ≤ MTU leaves the dropping state) or the schedule catches up.
-                while self.dropping && now >= self.drop_next {
-                    let Some(p) = skb.as_mut() else { break };
-                    self.count = self.count.wrapping_add(1);
-                    self.newton_step();
-                    if cfg.ecn && set_ce(p) {
-                        stats.ecn_mark += 1;
-                        marked = true;
-                        self.drop_next =
-                            Self::control_law(self.drop_next, cfg.interval, self.rec_inv_sqrt);
-                        break;
-                    }
-                    if let Some(p) = skb.take() {
-                        dropped.push(p);
-                    }
-                    stats.drop_count += 1;
-                    skb = q.dequeue_head();
-                    if !self.should_drop(skb.as_ref(), cfg, stats, q.backlog_bytes(), now) {
-                        self.dropping = false;
-                    } else {
-                        self.drop_next =
-                            Self::control_law(self.drop_next, cfg.interval, self.rec_inv_sqrt);
-                    }
-                }
+                (Some(skb), false)
             }
         } else if drop {
-            if let Some(p) = skb.as_mut() {
-                if cfg.ecn && set_ce(p) {
-                    stats.ecn_mark += 1;
-                    marked = true;
-                } else {
-                    if let Some(p) = skb.take() {
-                        dropped.push(p);
-                    }
-                    stats.drop_count += 1;
-                    skb = q.dequeue_head();
-                    // Linux recomputes `drop` here only for its side effects (ldelay,
-                    // first_above_time); the dropping state is entered regardless.
-                    self.should_drop(skb.as_ref(), cfg, stats, q.backlog_bytes(), now);
-                }
-            }
-            self.dropping = true;
-            // If we went above target soon after leaving the dropping state, the drop rate
-            // that controlled the queue last time is a good starting point (RFC 8289 §5.4).
-            let delta = self.count.wrapping_sub(self.lastcount);
-            let recent = now
-                < self
-                    .drop_next
-                    .saturating_add(Nanos(cfg.interval.as_ns() * 16));
-            if delta > 1 && recent {
-                self.count = delta;
-                self.newton_step();
-            } else {
-                self.count = 1;
-                self.rec_inv_sqrt = REC_INV_SQRT_ONE;
-            }
-            self.lastcount = self.count;
-            self.drop_next = Self::control_law(now, cfg.interval, self.rec_inv_sqrt);
-        }
+            self.enter_dropping(&mut cx, skb)
+        } else {
+            (Some(skb), false)
+        };
         let mut skb = skb?;
-        if let Some(th) = cfg.ce_threshold {
-            if self.ldelay > th {
-                let selected = cfg.ce_threshold_mask == 0
-                    || (skb.ecn.bits() & cfg.ce_threshold_mask) == cfg.ce_threshold_selector;
-                if selected && set_ce(&mut skb) {
-                    stats.ce_mark += 1;
-                    marked = true;
-                }
-            }
-        }
-        if marked {
-            stats.marked_pkts += 1;
+        let ce_marked = self.ce_threshold_mark(&mut cx, &mut skb);
+        if ecn_marked || ce_marked {
+            cx.stats.marked_pkts += 1;
         }
         Some(skb)
+    }
+
+    /// The dropping state's loop in `codel_dequeue`: while the next signal is due, count it and
+    /// CE-mark `skb` (which ends the loop) or drop it and look at the next packet, leaving the
+    /// dropping state once the queue no longer qualifies. Returns the packet to send and whether
+    /// the control law marked it.
+    ///
+    /// Several drops may be due at once when the backlog is large. No cap (Linux has none): the
+    /// loop ends when the queue no longer qualifies (an empty queue or a backlog ≤ MTU leaves the
+    /// dropping state) or the schedule catches up.
+    fn signal_on_schedule<Q: CodelQueue>(
+        &mut self,
+        cx: &mut DequeueCtx<'_, Q>,
+        skb: Packet,
+    ) -> (Option<Packet>, bool) {
+        let mut skb = Some(skb);
+        while self.dropping && cx.now >= self.drop_next {
+            let Some(mut p) = skb.take() else { break };
+            self.count = self.count.wrapping_add(1);
+            self.newton_step();
+            if cx.mark(&mut p) {
+                self.drop_next =
+                    Self::control_law(self.drop_next, cx.cfg.interval, self.rec_inv_sqrt);
+                return (Some(p), true);
+            }
+            skb = cx.drop_and_take_next(p);
+            if self.should_drop(cx, skb.as_ref()) {
+                self.drop_next =
+                    Self::control_law(self.drop_next, cx.cfg.interval, self.rec_inv_sqrt);
+            } else {
+                self.dropping = false;
+            }
+        }
+        (skb, false)
+    }
+
+    /// `codel_dequeue` when not dropping but it should be: signal once (CE-mark `skb`, or drop
+    /// it and take the next packet), enter the dropping state with a fresh or reused count, and
+    /// schedule the next signal one control-law step from now. Returns the packet to send and
+    /// whether it was marked.
+    fn enter_dropping<Q: CodelQueue>(
+        &mut self,
+        cx: &mut DequeueCtx<'_, Q>,
+        mut skb: Packet,
+    ) -> (Option<Packet>, bool) {
+        let out = if cx.mark(&mut skb) {
+            (Some(skb), true)
+        } else {
+            let next = cx.drop_and_take_next(skb);
+            // Linux recomputes `drop` here only for its side effects (ldelay,
+            // first_above_time); the dropping state is entered regardless.
+            self.should_drop(cx, next.as_ref());
+            (next, false)
+        };
+        self.dropping = true;
+        self.restart_count(cx.now, cx.cfg.interval);
+        self.drop_next = Self::control_law(cx.now, cx.cfg.interval, self.rec_inv_sqrt);
+        out
+    }
+
+    /// The count on entering the dropping state: if we went above target soon after leaving it,
+    /// the drop rate that controlled the queue last time is a good starting point (RFC 8289
+    /// §5.4, Linux's `delta > 1` rule within 16 intervals); otherwise start again at 1.
+    fn restart_count(&mut self, now: Nanos, interval: Nanos) {
+        let delta = self.count.wrapping_sub(self.lastcount);
+        let recent = now < self.drop_next.saturating_add(Nanos(interval.as_ns() * 16));
+        if delta > 1 && recent {
+            self.count = delta;
+            self.newton_step();
+        } else {
+            self.count = 1;
+            self.rec_inv_sqrt = REC_INV_SQRT_ONE;
+        }
+        self.lastcount = self.count;
+    }
+
+    /// The `ce_threshold` step at the end of `codel_dequeue`: CE-mark an ECN-capable packet
+    /// whose sojourn (`ldelay`) exceeds the threshold and whose DS field the selector picks,
+    /// whatever the control law did. True when this step marked it.
+    fn ce_threshold_mark<Q: CodelQueue>(
+        &self,
+        cx: &mut DequeueCtx<'_, Q>,
+        skb: &mut Packet,
+    ) -> bool {
+        let Some(th) = cx.cfg.ce_threshold else {
+            return false;
+        };
+        if self.ldelay <= th {
+            return false;
+        }
+        let selected = cx.cfg.ce_threshold_mask == 0
+            || (skb.ecn.bits() & cx.cfg.ce_threshold_mask) == cx.cfg.ce_threshold_selector;
+        if selected && set_ce(skb) {
+            cx.stats.ce_mark += 1;
+            return true;
+        }
+        false
+    }
+}
+
+/// What one `codel_dequeue` call works on: the queue (Linux `ctx` with `dequeue_func` and
+/// `drop_func`), the parameters, the counters, the time, and where dropped packets go.
+struct DequeueCtx<'a, Q> {
+    q: &'a mut Q,
+    cfg: &'a CodelConfig,
+    stats: &'a mut CodelStats,
+    now: Nanos,
+    dropped: &'a mut Vec<Packet>,
+}
+
+impl<Q: CodelQueue> DequeueCtx<'_, Q> {
+    /// CE-mark `pkt` in place of a drop when ECN is on and the packet is ECN-capable.
+    fn mark(&mut self, pkt: &mut Packet) -> bool {
+        if self.cfg.ecn && set_ce(pkt) {
+            self.stats.ecn_mark += 1;
+            return true;
+        }
+        false
+    }
+
+    /// Drop `pkt` (Linux `drop_func`) and take the next packet (`dequeue_func`).
+    fn drop_and_take_next(&mut self, pkt: Packet) -> Option<Packet> {
+        self.dropped.push(pkt);
+        self.stats.drop_count += 1;
+        self.q.dequeue_head()
     }
 }
 
@@ -338,6 +432,7 @@ pub(crate) fn validate_mtu(mtu: u32) -> Result<(), ParamError> {
 }
 
 impl CodelParams {
+    /// Check every parameter against its allowed range.
     pub fn validate(&self) -> Result<(), ParamError> {
         validate_codel_times(self.target, self.interval)?;
         if self.limit == 0 {
@@ -392,6 +487,7 @@ impl Codel {
     pub fn vars(&self) -> &CodelVars {
         &self.vars
     }
+    /// The CoDel counters (`struct codel_stats`).
     pub fn codel_stats(&self) -> &CodelStats {
         &self.cstats
     }
@@ -413,12 +509,11 @@ impl Aqm for Codel {
         Ok(())
     }
     fn dequeue(&mut self, now: Nanos, dropped: &mut Vec<Packet>) -> Option<Packet> {
-        let before = self.cstats.drop_count;
+        let drops_before = self.cstats.drop_count;
         let p = self
             .vars
             .dequeue(&mut self.q, &self.cfg, &mut self.cstats, now, dropped);
-        self.stats.dropped_dequeue += self.cstats.drop_count - before;
-        self.stats.marked = self.cstats.marked_pkts;
+        self.cstats.account(drops_before, &mut self.stats);
         if p.is_some() {
             self.stats.dequeued += 1;
         }
@@ -431,11 +526,7 @@ impl Aqm for Codel {
         self.q.bytes()
     }
     fn sample(&self, now: Nanos, out: &mut Vec<QueueSample>) {
-        let mut s = self.q.sample("single", now);
-        s.marks = self.cstats.marked_pkts;
-        s.drops = self.stats.dropped_enqueue + self.stats.dropped_dequeue;
-        s.packets = self.stats.dequeued;
-        out.push(s);
+        out.push(self.q.sample("single", now).with_counters(&self.stats));
     }
     fn stats(&self) -> AqmStats {
         self.q.stats_with_backlog(&self.stats)
@@ -447,17 +538,15 @@ impl Aqm for Codel {
         } else {
             0.0
         };
-        vec![
-            ("maxpacket", self.cstats.maxpacket as f64),
+        let mut x = self.cstats.xstats(self.drop_overlimit);
+        x.extend([
             ("count", self.vars.count as f64),
             ("lastcount", self.vars.lastcount as f64),
             ("ldelay", self.vars.ldelay.as_us_f64()),
             ("drop_next", drop_next_us),
-            ("drop_overlimit", self.drop_overlimit as f64),
-            ("ecn_mark", self.cstats.ecn_mark as f64),
             ("dropping", self.vars.dropping as u8 as f64),
-            ("ce_mark", self.cstats.ce_mark as f64),
-        ]
+        ]);
+        x
     }
 }
 

@@ -28,6 +28,7 @@ impl Default for FifoParams {
 }
 
 impl FifoParams {
+    /// Check the limits: at least one packet and, if set, one byte.
     pub fn validate(&self) -> Result<(), ParamError> {
         if self.limit == 0 {
             return Err(ParamError::new(
@@ -57,30 +58,37 @@ pub struct PacketQueue {
 }
 
 impl PacketQueue {
+    /// An empty queue with room for `n` packets before it reallocates.
     pub fn with_capacity(n: usize) -> Self {
         PacketQueue {
             q: VecDeque::with_capacity(n),
             bytes: 0,
         }
     }
+    /// Append a packet at the tail.
     pub fn push(&mut self, pkt: Packet) {
         self.bytes += pkt.bytes as u64;
         self.q.push_back(pkt);
     }
+    /// Remove the head packet.
     pub fn pop(&mut self) -> Option<Packet> {
         let p = self.q.pop_front()?;
         self.bytes -= p.bytes as u64;
         Some(p)
     }
+    /// The head packet, left in place.
     pub fn head(&self) -> Option<&Packet> {
         self.q.front()
     }
+    /// Packets queued.
     pub fn len(&self) -> u64 {
         self.q.len() as u64
     }
+    /// No packet is queued.
     pub fn is_empty(&self) -> bool {
         self.q.is_empty()
     }
+    /// Bytes queued.
     pub fn bytes(&self) -> u64 {
         self.bytes
     }
@@ -100,12 +108,23 @@ impl PacketQueue {
     }
     /// The AQM's counters with this queue's backlog filled in.
     pub fn stats_with_backlog(&self, stats: &AqmStats) -> AqmStats {
-        AqmStats {
-            backlog_pkts: self.len(),
-            backlog_bytes: self.bytes(),
-            ..stats.clone()
-        }
+        stats.with_backlog(self.len(), self.bytes())
     }
+}
+
+/// pfifo/bfifo admission: hands the packet back as `Err` (counted as an enqueue drop) when it
+/// would take the queue past `limit`, else as `Ok` to be queued.
+fn tail_drop(
+    limit: &Limit,
+    q: &PacketQueue,
+    stats: &mut AqmStats,
+    pkt: Packet,
+) -> Result<Packet, Packet> {
+    if limit.would_overflow(q.len(), q.bytes(), pkt.bytes) {
+        stats.dropped_enqueue += 1;
+        return Err(pkt);
+    }
+    Ok(pkt)
 }
 
 /// Tail-drop FIFO.
@@ -117,6 +136,7 @@ pub struct Fifo {
 }
 
 impl Fifo {
+    /// A tail-drop FIFO with validated parameters.
     pub fn new(params: FifoParams) -> Result<Self, ParamError> {
         params.validate()?;
         Ok(Fifo {
@@ -131,14 +151,8 @@ impl Aqm for Fifo {
     fn kind(&self) -> &'static str {
         "fifo"
     }
-    fn enqueue(&mut self, mut pkt: Packet, now: Nanos) -> Result<(), Packet> {
-        if self
-            .limit
-            .would_overflow(self.q.len(), self.q.bytes(), pkt.bytes)
-        {
-            self.stats.dropped_enqueue += 1;
-            return Err(pkt);
-        }
+    fn enqueue(&mut self, pkt: Packet, now: Nanos) -> Result<(), Packet> {
+        let mut pkt = tail_drop(&self.limit, &self.q, &mut self.stats, pkt)?;
         pkt.enqueued_at = now;
         self.q.push(pkt);
         self.stats.enqueued += 1;
@@ -156,10 +170,7 @@ impl Aqm for Fifo {
         self.q.bytes()
     }
     fn sample(&self, now: Nanos, out: &mut Vec<QueueSample>) {
-        let mut s = self.q.sample("single", now);
-        s.drops = self.stats.dropped_enqueue;
-        s.packets = self.stats.dequeued;
-        out.push(s);
+        out.push(self.q.sample("single", now).with_counters(&self.stats));
     }
     fn stats(&self) -> AqmStats {
         self.q.stats_with_backlog(&self.stats)
@@ -170,7 +181,9 @@ impl Aqm for Fifo {
 #[derive(Clone, Debug, PartialEq, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct FifoEcnParams {
+    /// Buffer in packets (default 1000).
     pub limit: u64,
+    /// Optional byte bound (bfifo).
     pub limit_bytes: Option<u64>,
     /// Mark at dequeue when the packet's sojourn exceeds this (time-based step, as DualPI2's L queue).
     pub mark_sojourn: Option<Nanos>,
@@ -194,6 +207,7 @@ impl Default for FifoEcnParams {
 }
 
 impl FifoEcnParams {
+    /// Check the limits and that exactly one marking threshold is set.
     pub fn validate(&self) -> Result<(), ParamError> {
         FifoParams {
             limit: self.limit,
@@ -226,6 +240,7 @@ pub struct FifoEcn {
 }
 
 impl FifoEcn {
+    /// A step-marking FIFO with validated parameters.
     pub fn new(params: FifoEcnParams) -> Result<Self, ParamError> {
         params.validate()?;
         let limit = Limit {
@@ -259,14 +274,8 @@ impl Aqm for FifoEcn {
     fn kind(&self) -> &'static str {
         "fifo_ecn"
     }
-    fn enqueue(&mut self, mut pkt: Packet, now: Nanos) -> Result<(), Packet> {
-        if self
-            .limit
-            .would_overflow(self.q.len(), self.q.bytes(), pkt.bytes)
-        {
-            self.stats.dropped_enqueue += 1;
-            return Err(pkt);
-        }
+    fn enqueue(&mut self, pkt: Packet, now: Nanos) -> Result<(), Packet> {
+        let mut pkt = tail_drop(&self.limit, &self.q, &mut self.stats, pkt)?;
         if let Some(k) = self.params.mark_pkts {
             // RFC 8257 §3.1: mark on arrival when the instantaneous queue exceeds K.
             if self.q.len() >= k && !self.congestion(&mut pkt) {
@@ -300,11 +309,7 @@ impl Aqm for FifoEcn {
         self.q.bytes()
     }
     fn sample(&self, now: Nanos, out: &mut Vec<QueueSample>) {
-        let mut s = self.q.sample("single", now);
-        s.marks = self.stats.marked;
-        s.drops = self.stats.dropped_enqueue + self.stats.dropped_dequeue;
-        s.packets = self.stats.dequeued;
-        out.push(s);
+        out.push(self.q.sample("single", now).with_counters(&self.stats));
     }
     fn stats(&self) -> AqmStats {
         self.q.stats_with_backlog(&self.stats)

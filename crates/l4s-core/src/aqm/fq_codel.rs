@@ -57,7 +57,9 @@ pub struct FqCodelParams {
     pub memory_limit: Option<u64>,
     /// Most packets `fq_codel_drop` removes per overflow (Linux default 64).
     pub drop_batch_size: u32,
+    /// CoDel target sojourn per flow (Linux default 5 ms).
     pub target: Nanos,
+    /// CoDel interval per flow (Linux default 100 ms).
     pub interval: Nanos,
     /// CE-mark ECN-capable packets instead of dropping (Linux default on for fq_codel).
     pub ecn: bool,
@@ -65,6 +67,7 @@ pub struct FqCodelParams {
     pub ce_threshold: Option<Nanos>,
     /// Apply ce_threshold only where `(ds_field & mask) == selector` (mask 0: all packets).
     pub ce_threshold_selector: u8,
+    /// DS-field mask for `ce_threshold_selector` (0 = every packet).
     pub ce_threshold_mask: u8,
     /// Convenience for L4S: ce_threshold only on ECT(1) (selector 0x01, mask 0x03).
     pub ce_threshold_ect1_only: bool,
@@ -93,6 +96,7 @@ impl Default for FqCodelParams {
 }
 
 impl FqCodelParams {
+    /// Check every parameter against its allowed range.
     pub fn validate(&self) -> Result<(), ParamError> {
         if !(1..=65_536).contains(&self.flows) {
             return Err(ParamError::new(
@@ -166,8 +170,11 @@ impl FqCodelParams {
 /// Which DRR list a bucket is on (Linux: `flowchain` membership).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum FlowList {
+    /// On no list: the bucket is empty and idle.
     None,
+    /// On `new_flows`: served first, one quantum, after becoming active.
     New,
+    /// On `old_flows`: served round-robin by deficit.
     Old,
 }
 
@@ -231,6 +238,7 @@ fn mix64(mut z: u64) -> u64 {
 }
 
 impl FqCodel {
+    /// FQ-CoDel with validated parameters; `rng` seeds the flow hash perturbation.
     pub fn new(params: FqCodelParams, mut rng: Rng) -> Result<Self, ParamError> {
         params.validate()?;
         let flow = Flow {
@@ -274,6 +282,7 @@ impl FqCodel {
     pub fn flow_list(&self, bucket: usize) -> Option<FlowList> {
         self.flows.get(bucket).map(|f| f.list)
     }
+    /// The CoDel counters summed over all flows.
     pub fn codel_stats(&self) -> &CodelStats {
         &self.cstats
     }
@@ -387,7 +396,7 @@ impl Aqm for FqCodel {
                 self.rotate_to_old(from_new);
                 continue;
             }
-            let before = self.cstats.drop_count;
+            let drops_before = self.cstats.drop_count;
             let flow = &mut self.flows[idx];
             let mut bq = BucketQueue {
                 q: &mut flow.q,
@@ -397,8 +406,7 @@ impl Aqm for FqCodel {
             let skb = flow
                 .cvars
                 .dequeue(&mut bq, &self.cfg, &mut self.cstats, now, dropped);
-            self.stats.dropped_dequeue += self.cstats.drop_count - before;
-            self.stats.marked = self.cstats.marked_pkts;
+            self.cstats.account(drops_before, &mut self.stats);
             match skb {
                 Some(p) => {
                     flow.deficit -= p.bytes as i64;
@@ -431,43 +439,39 @@ impl Aqm for FqCodel {
     }
 
     fn sample(&self, now: Nanos, out: &mut Vec<QueueSample>) {
-        let mut s = QueueSample::empty("fq");
-        s.backlog_pkts = self.backlog_pkts;
-        s.backlog_bytes = self.backlog_bytes;
-        s.head_sojourn = self
+        // The oldest head among the active flows stands for the whole qdisc.
+        let head_sojourn = self
             .new_flows
             .iter()
             .chain(self.old_flows.iter())
             .map(|&i| self.flows[i as usize].q.head_sojourn(now))
             .max()
             .unwrap_or(Nanos::ZERO);
-        s.marks = self.cstats.marked_pkts;
-        s.drops = self.stats.dropped_enqueue + self.stats.dropped_dequeue;
-        s.packets = self.stats.dequeued;
-        out.push(s);
+        let s = QueueSample {
+            backlog_pkts: self.backlog_pkts,
+            backlog_bytes: self.backlog_bytes,
+            head_sojourn,
+            ..QueueSample::empty("fq")
+        };
+        out.push(s.with_counters(&self.stats));
     }
 
     fn stats(&self) -> AqmStats {
-        AqmStats {
-            backlog_pkts: self.backlog_pkts,
-            backlog_bytes: self.backlog_bytes,
-            ..self.stats.clone()
-        }
+        self.stats
+            .with_backlog(self.backlog_pkts, self.backlog_bytes)
     }
 
     /// Linux `tc_fq_codel_qd_stats`.
     fn xstats(&self, _now: Nanos) -> Vec<(&'static str, f64)> {
-        vec![
-            ("maxpacket", self.cstats.maxpacket as f64),
-            ("drop_overlimit", self.drop_overlimit as f64),
-            ("ecn_mark", self.cstats.ecn_mark as f64),
+        let mut x = self.cstats.xstats(self.drop_overlimit);
+        x.extend([
             ("new_flow_count", self.new_flow_count as f64),
             ("new_flows_len", self.new_flows.len() as f64),
             ("old_flows_len", self.old_flows.len() as f64),
-            ("ce_mark", self.cstats.ce_mark as f64),
             ("memory_usage", self.backlog_bytes as f64),
             ("drop_overmemory", self.drop_overmemory as f64),
-        ]
+        ]);
+        x
     }
 }
 

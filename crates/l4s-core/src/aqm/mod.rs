@@ -33,7 +33,9 @@ pub enum Verdict {
 pub struct QueueSample {
     /// "L", "C", "single" or "fq".
     pub name: &'static str,
+    /// Packets queued at the sampling instant.
     pub backlog_pkts: u64,
+    /// Bytes queued at the sampling instant.
     pub backlog_bytes: u64,
     /// Sojourn time of the head packet now (0 when empty).
     pub head_sojourn: Nanos,
@@ -52,6 +54,7 @@ pub struct QueueSample {
 }
 
 impl QueueSample {
+    /// A sample of an empty queue named `name`: zero backlog and counters, NaN probabilities.
     pub fn empty(name: &'static str) -> Self {
         QueueSample {
             name,
@@ -64,6 +67,17 @@ impl QueueSample {
             p_prime: f64::NAN,
             p_c: f64::NAN,
             p_cl: f64::NAN,
+        }
+    }
+
+    /// This sample with its cumulative counters taken from `stats`: marks, drops at enqueue and
+    /// dequeue, and packets forwarded.
+    pub fn with_counters(self, stats: &AqmStats) -> Self {
+        QueueSample {
+            marks: stats.marked,
+            drops: stats.dropped_enqueue + stats.dropped_dequeue,
+            packets: stats.dequeued,
+            ..self
         }
     }
 }
@@ -83,8 +97,21 @@ pub struct AqmStats {
     pub dequeued: u64,
     /// Packets CE-marked by the AQM.
     pub marked: u64,
+    /// Packets queued now (filled in by [`Aqm::stats`]).
     pub backlog_pkts: u64,
+    /// Bytes queued now (filled in by [`Aqm::stats`]).
     pub backlog_bytes: u64,
+}
+
+impl AqmStats {
+    /// These counters with a queue's current backlog filled in (what [`Aqm::stats`] returns).
+    pub fn with_backlog(&self, backlog_pkts: u64, backlog_bytes: u64) -> AqmStats {
+        AqmStats {
+            backlog_pkts,
+            backlog_bytes,
+            ..self.clone()
+        }
+    }
 }
 
 /// A queue discipline. Sans-I/O: time comes in as `now`, randomness from the `Rng` the AQM
@@ -109,8 +136,11 @@ pub trait Aqm: Send {
     /// Run timer work due at `now` (the caller calls it at or after `next_wakeup`).
     fn on_timer(&mut self, _now: Nanos) {}
 
+    /// Packets queued now (Linux `sch->q.qlen`).
     fn backlog_pkts(&self) -> u64;
+    /// Bytes queued now (Linux `sch->qstats.backlog`).
     fn backlog_bytes(&self) -> u64;
+    /// No packet is queued.
     fn is_empty(&self) -> bool {
         self.backlog_pkts() == 0
     }
@@ -118,6 +148,7 @@ pub trait Aqm: Send {
     /// Per-queue state for the recorder, appended to `out`.
     fn sample(&self, now: Nanos, out: &mut Vec<QueueSample>);
 
+    /// The cumulative counters with the current backlog.
     fn stats(&self) -> AqmStats;
 
     /// Algorithm-specific statistics named as Linux xstats (e.g. DualPI2's `prob`, `delay_c`,
@@ -131,7 +162,9 @@ pub trait Aqm: Send {
 /// `limit_bytes` (when set) adds a byte bound, as bfifo does.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Deserialize)]
 pub struct Limit {
+    /// Most packets the queue holds (tc `limit`).
     pub pkts: u64,
+    /// Most bytes the queue holds, if bounded (bfifo `limit` in bytes).
     pub bytes: Option<u64>,
 }
 

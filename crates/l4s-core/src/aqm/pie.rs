@@ -79,6 +79,7 @@ impl Default for PieParams {
 }
 
 impl PieParams {
+    /// Check every parameter against its allowed range.
     pub fn validate(&self) -> Result<(), ParamError> {
         let max = Nanos::from_secs(60);
         if self.target < Nanos::from_us(1) || self.target > max {
@@ -112,8 +113,11 @@ impl PieParams {
 /// PIE state (Linux `struct pie_vars`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct PieVars {
+    /// Current queue delay estimate (`pie_vars.qdelay`).
     pub qdelay: Nanos,
+    /// Queue delay at the previous probability update.
     pub qdelay_old: Nanos,
+    /// Burst allowance left; no early drop while it is above zero.
     pub burst_time: Nanos,
     /// Last dequeue time (timestamp mode) or start of the rate measurement; `None` = invalid.
     pub dq_tstamp: Option<Nanos>,
@@ -125,6 +129,7 @@ pub struct PieVars {
     pub dq_count: Option<u64>,
     /// Departure rate estimate in bytes per ns (0 = none yet).
     pub avg_dq_rate: f64,
+    /// Backlog in bytes at the previous probability update.
     pub backlog_old: u64,
 }
 
@@ -160,12 +165,15 @@ impl PieVars {
 /// Linux `struct pie_stats` (cumulative).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PieStats {
+    /// Packets accepted into the queue.
     pub packets_in: u64,
     /// Early drops and tail drops.
     pub dropped: u64,
     /// Tail drops at `limit`.
     pub overlimit: u64,
+    /// Packets CE-marked instead of dropped.
     pub ecn_mark: u64,
+    /// Largest queue length seen at enqueue, in packets.
     pub maxq: u64,
 }
 
@@ -198,6 +206,7 @@ pub fn gain_divisor(prob: f64) -> f64 {
 }
 
 impl Pie {
+    /// PIE with validated parameters; `rng` draws the early-drop decisions.
     pub fn new(params: PieParams, rng: Rng) -> Result<Self, ParamError> {
         params.validate()?;
         Ok(Pie {
@@ -211,9 +220,11 @@ impl Pie {
         })
     }
 
+    /// The PIE state (`struct pie_vars`).
     pub fn vars(&self) -> &PieVars {
         &self.vars
     }
+    /// The PIE counters (`struct pie_stats`).
     pub fn pie_stats(&self) -> &PieStats {
         &self.pstats
     }
@@ -433,12 +444,10 @@ impl Aqm for Pie {
         self.q.bytes()
     }
     fn sample(&self, now: Nanos, out: &mut Vec<QueueSample>) {
-        let mut s = self.q.sample("single", now);
-        s.marks = self.pstats.ecn_mark;
-        s.drops = self.pstats.dropped;
-        s.packets = self.stats.dequeued;
-        s.p_prime = self.vars.prob;
-        out.push(s);
+        out.push(QueueSample {
+            p_prime: self.vars.prob,
+            ..self.q.sample("single", now).with_counters(&self.stats)
+        });
     }
     fn stats(&self) -> AqmStats {
         self.q.stats_with_backlog(&self.stats)

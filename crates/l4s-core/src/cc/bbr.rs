@@ -26,22 +26,26 @@
 //! 1.2–24 Mb/s, up to +135 from ≈ 530 Mb/s); rates use the MSS like Linux (`mss_cache`); the
 //! min_rtt filter takes the expiring sample even if the ACK was delayed (`is_ack_delayed` is
 //! not in the model).
+//!
+//! The units, min-RTT filter, ProbeRTT clock, ACK-aggregation estimate and pacing rule that v3
+//! shares unchanged live in [`super::bbr_common`]; this file keeps what is v1's own.
 
+use super::bbr_common::{
+    bw_sample, is_recovery, saved_cwnd, AckAggregation, Pacing, ProbeRtt, RttMin,
+    BBR_CWND_MIN_TARGET, BBR_EXTRA_ACKED_WIN_RTTS, BBR_FULL_BW_CNT, BBR_FULL_BW_THRESH,
+    BBR_MIN_RTT_WIN, BBR_SCALE, BBR_UNIT, BW_UNIT, GSO_BUDGET_BYTES,
+};
 use super::{AckSample, CaState, CcState, CongestionControl, CwndEvent, EcnMode};
 use crate::rng::Rng;
 use crate::time::Nanos;
 
-/// Rate unit: packets per µs scaled by 2^24.
-pub const BW_SCALE: u32 = 24;
-pub const BW_UNIT: u64 = 1 << BW_SCALE;
-/// Gain unit: 2^8 = 1.0.
-pub const BBR_SCALE: u32 = 8;
-pub const BBR_UNIT: u64 = 1 << BBR_SCALE;
 /// 2/ln(2) ≈ 2.885 (`bbr_high_gain` = 256·2885/1000 + 1 = 739).
 pub const BBR_HIGH_GAIN: u64 = BBR_UNIT * 2885 / 1000 + 1;
 /// 1/2.885 (`bbr_drain_gain` = 88).
 pub const BBR_DRAIN_GAIN: u64 = BBR_UNIT * 1000 / 2885;
+/// `bbr_cwnd_gain`: cwnd gain 2 in ProbeBW.
 pub const BBR_CWND_GAIN: u64 = BBR_UNIT * 2;
+/// Phases in the ProbeBW gain cycle (`CYCLE_LEN`).
 pub const CYCLE_LEN: usize = 8;
 /// `bbr_pacing_gain[]`.
 pub const BBR_PACING_GAIN: [u64; CYCLE_LEN] = [
@@ -56,41 +60,10 @@ pub const BBR_PACING_GAIN: [u64; CYCLE_LEN] = [
 ];
 /// `bbr_bw_rtts`: max-filter window in rounds.
 pub const BBR_BW_RTTS: u32 = CYCLE_LEN as u32 + 2;
-pub const BBR_MIN_RTT_WIN: Nanos = Nanos::from_secs(10);
-pub const BBR_PROBE_RTT_MODE: Nanos = Nanos::from_ms(200);
-pub const BBR_CWND_MIN_TARGET: u32 = 4;
-pub const BBR_FULL_BW_THRESH: u64 = BBR_UNIT * 5 / 4;
-pub const BBR_FULL_BW_CNT: u32 = 3;
-pub const BBR_PACING_MARGIN_PERCENT: u64 = 1;
-pub const BBR_EXTRA_ACKED_WIN_RTTS: u32 = 5;
-const BBR_EXTRA_ACKED_MAX_US: u64 = 100_000;
-const BBR_ACK_EPOCH_ACKED_RESET_THRESH: u32 = 1 << 20;
 /// `bbr_min_tso_rate` (1.2 Mbit/s) in bytes/s.
 const BBR_MIN_TSO_RATE_BYTES: u64 = 1_200_000 / 8;
 /// `sk_pacing_shift` default: TSO budget = 1/1024 s of pacing.
 const SK_PACING_SHIFT: u32 = 10;
-/// GSO_MAX_SIZE − 1 − MAX_TCP_HEADER.
-const GSO_BUDGET_BYTES: u64 = 65536 - 1 - 320;
-
-/// Linux `state >= TCP_CA_Recovery` (Recovery or Loss).
-pub(crate) fn is_recovery(s: CaState) -> bool {
-    matches!(s, CaState::Recovery | CaState::Loss)
-}
-
-/// Gain-scaled BDP, rounded up: `bbr_bdp()`.
-pub(crate) fn bdp_pkts(bw: u64, min_rtt_us: u64, gain: u64) -> u32 {
-    let w = bw as u128 * min_rtt_us as u128;
-    (((w * gain as u128) >> BBR_SCALE).div_ceil(BW_UNIT as u128)).min(u32::MAX as u128) as u32
-}
-
-/// `bbr_rate_bytes_per_sec()`: bw (scaled) × mss × gain × (100 − margin) %.
-pub(crate) fn rate_bytes_per_sec(bw: u64, mss: u32, gain: u64, margin_pct: u64) -> u64 {
-    let mut rate = bw as u128 * mss as u128;
-    rate = (rate * gain as u128) >> BBR_SCALE;
-    rate *= (1_000_000 / 100 * (100 - margin_pct)) as u128;
-    rate >>= BW_SCALE;
-    (rate.min(u64::MAX as u128) as u64).max(1)
-}
 
 /// v1 `bbr_tso_segs_goal()` from the pacing rate in bytes/s.
 pub(crate) fn tso_segs_goal(pacing_bytes_per_sec: u64, mss: u32) -> u32 {
@@ -103,15 +76,6 @@ pub(crate) fn tso_segs_goal(pacing_bytes_per_sec: u64, mss: u32) -> u32 {
     ((bytes / mss.max(1) as u64).max(min_segs) as u32).min(0x7F)
 }
 
-/// Delivery-rate sample in BBR units (`rs.delivered·BW_UNIT/interval_us`), None if invalid.
-pub(crate) fn bw_sample(ack: &AckSample) -> Option<u64> {
-    let interval_us = ack.rs_interval.as_ns() / 1000;
-    if interval_us == 0 {
-        return None;
-    }
-    Some((ack.rs_delivered as u128 * BW_UNIT as u128 / interval_us as u128) as u64)
-}
-
 /// lib/minmax.c: windowed running maximum keeping the best, 2nd and 3rd best samples.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MinMax {
@@ -119,6 +83,7 @@ pub struct MinMax {
 }
 
 impl MinMax {
+    /// The current windowed maximum.
     pub fn get(&self) -> u64 {
         self.s[0].1
     }
@@ -165,21 +130,24 @@ impl MinMax {
 /// `enum bbr_mode`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum BbrMode {
+    /// Ramp up at high gain until the bandwidth plateaus.
     Startup,
+    /// Drain the queue Startup built.
     Drain,
+    /// Steady state: cycle the pacing gain to probe for bandwidth.
     ProbeBw,
+    /// Cut inflight to 4 packets to refresh min_rtt.
     ProbeRtt,
 }
 
+/// BBR v1 congestion control (mainline `tcp_bbr.c`).
 #[derive(Clone, Debug)]
 pub struct Bbr {
     rng: Rng,
     mode: BbrMode,
-    /// min RTT in µs (u32::MAX = none yet), and when it was measured.
-    min_rtt_us: u64,
-    min_rtt_stamp: Nanos,
-    probe_rtt_done_stamp: Option<Nanos>,
-    probe_rtt_round_done: bool,
+    /// The 10 s min_rtt filter; its expiry also triggers ProbeRTT.
+    min_rtt: RttMin,
+    probe_rtt: ProbeRtt,
     bw: MinMax,
     rtt_cnt: u32,
     next_rtt_delivered: u64,
@@ -194,21 +162,10 @@ pub struct Bbr {
     full_bw_cnt: u32,
     full_bw: u64,
     cycle_idx: usize,
-    has_seen_rtt: bool,
     prior_cwnd: u32,
-    /// Pacing rate in bytes/s (`sk_pacing_rate`).
-    pacing_rate: u64,
-    // ACK aggregation
-    ack_epoch_mstamp: Nanos,
-    ack_epoch_acked: u32,
-    extra_acked: [u32; 2],
-    extra_acked_win_rtts: u32,
-    extra_acked_win_idx: usize,
+    pacing: Pacing,
+    ack_aggr: AckAggregation,
     init_cwnd: u32,
-    /// Linux marks `tp->app_limited = delivered + in_flight` in ProbeRTT: samples of packets
-    /// sent before that many deliveries count as app-limited. Kept here (CcState only has a
-    /// bool owned by the sender).
-    app_limited_until: u64,
 }
 
 impl Default for Bbr {
@@ -223,10 +180,8 @@ impl Bbr {
         Bbr {
             rng: Rng::derive(seed, "bbr1"),
             mode: BbrMode::Startup,
-            min_rtt_us: u32::MAX as u64,
-            min_rtt_stamp: Nanos::ZERO,
-            probe_rtt_done_stamp: None,
-            probe_rtt_round_done: false,
+            min_rtt: RttMin::default(),
+            probe_rtt: ProbeRtt::default(),
             bw: MinMax::default(),
             rtt_cnt: 0,
             next_rtt_delivered: 0,
@@ -241,27 +196,24 @@ impl Bbr {
             full_bw_cnt: 0,
             full_bw: 0,
             cycle_idx: 0,
-            has_seen_rtt: false,
             prior_cwnd: 0,
-            pacing_rate: 0,
-            ack_epoch_mstamp: Nanos::ZERO,
-            ack_epoch_acked: 0,
-            extra_acked: [0; 2],
-            extra_acked_win_rtts: 0,
-            extra_acked_win_idx: 0,
+            pacing: Pacing::default(),
+            ack_aggr: AckAggregation::default(),
             init_cwnd: 10,
-            app_limited_until: 0,
         }
     }
 
     /// The sample is app-limited: the sender said so, or it was sent during ProbeRTT.
     fn sample_app_limited(&self, ack: &AckSample) -> bool {
-        ack.is_app_limited || ack.prior_delivered < self.app_limited_until
+        self.probe_rtt
+            .sample_app_limited(ack.is_app_limited, ack.prior_delivered)
     }
 
+    /// Current mode.
     pub fn mode(&self) -> BbrMode {
         self.mode
     }
+    /// Index of the current ProbeBW gain phase in [`BBR_PACING_GAIN`].
     pub fn cycle_idx(&self) -> usize {
         self.cycle_idx
     }
@@ -273,9 +225,13 @@ impl Bbr {
     pub fn btlbw_pps(&self) -> f64 {
         self.bw.get() as f64 / BW_UNIT as f64 * 1e6
     }
+    /// The min_rtt estimate, None before any RTT sample.
     pub fn min_rtt(&self) -> Option<Nanos> {
-        (self.min_rtt_us != u32::MAX as u64).then(|| Nanos::from_us(self.min_rtt_us))
+        self.min_rtt
+            .is_known()
+            .then(|| Nanos::from_us(self.min_rtt.us))
     }
+    /// Startup found the pipe full.
     pub fn full_bw_reached(&self) -> bool {
         self.full_bw_reached
     }
@@ -289,15 +245,12 @@ impl Bbr {
     }
 
     fn bdp(&self, bw: u64, gain: u64) -> u32 {
-        if self.min_rtt_us == u32::MAX as u64 {
-            return self.init_cwnd; // no RTT sample yet
-        }
-        bdp_pkts(bw, self.min_rtt_us, gain)
+        self.min_rtt.bdp(bw, gain, self.init_cwnd)
     }
 
     /// `bbr_quantization_budget`.
     fn quantization_budget(&self, tp: &CcState, cwnd: u32) -> u32 {
-        let mut cwnd = cwnd.saturating_add(3 * tso_segs_goal(self.pacing_rate, tp.mss));
+        let mut cwnd = cwnd.saturating_add(3 * tso_segs_goal(self.pacing.rate, tp.mss));
         cwnd = cwnd.saturating_add(1) & !1;
         if self.mode == BbrMode::ProbeBw && self.cycle_idx == 0 {
             cwnd += 2;
@@ -314,57 +267,36 @@ impl Bbr {
     /// `bbr_packets_in_net_at_edt` without the EDT correction.
     fn packets_in_net(&self, tp: &CcState, inflight_now: u32) -> u32 {
         if self.pacing_gain > BBR_UNIT {
-            inflight_now + tso_segs_goal(self.pacing_rate, tp.mss)
+            inflight_now + tso_segs_goal(self.pacing.rate, tp.mss)
         } else {
             inflight_now
         }
     }
 
+    /// `bbr_ack_aggregation_cwnd`: v1 adds the allowance only once the pipe is full, measured
+    /// against max_bw.
     fn ack_aggregation_cwnd(&self) -> u32 {
         if !self.full_bw_reached {
             return 0;
         }
-        let max_aggr =
-            (self.max_bw() as u128 * BBR_EXTRA_ACKED_MAX_US as u128 / BW_UNIT as u128) as u32;
-        let aggr = self.extra_acked[0].max(self.extra_acked[1]); // gain 1.0
-        aggr.min(max_aggr)
+        self.ack_aggr.cwnd(self.max_bw())
     }
 
-    fn bw_to_pacing_rate(&self, tp: &CcState, bw: u64, gain: u64) -> u64 {
-        rate_bytes_per_sec(bw, tp.mss, gain, BBR_PACING_MARGIN_PERCENT)
-    }
-
-    /// `bbr_init_pacing_rate_from_rtt`: high_gain·cwnd/srtt (1 ms before any sample).
-    fn init_pacing_rate_from_rtt(&mut self, tp: &CcState) {
-        let rtt_us = if tp.srtt > Nanos::ZERO {
-            self.has_seen_rtt = true;
-            (tp.srtt.as_ns() / 1000).max(1)
-        } else {
-            1000
-        };
-        let bw = tp.snd_cwnd as u64 * BW_UNIT / rtt_us;
-        self.pacing_rate = self.bw_to_pacing_rate(tp, bw, BBR_HIGH_GAIN);
-    }
-
-    /// `bbr_set_pacing_rate`.
+    /// `bbr_set_pacing_rate` (v1 Startup gain 2.885 for the srtt-based start).
     fn set_pacing_rate(&mut self, tp: &mut CcState, bw: u64, gain: u64) {
-        let rate = self.bw_to_pacing_rate(tp, bw, gain);
-        if !self.has_seen_rtt && tp.srtt > Nanos::ZERO {
-            self.init_pacing_rate_from_rtt(tp);
-        }
-        if self.full_bw_reached || rate > self.pacing_rate {
-            self.pacing_rate = rate;
-        }
-        tp.pacing_rate_bps = Some(self.pacing_rate.saturating_mul(8));
+        self.pacing
+            .set(tp, bw, gain, BBR_HIGH_GAIN, self.full_bw_reached);
     }
 
     /// `bbr_save_cwnd`.
     fn save_cwnd(&mut self, tp: &CcState) {
-        if !is_recovery(self.prev_ca_state) && self.mode != BbrMode::ProbeRtt {
-            self.prior_cwnd = tp.snd_cwnd;
-        } else {
-            self.prior_cwnd = self.prior_cwnd.max(tp.snd_cwnd);
-        }
+        let in_probe_rtt = self.mode == BbrMode::ProbeRtt;
+        self.prior_cwnd = saved_cwnd(
+            self.prior_cwnd,
+            self.prev_ca_state,
+            in_probe_rtt,
+            tp.snd_cwnd,
+        );
     }
 
     fn advance_cycle_phase(&mut self, now: Nanos) {
@@ -375,7 +307,7 @@ impl Bbr {
     /// `bbr_is_next_cycle_phase`.
     fn is_next_cycle_phase(&self, tp: &CcState, ack: &AckSample) -> bool {
         let is_full_length =
-            ack.now.saturating_sub(self.cycle_mstamp).as_ns() / 1000 > self.min_rtt_us;
+            ack.now.saturating_sub(self.cycle_mstamp).as_ns() / 1000 > self.min_rtt.us;
         if self.pacing_gain == BBR_UNIT {
             return is_full_length;
         }
@@ -418,34 +350,20 @@ impl Bbr {
         }
     }
 
-    /// `bbr_update_ack_aggregation`.
+    /// `bbr_update_ack_aggregation`: v1 windows are 5 rounds from the start, against max_bw.
     fn update_ack_aggregation(&mut self, tp: &CcState, ack: &AckSample) {
         if ack.acked_pkts == 0 || bw_sample(ack).is_none() {
             return;
         }
-        if self.round_start {
-            self.extra_acked_win_rtts = (self.extra_acked_win_rtts + 1).min(0x1F);
-            if self.extra_acked_win_rtts >= BBR_EXTRA_ACKED_WIN_RTTS {
-                self.extra_acked_win_rtts = 0;
-                self.extra_acked_win_idx ^= 1;
-                self.extra_acked[self.extra_acked_win_idx] = 0;
-            }
-        }
-        let epoch_us = ack.now.saturating_sub(self.ack_epoch_mstamp).as_ns() / 1000;
-        let mut expected = (self.max_bw() as u128 * epoch_us as u128 / BW_UNIT as u128) as u64;
-        if self.ack_epoch_acked as u64 <= expected
-            || self.ack_epoch_acked + ack.acked_pkts >= BBR_ACK_EPOCH_ACKED_RESET_THRESH
-        {
-            self.ack_epoch_acked = 0;
-            self.ack_epoch_mstamp = ack.now;
-            expected = 0;
-        }
-        self.ack_epoch_acked = (self.ack_epoch_acked + ack.acked_pkts).min(0xFFFFF);
-        let extra = (self.ack_epoch_acked as u64 - expected).min(tp.snd_cwnd as u64) as u32;
-        let idx = self.extra_acked_win_idx;
-        if extra > self.extra_acked[idx] {
-            self.extra_acked[idx] = extra;
-        }
+        let bw = self.max_bw();
+        self.ack_aggr.update(
+            self.round_start,
+            BBR_EXTRA_ACKED_WIN_RTTS,
+            bw,
+            ack.acked_pkts,
+            ack.now,
+            tp.snd_cwnd,
+        );
     }
 
     /// `bbr_check_full_bw_reached`.
@@ -477,47 +395,37 @@ impl Bbr {
         }
     }
 
+    /// `bbr_check_probe_rtt_done`: after 200 ms and a round at low inflight, restart the
+    /// min_rtt window, restore cwnd and return to Startup or ProbeBW.
     fn check_probe_rtt_done(&mut self, tp: &mut CcState, now: Nanos) {
-        match self.probe_rtt_done_stamp {
-            Some(done) if now > done => {}
-            _ => return,
+        if !self.probe_rtt.time_is_up(now) {
+            return;
         }
-        self.min_rtt_stamp = now; // wait a while until PROBE_RTT again
+        self.min_rtt.stamp = now; // wait a while until PROBE_RTT again
         tp.snd_cwnd = tp.snd_cwnd.max(self.prior_cwnd);
         self.reset_mode(now);
     }
 
-    /// `bbr_update_min_rtt`: 10 s min filter and ProbeRTT.
+    /// `bbr_update_min_rtt`: the 10 s min filter; its expiry enters ProbeRTT (cwnd 4).
     fn update_min_rtt(&mut self, tp: &mut CcState, ack: &AckSample) {
         let now = ack.now;
-        let filter_expired = now > self.min_rtt_stamp + BBR_MIN_RTT_WIN;
-        if let Some(rtt) = ack.rtt {
-            let rtt_us = rtt.as_ns() / 1000;
-            if rtt_us < self.min_rtt_us || filter_expired {
-                self.min_rtt_us = rtt_us;
-                self.min_rtt_stamp = now;
-            }
-        }
+        let filter_expired = self.min_rtt.expired(now, BBR_MIN_RTT_WIN);
+        self.min_rtt.update(ack.rtt, now, filter_expired);
         if filter_expired && !self.idle_restart && self.mode != BbrMode::ProbeRtt {
             self.mode = BbrMode::ProbeRtt;
             self.save_cwnd(tp);
-            self.probe_rtt_done_stamp = None;
+            self.probe_rtt.enter();
         }
-        if self.mode == BbrMode::ProbeRtt {
-            // Ignore low-rate samples during this mode.
-            self.app_limited_until = (tp.delivered + tp.packets_in_flight as u64).max(1);
-            if self.probe_rtt_done_stamp.is_none() && tp.packets_in_flight <= BBR_CWND_MIN_TARGET {
-                self.probe_rtt_done_stamp = Some(now + BBR_PROBE_RTT_MODE);
-                self.probe_rtt_round_done = false;
-                self.next_rtt_delivered = tp.delivered;
-            } else if self.probe_rtt_done_stamp.is_some() {
-                if self.round_start {
-                    self.probe_rtt_round_done = true;
-                }
-                if self.probe_rtt_round_done {
-                    self.check_probe_rtt_done(tp, now);
-                }
-            }
+        if self.mode == BbrMode::ProbeRtt
+            && self.probe_rtt.on_ack(
+                tp,
+                self.round_start,
+                BBR_CWND_MIN_TARGET,
+                &mut self.next_rtt_delivered,
+                now,
+            )
+        {
+            self.check_probe_rtt_done(tp, now);
         }
         if ack.rs_delivered > 0 {
             self.idle_restart = false;
@@ -606,10 +514,10 @@ impl CongestionControl for Bbr {
         self.next_rtt_delivered = tp.delivered;
         self.prev_ca_state = CaState::Open;
         if tp.min_rtt > Nanos::ZERO {
-            self.min_rtt_us = tp.min_rtt.as_ns() / 1000;
+            self.min_rtt.us = tp.min_rtt.as_ns() / 1000;
         }
-        self.init_pacing_rate_from_rtt(tp);
-        tp.pacing_rate_bps = Some(self.pacing_rate.saturating_mul(8));
+        self.pacing.init_from_rtt(tp, BBR_HIGH_GAIN);
+        self.pacing.publish(tp);
     }
     /// `bbr_ssthresh`: remember cwnd for the end of recovery; ssthresh is unused.
     fn ssthresh(&mut self, tp: &mut CcState) -> u32 {
@@ -642,8 +550,7 @@ impl CongestionControl for Bbr {
     fn cwnd_event(&mut self, tp: &mut CcState, ev: CwndEvent) {
         if ev == CwndEvent::TxStart && tp.app_limited {
             self.idle_restart = true;
-            self.ack_epoch_acked = 0;
-            // The next ACK restarts the aggregation epoch (no clock here).
+            self.ack_aggr.restart_epoch();
             if self.mode == BbrMode::ProbeBw {
                 let bw = self.max_bw();
                 self.set_pacing_rate(tp, bw, BBR_UNIT);
@@ -910,7 +817,7 @@ pub(crate) mod tests {
     fn probe_rtt_after_ten_seconds_without_new_min_rtt() {
         let (mut cc, mut p) = to_probe_bw(9);
         let rtt_hi = Nanos::from_ms(60); // queueing: no new min_rtt
-        let t_min = cc.min_rtt_stamp; // when the 50 ms min_rtt was measured
+        let t_min = cc.min_rtt.stamp; // when the 50 ms min_rtt was measured
         let mut entered = None;
         while p.now < t_min + Nanos::from_secs(11) {
             p.round_with(&mut cc, rtt_hi, B_PPS, 50, Some(60), |_| false, |_| false);

@@ -41,9 +41,14 @@
 //! beyond restoring the saved bounds. The TSO-oriented quantisation budget is kept as Linux
 //! computes it: below ~3 ms min_rtt its min_rtt allowance (64 KB >> (min_rtt/512 µs)) keeps
 //! tens of packets of cwnd although the model sends single packets.
+//!
+//! The units, min-RTT filter, ProbeRTT clock, ACK-aggregation estimate and pacing rule that v1
+//! shares unchanged live in [`super::bbr_common`]; this file keeps what is v3's own.
 
-use super::bbr::{
-    bdp_pkts, bw_sample, is_recovery, rate_bytes_per_sec, BBR_SCALE, BBR_UNIT, BW_UNIT,
+use super::bbr_common::{
+    bw_sample, saved_cwnd, AckAggregation, Pacing, ProbeRtt, RttMin, BBR_CWND_MIN_TARGET,
+    BBR_EXTRA_ACKED_WIN_RTTS, BBR_FULL_BW_CNT, BBR_FULL_BW_THRESH, BBR_MIN_RTT_WIN, BBR_SCALE,
+    BBR_UNIT, BW_UNIT, GSO_BUDGET_BYTES,
 };
 use super::{AckSample, CaState, CcState, CongestionControl, CwndEvent, EcnMode};
 use crate::packet::Ecn;
@@ -51,57 +56,77 @@ use crate::rng::Rng;
 use crate::time::Nanos;
 use std::collections::VecDeque;
 
+/// `bbr_startup_pacing_gain` ≈ 2.77.
 pub const BBR_STARTUP_PACING_GAIN: u64 = BBR_UNIT * 277 / 100 + 1;
+/// `bbr_startup_cwnd_gain` = 2.
 pub const BBR_STARTUP_CWND_GAIN: u64 = BBR_UNIT * 2;
+/// `bbr_drain_gain` = 1/2.885.
 pub const BBR_DRAIN_GAIN: u64 = BBR_UNIT * 1000 / 2885;
+/// `bbr_cwnd_gain` = 2 in ProbeBW.
 pub const BBR_CWND_GAIN: u64 = BBR_UNIT * 2;
 /// Pacing gains of the phases Up, Down, Cruise, Refill.
 pub const BBR_PACING_GAIN: [u64; 4] = [BBR_UNIT * 5 / 4, BBR_UNIT * 91 / 100, BBR_UNIT, BBR_UNIT];
+/// `bbr_beta`: multiplicative cut 0.3 of inflight_hi/bw_lo on congestion.
 pub const BBR_BETA: u64 = BBR_UNIT * 30 / 100;
+/// `bbr_ecn_alpha_gain`: EWMA gain 1/16 of ecn_alpha.
 pub const BBR_ECN_ALPHA_GAIN: u64 = BBR_UNIT / 16;
+/// `bbr_ecn_alpha_init`: ecn_alpha starts at 1.0.
 pub const BBR_ECN_ALPHA_INIT: u64 = BBR_UNIT;
+/// `bbr_ecn_factor`: inflight_lo cut is ecn_alpha·1/3.
 pub const BBR_ECN_FACTOR: u64 = BBR_UNIT / 3;
+/// `bbr_ecn_thresh`: CE ratio 50 % means inflight too high.
 pub const BBR_ECN_THRESH: u64 = BBR_UNIT / 2;
+/// `bbr_ecn_reprobe_gain`: probe again sooner after ECN-only cycles.
 pub const BBR_ECN_REPROBE_GAIN: u64 = BBR_UNIT / 2;
+/// `bbr_loss_thresh`: loss above 2 % of the flight means inflight too high.
 pub const BBR_LOSS_THRESH: u64 = BBR_UNIT * 2 / 100;
+/// `bbr_full_loss_cnt`: loss events in a round that end Startup.
 pub const BBR_FULL_LOSS_CNT: u32 = 6;
+/// `bbr_full_ecn_cnt`: rounds of high CE that end Startup.
 pub const BBR_FULL_ECN_CNT: u32 = 2;
+/// `bbr_inflight_headroom`: leave 15 % below inflight_hi when cruising.
 pub const BBR_INFLIGHT_HEADROOM: u64 = BBR_UNIT * 15 / 100;
 /// Extra cwnd gain in Up, in units of BBR_UNIT/4.
 pub const BBR_BW_PROBE_CWND_GAIN: u64 = 1;
+/// `bbr_bw_probe_max_rounds`: most rounds between probes (Reno coexistence).
 pub const BBR_BW_PROBE_MAX_ROUNDS: u32 = 63;
+/// `bbr_bw_probe_rand_rounds`: random extra rounds before a probe.
 pub const BBR_BW_PROBE_RAND_ROUNDS: u64 = 2;
+/// `bbr_bw_probe_base_us`: least wall-clock wait between probes.
 pub const BBR_BW_PROBE_BASE: Nanos = Nanos::from_secs(2);
+/// `bbr_bw_probe_rand_us`: random extra wait, up to 1 s.
 pub const BBR_BW_PROBE_RAND_US: u64 = 1_000_000;
-pub const BBR_CWND_MIN_TARGET: u32 = 4;
-pub const BBR_FULL_BW_THRESH: u64 = BBR_UNIT * 5 / 4;
-pub const BBR_FULL_BW_CNT: u32 = 3;
-pub const BBR_MIN_RTT_WIN: Nanos = Nanos::from_secs(10);
+/// `bbr_probe_rtt_win_ms`: ProbeRTT at least every 5 s.
 pub const BBR_PROBE_RTT_WIN: Nanos = Nanos::from_secs(5);
-pub const BBR_PROBE_RTT_MODE: Nanos = Nanos::from_ms(200);
+/// `bbr_probe_rtt_cwnd_gain`: ProbeRTT cwnd is BDP/2.
 pub const BBR_PROBE_RTT_CWND_GAIN: u64 = BBR_UNIT / 2;
 const BBR_ECN_MAX_RTT_US: u64 = 5000;
-const BBR_EXTRA_ACKED_WIN_RTTS: u32 = 5;
-const BBR_EXTRA_ACKED_MAX_US: u64 = 100_000;
-const GSO_BUDGET_BYTES: u64 = 65536 - 1 - 320;
 const TCP_MIN_TSO_SEGS: u64 = 2;
 const UNSET: u32 = u32::MAX;
 
 /// `enum bbr_mode`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Mode {
+    /// Ramp up until the bandwidth plateaus or loss/CE is too high.
     Startup,
+    /// Drain the queue Startup built.
     Drain,
+    /// Steady state: the Down/Cruise/Refill/Up cycle.
     ProbeBw,
+    /// Cut cwnd to max(4, BDP/2) to refresh min_rtt.
     ProbeRtt,
 }
 
 /// `enum bbr_pacing_gain_phase`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Phase {
+    /// Probe for bandwidth at pacing gain 1.25.
     Up = 0,
+    /// Drain the probe's queue at pacing gain 0.91.
     Down = 1,
+    /// Hold at gain 1 with headroom below inflight_hi.
     Cruise = 2,
+    /// One round at gain 1 to refill the pipe before Up.
     Refill = 3,
 }
 
@@ -129,6 +154,7 @@ struct Rs {
     valid: bool,
 }
 
+/// BBR v3 congestion control (google/bbr v3 `tcp_bbr.c`).
 #[derive(Clone, Debug)]
 pub struct Bbr3 {
     l4s: bool,
@@ -136,12 +162,11 @@ pub struct Bbr3 {
     mode: Mode,
     phase: Phase,
     ack_phase: AckPhase,
-    min_rtt_us: u64,
-    min_rtt_stamp: Nanos,
-    probe_rtt_min_us: u64,
-    probe_rtt_min_stamp: Nanos,
-    probe_rtt_done_stamp: Option<Nanos>,
-    probe_rtt_round_done: bool,
+    /// The 10 s min_rtt filter, fed from `probe_rtt_min`.
+    min_rtt: RttMin,
+    /// The 5 s filter whose expiry triggers ProbeRTT.
+    probe_rtt_min: RttMin,
+    probe_rtt: ProbeRtt,
     next_rtt_delivered: u64,
     round_start: bool,
     cycle_mstamp: Nanos,
@@ -153,16 +178,10 @@ pub struct Bbr3 {
     full_bw_now: bool,
     full_bw_cnt: u32,
     full_bw: u64,
-    has_seen_rtt: bool,
     prior_cwnd: u32,
     init_cwnd: u32,
-    pacing_rate: u64,
-    // aggregation
-    ack_epoch_mstamp: Nanos,
-    ack_epoch_acked: u32,
-    extra_acked: [u32; 2],
-    extra_acked_win_rtts: u32,
-    extra_acked_win_idx: usize,
+    pacing: Pacing,
+    ack_aggr: AckAggregation,
     // v3 model
     startup_ecn_rounds: u32,
     loss_in_cycle: bool,
@@ -198,9 +217,6 @@ pub struct Bbr3 {
     delivered_ce: u64,
     lost: u64,
     history: VecDeque<(u64, u64, u64)>,
-    /// Samples sent before this many deliveries are app-limited (Linux `tp->app_limited`
-    /// marker set in ProbeRTT).
-    app_limited_until: u64,
 }
 
 impl Bbr3 {
@@ -212,12 +228,9 @@ impl Bbr3 {
             mode: Mode::Startup,
             phase: Phase::Up,
             ack_phase: AckPhase::Init,
-            min_rtt_us: UNSET as u64,
-            min_rtt_stamp: Nanos::ZERO,
-            probe_rtt_min_us: UNSET as u64,
-            probe_rtt_min_stamp: Nanos::ZERO,
-            probe_rtt_done_stamp: None,
-            probe_rtt_round_done: false,
+            min_rtt: RttMin::default(),
+            probe_rtt_min: RttMin::default(),
+            probe_rtt: ProbeRtt::default(),
             next_rtt_delivered: 0,
             round_start: false,
             cycle_mstamp: Nanos::ZERO,
@@ -229,15 +242,10 @@ impl Bbr3 {
             full_bw_now: false,
             full_bw_cnt: 0,
             full_bw: 0,
-            has_seen_rtt: false,
             prior_cwnd: 0,
             init_cwnd: 10,
-            pacing_rate: 0,
-            ack_epoch_mstamp: Nanos::ZERO,
-            ack_epoch_acked: 0,
-            extra_acked: [0; 2],
-            extra_acked_win_rtts: 0,
-            extra_acked_win_idx: 0,
+            pacing: Pacing::default(),
+            ack_aggr: AckAggregation::default(),
             startup_ecn_rounds: 0,
             loss_in_cycle: false,
             ecn_in_cycle: false,
@@ -271,13 +279,14 @@ impl Bbr3 {
             delivered_ce: 0,
             lost: 0,
             history: VecDeque::new(),
-            app_limited_until: 0,
         }
     }
 
+    /// Current mode.
     pub fn mode(&self) -> Mode {
         self.mode
     }
+    /// Current ProbeBW phase.
     pub fn phase(&self) -> Phase {
         self.phase
     }
@@ -289,12 +298,15 @@ impl Bbr3 {
     pub fn inflight_lo(&self) -> Option<u32> {
         (self.inflight_lo != UNSET).then_some(self.inflight_lo)
     }
+    /// The CE-ratio EWMA ecn_alpha in [0, 1].
     pub fn ecn_alpha(&self) -> f64 {
         self.ecn_alpha as f64 / BBR_UNIT as f64
     }
+    /// The max-bandwidth estimate in packets per second.
     pub fn max_bw_pps(&self) -> f64 {
         self.max_bw() as f64 / BW_UNIT as f64 * 1e6
     }
+    /// Startup found the pipe full.
     pub fn full_bw_reached(&self) -> bool {
         self.full_bw_reached
     }
@@ -310,16 +322,13 @@ impl Bbr3 {
     }
 
     fn bdp(&self, bw: u64, gain: u64) -> u32 {
-        if self.min_rtt_us == UNSET as u64 {
-            return self.init_cwnd;
-        }
-        bdp_pkts(bw, self.min_rtt_us, gain)
+        self.min_rtt.bdp(bw, gain, self.init_cwnd)
     }
 
     /// v3 `bbr_tso_segs_goal`: pacing budget plus a min_rtt-based allowance.
     fn tso_segs_goal(&self, tp: &CcState) -> u32 {
-        let mut bytes = self.pacing_rate >> 10;
-        let r = self.min_rtt_us >> 9;
+        let mut bytes = self.pacing.rate >> 10;
+        let r = self.min_rtt.us >> 9;
         if r < 32 {
             bytes += 65536 >> r;
         }
@@ -361,34 +370,21 @@ impl Bbr3 {
             || (self.mode == Mode::ProbeBw && matches!(self.phase, Phase::Refill | Phase::Up))
     }
 
+    /// `bbr_set_pacing_rate` (v3 Startup gain 2.77 for the srtt-based start).
     fn set_pacing_rate(&mut self, tp: &mut CcState, bw: u64, gain: u64) {
-        if !self.has_seen_rtt && tp.srtt > Nanos::ZERO {
-            self.init_pacing_rate_from_rtt(tp);
-        }
-        let rate = rate_bytes_per_sec(bw, tp.mss, gain, 1);
-        if self.full_bw_reached || rate > self.pacing_rate {
-            self.pacing_rate = rate;
-        }
-        tp.pacing_rate_bps = Some(self.pacing_rate.saturating_mul(8));
+        self.pacing
+            .set(tp, bw, gain, BBR_STARTUP_PACING_GAIN, self.full_bw_reached);
     }
 
-    fn init_pacing_rate_from_rtt(&mut self, tp: &CcState) {
-        let rtt_us = if tp.srtt > Nanos::ZERO {
-            self.has_seen_rtt = true;
-            (tp.srtt.as_ns() / 1000).max(1)
-        } else {
-            1000
-        };
-        let bw = tp.snd_cwnd as u64 * BW_UNIT / rtt_us;
-        self.pacing_rate = rate_bytes_per_sec(bw, tp.mss, BBR_STARTUP_PACING_GAIN, 1);
-    }
-
+    /// `bbr_save_cwnd`.
     fn save_cwnd(&mut self, tp: &CcState) {
-        if !is_recovery(self.prev_ca_state) && self.mode != Mode::ProbeRtt {
-            self.prior_cwnd = tp.snd_cwnd;
-        } else {
-            self.prior_cwnd = self.prior_cwnd.max(tp.snd_cwnd);
-        }
+        let in_probe_rtt = self.mode == Mode::ProbeRtt;
+        self.prior_cwnd = saved_cwnd(
+            self.prior_cwnd,
+            self.prev_ca_state,
+            in_probe_rtt,
+            tp.snd_cwnd,
+        );
     }
 
     /// Rebuild `rs->delivered_ce`, `rs->lost`, `tx_in_flight` for this ACK's sample.
@@ -420,7 +416,9 @@ impl Bbr3 {
             delivered_ce,
             lost,
             tx_in_flight: delivered + lost,
-            is_app_limited: ack.is_app_limited || ack.prior_delivered < self.app_limited_until,
+            is_app_limited: self
+                .probe_rtt
+                .sample_app_limited(ack.is_app_limited, ack.prior_delivered),
             is_ece: ack.ece || ack.ce_delta_pkts > 0,
             prior_delivered: ack.prior_delivered,
             valid,
@@ -440,7 +438,7 @@ impl Bbr3 {
     fn update_ecn_alpha(&mut self, tp: &CcState) -> Option<u64> {
         if !self.ecn_eligible
             && self.can_use_ecn(tp)
-            && (self.l4s || self.min_rtt_us <= BBR_ECN_MAX_RTT_US)
+            && (self.l4s || self.min_rtt.us <= BBR_ECN_MAX_RTT_US)
         {
             self.ecn_eligible = true;
         }
@@ -581,40 +579,25 @@ impl Bbr3 {
         self.ecn_in_round = false;
     }
 
+    /// `bbr_update_ack_aggregation`: v3 windows are 1 round until the pipe is full, then 5,
+    /// against bw = min(max_bw, bw_lo).
     fn update_ack_aggregation(&mut self, tp: &CcState, rs: &Rs, now: Nanos) {
         if rs.acked == 0 || !rs.valid {
             return;
         }
-        if self.round_start {
-            self.extra_acked_win_rtts = (self.extra_acked_win_rtts + 1).min(0x1F);
-            let thresh = if self.full_bw_reached {
-                BBR_EXTRA_ACKED_WIN_RTTS
-            } else {
-                1
-            };
-            if self.extra_acked_win_rtts >= thresh {
-                self.extra_acked_win_rtts = 0;
-                self.extra_acked_win_idx ^= 1;
-                self.extra_acked[self.extra_acked_win_idx] = 0;
-            }
-        }
-        let epoch_us = now.saturating_sub(self.ack_epoch_mstamp).as_ns() / 1000;
-        let mut expected = (self.bw() as u128 * epoch_us as u128 / BW_UNIT as u128) as u64;
-        if self.ack_epoch_acked as u64 <= expected || self.ack_epoch_acked + rs.acked >= (1 << 20) {
-            self.ack_epoch_acked = 0;
-            self.ack_epoch_mstamp = now;
-            expected = 0;
-        }
-        self.ack_epoch_acked = (self.ack_epoch_acked + rs.acked).min(0xFFFFF);
-        let extra = (self.ack_epoch_acked as u64 - expected).min(tp.snd_cwnd as u64) as u32;
-        let idx = self.extra_acked_win_idx;
-        self.extra_acked[idx] = self.extra_acked[idx].max(extra);
+        let win_rtts = if self.full_bw_reached {
+            BBR_EXTRA_ACKED_WIN_RTTS
+        } else {
+            1
+        };
+        let bw = self.bw();
+        self.ack_aggr
+            .update(self.round_start, win_rtts, bw, rs.acked, now, tp.snd_cwnd);
     }
 
+    /// `bbr_ack_aggregation_cwnd`: v3 adds it from the start, against bw.
     fn ack_aggregation_cwnd(&self) -> u32 {
-        let max_aggr =
-            (self.bw() as u128 * BBR_EXTRA_ACKED_MAX_US as u128 / BW_UNIT as u128) as u32;
-        self.extra_acked[0].max(self.extra_acked[1]).min(max_aggr)
+        self.ack_aggr.cwnd(self.bw())
     }
 
     /// `bbr_check_loss_too_high_in_startup`.
@@ -914,54 +897,44 @@ impl Bbr3 {
         }
     }
 
+    /// `bbr_check_probe_rtt_done`: after 200 ms and a round at low inflight, schedule the
+    /// next ProbeRTT, restore cwnd and leave (`bbr_exit_probe_rtt`).
     fn check_probe_rtt_done(&mut self, tp: &mut CcState, now: Nanos) {
-        match self.probe_rtt_done_stamp {
-            Some(done) if now > done => {}
-            _ => return,
+        if !self.probe_rtt.time_is_up(now) {
+            return;
         }
-        self.probe_rtt_min_stamp = now; // schedule the next ProbeRTT
+        self.probe_rtt_min.stamp = now; // schedule the next ProbeRTT
         tp.snd_cwnd = tp.snd_cwnd.max(self.prior_cwnd);
         self.exit_probe_rtt(tp, now);
     }
 
-    /// `bbr_update_min_rtt`: 5 s ProbeRTT window, 10 s min_rtt window.
+    /// `bbr_update_min_rtt`: the 5 s ProbeRTT filter feeds the 10 s min_rtt filter; its expiry
+    /// enters ProbeRTT (cwnd max(4, BDP/2)).
     fn update_min_rtt(&mut self, tp: &mut CcState, ack: &AckSample) {
         let now = ack.now;
-        let probe_rtt_expired = now > self.probe_rtt_min_stamp + BBR_PROBE_RTT_WIN;
-        if let Some(rtt) = ack.rtt {
-            let us = rtt.as_ns() / 1000;
-            if us < self.probe_rtt_min_us || probe_rtt_expired {
-                self.probe_rtt_min_us = us;
-                self.probe_rtt_min_stamp = now;
-            }
-        }
-        let min_rtt_expired = now > self.min_rtt_stamp + BBR_MIN_RTT_WIN;
-        if self.probe_rtt_min_us <= self.min_rtt_us || min_rtt_expired {
-            self.min_rtt_us = self.probe_rtt_min_us;
-            self.min_rtt_stamp = self.probe_rtt_min_stamp;
+        let probe_rtt_expired = self.probe_rtt_min.expired(now, BBR_PROBE_RTT_WIN);
+        self.probe_rtt_min.update(ack.rtt, now, probe_rtt_expired);
+        let min_rtt_expired = self.min_rtt.expired(now, BBR_MIN_RTT_WIN);
+        if self.probe_rtt_min.us <= self.min_rtt.us || min_rtt_expired {
+            self.min_rtt = self.probe_rtt_min;
         }
         if probe_rtt_expired && !self.idle_restart && self.mode != Mode::ProbeRtt {
             self.mode = Mode::ProbeRtt;
             self.save_cwnd(tp);
-            self.probe_rtt_done_stamp = None;
+            self.probe_rtt.enter();
             self.ack_phase = AckPhase::ProbeStopping;
             self.next_rtt_delivered = tp.delivered;
         }
         if self.mode == Mode::ProbeRtt {
-            // Ignore low-rate samples during this mode.
-            self.app_limited_until = (tp.delivered + tp.packets_in_flight as u64).max(1);
-            if self.probe_rtt_done_stamp.is_none() && tp.packets_in_flight <= self.probe_rtt_cwnd()
-            {
-                self.probe_rtt_done_stamp = Some(now + BBR_PROBE_RTT_MODE);
-                self.probe_rtt_round_done = false;
-                self.next_rtt_delivered = tp.delivered;
-            } else if self.probe_rtt_done_stamp.is_some() {
-                if self.round_start {
-                    self.probe_rtt_round_done = true;
-                }
-                if self.probe_rtt_round_done {
-                    self.check_probe_rtt_done(tp, now);
-                }
+            let cwnd_target = self.probe_rtt_cwnd();
+            if self.probe_rtt.on_ack(
+                tp,
+                self.round_start,
+                cwnd_target,
+                &mut self.next_rtt_delivered,
+                now,
+            ) {
+                self.check_probe_rtt_done(tp, now);
             }
         }
         if ack.rs_delivered > 0 {
@@ -1053,11 +1026,11 @@ impl CongestionControl for Bbr3 {
         tp.snd_ssthresh = u32::MAX;
         self.next_rtt_delivered = tp.delivered;
         if tp.min_rtt > Nanos::ZERO {
-            self.min_rtt_us = tp.min_rtt.as_ns() / 1000;
-            self.probe_rtt_min_us = self.min_rtt_us;
+            self.min_rtt.us = tp.min_rtt.as_ns() / 1000;
+            self.probe_rtt_min.us = self.min_rtt.us;
         }
-        self.init_pacing_rate_from_rtt(tp);
-        tp.pacing_rate_bps = Some(self.pacing_rate.saturating_mul(8));
+        self.pacing.init_from_rtt(tp, BBR_STARTUP_PACING_GAIN);
+        self.pacing.publish(tp);
         // Start sampling ECN after the first full flight is ACKed.
         self.loss_round_delivered = tp.delivered + 1;
         self.delivered = tp.delivered;
@@ -1116,7 +1089,7 @@ impl CongestionControl for Bbr3 {
     fn cwnd_event(&mut self, tp: &mut CcState, ev: CwndEvent) {
         if ev == CwndEvent::TxStart && tp.app_limited {
             self.idle_restart = true;
-            self.ack_epoch_acked = 0;
+            self.ack_aggr.restart_epoch();
             if self.mode == Mode::ProbeBw {
                 let bw = self.bw();
                 self.set_pacing_rate(tp, bw, BBR_UNIT);

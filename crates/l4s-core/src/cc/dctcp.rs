@@ -18,7 +18,14 @@
 //! AccECN they are exact per packet; with classic ECN the TCP layer reports every packet an ECE
 //! ACK covers as marked, so the accuracy depends on the receiver sending an immediate ACK when
 //! the CE state changes (Linux's `dctcp_ece_ack_update` receiver state machine, which belongs
-//! to the TCP receiver, not to this file). Data is ECT(0) by default, ECT(1) with `ect1`.
+//! to the TCP receiver: [`CongestionControl::dctcp_receiver`] asks for it). Data is ECT(0) by default, ECT(1) with `ect1`.
+//!
+//! Consequence of Linux's integer α, kept on purpose: F enters as ⌊64·CE/delivered⌋ per
+//! window, and once α < 16 `min_not_zero` sets α to that F alone, so a flow whose per-window
+//! marked fraction stays below 1/64 has α = 0 and `cwnd·α >> 11` = 0: it enters CWR on every
+//! mark but does not cut. Behind DualPI2's coupled marking (p_CL of a few %) DCTCP therefore
+//! reacts mostly to step marks; this is Linux's behaviour (mainline and the L4S team's tree
+//! alike), the reason Prague moved to a 20/24-bit α, and not a defect of the ECE→CWR path.
 
 use super::{reno::Reno, AckSample, CaState, CcState, CongestionControl, CwndEvent, EcnMode};
 use crate::packet::Ecn;
@@ -106,6 +113,10 @@ impl CongestionControl for Dctcp {
     }
     /// Linux dctcp carries `TCP_CONG_NEEDS_ECN`: retransmissions stay ECN-capable.
     fn needs_ecn(&self) -> bool {
+        true
+    }
+    /// The peer runs DCTCP too: its receiver is `dctcp_ece_ack_update`.
+    fn dctcp_receiver(&self) -> bool {
         true
     }
     fn data_ecn(&self, negotiated: EcnMode) -> Ecn {
@@ -200,6 +211,38 @@ mod tests {
         let mut cc = Dctcp::default();
         let d = Driver::new(&mut cc, EcnMode::Classic, rtt);
         (cc, d)
+    }
+
+    #[test]
+    fn sparse_marks_collapse_alpha_and_the_cut_to_zero() {
+        // 2 CE in a 200-packet window (1 %): dctcp_update_alpha adds (2 << 6)/200 = 0, and
+        // once α < 16, min_not_zero subtracts all of it. From α = 1024 the decay α −= α>>4
+        // reaches 15 then 0; dctcp_ssthresh then cuts cwnd·0 >> 11 = 0 packets.
+        let rtt = Nanos::from_ms(10);
+        let (mut cc, mut d) = started(rtt);
+        cc.next_seq = 200 * 1448;
+        let mut exact: u32 = 1024;
+        for _ in 0..120 {
+            for i in 0..200u32 {
+                d.tp.snd_una += 1448;
+                d.tp.snd_nxt = d.tp.snd_una + 200 * 1448;
+                let ce = (i % 100 == 0) as u32;
+                let ack = AckSample {
+                    acked_pkts: 1,
+                    ce_delta_pkts: ce,
+                    ece: ce > 0,
+                    ..Default::default()
+                };
+                cc.in_ack_event(&mut d.tp, &ack);
+            }
+            let dec = exact >> 4;
+            exact -= if dec == 0 { exact } else { dec };
+            exact += (2 << 6) / 200;
+            assert_eq!(cc.alpha_fixed(), exact);
+        }
+        assert_eq!(cc.alpha_fixed(), 0);
+        d.tp.snd_cwnd = 200;
+        assert_eq!(cc.ssthresh(&mut d.tp), 200, "no cut at α = 0");
     }
 
     #[test]

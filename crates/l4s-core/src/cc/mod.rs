@@ -3,6 +3,7 @@
 
 pub mod bbr;
 pub mod bbr3;
+pub mod bbr_common;
 pub mod cubic;
 pub mod dctcp;
 pub mod prague;
@@ -29,22 +30,33 @@ pub enum EcnMode {
 /// Linux `enum tcp_ca_state`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
 pub enum CaState {
+    /// No loss or congestion signal outstanding (`TCP_CA_Open`).
     #[default]
     Open,
+    /// SACKs or dupACKs seen, no loss declared yet (`TCP_CA_Disorder`).
     Disorder,
+    /// Window reduced for an ECN signal (`TCP_CA_CWR`).
     Cwr,
+    /// Fast recovery after a loss (`TCP_CA_Recovery`).
     Recovery,
+    /// Retransmission timeout: slow start from one packet (`TCP_CA_Loss`).
     Loss,
 }
 
 /// Linux `enum tcp_ca_event`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum CwndEvent {
+    /// First transmission after idle (`CA_EVENT_TX_START`).
     TxStart,
+    /// cwnd restarted after idle (`CA_EVENT_CWND_RESTART`).
     CwndRestart,
+    /// End of a CWR episode (`CA_EVENT_COMPLETE_CWR`).
     CompleteCwr,
+    /// RTO fired (`CA_EVENT_LOSS`).
     Loss,
+    /// A packet arrived without CE after CE ones (`CA_EVENT_ECN_NO_CE`).
     EcnNoCe,
+    /// A CE packet arrived after non-CE ones (`CA_EVENT_ECN_IS_CE`).
     EcnIsCe,
 }
 
@@ -82,6 +94,7 @@ pub struct CcState {
     pub internal_pacing: bool,
     /// No data waits to be sent for the first time (`tcp_write_queue_empty`).
     pub write_queue_empty: bool,
+    /// Loss-recovery state (`inet_csk(sk)->icsk_ca_state`).
     pub ca_state: CaState,
     /// What the handshake negotiated.
     pub ecn: EcnMode,
@@ -91,6 +104,7 @@ pub struct CcState {
     pub app_limited: bool,
     /// Bytes sent but not yet acknowledged start here (`tp->snd_una`), next new byte (`tp->snd_nxt`).
     pub snd_una: u64,
+    /// Next new byte to send (`tp->snd_nxt`).
     pub snd_nxt: u64,
 }
 
@@ -138,9 +152,11 @@ impl CcState {
 /// feedback the TCP layer decoded (classic ECE or the AccECN ACE delta).
 #[derive(Clone, Debug, Default)]
 pub struct AckSample {
+    /// When the ACK arrived.
     pub now: Nanos,
     /// Packets newly acknowledged (cumulatively or by SACK) by this ACK.
     pub acked_pkts: u32,
+    /// Payload bytes newly acknowledged by this ACK.
     pub acked_bytes: u64,
     /// RTT sample from this ACK, if it gave one (Karn's rule applied).
     pub rtt: Option<Nanos>,
@@ -189,6 +205,14 @@ pub trait CongestionControl: Send {
         false
     }
 
+    /// The receiving end runs this CC's classic-ECN receiver (Linux: the peer socket has the
+    /// same CC, and DCTCP's `cwnd_event` handles `CA_EVENT_ECN_IS_CE`/`NO_CE` with
+    /// `dctcp_ece_ack_update`: ECE mirrors the CE state packet by packet, with an immediate
+    /// ACK on each change). Sets [`crate::tcp::TcpConfig::dctcp_ece`] on the receiver.
+    fn dctcp_receiver(&self) -> bool {
+        false
+    }
+
     /// True when the CC reacts to CE feedback itself (Prague, BBRv3); the TCP sender then does
     /// not enter CWR on ECE. False: ECE makes the sender call `ssthresh` and enter CWR once per
     /// window, as `tcp_enter_cwr()` does (Reno, Cubic, DCTCP).
@@ -196,6 +220,7 @@ pub trait CongestionControl: Send {
         false
     }
 
+    /// Set up at connection start (`ca_ops->init`).
     fn init(&mut self, _tp: &mut CcState) {}
 
     /// New slow-start threshold on a congestion event (`ca_ops->ssthresh`).
@@ -208,6 +233,7 @@ pub trait CongestionControl: Send {
     /// when `has_cong_control()` (BBR, Prague).
     fn cong_control(&mut self, _tp: &mut CcState, _ack: &AckSample) {}
 
+    /// The CC implements `cong_control` (Linux: `ca_ops->cong_control` is set).
     fn has_cong_control(&self) -> bool {
         false
     }

@@ -20,8 +20,7 @@
 //!   the snd_nxt at entry is ACKed — and, once RTT-independent, at most once per `rtt_target`:
 //!   frac_cwnd −= α·frac_cwnd/2 (rounded unbiased).
 //! - Additive increase per non-CE ACKed packet (also during CWR, not in loss recovery, only
-//!   when `tcp_is_cwnd_limited` or, as 0.6 does for a sender that paces by itself, while
-//!   unsent data waits: see `may_raise_cwnd`): max(acked, round(acked·ai_ack_increase/frac_cwnd)·MTU_SYS/mtu) in
+//!   when `tcp_is_cwnd_limited`): max(acked, round(acked·ai_ack_increase/frac_cwnd)·MTU_SYS/mtu) in
 //!   2^-20 packets (0.7 scales by 1500/mtu; 0.6 divided by ceil(frac_cwnd) without it). RTT
 //!   independence (`prague_rtt_scaling`, default `RTT_CONTROL_RATE` = [`RttScaling::Rate`]):
 //!   ai_ack_increase = 2^20·(srtt/rtt_target)² when srtt < rtt_target, so every flow below the
@@ -50,7 +49,7 @@
 //!   into it once the window is ≤ 4·1500 bytes after the first CE) with its ±3% pacing
 //!   offsets, the packet-size reduction at tiny windows (`prague_valid_mtu`), `hsrtt`; the TSO
 //!   burst sizing (`max_tso_burst`). 0.6's classic-ECN AQM detection (off by default) is not
-//!   modelled either. `mtu` = mss + 40 header bytes. Undo in 0.7 goes through the pacing rate
+//!   modelled either. `mtu` = mss + 52 header bytes (with timestamps). Undo in 0.7 goes through the pacing rate
 //!   (`rate_bytes`·hsrtt/mtu); here it keeps the larger frac_cwnd as 0.6 does.
 
 use super::{
@@ -71,8 +70,9 @@ pub const RTT_UNIT: u32 = 7;
 /// `DEFAULT_RTT_TRANSITION`: rounds after slow start before RTT independence starts
 /// (4 in 0.7; 0.6 used 500).
 pub const DEFAULT_RTT_TRANSITION: u32 = 4;
-/// IPv4 + TCP header bytes added to the MSS for the pacing rate (`tcp_mss_to_mtu`).
-pub const HEADER_BYTES: u32 = 40;
+/// IPv4 + TCP header bytes added to the MSS for the pacing rate (`tcp_mss_to_mtu`: 20 + 20 +
+/// the 12-byte timestamp option Linux negotiates by default, so mss 1448 ↔ mtu 1500).
+pub const HEADER_BYTES: u32 = crate::tcp::TCP_IP_HEADER_BYTES;
 const MAX_SCALED_RTT_US: u64 = 100_000;
 /// `MTU_SYS`: the additive increase is scaled by MTU_SYS/mtu so that flows with smaller
 /// packets gain the same bytes per RTT.
@@ -369,15 +369,13 @@ impl Prague {
         ceil.clamp(MIN_CWND as u64, tp.snd_cwnd_clamp.max(MIN_CWND) as u64) as u32
     }
 
-    /// May the window grow on this ACK: `tcp_is_cwnd_limited`, or (0.6's bypass, kept
-    /// here) the sender paces by itself and unsent data waits. Prague paces at
-    /// floor(frac_cwnd)·mtu/srtt while snd_cwnd = ceil(frac_cwnd), so an internally paced
-    /// sender never fills snd_cwnd: its pacer sends before the window test, the send-time
-    /// cwnd-limited flag stays false, and without the bypass the additive increase would stop
-    /// for good after the first reduction. (Linux 0.7 relies on the fq qdisc doing the pacing:
-    /// then the packets fq holds count as in flight and the window does fill.)
+    /// May the window grow on this ACK: `tcp_is_cwnd_limited` only, as both 0.6 and 0.7 do
+    /// (`if (acked <= 0 || ca->in_loss || !tcp_is_cwnd_limited(sk)) goto adjust;`). The sender
+    /// paces by payload bytes (`tcp_update_skb_after_send` spaces by `skb->len`) while this
+    /// rate counts mtu bytes per packet, so the pacer runs mtu/mss above floor(frac_cwnd)/srtt
+    /// and the window fills.
     fn may_raise_cwnd(tp: &CcState) -> bool {
-        tp.is_cwnd_limited() || (tp.internal_pacing && !tp.write_queue_empty)
+        tp.is_cwnd_limited()
     }
 
     /// `prague_update_cwnd`.
@@ -722,17 +720,17 @@ mod tests {
     }
 
     #[test]
-    fn additive_increase_continues_when_the_own_pacer_is_the_limit() {
-        // Regression: Prague paces at floor(frac_cwnd)/srtt while snd_cwnd = ceil(frac_cwnd),
-        // so an internally paced sender never fills snd_cwnd and tcp_is_cwnd_limited stays
-        // false; gating on it alone froze frac_cwnd for good after the first reduction.
-        // cwnd 20, ssthresh 10 (congestion avoidance), round 0 (< 4: ai_ack_increase =
-        // 2^20). One unmarked ACK of one packet adds
-        //   round(1·2^20·2^20 / (20·2^20)) = round(52428.8) = 52429, ×1500/1488 (mtu =
-        //   1448 + 40) = floor(52851.61) = 52851 units of 2^-20 packets,
-        // so frac_cwnd = 20·2^20 + 52851 = 21024371 and snd_cwnd steps to ceil = 21.
+    fn additive_increase_needs_tcp_is_cwnd_limited() {
+        // prague_update_cwnd (0.6 and 0.7): `if (acked <= 0 || ca->in_loss ||
+        // !tcp_is_cwnd_limited(sk)) goto adjust;` and nothing else. cwnd 20, ssthresh 10
+        // (congestion avoidance), round 0 (< 4: ai_ack_increase = 2^20). One unmarked ACK of
+        // one packet adds round(1·2^20·2^20 / (20·2^20)) = round(52428.8) = 52429, ×1500/1500
+        // (MTU_SYS/mtu, mtu = 1448 + 52) = 52429 units of 2^-20 packets, so frac_cwnd =
+        // 20·2^20 + 52429 = 21023949 and snd_cwnd steps to ceil = 21.
+        // (An earlier version also grew while the sender paced itself with data waiting;
+        // Linux has no such escape, and with the pacer spacing by payload it is not needed.)
         let rtt = Nanos::from_ms(20);
-        let grown = 21_024_371.0 / ONE_CWND as f64;
+        let grown = 21_023_949.0 / ONE_CWND as f64;
         let run = |cwnd_limited: bool, internal_pacing: bool, write_queue_empty: bool| {
             let (mut cc, mut d) = accecn(PragueParams::default(), rtt, 20, 10);
             d.tp.is_cwnd_limited = cwnd_limited;
@@ -742,13 +740,12 @@ mod tests {
             d.ack(&mut cc, 1, 0, rtt);
             (cc.cwnd_precise(&d.tp), d.tp.snd_cwnd)
         };
-        // Paced by the sender itself with data waiting, window never filled: grows.
-        assert_eq!(run(false, true, false), (grown, 21));
-        // Window filled (tcp_cwnd_validate recorded it): grows by the same amount.
+        // Window filled (tcp_cwnd_validate recorded it): grows, paced or not.
         assert_eq!(run(true, false, true), (grown, 21));
-        // Paced below TCP (fq), window not filled: not cwnd-limited, no growth.
+        assert_eq!(run(true, true, false), (grown, 21));
+        // Window not filled: no growth, whether the own pacer or the application held it.
+        assert_eq!(run(false, true, false), (20.0, 20));
         assert_eq!(run(false, false, false), (20.0, 20));
-        // Application-limited (nothing unsent), window not filled: no growth.
         assert_eq!(run(false, true, true), (20.0, 20));
     }
 
@@ -811,11 +808,11 @@ mod tests {
         d.ack(&mut cc, 1, 1, rtt);
         assert_eq!(d.tp.snd_cwnd, 2);
         assert_eq!(cc.cwnd_precise(&d.tp), 1.5);
-        // One unmarked ACK: increase = round(2^20·2^20/1572864) = 699051, ×1500/1488
-        // (MTU_SYS/mtu) = 704688 → frac = 1572864 + 704688 = 2277552 (2.172 packets),
+        // One unmarked ACK: increase = round(2^20·2^20/1572864) = 699051, ×1500/1500
+        // (MTU_SYS/mtu) = 699051 → frac = 1572864 + 699051 = 2271915 (2.167 packets),
         // ceil = 3: snd_cwnd steps up to 3.
         d.ack(&mut cc, 1, 0, rtt);
-        assert_eq!(cc.frac_cwnd, 2_277_552);
+        assert_eq!(cc.frac_cwnd, 2_271_915);
         assert_eq!(d.tp.snd_cwnd, 3);
     }
 
@@ -944,22 +941,22 @@ mod tests {
         d.tp.packets_in_flight = 100;
         d.tp.snd_ssthresh = 1000;
         cc.update_pacing_rate(&mut d.tp);
-        // mtu = 1448 + 40 = 1488 B; 1488·8·100/0.010 s = 119.04 Mb/s, ×2 as 100 < 1000/2.
-        assert_eq!(d.tp.pacing_rate_bps, Some(238_080_000));
+        // mtu = 1448 + 52 = 1500 B; 1500·8·100/0.010 s = 120 Mb/s, ×2 as 100 < 1000/2.
+        assert_eq!(d.tp.pacing_rate_bps, Some(240_000_000));
         d.tp.snd_ssthresh = 150; // 100 ≥ 75: no doubling
         cc.update_pacing_rate(&mut d.tp);
-        assert_eq!(d.tp.pacing_rate_bps, Some(119_040_000));
+        assert_eq!(d.tp.pacing_rate_bps, Some(120_000_000));
         d.tp.packets_in_flight = 120; // max(cwnd, in_flight)
         cc.update_pacing_rate(&mut d.tp);
-        assert_eq!(d.tp.pacing_rate_bps, Some(142_848_000));
+        assert_eq!(d.tp.pacing_rate_bps, Some(144_000_000));
         // The window term is floor(frac_cwnd): 100.5 packets (snd_cwnd 101) pace as 100.
         let mut cc = cc;
         cc.frac_cwnd = 100 * ONE_CWND + ONE_CWND / 2;
         d.tp.snd_cwnd = 101;
         d.tp.packets_in_flight = 0;
         cc.update_pacing_rate(&mut d.tp);
-        assert_eq!(d.tp.pacing_rate_bps, Some(119_040_000));
-        // MINIMUM_RATE: 1 packet per 1000 s would be 1.488 B/s; the floor is 12500 B/s.
+        assert_eq!(d.tp.pacing_rate_bps, Some(120_000_000));
+        // MINIMUM_RATE: 1 packet per 1000 s would be 1.5 B/s; the floor is 12500 B/s.
         cc.frac_cwnd = ONE_CWND;
         d.tp.srtt = Nanos::from_secs(1000);
         cc.update_pacing_rate(&mut d.tp);

@@ -3,6 +3,7 @@
 
 use super::{tcp_cong_avoid_ai, tcp_slow_start, AckSample, CcState, CongestionControl, EcnMode};
 
+/// TCP Reno: slow start, +1 packet per RTT, halve on loss or ECE.
 #[derive(Clone, Debug, Default)]
 pub struct Reno {
     /// Ask for classic ECN in the handshake (Linux `net.ipv4.tcp_ecn = 1`).
@@ -10,6 +11,7 @@ pub struct Reno {
 }
 
 impl Reno {
+    /// Reno that asks for classic ECN (`ecn`) or not.
     pub fn with_ecn(ecn: bool) -> Self {
         Reno { ecn }
     }

@@ -37,7 +37,8 @@
 //! Retransmissions are Not-ECT with classic ECN (RFC 3168 §6.1.5) unless the CC needs ECN
 //! (`CongestionControl::needs_ecn`, Linux TCP_CONG_NEEDS_ECN: DCTCP), and carry the
 //! data codepoint with AccECN. SYN retransmissions fall back from ECN as Linux does.
-//! Pacing: each packet leaves no earlier than `tcp_wstamp_ns`, advanced by len/rate.
+//! Pacing: each packet leaves no earlier than `tcp_wstamp_ns`, advanced by len/rate with len
+//! the payload (`skb->len` in `tcp_update_skb_after_send`), from the 10th data segment on.
 //! Not modelled: undo of spurious recoveries (DSACK, F-RTO), RACK beyond the probe rule,
 //! cwnd restart after idle (CwndRestart is never raised), TSO/GSO.
 
@@ -471,7 +472,7 @@ impl TcpSender {
     fn on_data_sent(
         &mut self,
         idx: usize,
-        pkt_bytes: u32,
+        payload_bytes: u32,
         now: Nanos,
         idle: bool,
         no_flight: bool,
@@ -499,17 +500,19 @@ impl TcpSender {
         if self.rto_deadline.is_none() {
             self.rto_deadline = Some(now + self.rtt.rto());
         }
-        if let Some(rate) = self.pacing_rate() {
-            // tcp_update_skb_after_send: wstamp = max(wstamp, now) + len_ns, with credit
-            // for lateness of at most half the packet time.
-            let prior = self.wstamp;
-            let start = self.wstamp.max(now);
-            let len_ns = ((pkt_bytes as u128 * 8 * 1_000_000_000) / rate as u128) as u64;
-            let credit = start.0 - prior.0.min(start.0);
+        // __tcp_transmit_skb / tcp_update_skb_after_send: every transmission moves
+        // tcp_wstamp_ns up to now; from the 10th data segment on (`tp->data_segs_out >= 10`,
+        // this one counted) it also advances by len/rate, with a credit for lateness of at
+        // most half the packet time. len is `skb->len` of the write-queue skb: the payload,
+        // without the TCP/IP headers (they are pushed on the transmitted clone), so the pacer
+        // runs (payload + headers)/payload faster than a rate computed on wire bytes.
+        let prior = self.wstamp;
+        self.wstamp = self.wstamp.max(now);
+        if let (Some(rate), true) = (self.pacing_rate(), self.sent_pkts >= 10) {
+            let len_ns = ((payload_bytes as u128 * 8 * 1_000_000_000) / rate as u128) as u64;
+            let credit = self.wstamp.0 - prior.0.min(self.wstamp.0);
             let len_ns = len_ns - (len_ns / 2).min(credit);
-            self.wstamp = Nanos(start.0 + len_ns);
-        } else {
-            self.wstamp = now;
+            self.wstamp = Nanos(self.wstamp.0 + len_ns);
         }
     }
 
@@ -547,7 +550,7 @@ impl TcpSender {
             EcnMode::None => ecn = Ecn::NotEct,
         }
         let bytes = len + TCP_IP_HEADER_BYTES;
-        self.on_data_sent(idx, bytes, now, idle, no_flight);
+        self.on_data_sent(idx, len, now, idle, no_flight);
         Packet {
             id: self.new_id(),
             flow: self.flow,

@@ -1480,10 +1480,14 @@ fn sender_marks_itself_app_limited_when_the_window_has_room() {
 }
 
 #[test]
-fn pacing_spaces_departures_by_bytes_over_rate() {
-    // 12 Mb/s: a 1500-byte packet every 1 ms. Linux `tcp_update_skb_after_send` gives the
-    // first packet after idle a credit of half its time (the clock was behind by more than
-    // that), so departures are 100, 100.5, 101.5, 102.5, ... ms.
+fn pacing_spaces_departures_by_payload_over_rate() {
+    // Linux `tcp_update_skb_after_send`: no pacing until `tp->data_segs_out` reaches 10;
+    // then wstamp = max(wstamp, now) + skb->len/rate, with skb->len the payload (1448 B, not
+    // the 1500 B on the wire) and a credit of at most half a packet time when the clock was
+    // behind. 12 Mb/s: len_ns = 1448·8·1e9/12e6 = 965333 ns (a wire-byte pacer: 1 ms).
+    // IW10 leaves at 100 ms (the 10th is paced but finds wstamp = now: no credit); the ACKs
+    // at 200 ms open the window for the other 10: the first gets half its time as credit for
+    // the 99 ms the clock was behind, the rest leave every 965333 ns.
     let log = Arc::new(Mutex::new(Log::default()));
     let cc = Probe {
         inner: Reno::default(),
@@ -1491,14 +1495,20 @@ fn pacing_spaces_departures_by_bytes_over_rate() {
         pacing_bps: Some(12_000_000),
         handles_ecn: false,
     };
-    let mut s = TcpSender::new(0, sized(10 * MSS), Box::new(cc));
+    let mut s = TcpSender::new(0, sized(20 * MSS), Box::new(cc));
     let mut r = TcpReceiver::new(0, &TcpConfig::default());
     let mut pipe = Pipe::new(Nanos::from_ms(50));
     pipe.run(&mut s, &mut r, Nanos::from_secs(5), |_, _| {});
-    let t: Vec<u64> = pipe.data().map(|d| d.t.as_ns() / 1000).collect();
-    let mut want = vec![100_000u64];
-    for k in 0..9u64 {
-        want.push(100_500 + 1000 * k);
+    let t: Vec<u64> = pipe.data().map(|d| d.t.as_ns()).collect();
+    let len_ns = 1448 * 8 * 1_000_000_000u64 / 12_000_000;
+    assert_eq!(len_ns, 965_333);
+    let mut want = vec![100_000_000u64; 10];
+    let mut next = 200_000_000u64;
+    want.push(next);
+    next += len_ns - len_ns / 2;
+    for _ in 0..9 {
+        want.push(next);
+        next += len_ns;
     }
     assert_eq!(t, want);
     assert_eq!(s.stats().pacing_bps, 12_000_000);
@@ -1950,4 +1960,136 @@ fn every_cc_fills_a_bottleneck_through_the_tcp_model() {
             assert_eq!(drops, 0, "{}", c.cc);
         }
     }
+}
+
+// ----- DCTCP's response to one CE mark, per ECN feedback mode ---------------------------------
+
+/// One CE mark on data segment `K`; returns (α in 1/1024 when CWR was entered, cwnd before,
+/// ssthresh set, cwnd when CWR ended, time from the marked segment's departure to the CWR
+/// entry, srtt then).
+fn dctcp_one_mark(ecn: EcnMode, ect1: bool) -> (u32, u32, u32, u32, Nanos, Nanos) {
+    const K: u64 = 300;
+    let cc = Box::new(crate::cc::dctcp::Dctcp::new(ecn == EcnMode::AccEcn, ect1));
+    let cfg = TcpConfig {
+        ecn: Some(ecn),
+        ..sized(2000 * MSS)
+    };
+    // The receiver runs DCTCP as well (its classic-ECN feedback is dctcp_ece_ack_update).
+    let rcfg = TcpConfig {
+        ecn: None,
+        dctcp_ece: true,
+        ..Default::default()
+    };
+    let mut s = TcpSender::new(0, cfg, cc);
+    let mut r = TcpReceiver::new(0, &rcfg);
+    let mut marked = false;
+    let mut pipe = Pipe::new(Nanos::from_ms(10))
+        .bottleneck(Rate::from_bps(100_000_000), 10_000)
+        .fwd(move |p, _| {
+            let h = p.tcp().expect("tcp");
+            if h.payload_bytes > 0 && h.seq == seq_of(K) && !marked {
+                marked = true;
+                p.ecn = Ecn::Ce;
+            }
+            true
+        });
+    let mut prev = (CaState::Open, 0u32);
+    let mut entry: Option<(Nanos, u32, u32, u32, Nanos)> = None;
+    let mut exit_cwnd = None;
+    pipe.run(&mut s, &mut r, Nanos::from_secs(5), |now, s| {
+        let st = s.ca_state();
+        let tp = s.cc_state();
+        if entry.is_none() && st == CaState::Cwr && prev.0 != CaState::Cwr {
+            let alpha = (s.stats().alpha * 1024.0).round() as u32;
+            entry = Some((now, alpha, prev.1, tp.snd_ssthresh, tp.srtt));
+        }
+        if entry.is_some() && exit_cwnd.is_none() && prev.0 == CaState::Cwr && st != CaState::Cwr {
+            exit_cwnd = Some(tp.snd_cwnd);
+        }
+        prev = (st, tp.snd_cwnd);
+    });
+    let (t_cwr, alpha, before, ssthresh, srtt) = entry.expect("CWR entered");
+    let t_mark = pipe
+        .data()
+        .find(|d| d.h().seq == seq_of(K))
+        .expect("marked segment sent")
+        .t;
+    (
+        alpha,
+        before,
+        ssthresh,
+        exit_cwnd.expect("CWR ended"),
+        t_cwr - t_mark,
+        srtt,
+    )
+}
+
+/// Linux: one CE is fed back on the next ACK (an immediate ACK on the CE change, Linux
+/// `tcp_ecn_check_ce` / `dctcp_ece_ack_update`, or the AccECN ACE delta of
+/// `tcp_accecn_process`), `tcp_try_to_open` enters CWR at once with
+/// ssthresh = `dctcp_ssthresh` = max(cwnd − (cwnd·α >> 11), 2), and PRR brings cwnd down to it
+/// when CWR ends (`tcp_end_cwnd_reduction`). So the cut is α/2 of the window, decided within
+/// one RTT of the marked segment's departure, whatever the feedback mode.
+#[test]
+fn dctcp_cuts_within_one_rtt_of_a_ce_by_alpha_over_two() {
+    for (name, ecn, ect1) in [
+        ("accecn", EcnMode::AccEcn, false),
+        ("l4s", EcnMode::AccEcn, true),
+        ("classic", EcnMode::Classic, false),
+    ] {
+        let (alpha, before, ssthresh, exit, lag, srtt) = dctcp_one_mark(ecn, ect1);
+        // α starts at 1024 and decays by α >> 4 per round of slow start without marks:
+        // after a few rounds it is well inside (0, 1024), so the cut is a real fraction.
+        assert!(alpha > 100 && alpha < 1024, "{name}: alpha {alpha}");
+        let expect = (before - ((before as u64 * alpha as u64) >> 11) as u32).max(2);
+        assert_eq!(ssthresh, expect, "{name}: cwnd {before}, alpha {alpha}");
+        assert!(ssthresh < before, "{name}: a real cut");
+        assert_eq!(exit, ssthresh, "{name}: PRR ends at ssthresh");
+        assert!(
+            lag <= srtt + Nanos::from_ms(1),
+            "{name}: CWR {lag} after the mark, srtt {srtt}"
+        );
+    }
+}
+
+// ----- Prague under its own pacer ---------------------------------------------------------------
+
+/// Prague paces at max(floor(frac_cwnd), in_flight)·mtu/srtt with mtu = mss + 52 (Linux
+/// `prague_update_pacing_rate`, `tcp_mss_to_mtu` with timestamps), and the sender spaces
+/// packets by the payload (`tcp_update_skb_after_send`), i.e. at floor(frac)·(1500/1448)
+/// packets per srtt: 3.6 % above the window. Once floor(frac) ≥ 1/0.036 = 28 packets that is
+/// more than ceil(frac) = snd_cwnd per RTT, so in-flight reaches snd_cwnd every round,
+/// `tcp_cwnd_validate` records the window as used, and the additive increase (gated on
+/// `tcp_is_cwnd_limited` alone) keeps running. 50 Mb/s × 20 ms ≈ 83 packets.
+#[test]
+fn prague_stays_cwnd_limited_under_its_own_pacer() {
+    let cc = crate::cc::by_name("prague").expect("prague");
+    let mut s = TcpSender::new(0, TcpConfig::default(), cc);
+    let mut r = TcpReceiver::new(0, &TcpConfig::default());
+    let mut pipe = Pipe::new(Nanos::from_ms(10)).bottleneck(Rate::from_mbps(50), 1000);
+    pipe.mark_k = Some(5);
+    let (mut probes, mut limited, mut at_2s) = (0u64, 0u64, 0u64);
+    let mut max_gap = Nanos::ZERO;
+    let mut last_limited = Nanos::ZERO;
+    pipe.run(&mut s, &mut r, Nanos::from_secs(12), |now, s| {
+        if now <= Nanos::from_secs(2) {
+            at_2s = s.stats().delivered_bytes;
+            last_limited = now;
+            return;
+        }
+        probes += 1;
+        if s.cc_state().is_cwnd_limited() {
+            limited += 1;
+            max_gap = max_gap.max(now - last_limited);
+            last_limited = now;
+        }
+    });
+    let goodput = (s.stats().delivered_bytes - at_2s) as f64 * 8.0 / 10.0;
+    let share = limited as f64 / probes as f64;
+    // The window is found used in most events, and never unused for long: a frozen window
+    // (the failure this guards against) would leave it unused for the rest of the run.
+    assert!(share > 0.5, "cwnd-limited in {share:.3} of events");
+    assert!(max_gap < Nanos::from_ms(200), "window unused for {max_gap}");
+    // Payload capacity 50·1448/1500 = 48.27 Mb/s.
+    assert!(goodput > 0.95 * 48.27e6, "goodput {goodput}");
 }

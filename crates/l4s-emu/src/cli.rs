@@ -1,0 +1,342 @@
+//! Command line of `l4s-emu` (Mahimahi-style flags over an optional scenario file).
+//! Flags set the same scenario keys a file would (`--rate` is `link.rate`, `--aqm-arg k=v` is
+//! `aqm.k`), so both go through one validation.
+
+use crate::error::EmuError;
+use l4s_core::{parse_duration, parse_rate, Nanos};
+use serde_json::{Map, Value};
+use std::path::PathBuf;
+
+/// Usage text (printed by --help and after a flag error).
+pub const USAGE: &str = "\
+usage: l4s-emu [SCENARIO.toml] [options] [-- COMMAND [ARGS...]]
+  Runs COMMAND (default: $SHELL) in a network namespace whose only way out is an emulated
+  bottleneck driven by the same l4s-core AQM and link objects as the simulator.
+options:
+  --rate RATE            link rate both ways, e.g. 50mbit            (link.rate)
+  --trace FILE           Mahimahi trace both ways                      (link.trace)
+  --uplink-trace FILE    trace for client -> server only               (emulator.uplink.trace)
+  --downlink-trace FILE  trace for server -> client only               (emulator.downlink.trace)
+  --delay TIME           one-way delay in each direction, e.g. 20ms    (emulator.delay)
+  --loss P               i.i.d. loss probability in each direction     (link.loss)
+  --aqm KIND             fifo | fifo_ecn | codel | pie | fq_codel | dualpi2   (aqm.kind)
+  --aqm-arg KEY=VALUE    an [aqm] key, repeatable, e.g. step_thresh=5ms
+  --uplink-log FILE      Mahimahi-format log of the uplink (not in this version: refused)
+  --downlink-log FILE    Mahimahi-format log of the downlink (not in this version: refused)
+  --server CMD           run CMD (through sh -c) on the server side (two-namespace mode)
+  --host                 host mode: COMMAND reaches the host and beyond through the link
+  --seed N               random seed (seed)
+  -o, --output DIR       write results here (must not exist or be empty)
+  --quiet                no live view
+  --no-realtime          do not ask for SCHED_FIFO (default: asked for, used when permitted)
+  --spin TIME            spin this long before each deadline instead of sleeping (default 80us)
+  -h, --help             this text";
+
+/// Parsed command line.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// The scenario file, if one was given.
+    pub scenario: Option<PathBuf>,
+    /// Scenario document (file contents with the flags applied): link, aqm, emulator, seed.
+    pub doc: Map<String, Value>,
+    /// Server-side command (run through `sh -c`).
+    pub server: Option<String>,
+    /// Host mode instead of two-namespace mode.
+    pub host: bool,
+    /// Client command argv.
+    pub command: Vec<String>,
+    /// Output directory.
+    pub output: Option<PathBuf>,
+    /// No live view.
+    pub quiet: bool,
+    /// Spin window before deadlines.
+    pub spin: Option<Nanos>,
+    /// Do not ask for real-time scheduling.
+    pub no_realtime: bool,
+    /// Write one JSON line of live statistics per tick to this descriptor (the dashboard).
+    pub stats_fd: Option<i32>,
+    /// --help was given.
+    pub help: bool,
+}
+
+fn bad(flag: &str, msg: impl std::fmt::Display) -> EmuError {
+    EmuError::Config(format!("{flag}: {msg}"))
+}
+
+fn table<'a>(doc: &'a mut Map<String, Value>, key: &str) -> &'a mut Map<String, Value> {
+    let v = doc
+        .entry(key.to_string())
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !v.is_object() {
+        *v = Value::Object(Map::new());
+    }
+    match v {
+        Value::Object(m) => m,
+        _ => unreachable!("replaced by an object above"),
+    }
+}
+
+/// Read a TOML (or JSON) scenario file into a JSON object.
+pub fn read_scenario(path: &std::path::Path) -> Result<Map<String, Value>, EmuError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| EmuError::Config(format!("scenario {}: {e}", path.display())))?;
+    let v: Value = if path.extension().is_some_and(|e| e == "json") {
+        serde_json::from_str(&text)
+            .map_err(|e| EmuError::Config(format!("scenario {}: {e}", path.display())))?
+    } else {
+        toml::from_str(&text)
+            .map_err(|e| EmuError::Config(format!("scenario {}: {e}", path.display())))?
+    };
+    match v {
+        Value::Object(m) => Ok(m),
+        _ => Err(EmuError::Config(format!(
+            "scenario {}: a scenario is a table",
+            path.display()
+        ))),
+    }
+}
+
+/// Parse argv (without the program name).
+pub fn parse(args: &[String]) -> Result<Options, EmuError> {
+    let mut o = Options::default();
+    let mut flags: Vec<(String, String)> = Vec::new();
+    let mut i = 0;
+    let need = |i: usize, flag: &str| -> Result<String, EmuError> {
+        args.get(i + 1)
+            .cloned()
+            .ok_or_else(|| bad(flag, "needs a value"))
+    };
+    while i < args.len() {
+        let a = args[i].as_str();
+        // `--flag=value` is the same as `--flag value`.
+        let (flag, inline) = match a.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
+            _ => (a, None),
+        };
+        let takes_value = matches!(
+            flag,
+            "--rate"
+                | "--trace"
+                | "--uplink-trace"
+                | "--downlink-trace"
+                | "--delay"
+                | "--loss"
+                | "--aqm"
+                | "--aqm-arg"
+                | "--uplink-log"
+                | "--downlink-log"
+                | "--server"
+                | "--seed"
+                | "-o"
+                | "--output"
+                | "--spin"
+                | "--stats-fd"
+        );
+        let value = if takes_value {
+            match inline {
+                Some(v) => Some(v),
+                None => {
+                    let v = need(i, flag)?;
+                    i += 1;
+                    Some(v)
+                }
+            }
+        } else {
+            None
+        };
+        match flag {
+            "--" => {
+                o.command = args[i + 1..].to_vec();
+                break;
+            }
+            "-h" | "--help" => o.help = true,
+            "--quiet" | "-q" => o.quiet = true,
+            "--host" => o.host = true,
+            "--no-realtime" => o.no_realtime = true,
+            "--server" => o.server = value,
+            "-o" | "--output" => o.output = value.map(PathBuf::from),
+            // Refused rather than silently ignored until the log writer exists.
+            "--uplink-log" | "--downlink-log" => {
+                return Err(bad(
+                    flag,
+                    "Mahimahi-format logs are not written by this version; use -o DIR \
+                     (packets.parquet with output.packets = true) instead",
+                ))
+            }
+            "--stats-fd" => {
+                let v = value.unwrap_or_default();
+                let fd: i32 =
+                    v.parse().ok().filter(|&fd| fd > 2).ok_or_else(|| {
+                        bad("--stats-fd", format!("{v:?}: an open descriptor > 2"))
+                    })?;
+                o.stats_fd = Some(fd);
+            }
+            "--spin" => {
+                let v = value.unwrap_or_default();
+                let d = parse_duration(&v).map_err(|e| bad("--spin", e))?;
+                if d > Nanos::from_ms(10) {
+                    return Err(bad("--spin", format!("{v}: allowed 0..10ms")));
+                }
+                o.spin = Some(d);
+            }
+            f if takes_value => flags.push((f.to_string(), value.unwrap_or_default())),
+            f if f.starts_with('-') => {
+                return Err(bad(f, "unknown option (see l4s-emu --help)"));
+            }
+            f => {
+                if o.scenario.is_some() {
+                    return Err(bad(f, "a second scenario file; put the command after `--`"));
+                }
+                o.scenario = Some(PathBuf::from(f));
+            }
+        }
+        i += 1;
+    }
+    if let Some(p) = &o.scenario {
+        o.doc = read_scenario(p)?;
+    }
+    for (flag, v) in flags {
+        apply_flag(&mut o.doc, &flag, &v)?;
+    }
+    Ok(o)
+}
+
+/// Set the scenario key a flag stands for, checking the value's syntax here so the message
+/// names the flag.
+fn apply_flag(doc: &mut Map<String, Value>, flag: &str, v: &str) -> Result<(), EmuError> {
+    match flag {
+        "--rate" => {
+            parse_rate(v).map_err(|e| bad(flag, e))?;
+            let link = table(doc, "link");
+            link.remove("trace");
+            link.insert("rate".into(), Value::String(v.into()));
+        }
+        "--trace" => {
+            let link = table(doc, "link");
+            link.remove("rate");
+            link.insert("trace".into(), Value::String(abs(v)));
+        }
+        "--uplink-trace" | "--downlink-trace" => {
+            let dir = if flag == "--uplink-trace" {
+                "uplink"
+            } else {
+                "downlink"
+            };
+            let t = table(table(doc, "emulator"), dir);
+            t.insert("trace".into(), Value::String(abs(v)));
+        }
+        "--delay" => {
+            parse_duration(v).map_err(|e| bad(flag, e))?;
+            table(doc, "emulator").insert("delay".into(), Value::String(v.into()));
+        }
+        "--loss" => {
+            let p: f64 = v
+                .parse()
+                .map_err(|_| bad(flag, format!("{v:?}: a probability in [0, 1]")))?;
+            if !(0.0..=1.0).contains(&p) {
+                return Err(bad(flag, format!("{v}: allowed range [0, 1]")));
+            }
+            table(doc, "link").insert("loss".into(), Value::from(p));
+        }
+        "--aqm" => {
+            let aqm = table(doc, "aqm");
+            if aqm.get("kind").and_then(Value::as_str) != Some(v) {
+                // Keys of another AQM kind would be rejected as unknown: start afresh.
+                aqm.clear();
+            }
+            aqm.insert("kind".into(), Value::String(v.into()));
+        }
+        "--aqm-arg" => {
+            let (k, val) = v
+                .split_once('=')
+                .ok_or_else(|| bad(flag, format!("{v:?}: expected KEY=VALUE")))?;
+            table(doc, "aqm").insert(k.trim().into(), scalar(val.trim()));
+        }
+        "--seed" => {
+            let s: u64 = v
+                .parse()
+                .map_err(|_| bad(flag, format!("{v:?}: an integer in [0, 2^64)")))?;
+            doc.insert("seed".into(), Value::from(s));
+        }
+        _ => return Err(bad(flag, "unknown option")),
+    }
+    Ok(())
+}
+
+/// A command-line value as the TOML scalar it would be in a file: number, bool, else string.
+fn scalar(v: &str) -> Value {
+    if let Ok(i) = v.parse::<i64>() {
+        return Value::from(i);
+    }
+    if let Ok(f) = v.parse::<f64>() {
+        if f.is_finite() {
+            return Value::from(f);
+        }
+    }
+    match v {
+        "true" => Value::Bool(true),
+        "false" => Value::Bool(false),
+        _ => Value::String(v.to_string()),
+    }
+}
+
+/// Flag paths are relative to the working directory, file paths to the file: make flags absolute.
+fn abs(p: &str) -> String {
+    std::path::absolute(p)
+        .map(|a| a.display().to_string())
+        .unwrap_or_else(|_| p.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn flags_become_scenario_keys() {
+        let o = parse(&argv(
+            "--rate 50mbit --delay 20ms --aqm dualpi2 --aqm-arg step_thresh=5ms --aqm-arg k=2 -- iperf3 -c x",
+        ))
+        .unwrap();
+        assert_eq!(o.doc["link"]["rate"], "50mbit");
+        assert_eq!(o.doc["emulator"]["delay"], "20ms");
+        assert_eq!(o.doc["aqm"]["kind"], "dualpi2");
+        assert_eq!(o.doc["aqm"]["step_thresh"], "5ms");
+        assert_eq!(o.doc["aqm"]["k"], 2);
+        assert_eq!(o.command, argv("iperf3 -c x"));
+    }
+
+    #[test]
+    fn bad_values_name_the_flag() {
+        let e = parse(&argv("--rate fast")).unwrap_err().to_string();
+        assert!(e.starts_with("--rate:"), "{e}");
+        let e = parse(&argv("--loss 2")).unwrap_err().to_string();
+        assert!(e.contains("--loss") && e.contains("[0, 1]"), "{e}");
+        let e = parse(&argv("--frobnicate")).unwrap_err().to_string();
+        assert!(e.contains("--frobnicate: unknown option"), "{e}");
+        let e = parse(&argv("--delay")).unwrap_err().to_string();
+        assert_eq!(e, "--delay: needs a value");
+    }
+
+    #[test]
+    fn mahimahi_log_flags_are_refused_not_ignored() {
+        let e = parse(&argv("--uplink-log up.log -- true"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("--uplink-log: Mahimahi-format logs are not written"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn command_after_double_dash_keeps_its_flags() {
+        let o = parse(&argv("--quiet -- sh -c --rate")).unwrap();
+        assert!(o.quiet);
+        assert_eq!(o.command, argv("sh -c --rate"));
+        assert!(o.doc.is_empty());
+    }
+}

@@ -1,0 +1,563 @@
+//! The emulation: start the namespace sides, forward packets between their TUN devices through
+//! one path per direction on the wall clock (sleep-then-spin), stop when the client command exits
+//! or a signal arrives, and return the command's exit status.
+
+use crate::cli::Options;
+use crate::clock::{self, Clock};
+use crate::error::EmuError;
+use crate::host;
+use crate::live::DirCounters;
+use crate::ns::{RunAs, Side, SideSpec};
+use crate::output::{self, LatenessUs};
+use crate::path::{Path, PathConfig};
+use crate::record::PathResults;
+use crate::scenario::{self, DirectionTables, EmuScenario};
+use crate::tun::{Tun, MAX_PACKET};
+use l4s_core::Nanos;
+use serde_json::{json, Value};
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::PathBuf;
+
+/// Addresses of the two ends of the emulated link.
+pub const CLIENT_V4: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 1);
+/// Server end (two-namespace mode) or host end (host mode).
+pub const SERVER_V4: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 2);
+/// IPv6 client end.
+pub const CLIENT_V6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0x4c34, 0, 0, 0, 0, 0, 1);
+/// IPv6 server end.
+pub const SERVER_V6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0x4c34, 0, 0, 0, 0, 0, 2);
+
+/// Packets read from one TUN device per loop turn before looking at the other and the clock.
+const READ_BATCH: usize = 64;
+/// The longest the driver blocks when no packet is due (it also checks children then).
+const IDLE_WAIT: Nanos = Nanos(50_000_000);
+/// How long the client waits for the server command to open a socket.
+const SERVER_READY_TIMEOUT: Nanos = Nanos(3_000_000_000);
+
+/// Period of the live statistics lines.
+const STATS_TICK: Nanos = Nanos(250_000_000);
+
+/// The descriptor live statistics go to (non-blocking: a stalled reader loses lines, never
+/// stalls the link).
+struct StatsOut(std::fs::File);
+
+impl StatsOut {
+    fn open(fd: Option<i32>) -> Option<StatsOut> {
+        let fd = fd?;
+        // SAFETY: F_GETFD/F_SETFL on a number the user passed; a closed number fails F_GETFD and
+        // is ignored, an open one is taken over (the caller handed it to us for this purpose).
+        unsafe {
+            if libc::fcntl(fd, libc::F_GETFD) < 0 {
+                return None;
+            }
+            let fl = libc::fcntl(fd, libc::F_GETFL);
+            libc::fcntl(fd, libc::F_SETFL, fl | libc::O_NONBLOCK);
+            libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+            Some(StatsOut(std::fs::File::from_raw_fd(fd)))
+        }
+    }
+    fn line(&mut self, v: &Value) {
+        use std::io::Write;
+        let _ = writeln!(self.0, "{v}");
+    }
+}
+
+/// The type implementing one direction of the link.
+pub type Direction = Path;
+
+/// What one direction did, for the run directory.
+#[derive(Clone, Debug)]
+pub struct DirectionReport {
+    /// "uplink" (client → server) or "downlink".
+    pub name: &'static str,
+    /// The recorder's results (the simulator's columns and summary).
+    pub results: PathResults,
+}
+
+/// Result of one emulation.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// The client command's exit status (128 + signal if it was killed; 128 + signal of the
+    /// emulator if a signal stopped the run).
+    pub exit: i32,
+    /// Wall-clock length of the emulation.
+    pub duration: Nanos,
+    /// Both directions.
+    pub directions: Vec<DirectionReport>,
+    /// The signal that stopped the run, if any.
+    pub signal: Option<i32>,
+    /// Whether the driver ran under SCHED_FIFO.
+    pub realtime: bool,
+    /// CPU time of the emulator process itself (user, system), seconds.
+    pub cpu_s: (f64, f64),
+}
+
+/// User and system CPU time of this process so far (not of its children).
+fn own_cpu_s() -> (f64, f64) {
+    // SAFETY: rusage is plain data; getrusage fills the exclusively borrowed local.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage writes one rusage into the local above.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 * 1e-6;
+    (t(ru.ru_utime), t(ru.ru_stime))
+}
+
+/// The user to run commands as: the invoking user under sudo, else whoever we are.
+fn invoking_user() -> Option<RunAs> {
+    // SAFETY: geteuid takes nothing and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        return None;
+    }
+    let uid = std::env::var("SUDO_UID").ok()?.parse().ok()?;
+    let gid = std::env::var("SUDO_GID").ok()?.parse().ok()?;
+    Some(RunAs { uid, gid })
+}
+
+/// For an unprivileged run: our own ids, mapped to themselves in a user namespace.
+fn own_ids_if_unprivileged() -> Option<RunAs> {
+    // SAFETY: getters that take nothing and cannot fail.
+    unsafe {
+        if libc::geteuid() == 0 {
+            None
+        } else {
+            Some(RunAs {
+                uid: libc::geteuid(),
+                gid: libc::getegid(),
+            })
+        }
+    }
+}
+
+/// Build one direction from its tables: the simulator's [link]/[aqm] reading and
+/// validation, this direction's delay, and random streams "uplink/..." or "downlink/...".
+fn build_direction(
+    t: &DirectionTables,
+    scen: &EmuScenario,
+    base_dir: Option<&std::path::Path>,
+    doc: &Value,
+) -> Result<Direction, EmuError> {
+    let mut cfg = PathConfig::from_tables(t.link.clone(), t.aqm.clone())
+        .map_err(|e| EmuError::Config(e.to_string()))?;
+    cfg.delay = t.delay;
+    cfg.seed = scen.seed;
+    cfg.stream = format!("{}/", t.name);
+    cfg.sample_interval = scen.sample_interval;
+    cfg.warmup = scen.warmup;
+    cfg.base_dir = base_dir.map(|p| p.to_path_buf());
+    cfg.per_packet = scen.per_packet;
+    cfg.scenario = doc.clone();
+    Path::new(cfg).map_err(|e| EmuError::Config(e.to_string()))
+}
+
+/// Block the signals the driver handles and return a signalfd that reports them.
+fn signal_fd() -> Result<OwnedFd, EmuError> {
+    // SAFETY: sigset operations on a local set; sigprocmask and signalfd read it. The returned
+    // descriptor is new and owned by the OwnedFd.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGCHLD] {
+            libc::sigaddset(&mut set, s);
+        }
+        if libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) < 0 {
+            return Err(EmuError::Os {
+                what: "sigprocmask".into(),
+                source: std::io::Error::last_os_error(),
+            });
+        }
+        let fd = libc::signalfd(-1, &set, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC);
+        if fd < 0 {
+            return Err(EmuError::Os {
+                what: "signalfd".into(),
+                source: std::io::Error::last_os_error(),
+            });
+        }
+        Ok(OwnedFd::from_raw_fd(fd))
+    }
+}
+
+/// Read pending signals; returns a terminating one (SIGINT/SIGTERM/SIGHUP) if any arrived.
+fn read_signals(fd: &OwnedFd) -> Option<i32> {
+    let mut stop = None;
+    loop {
+        // SAFETY: signalfd_siginfo is plain data; read() fills at most its size.
+        let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
+        let n = unsafe {
+            libc::read(
+                fd.as_raw_fd(),
+                &mut info as *mut _ as *mut libc::c_void,
+                std::mem::size_of::<libc::signalfd_siginfo>(),
+            )
+        };
+        if n <= 0 {
+            return stop;
+        }
+        let s = info.ssi_signo as i32;
+        if s != libc::SIGCHLD {
+            stop = Some(s);
+        }
+    }
+}
+
+/// Wait until one of `fds` is readable or `timeout` passes (ns resolution; 1 ns timer slack).
+fn wait_readable(fds: &[&OwnedFd], timeout: Option<std::time::Duration>) {
+    let mut pfds: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|f| libc::pollfd {
+            fd: f.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    let ts = timeout.map(|d| libc::timespec {
+        tv_sec: d.as_secs() as libc::time_t,
+        tv_nsec: d.subsec_nanos() as libc::c_long,
+    });
+    let tsp = ts
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: ppoll reads `pfds.len()` pollfds from the live vector and one optional timespec.
+    unsafe {
+        libc::ppoll(
+            pfds.as_mut_ptr(),
+            pfds.len() as libc::nfds_t,
+            tsp,
+            std::ptr::null(),
+        );
+    }
+}
+
+/// The live AQM's queues now (for the dashboard).
+fn queue_samples(dir: &Direction, now: Nanos) -> Vec<l4s_core::aqm::QueueSample> {
+    let mut v = Vec::new();
+    dir.aqm().sample(now, &mut v);
+    v
+}
+
+/// Read up to READ_BATCH packets from `tun` into `dir`.
+fn read_into(tun: &Tun, dir: &mut Direction, buf: &mut [u8], clock: &Clock) -> usize {
+    let mut n = 0;
+    while n < READ_BATCH {
+        match tun.read(buf) {
+            Ok(Some(len)) => {
+                dir.push(&buf[..len], clock.now());
+                n += 1;
+            }
+            _ => break,
+        }
+    }
+    n
+}
+
+/// Write every packet of `dir` that is due to `tun`; returns how many.
+fn write_due(tun: &Tun, dir: &mut Direction, clock: &Clock, live: &mut DirCounters) -> usize {
+    let mut n = 0;
+    let mut now = clock.now();
+    while let Some((pkt, scheduled)) = dir.pop_due(now) {
+        // Lateness is taken when the write starts: the write itself runs the receiving
+        // stack (the packet is delivered by the time it returns).
+        dir.record_sent(scheduled, now);
+        // A write error means the receiving side is gone (end of run): the packet is lost
+        // exactly as on a link whose far end went down.
+        let _ = tun.write(&pkt);
+        live.delivered(&pkt);
+        dir.recycle(pkt);
+        now = clock.now();
+        n += 1;
+    }
+    n
+}
+
+/// Prepare the flow directory the commands may write to (contract with `l4slab flow`).
+fn flow_dir(output: Option<&PathBuf>, run_as: Option<RunAs>) -> Result<PathBuf, EmuError> {
+    let dir = match output {
+        Some(o) => o.join("flows"),
+        None => std::env::temp_dir().join(format!("l4s-emu-{}", std::process::id())),
+    };
+    std::fs::create_dir_all(&dir).map_err(|e| EmuError::Os {
+        what: format!("create {}", dir.display()),
+        source: e,
+    })?;
+    if let Some(ids) = run_as {
+        let _ = std::os::unix::fs::chown(&dir, Some(ids.uid), Some(ids.gid));
+    }
+    Ok(dir)
+}
+
+/// Run one emulation as the options say.
+pub fn run(o: &Options) -> Result<Outcome, EmuError> {
+    let run_as = invoking_user();
+    let user_ns = own_ids_if_unprivileged();
+    let scen = scenario::from_doc(&o.doc)?;
+    let base_dir = o.scenario.as_ref().and_then(|p| p.parent());
+    let doc = Value::Object(o.doc.clone());
+    let mut up = build_direction(&scen.uplink, &scen, base_dir, &doc)?;
+    let mut down = build_direction(&scen.downlink, &scen, base_dir, &doc)?;
+    let flows = flow_dir(o.output.as_ref(), run_as)?;
+    // The sampling period the recorder uses (sample_interval, else the AQM's tupdate), for
+    // `l4slab flow` senders to sample on the same grid.
+    let sample_ns = scen
+        .sample_interval
+        .or_else(|| {
+            PathConfig::from_tables(scen.uplink.link.clone(), scen.uplink.aqm.clone())
+                .ok()
+                .map(|c| c.sample_period())
+        })
+        .unwrap_or(Nanos::from_ms(16))
+        .as_ns();
+    // Host mode: the far end is a TUN device on the host (set up before any other fork).
+    let host = if o.host {
+        if o.server.is_some() {
+            return Err(EmuError::Config(
+                "--server: not with --host (in host mode the far end is the host itself)".into(),
+            ));
+        }
+        Some(host::setup()?)
+    } else {
+        None
+    };
+    let (client_v4, server_v4) = host
+        .as_ref()
+        .map_or((CLIENT_V4, SERVER_V4), |h| (h.client_addr, h.host_addr));
+    let base_env = vec![
+        ("L4SLAB_CLIENT".to_string(), client_v4.to_string()),
+        ("L4SLAB_SERVER".to_string(), server_v4.to_string()),
+        ("L4SLAB_CLIENT6".to_string(), CLIENT_V6.to_string()),
+        ("L4SLAB_SERVER6".to_string(), SERVER_V6.to_string()),
+        ("L4SLAB_FLOW_DIR".to_string(), flows.display().to_string()),
+        (
+            "L4SLAB_SAMPLE_INTERVAL_NS".to_string(),
+            sample_ns.to_string(),
+        ),
+    ];
+    let command = if o.command.is_empty() {
+        vec![std::env::var("SHELL").unwrap_or_else(|_| "/bin/sh".into())]
+    } else {
+        o.command.clone()
+    };
+    let gateway4 = host.as_ref().map(|h| h.host_addr);
+    let spec = |label: &str, me4, me6, cmd: Vec<String>| SideSpec {
+        label: label.into(),
+        tun_name: "l4s0".into(),
+        addr4: me4,
+        prefix4: 24,
+        addr6: me6,
+        prefix6: 64,
+        gateway4,
+        command: cmd,
+        env: base_env.clone(),
+        run_as,
+        user_ns,
+    };
+    // Before the forks, so that the descriptor is close-on-exec for every command.
+    let mut stats = StatsOut::open(o.stats_fd);
+    // Forks happen here, while the emulator is single-threaded.
+    let mut server = match &o.server {
+        Some(cmd) => Some(Side::spawn(&spec(
+            "server",
+            SERVER_V4,
+            SERVER_V6,
+            vec!["/bin/sh".into(), "-c".into(), cmd.clone()],
+        ))?),
+        None => None,
+    };
+    let mut client = Side::spawn(&spec("client", client_v4, CLIENT_V6, command))?;
+    let sigfd = signal_fd()?;
+    clock::set_timer_slack_1ns();
+    // After the forks: the sides keep the normal policy.
+    let realtime = !o.no_realtime && clock::try_realtime();
+    let clock = Clock::start();
+    let start_env = [("L4SLAB_T0_NS".to_string(), clock.t0_ns().to_string())];
+    if let Some(s) = server.as_mut() {
+        s.go(&start_env)?;
+    } else {
+        client.go(&start_env)?;
+    }
+    let mut client_started = server.is_none();
+    let spin = o.spin.unwrap_or(clock::DEFAULT_SPIN);
+    let mut buf = vec![0u8; MAX_PACKET];
+    let mut signal = None;
+    let mut next_child_check = Nanos::ZERO;
+    let (mut live_up, mut live_down) = (DirCounters::default(), DirCounters::default());
+    let mut last_tick = Nanos::ZERO;
+    loop {
+        // Arrivals, then departures, on both sides.
+        {
+            let far = server
+                .as_ref()
+                .map(|s| &s.tun)
+                .or(host.as_ref().map(|h| &h.tun));
+            if let Some(far) = far {
+                read_into(&client.tun, &mut up, &mut buf, &clock);
+                read_into(far, &mut down, &mut buf, &clock);
+                write_due(far, &mut up, &clock, &mut live_up);
+                write_due(&client.tun, &mut down, &clock, &mut live_down);
+            } else {
+                // No server side: the client's packets leave through the link and vanish.
+                read_into(&client.tun, &mut up, &mut buf, &clock);
+                while up.pop_due(clock.now()).is_some() {}
+            }
+        }
+        let now = clock.now();
+        if now >= next_child_check {
+            next_child_check = now + Nanos::from_ms(5);
+            if let Some(sig) = read_signals(&sigfd) {
+                signal = Some(sig);
+                break;
+            }
+            if !client_started {
+                let srv = server
+                    .as_mut()
+                    .map(|s| (s.has_listener(), s.try_reap().is_some()));
+                if let Some((listening, exited)) = srv {
+                    if listening || exited || now >= SERVER_READY_TIMEOUT {
+                        client.go(&start_env)?;
+                        client_started = true;
+                    }
+                }
+            }
+            if client.try_reap().is_some() {
+                break;
+            }
+            if stats.is_some() && now >= last_tick + STATS_TICK {
+                let dt = now - last_tick;
+                last_tick = now;
+                let line = json!({
+                    "t_s": now.as_secs_f64(),
+                    "dirs": [
+                        live_up.tick("uplink", dt, &queue_samples(&up, now)),
+                        live_down.tick("downlink", dt, &queue_samples(&down, now)),
+                    ],
+                });
+                if let Some(out) = stats.as_mut() {
+                    out.line(&line);
+                }
+            }
+            if let Some(s) = server.as_mut() {
+                s.try_reap();
+            }
+        }
+        let deadline = [up.next_deadline(), down.next_deadline()]
+            .into_iter()
+            .flatten()
+            .min();
+        let budget = match deadline {
+            Some(d) => Clock::sleep_budget(now, d, spin),
+            None => Some(std::time::Duration::from_nanos(IDLE_WAIT.as_ns())),
+        };
+        if let Some(b) = budget {
+            let b = b.min(std::time::Duration::from_millis(5));
+            let far = server
+                .as_ref()
+                .map(|s| &s.tun)
+                .or(host.as_ref().map(|h| &h.tun));
+            match far {
+                Some(f) => wait_readable(&[client.tun.fd(), f.fd(), &sigfd], Some(b)),
+                None => wait_readable(&[client.tun.fd(), &sigfd], Some(b)),
+            }
+        }
+    }
+    let end = clock.now();
+    // Ending a side kills every process of its PID namespace; its network namespace and TUN
+    // device go when the last descriptor (ours) closes.
+    if let Some(s) = server.as_mut() {
+        s.kill();
+        s.reap();
+    }
+    if signal.is_some() {
+        client.kill();
+    }
+    let client_status = client.reap();
+    drop(client);
+    drop(server);
+    // The host end's device goes with its descriptor; the guardian removes the NAT rules.
+    drop(host);
+    if o.output.is_none() {
+        let _ = std::fs::remove_dir_all(&flows);
+    }
+    Ok(Outcome {
+        exit: signal.map_or(client_status, |s| 128 + s),
+        duration: end,
+        directions: vec![
+            DirectionReport {
+                name: "uplink",
+                results: up.finish(end),
+            },
+            DirectionReport {
+                name: "downlink",
+                results: down.finish(end),
+            },
+        ],
+        signal,
+        realtime,
+        cpu_s: own_cpu_s(),
+    })
+}
+
+/// One direction's lateness figures.
+pub fn lateness_of(r: &PathResults, count: u64) -> LatenessUs {
+    LatenessUs {
+        count,
+        p50: r.lateness_p50_us,
+        p99: r.lateness_p99_us,
+        max: r.lateness_max_us,
+    }
+}
+
+/// The outcome as JSON (`emulator.json` in the output directory).
+pub fn outcome_json(o: &Outcome, doc: &Value) -> Value {
+    let num = |x: f64| if x.is_finite() { json!(x) } else { Value::Null };
+    let dirs: Vec<Value> = o
+        .directions
+        .iter()
+        .map(|d| {
+            let r = &d.results;
+            json!({
+                "name": d.name,
+                "sent_pkts": r.run.totals.sent_pkts,
+                "delivered_pkts": r.run.totals.delivered_pkts,
+                "aqm_dropped_pkts": r.run.totals.aqm_dropped_pkts,
+                "link_lost_pkts": r.run.totals.link_lost_pkts,
+                "malformed": r.malformed,
+                "lateness_us": {
+                    "p50": num(r.lateness_p50_us),
+                    "p99": num(r.lateness_p99_us),
+                    "max": num(r.lateness_max_us),
+                },
+            })
+        })
+        .collect();
+    json!({
+        "exit_status": o.exit,
+        "duration_s": o.duration.as_secs_f64(),
+        "signal": o.signal,
+        "realtime": o.realtime,
+        "cpu_user_s": o.cpu_s.0,
+        "cpu_sys_s": o.cpu_s.1,
+        "scenario": doc,
+        "directions": dirs,
+    })
+}
+
+/// Write `emulator.json` and `raw/<direction>.json` into `out`.
+pub fn write_outputs(out: &std::path::Path, o: &Outcome, doc: &Value) -> Result<(), EmuError> {
+    let io = |what: String| move |e: std::io::Error| EmuError::Os { what, source: e };
+    let raw = out.join("raw");
+    std::fs::create_dir_all(&raw).map_err(io(format!("create {}", raw.display())))?;
+    for d in &o.directions {
+        let r = &d.results;
+        let v = output::direction_json(
+            &r.run,
+            &r.flow_keys,
+            lateness_of(r, r.run.totals.delivered_pkts),
+            r.malformed,
+        );
+        let p = raw.join(format!("{}.json", d.name));
+        std::fs::write(&p, v.to_string()).map_err(io(format!("write {}", p.display())))?;
+    }
+    // Last: its presence marks a finished emulation.
+    let p = out.join("emulator.json");
+    let text = serde_json::to_string_pretty(&outcome_json(o, doc)).unwrap_or_default();
+    std::fs::write(&p, text).map_err(io(format!("write {}", p.display())))
+}

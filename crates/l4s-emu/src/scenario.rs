@@ -1,0 +1,247 @@
+//! The emulator's reading of a scenario document: the simulator's `[link]` and `[aqm]` tables
+//! (validated by the simulator's own code when each direction is built) plus an `[emulator]`
+//! table for what only the emulator has: one-way delay and per-direction link overrides.
+//!
+//! ```toml
+//! [emulator]
+//! delay = "20ms"                 # one way, each direction
+//! [emulator.downlink]            # server -> client; keys: rate, trace, once, delay
+//! trace = "traces/ATT-LTE-driving.down"
+//! ```
+
+use crate::error::EmuError;
+use l4s_core::{parse_duration, Nanos};
+use serde_json::{json, Map, Value};
+
+/// Top-level keys a scenario may hold (the simulator's; `[[flows]]`, `duration` and
+/// `[ack_link]` describe simulated traffic and are ignored by the emulator).
+const TOP_KEYS: &[&str] = &[
+    "seed",
+    "duration",
+    "warmup",
+    "sample_interval",
+    "link",
+    "ack_link",
+    "aqm",
+    "flows",
+    "output",
+    "emulator",
+];
+const EMULATOR_KEYS: &[&str] = &["delay", "uplink", "downlink"];
+const DIRECTION_KEYS: &[&str] = &["rate", "trace", "once", "delay"];
+
+/// The link rate used when neither `link.rate` nor a trace is given: delay only, as
+/// Mahimahi's mm-delay (a 1500-byte packet takes 12 ns).
+pub const UNLIMITED_RATE: &str = "1000gbit";
+
+/// What one direction is built from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DirectionTables {
+    /// "uplink" (client -> server) or "downlink".
+    pub name: &'static str,
+    /// Its `[link]` table (the scenario's, with the direction's overrides).
+    pub link: Value,
+    /// Its `[aqm]` table.
+    pub aqm: Value,
+    /// One-way delay.
+    pub delay: Nanos,
+}
+
+/// The emulator's view of a scenario.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EmuScenario {
+    /// Scenario seed (1 when absent, as in the simulator).
+    pub seed: u64,
+    /// Sampling period, if set.
+    pub sample_interval: Option<Nanos>,
+    /// Start of the summary window.
+    pub warmup: Nanos,
+    /// Record packets.parquet.
+    pub per_packet: bool,
+    /// Client -> server.
+    pub uplink: DirectionTables,
+    /// Server -> client.
+    pub downlink: DirectionTables,
+}
+
+fn field(path: &str, msg: impl std::fmt::Display) -> EmuError {
+    EmuError::Config(format!("{path}: {msg}"))
+}
+
+fn duration_at(v: &Value, path: &str) -> Result<Nanos, EmuError> {
+    let s = v.as_str().ok_or_else(|| {
+        field(
+            path,
+            "durations are written as strings, e.g. \"20ms\", \"250us\"",
+        )
+    })?;
+    parse_duration(s).map_err(|e| field(path, e))
+}
+
+fn check_keys(t: &Map<String, Value>, path: &str, allowed: &[&str]) -> Result<(), EmuError> {
+    for k in t.keys() {
+        if !allowed.contains(&k.as_str()) {
+            let full = if path.is_empty() {
+                k.clone()
+            } else {
+                format!("{path}.{k}")
+            };
+            return Err(field(
+                &full,
+                format!("unknown field; expected one of {}", allowed.join(", ")),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn table<'a>(v: &'a Value, path: &str) -> Result<&'a Map<String, Value>, EmuError> {
+    v.as_object().ok_or_else(|| field(path, "must be a table"))
+}
+
+/// Read the document (a scenario file with the command-line flags applied).
+pub fn from_doc(doc: &Map<String, Value>) -> Result<EmuScenario, EmuError> {
+    check_keys(doc, "", TOP_KEYS)?;
+    let seed = match doc.get("seed") {
+        None => 1,
+        Some(v) => v
+            .as_u64()
+            .ok_or_else(|| field("seed", "an integer in [0, 2^64)"))?,
+    };
+    let sample_interval = doc
+        .get("sample_interval")
+        .map(|v| duration_at(v, "sample_interval"))
+        .transpose()?;
+    let warmup = doc
+        .get("warmup")
+        .map(|v| duration_at(v, "warmup"))
+        .transpose()?
+        .unwrap_or(Nanos::ZERO);
+    let per_packet = match doc.get("output").and_then(|o| o.get("packets")) {
+        None => false,
+        Some(v) => v
+            .as_bool()
+            .ok_or_else(|| field("output.packets", "true or false"))?,
+    };
+    let link = match doc.get("link") {
+        Some(v) => table(v, "link")?.clone(),
+        None => Map::new(),
+    };
+    let aqm = doc
+        .get("aqm")
+        .cloned()
+        .unwrap_or_else(|| json!({"kind": "fifo"}));
+    let emu = match doc.get("emulator") {
+        Some(v) => table(v, "emulator")?.clone(),
+        None => Map::new(),
+    };
+    check_keys(&emu, "emulator", EMULATOR_KEYS)?;
+    let delay = emu
+        .get("delay")
+        .map(|v| duration_at(v, "emulator.delay"))
+        .transpose()?
+        .unwrap_or(Nanos::ZERO);
+    let direction = |name: &'static str| -> Result<DirectionTables, EmuError> {
+        let path = format!("emulator.{name}");
+        let over = match emu.get(name) {
+            Some(v) => table(v, &path)?.clone(),
+            None => Map::new(),
+        };
+        check_keys(&over, &path, DIRECTION_KEYS)?;
+        let mut l = link.clone();
+        let mut d = delay;
+        for (k, v) in &over {
+            match k.as_str() {
+                "delay" => d = duration_at(v, &format!("{path}.delay"))?,
+                // A rate replaces a trace and the other way round.
+                "rate" => {
+                    l.remove("trace");
+                    l.insert(k.clone(), v.clone());
+                }
+                "trace" => {
+                    l.remove("rate");
+                    l.insert(k.clone(), v.clone());
+                }
+                _ => {
+                    l.insert(k.clone(), v.clone());
+                }
+            }
+        }
+        if !l.contains_key("rate") && !l.contains_key("trace") {
+            l.insert("rate".into(), Value::String(UNLIMITED_RATE.into()));
+        }
+        Ok(DirectionTables {
+            name,
+            link: Value::Object(l),
+            aqm: aqm.clone(),
+            delay: d,
+        })
+    };
+    Ok(EmuScenario {
+        seed,
+        sample_interval,
+        warmup,
+        per_packet,
+        uplink: direction("uplink")?,
+        downlink: direction("downlink")?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(toml_text: &str) -> Map<String, Value> {
+        match toml::from_str::<Value>(toml_text).unwrap() {
+            Value::Object(m) => m,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn direction_overrides_and_defaults() {
+        let s = from_doc(&doc(r#"
+            seed = 7
+            [link]
+            rate = "50mbit"
+            [aqm]
+            kind = "dualpi2"
+            [emulator]
+            delay = "20ms"
+            [emulator.downlink]
+            trace = "x.down"
+            delay = "5ms"
+        "#))
+        .unwrap();
+        assert_eq!(s.seed, 7);
+        assert_eq!(s.uplink.link, json!({"rate": "50mbit"}));
+        assert_eq!(s.uplink.delay, Nanos::from_ms(20));
+        assert_eq!(s.downlink.link, json!({"trace": "x.down"}));
+        assert_eq!(s.downlink.delay, Nanos::from_ms(5));
+        assert_eq!(s.downlink.aqm["kind"], "dualpi2");
+    }
+
+    #[test]
+    fn no_rate_means_delay_only() {
+        let s = from_doc(&Map::new()).unwrap();
+        assert_eq!(s.uplink.link, json!({"rate": UNLIMITED_RATE}));
+        assert_eq!(s.uplink.aqm, json!({"kind": "fifo"}));
+        assert_eq!(s.uplink.delay, Nanos::ZERO);
+    }
+
+    #[test]
+    fn unknown_keys_name_their_path() {
+        let e = from_doc(&doc("[emulator]\ndelya = \"1ms\"")).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("emulator.delya: unknown field; expected one of delay"),
+            "{e}"
+        );
+        let e = from_doc(&doc("[emulator.uplink]\nrat = \"1mbit\"")).unwrap_err();
+        assert!(e.to_string().starts_with("emulator.uplink.rat:"), "{e}");
+        let e = from_doc(&doc("[emulator]\ndelay = 20")).unwrap_err();
+        assert!(e.to_string().starts_with("emulator.delay:"), "{e}");
+        let e = from_doc(&doc("bogus = 1")).unwrap_err();
+        assert!(e.to_string().starts_with("bogus: unknown field"), "{e}");
+    }
+}

@@ -1,0 +1,641 @@
+//! The sender side (`l4s-flow -c`): wall-clock driver of l4s-core `TcpSender`s over UDP.
+//! The driving loop follows the sans-I/O contract of `l4s_core::tcp` (handle, poll_transmit
+//! until None, sleep until poll_timeout); sleeps end by ppoll with 1 ns slack, then spin.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+
+use l4s_core::packet::{tcp_flags, Transport};
+use l4s_core::{Ecn, Endpoint, FlowStats, Nanos, Packet};
+use l4s_sim::flows::{build_flow, validate_flow};
+use l4s_sim::scenario::{FlowConfig, FlowEcn};
+
+use crate::clock::{set_min_timer_slack, Clock};
+use crate::error::FlowError;
+use crate::report::{format_row, interval_row, FlowCsv, IntervalRow, PacingError, Snapshot};
+use crate::sock::{any_of_family, wait, EcnSocket, RecvBatch};
+use crate::wire::{self, Body, Control, ReceiverReport};
+use crate::{EmuEnv, INTERRUPTED};
+
+/// The TCP congestion controls (`cbr` is the simulator's UDP source, not a TCP).
+pub const CCS: [&str; 6] = ["prague", "dctcp", "cubic", "reno", "bbr1", "bbr3"];
+
+/// Datagrams a stream may send per loop iteration before the sockets are read again.
+const SEND_BUDGET: u32 = 16;
+
+/// Everything `l4s-flow -c` takes.
+#[derive(Clone, Debug)]
+pub struct ClientOpts {
+    /// Server host name or address.
+    pub host: String,
+    /// Server UDP port.
+    pub port: u16,
+    /// Local address to bind (-B).
+    pub bind: Option<std::net::IpAddr>,
+    /// Congestion control name.
+    pub cc: String,
+    /// ECN mode; None = what the CC asks for.
+    pub ecn: Option<FlowEcn>,
+    /// Send for this long (-t); ignored when `bytes` is set.
+    pub duration: Nanos,
+    /// Send exactly this many bytes per stream (-n).
+    pub bytes: Option<u64>,
+    /// Parallel streams (-P).
+    pub parallel: u32,
+    /// Interval report period (-i); None = no interval lines.
+    pub interval: Option<Nanos>,
+    /// JSON result file.
+    pub json: Option<PathBuf>,
+    /// MSS; None = fits a 1500-byte MTU.
+    pub mss: Option<u32>,
+    /// End with an error when the server sends nothing for this long.
+    pub peer_timeout: Nanos,
+    /// Busy-wait this long before a deadline instead of sleeping.
+    pub spin: Nanos,
+    /// Seed of the CCs' random streams.
+    pub seed: u64,
+    /// No interval lines on stdout.
+    pub quiet: bool,
+}
+
+/// Why a stream's loop is where it is.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Phase {
+    Sending,
+    /// Sent `Done`, waiting for the server's report (since, last Done sent).
+    Closing(Nanos, Nanos),
+    Finished,
+}
+
+struct Stream {
+    id: u32,
+    conn: u32,
+    sock: EcnSocket,
+    peer: SocketAddr,
+    flow_name: String,
+    sender: Box<dyn Endpoint>,
+    l4s: bool,
+    phase: Phase,
+    /// A datagram the kernel would not take yet (send buffer full), with its codepoint.
+    pending: Option<(Vec<u8>, Ecn, bool)>,
+    /// The send budget of the last loop iteration ran out with the model still sending.
+    more: bool,
+    last_rx: Nanos,
+    /// The release time the loop slept toward when poll_transmit last gave nothing.
+    gate: Option<Nanos>,
+    pacing: PacingError,
+    /// Data datagrams sent, by the codepoint the model chose (index = ECN bits).
+    data_ecn: [u64; 4],
+    data_pkts: u64,
+    report: Option<ReceiverReport>,
+    snap: Snapshot,
+    intervals: Vec<IntervalRow>,
+    csv_prev: (f64, u64),
+    end_s: f64,
+    final_stats: Option<FlowStats>,
+}
+
+/// Totals over the run, for the JSON result and the tests.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct ClientCounters {
+    /// Datagrams that were not l4s-flow datagrams of this connection.
+    pub foreign_datagrams: u64,
+    /// Datagrams the kernel dropped at our socket (SO_RXQ_OVFL).
+    pub rx_overflow: u64,
+}
+
+fn resolve(host: &str, port: u16) -> Result<SocketAddr, FlowError> {
+    let mut it = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| FlowError::Resolve {
+            host: host.to_string(),
+            msg: e.to_string(),
+        })?;
+    it.next().ok_or_else(|| FlowError::Resolve {
+        host: host.to_string(),
+        msg: "no address".into(),
+    })
+}
+
+/// A connection id unlikely to repeat across runs (demultiplexing key with the address).
+fn conn_id(i: u32) -> u32 {
+    let t = crate::clock::monotonic_ns();
+    let x = (std::process::id() as u64) << 32 ^ t ^ ((i as u64) << 20);
+    // splitmix64 finaliser: spread the bits.
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    (z ^ (z >> 31)) as u32
+}
+
+/// The scenario-style flow entry for these options (validated like a scenario's `[[flows]]`).
+pub fn flow_config(o: &ClientOpts, mss: u32) -> Result<FlowConfig, FlowError> {
+    let fl = FlowConfig {
+        cc: o.cc.clone(),
+        // The base RTT is the network's here; the model does not read it.
+        rtt: Nanos::from_ms(1),
+        count: 1,
+        start: Nanos::ZERO,
+        stop: if o.bytes.is_some() {
+            None
+        } else {
+            Some(o.duration)
+        },
+        bytes: o.bytes,
+        ecn: o.ecn,
+        rate: None,
+        packet_size: None,
+        on: None,
+        off: None,
+        mss: Some(mss),
+        sack: None,
+        init_cwnd: None,
+        pacing: None,
+    };
+    if !CCS.contains(&fl.cc.as_str()) {
+        return Err(FlowError::Usage {
+            flag: "--cc",
+            msg: format!(
+                "\"{}\" is not a congestion control l4s-flow runs; expected one of {}",
+                fl.cc,
+                CCS.join(", ")
+            ),
+        });
+    }
+    validate_flow(0, &fl).map_err(|e| {
+        let s = e.to_string();
+        let flag = if s.starts_with("flows[0].ecn") {
+            "--ecn"
+        } else if s.starts_with("flows[0].cc") {
+            "--cc"
+        } else if s.starts_with("flows[0].mss") {
+            "--mss"
+        } else if s.starts_with("flows[0].bytes") {
+            "-n"
+        } else {
+            "-t"
+        };
+        let msg = s.split_once(": ").map_or(s.clone(), |(_, m)| m.to_string());
+        FlowError::Usage { flag, msg }
+    })?;
+    Ok(fl)
+}
+
+impl Stream {
+    fn send_now(&mut self, buf: &[u8], ecn: Ecn) -> Result<bool, FlowError> {
+        match self.sock.send(buf, ecn, None) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(false),
+            Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => Ok(false),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Err(FlowError::EcnUnsupported {
+                option: if self.peer.is_ipv4() {
+                    "IP_TOS"
+                } else {
+                    "IPV6_TCLASS"
+                },
+                source: e,
+            }),
+            Err(e) => Err(FlowError::Unreachable {
+                peer: self.peer,
+                source: e,
+            }),
+        }
+    }
+
+    fn send_control(&mut self, c: &Control, buf: &mut Vec<u8>) -> Result<(), FlowError> {
+        wire::encode_control(buf, self.conn, c);
+        let b = std::mem::take(buf);
+        let r = self.send_now(&b, Ecn::NotEct);
+        *buf = b;
+        r.map(|_| ())
+    }
+}
+
+/// Run the client; returns the JSON result (also written to `--json`).
+pub fn run(o: &ClientOpts, emu: &EmuEnv) -> Result<serde_json::Value, FlowError> {
+    if let Some(j) = &o.json {
+        if j.exists() {
+            return Err(FlowError::Exists {
+                flag: "--json",
+                path: j.display().to_string(),
+            });
+        }
+    }
+    let peer = resolve(&o.host, o.port)?;
+    let mss = o.mss.unwrap_or(wire::default_mss(1500, peer.is_ipv6()));
+    let fl = flow_config(o, mss)?;
+    set_min_timer_slack();
+    let clock = Clock::start();
+    let mut streams = Vec::new();
+    for i in 0..o.parallel {
+        let local = match o.bind {
+            Some(ip) => SocketAddr::new(ip, 0),
+            None => any_of_family(&peer.ip()),
+        };
+        let sock = EcnSocket::bind(local)?;
+        sock.connect(peer)?;
+        let ends = build_flow(0, i, &fl, o.seed).map_err(|e| FlowError::Usage {
+            flag: "--cc",
+            msg: e.to_string(),
+        })?;
+        let la = sock
+            .local_addr()
+            .map_err(|e| FlowError::io("getsockname", e))?;
+        streams.push(Stream {
+            id: i,
+            conn: conn_id(i),
+            sock,
+            peer,
+            flow_name: format!("udp {la}>{peer}"),
+            sender: ends.sender,
+            l4s: ends.l4s,
+            phase: Phase::Sending,
+            pending: None,
+            more: false,
+            last_rx: Nanos::ZERO,
+            gate: None,
+            pacing: PacingError::default(),
+            data_ecn: [0; 4],
+            data_pkts: 0,
+            report: None,
+            snap: Snapshot::default(),
+            intervals: Vec::new(),
+            csv_prev: (0.0, 0),
+            end_s: 0.0,
+            final_stats: None,
+        });
+    }
+    let mut csv = match &emu.flow_dir {
+        Some(d) => Some(FlowCsv::create(
+            &d.join(format!("flow-{}.csv", std::process::id())),
+        )?),
+        None => None,
+    };
+    let scalable = matches!(o.cc.as_str(), "prague" | "dctcp") || streams.iter().any(|s| s.l4s);
+    if !o.quiet {
+        println!(
+            "l4s-flow: connecting to {peer}, cc {}, {} stream(s), mss {mss}{}",
+            o.cc,
+            o.parallel,
+            match o.bytes {
+                Some(b) => format!(", {b} bytes each"),
+                None => format!(", {:.1} s", o.duration.as_secs_f64()),
+            }
+        );
+    }
+    let mut counters = ClientCounters::default();
+    let mut batch = RecvBatch::new();
+    let mut buf = Vec::with_capacity(2048);
+    let mut next_iv = o.interval;
+    let mut next_csv = csv.as_ref().map(|_| emu.sample_interval);
+    let result: Result<(), FlowError> = (|| {
+        loop {
+            if INTERRUPTED.load(Ordering::Relaxed) {
+                return Err(FlowError::Interrupted);
+            }
+            let now = clock.now();
+            // 1. Receive everything waiting.
+            for s in streams.iter_mut() {
+                loop {
+                    let n = s
+                        .sock
+                        .recv_batch(&mut batch)
+                        .map_err(|e| FlowError::Unreachable {
+                            peer: s.peer,
+                            source: e,
+                        })?;
+                    for i in 0..n {
+                        let Some(r) = s.sock.received(&batch, i) else {
+                            continue;
+                        };
+                        let d = match wire::decode(r.data) {
+                            Ok(d) if d.conn == s.conn && !r.truncated => d,
+                            _ => {
+                                counters.foreign_datagrams += 1;
+                                continue;
+                            }
+                        };
+                        s.last_rx = now;
+                        match d.body {
+                            Body::Segment(h, _) => {
+                                let pkt = Packet {
+                                    bytes: h.payload_bytes + l4s_core::tcp::TCP_IP_HEADER_BYTES,
+                                    ecn: r.ecn.unwrap_or(Ecn::NotEct),
+                                    sent_at: h.ts_val,
+                                    transport: Transport::Tcp(h),
+                                    ..Default::default()
+                                };
+                                s.sender.handle_packet(pkt, now);
+                            }
+                            Body::Control(Control::Report(rep)) => {
+                                s.report = Some(rep);
+                                if matches!(s.phase, Phase::Closing(..)) {
+                                    s.phase = Phase::Finished;
+                                }
+                            }
+                            Body::Control(Control::Done) => counters.foreign_datagrams += 1,
+                        }
+                    }
+                    if n < crate::sock::BATCH {
+                        break;
+                    }
+                }
+                counters.rx_overflow = counters.rx_overflow.max(s.sock.rx_overflow);
+            }
+            // 2. Timers, 3. transmit.
+            let now = clock.now();
+            for s in streams.iter_mut() {
+                if s.phase == Phase::Finished {
+                    continue;
+                }
+                if s.sender.poll_timeout().is_some_and(|t| t <= now) {
+                    s.sender.handle_timeout(now);
+                }
+                if let Some((b, ecn, _)) = s.pending.take() {
+                    if !s.send_now(&b, ecn)? {
+                        s.pending = Some((b, ecn, false));
+                        continue;
+                    }
+                }
+                // A bounded burst per iteration, so that ACKs are read between bursts (the
+                // role TSQ plays in Linux: the window is not dumped into the socket at once).
+                let mut budget = SEND_BUDGET;
+                s.more = false;
+                while budget > 0 {
+                    let Some(p) = s.sender.poll_transmit(now) else {
+                        break;
+                    };
+                    budget -= 1;
+                    let Some(h) = p.tcp() else { continue };
+                    let h = *h;
+                    let off = h.seq.saturating_sub(l4s_core::tcp::DATA_SEQ_START);
+                    wire::encode_segment(&mut buf, s.conn, &h, |dst| wire::fill_pattern(dst, off));
+                    if h.payload_bytes > 0 && !h.has(tcp_flags::SYN) {
+                        s.data_pkts += 1;
+                        s.data_ecn[p.ecn.bits() as usize] += 1;
+                    }
+                    let t_send = clock.now();
+                    if let Some(g) = s.gate.take() {
+                        if t_send >= g {
+                            s.pacing.push(t_send.0 - g.0);
+                        }
+                    }
+                    if !s.send_now(&buf, p.ecn)? {
+                        s.pending = Some((buf.clone(), p.ecn, true));
+                        break;
+                    }
+                }
+                s.more = budget == 0;
+                s.gate = s.sender.poll_timeout().filter(|&t| t > now);
+            }
+            // 4. Completion and the end-of-run handshake.
+            let now = clock.now();
+            for s in streams.iter_mut() {
+                match s.phase {
+                    Phase::Sending => {
+                        let done = s.sender.is_done()
+                            || (o.bytes.is_none() && now >= o.duration && {
+                                let st = s.sender.stats();
+                                st.in_flight_bytes == 0
+                                    || now >= o.duration + o.peer_timeout.min(Nanos::from_secs(2))
+                            });
+                        if done {
+                            s.end_s = now.as_secs_f64();
+                            s.final_stats = Some(s.sender.stats());
+                            s.send_control(&Control::Done, &mut buf)?;
+                            s.phase = Phase::Closing(now, now);
+                        }
+                    }
+                    Phase::Closing(since, last) => {
+                        if now.saturating_sub(since) >= o.peer_timeout {
+                            // The data is acknowledged; only the receiver's report is missing.
+                            eprintln!(
+                                "l4s-flow: warning: stream {}: no report from {} after {:.1} s; its receiver counts are missing",
+                                s.id,
+                                s.peer,
+                                o.peer_timeout.as_secs_f64()
+                            );
+                            s.phase = Phase::Finished;
+                        } else if now.saturating_sub(last) >= Nanos::from_ms(200) {
+                            s.send_control(&Control::Done, &mut buf)?;
+                            s.phase = Phase::Closing(since, now);
+                        }
+                    }
+                    Phase::Finished => {}
+                }
+                if s.phase == Phase::Sending && now.saturating_sub(s.last_rx) > o.peer_timeout {
+                    if s.last_rx == Nanos::ZERO {
+                        return Err(FlowError::PeerVanished(format!(
+                            "no answer from {} within {:.1} s (stream {}): is `l4slab flow -s` running there, and does a firewall pass UDP port {}?",
+                            s.peer,
+                            o.peer_timeout.as_secs_f64(),
+                            s.id,
+                            s.peer.port()
+                        )));
+                    }
+                    let st = s.sender.stats();
+                    return Err(FlowError::PeerVanished(format!(
+                        "{} stopped answering: no datagram for {:.1} s (stream {}, {} bytes acknowledged); the server stopped or the path is down",
+                        s.peer,
+                        now.saturating_sub(s.last_rx).as_secs_f64(),
+                        s.id,
+                        st.delivered_bytes
+                    )));
+                }
+            }
+            // 5. Interval lines and emulator samples.
+            if let Some(t) = next_iv {
+                if now >= t {
+                    for s in streams.iter_mut() {
+                        if s.phase != Phase::Sending {
+                            continue;
+                        }
+                        let st = s.sender.stats();
+                        let ts = now.as_secs_f64();
+                        let row = interval_row(&s.snap, &st, ts, mss);
+                        if !o.quiet {
+                            println!("{}", format_row(s.id, &row, scalable));
+                        }
+                        s.intervals.push(row);
+                        s.snap = Snapshot::of(&st, ts);
+                    }
+                    next_iv = o.interval.map(|i| t + i);
+                }
+            }
+            if let (Some(t), Some(c)) = (next_csv, csv.as_mut()) {
+                if now >= t {
+                    let t_s = (clock.origin_ns() + now.0).saturating_sub(emu.t0_ns) as f64 / 1e9;
+                    for s in streams.iter_mut() {
+                        let st = s.sender.stats();
+                        let (pt, pb) = s.csv_prev;
+                        let dt = (t_s - pt).max(1e-9);
+                        let tput = st.delivered_bytes.saturating_sub(pb) as f64 * 8.0 / dt / 1e6;
+                        c.row(t_s, &s.flow_name, &o.cc, &st, tput)?;
+                        s.csv_prev = (t_s, st.delivered_bytes);
+                    }
+                    next_csv = Some(t + emu.sample_interval);
+                }
+            }
+            if streams.iter().all(|s| s.phase == Phase::Finished) {
+                return Ok(());
+            }
+            // 6. Sleep until the earliest deadline, then spin.
+            let mut deadline = now + o.peer_timeout;
+            let mut want_write = false;
+            for s in &streams {
+                match s.phase {
+                    Phase::Finished => continue,
+                    Phase::Closing(_, last) => deadline = deadline.min(last + Nanos::from_ms(200)),
+                    Phase::Sending => {
+                        if let Some(t) = s.sender.poll_timeout() {
+                            deadline = deadline.min(t);
+                        }
+                        if o.bytes.is_none() {
+                            deadline = deadline.min(o.duration.max(now + Nanos::from_ms(1)));
+                        }
+                    }
+                }
+                want_write |= s.pending.is_some();
+                if s.more && s.phase == Phase::Sending {
+                    deadline = now;
+                }
+            }
+            if let Some(t) = next_iv {
+                deadline = deadline.min(t);
+            }
+            if let Some(t) = next_csv {
+                deadline = deadline.min(t);
+            }
+            let now = clock.now();
+            let left = deadline.saturating_sub(now);
+            if left > o.spin || want_write {
+                let fds: Vec<_> = streams
+                    .iter()
+                    .map(|s| (s.sock.fd(), s.pending.is_some()))
+                    .collect();
+                let t = if want_write {
+                    left.0.min(1_000_000)
+                } else {
+                    left.0 - o.spin.0
+                };
+                wait(&fds, Some(t)).map_err(|e| FlowError::io("ppoll", e))?;
+            }
+        }
+    })();
+    if let Some(c) = csv.as_mut() {
+        c.flush()?;
+    }
+    let json = result_json(
+        o,
+        peer,
+        mss,
+        &streams,
+        &counters,
+        clock.now(),
+        result.as_ref().err(),
+    );
+    if let Some(j) = &o.json {
+        let text = serde_json::to_string_pretty(&json).unwrap_or_default();
+        std::fs::write(j, text + "\n")
+            .map_err(|e| FlowError::io(format!("write {}", j.display()), e))?;
+    }
+    result?;
+    if !o.quiet {
+        print_summary(&streams, scalable);
+    }
+    Ok(json)
+}
+
+fn print_summary(streams: &[Stream], scalable: bool) {
+    println!("- - - - - - - - - - - - - - - - - - - - - - - - -");
+    for s in streams {
+        let st = s.final_stats.clone().unwrap_or_else(|| s.sender.stats());
+        let row = interval_row(&Snapshot::default(), &st, s.end_s, 1);
+        println!("{}  sender", format_row(s.id, &row, false));
+        if let Some(r) = s.report {
+            let mut line = format!(
+                "[{:>3}]   0.00-{:<6.2} s  {:>12}  receiver  bad payloads {}",
+                s.id,
+                s.end_s,
+                crate::report::human_bytes(r.delivered_bytes),
+                r.bad_payload_pkts
+            );
+            if scalable {
+                line.push_str(&format!(
+                    "  CE {} of {} data datagrams",
+                    r.ce_pkts, r.data_pkts
+                ));
+            }
+            println!("{line}");
+        }
+        let p = s.pacing.summary();
+        println!(
+            "[{:>3}] pacing error (send − release): mean {:.1} µs, p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs over {} sends",
+            s.id, p.mean_us, p.p50_us, p.p99_us, p.max_us, p.n
+        );
+    }
+}
+
+fn result_json(
+    o: &ClientOpts,
+    peer: SocketAddr,
+    mss: u32,
+    streams: &[Stream],
+    c: &ClientCounters,
+    now: Nanos,
+    err: Option<&FlowError>,
+) -> serde_json::Value {
+    let ss: Vec<_> = streams
+        .iter()
+        .map(|s| {
+            let st = s.final_stats.clone().unwrap_or_else(|| s.sender.stats());
+            let end = if s.end_s > 0.0 {
+                s.end_s
+            } else {
+                now.as_secs_f64()
+            };
+            let mut ecn = serde_json::Map::new();
+            for e in Ecn::ALL {
+                ecn.insert(format!("{e:?}"), s.data_ecn[e.bits() as usize].into());
+            }
+            serde_json::json!({
+                "id": s.id,
+                "conn": s.conn,
+                "flow": s.flow_name,
+                "class": if s.l4s { "L4S" } else { "Classic" },
+                "bytes_acked": st.delivered_bytes,
+                "duration_s": end,
+                "tput_mbps": st.delivered_bytes as f64 * 8.0 / end.max(1e-9) / 1e6,
+                "data_pkts_sent": s.data_pkts,
+                "data_ecn_sent": ecn,
+                "sent_pkts": st.sent_pkts,
+                "retransmits": st.retransmits,
+                "lost_pkts": st.lost_pkts,
+                "ce_acked": st.ce_acked,
+                "cwnd_pkts": if st.cwnd_pkts.is_finite() { Some(st.cwnd_pkts) } else { None },
+                "srtt_ms": st.srtt.as_ms_f64(),
+                "alpha": if st.alpha.is_finite() { Some(st.alpha) } else { None },
+                "pacing_error": s.pacing.summary(),
+                "receiver": s.report,
+                "intervals": s.intervals,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "l4slab_version": env!("CARGO_PKG_VERSION"),
+        "role": "client",
+        "server": peer.to_string(),
+        "cc": o.cc,
+        "ecn": o.ecn.map(|e| format!("{e:?}").to_lowercase()),
+        "mss": mss,
+        "seed": o.seed,
+        "realtime": crate::REALTIME.load(Ordering::Relaxed),
+        "bytes_per_stream": o.bytes,
+        "duration_s": if o.bytes.is_none() { Some(o.duration.as_secs_f64()) } else { None },
+        "foreign_datagrams": c.foreign_datagrams,
+        "rx_overflow": c.rx_overflow,
+        "error": err.map(|e| e.to_string()),
+        "streams": ss,
+    })
+}

@@ -1,0 +1,220 @@
+//! `l4s-flow`: iperf3-like command line around the l4s-core TCP over UDP (see lib.rs).
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+use l4s_core::Nanos;
+use l4s_flow::client::{self, ClientOpts};
+use l4s_flow::server::{self, ServerOpts};
+use l4s_flow::{install_signal_handlers, EmuEnv, FlowError};
+use l4s_sim::scenario::FlowEcn;
+
+/// l4slab's TCP (Prague, DCTCP, Cubic, Reno, BBR) over UDP with per-datagram ECN.
+#[derive(Parser, Debug)]
+#[command(name = "l4s-flow", bin_name = "l4slab flow", version, about)]
+struct Cli {
+    /// Run as the receiver (server).
+    #[arg(short = 's', long = "server", conflicts_with = "client")]
+    server: bool,
+    /// Run as the sender, connecting to HOST.
+    #[arg(short = 'c', long = "client", value_name = "HOST")]
+    client: Option<String>,
+    /// UDP port of the server.
+    #[arg(short = 'p', long, default_value_t = 5201)]
+    port: u16,
+    /// Local address to bind.
+    #[arg(short = 'B', long = "bind", value_name = "ADDR")]
+    bind: Option<IpAddr>,
+    /// Congestion control: prague, dctcp, cubic, reno, bbr1, bbr3.
+    #[arg(long, default_value = "prague")]
+    cc: String,
+    /// ECN mode: l4s, accecn, classic, none (default: what the CC asks for).
+    #[arg(long)]
+    ecn: Option<String>,
+    /// Send for this long (e.g. 30s, 500ms; a bare number is seconds).
+    #[arg(short = 't', long = "time", default_value = "10s")]
+    time: String,
+    /// Send exactly this many bytes per stream (K, M, G suffixes are powers of 1024).
+    #[arg(short = 'n', long = "bytes")]
+    bytes: Option<String>,
+    /// Parallel streams.
+    #[arg(short = 'P', long = "parallel", default_value_t = 1)]
+    parallel: u32,
+    /// Interval between reports (0 = none).
+    #[arg(short = 'i', long = "interval", default_value = "1s")]
+    interval: String,
+    /// Write the result as JSON to FILE (never overwrites).
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// TCP MSS in payload bytes (default: a datagram fills a 1500-byte MTU).
+    #[arg(long)]
+    mss: Option<u32>,
+    /// End the run when the peer sends nothing for this long.
+    #[arg(long, default_value = "10s")]
+    peer_timeout: String,
+    /// Busy-wait this long before a send deadline instead of sleeping (pacing accuracy vs CPU).
+    #[arg(long, default_value = "50us")]
+    spin: String,
+    /// Seed of the congestion controls' random streams (BBR).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Server: serve one connection, then exit.
+    #[arg(short = '1', long = "one-off")]
+    one_off: bool,
+    /// Require SCHED_FIFO real-time priority (an error when not permitted). By default it is
+    /// asked for and used when permitted (root or CAP_SYS_NICE), as the emulator does: pacing
+    /// and timing then survive a busy host. The sender busy-waits at most --spin per send.
+    #[arg(long, conflicts_with = "no_rt")]
+    rt: bool,
+    /// Do not ask for SCHED_FIFO.
+    #[arg(long)]
+    no_rt: bool,
+    /// No interval lines.
+    #[arg(short = 'q', long)]
+    quiet: bool,
+}
+
+fn usage(flag: &'static str, msg: impl Into<String>) -> FlowError {
+    FlowError::Usage {
+        flag,
+        msg: msg.into(),
+    }
+}
+
+/// "30s", "250ms", or a bare number of seconds (iperf3 style).
+fn duration(flag: &'static str, s: &str, allow_zero: bool) -> Result<Nanos, FlowError> {
+    let d = match s.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && x >= 0.0 => Nanos::from_secs_f64(x),
+        Ok(_) => return Err(usage(flag, format!("\"{s}\" must be a duration ≥ 0"))),
+        Err(_) => l4s_core::parse_duration(s).map_err(|e| {
+            usage(
+                flag,
+                format!("\"{s}\": {e}; e.g. \"30s\", \"500ms\", \"10\""),
+            )
+        })?,
+    };
+    if d == Nanos::ZERO && !allow_zero {
+        return Err(usage(flag, format!("\"{s}\" must be > 0")));
+    }
+    if d > Nanos::from_secs(86_400 * 7) {
+        return Err(usage(flag, format!("\"{s}\" is longer than a week")));
+    }
+    Ok(d)
+}
+
+/// "1000", "10K", "5M", "1G" (powers of 1024, as iperf3).
+fn bytes(s: &str) -> Result<u64, FlowError> {
+    let t = s.trim();
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, 'K' | 'k')) => (&t[..i], 1u64 << 10),
+        Some((i, 'M' | 'm')) => (&t[..i], 1 << 20),
+        Some((i, 'G' | 'g')) => (&t[..i], 1 << 30),
+        _ => (t, 1),
+    };
+    let n: u64 = num.parse().map_err(|_| {
+        usage(
+            "-n",
+            format!("\"{s}\" is not a byte count; e.g. 1000, 10K, 5M, 1G"),
+        )
+    })?;
+    let b = n
+        .checked_mul(mult)
+        .filter(|&b| b > 0 && b < 1 << 50)
+        .ok_or_else(|| usage("-n", format!("\"{s}\" must be in 1..2^50 bytes")))?;
+    Ok(b)
+}
+
+fn ecn(s: &str) -> Result<FlowEcn, FlowError> {
+    match s {
+        "l4s" => Ok(FlowEcn::L4s),
+        "accecn" => Ok(FlowEcn::Accecn),
+        "classic" => Ok(FlowEcn::Classic),
+        "none" => Ok(FlowEcn::None),
+        _ => Err(usage(
+            "--ecn",
+            format!("\"{s}\" is not an ECN mode; expected one of l4s, accecn, classic, none"),
+        )),
+    }
+}
+
+fn run(cli: Cli) -> Result<(), FlowError> {
+    let peer_timeout = duration("--peer-timeout", &cli.peer_timeout, false)?;
+    let spin = duration("--spin", &cli.spin, true)?;
+    if spin > Nanos::from_ms(10) {
+        return Err(usage(
+            "--spin",
+            format!("\"{}\" must be at most 10ms", cli.spin),
+        ));
+    }
+    let interval = duration("-i", &cli.interval, true)?;
+    if !cli.no_rt {
+        match l4s_flow::clock::set_realtime(10) {
+            Ok(()) => l4s_flow::REALTIME.store(true, std::sync::atomic::Ordering::Relaxed),
+            Err(e) if cli.rt => {
+                return Err(usage(
+                    "--rt",
+                    format!("cannot switch to SCHED_FIFO: {e} (needs root or CAP_SYS_NICE)"),
+                ))
+            }
+            Err(_) => {}
+        }
+    }
+    let interval = (interval > Nanos::ZERO).then_some(interval);
+    if cli.server {
+        let o = ServerOpts {
+            port: cli.port,
+            bind: cli.bind,
+            peer_timeout,
+            one_off: cli.one_off,
+            interval,
+            json: cli.json,
+            quiet: cli.quiet,
+        };
+        server::run(&o).map(|_| ())
+    } else if let Some(host) = cli.client {
+        if !(1..=128).contains(&cli.parallel) {
+            return Err(usage("-P", format!("{} must be in 1..=128", cli.parallel)));
+        }
+        let o = ClientOpts {
+            host,
+            port: cli.port,
+            bind: cli.bind,
+            cc: cli.cc,
+            ecn: cli.ecn.as_deref().map(ecn).transpose()?,
+            duration: duration("-t", &cli.time, false)?,
+            bytes: cli.bytes.as_deref().map(bytes).transpose()?,
+            parallel: cli.parallel,
+            interval,
+            json: cli.json,
+            mss: cli.mss,
+            peer_timeout,
+            spin,
+            seed: cli.seed,
+            quiet: cli.quiet,
+        };
+        let emu = EmuEnv::from_env()?;
+        client::run(&o, &emu).map(|_| ())
+    } else {
+        Err(usage("-s/-c", "give -s (server) or -c HOST (client)"))
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    install_signal_handlers();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("l4slab flow: error: {e}");
+            ExitCode::from(e.exit_code())
+        }
+    }
+}

@@ -1,0 +1,430 @@
+//! The l4s-flow wire format: one l4s-core TCP segment (or one control message) per UDP datagram.
+//! Version 1, big-endian; the TCP fields are those of `l4s_core::packet::TcpHeader` (RFC 9293 §3.1).
+//!
+//! ```text
+//!  0      4   5      6         8          12       20       28        36        44
+//!  | "L4SF" | v | hflags | tcp flags | conn id | seq    | ack    | ts_val  | ts_ecr  |
+//!  then n_sack × (start u64, end u64), then the AccECN option (3 × 24 bit) if flagged,
+//!  then the payload (TCP segments) or the control body (control messages).
+//! ```
+//! `hflags`: bit 0 AccECN option present, bits 1-2 number of SACK blocks (0-3), bit 3 control
+//! message. Sequence numbers are the model's 64-bit ones (no wrap, so no PAWS concern here).
+//! The 4-byte magic and the version let a receiver recognise, count and ignore foreign datagrams.
+
+use l4s_core::packet::{AccEcnOption, TcpHeader};
+use l4s_core::Nanos;
+
+/// The first four bytes of every l4s-flow datagram.
+pub const MAGIC: [u8; 4] = *b"L4SF";
+/// Wire format version carried in byte 4.
+pub const VERSION: u8 = 1;
+/// Header bytes without SACK blocks or options.
+pub const BASE_HEADER_BYTES: usize = 44;
+/// Bytes per SACK block.
+pub const SACK_BLOCK_BYTES: usize = 16;
+/// Bytes of the AccECN option (three 24-bit counters).
+pub const ACCECN_OPTION_BYTES: usize = 9;
+/// Largest header: 3 SACK blocks and the AccECN option.
+pub const MAX_HEADER_BYTES: usize = BASE_HEADER_BYTES + 3 * SACK_BLOCK_BYTES + ACCECN_OPTION_BYTES;
+/// UDP header bytes.
+pub const UDP_HEADER_BYTES: usize = 8;
+
+const HF_ACCECN: u8 = 0x01;
+const HF_SACK_SHIFT: u8 = 1;
+const HF_SACK_MASK: u8 = 0x06;
+const HF_CONTROL: u8 = 0x08;
+
+/// Default MSS so that a full data datagram (IP + UDP + base header + payload) is `mtu` bytes.
+/// Data segments carry neither SACK blocks nor the AccECN option (l4s-core's sender sends none).
+pub fn default_mss(mtu: usize, ipv6: bool) -> u32 {
+    let ip = if ipv6 { 40 } else { 20 };
+    mtu.saturating_sub(ip + UDP_HEADER_BYTES + BASE_HEADER_BYTES) as u32
+}
+
+/// Why a datagram was not accepted.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Reject {
+    /// Not an l4s-flow datagram at all (wrong magic or too short for one).
+    Foreign,
+    /// An l4s-flow datagram of another version.
+    Version(u8),
+    /// Right magic and version but inconsistent lengths or fields.
+    Malformed,
+}
+
+/// Control messages that end a connection (the TCP model has no FIN).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Control {
+    /// Sender → receiver: the transfer is over; please report.
+    Done,
+    /// Receiver → sender: what the receiving side saw.
+    Report(ReceiverReport),
+}
+
+/// The receiver's own counts, sent back in [`Control::Report`] and printed by the server.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ReceiverReport {
+    /// Payload bytes delivered in order by the TCP receiver (`rcv_nxt - 1`).
+    pub delivered_bytes: u64,
+    /// Data datagrams received (including duplicates).
+    pub data_pkts: u64,
+    /// Of those, by the IP-ECN codepoint read from the socket.
+    pub not_ect_pkts: u64,
+    /// ECT(1) data datagrams.
+    pub ect1_pkts: u64,
+    /// ECT(0) data datagrams.
+    pub ect0_pkts: u64,
+    /// CE data datagrams.
+    pub ce_pkts: u64,
+    /// Data datagrams whose payload did not match the pattern for their sequence number.
+    pub bad_payload_pkts: u64,
+}
+
+const REPORT_FIELDS: usize = 7;
+
+impl ReceiverReport {
+    fn fields(&self) -> [u64; REPORT_FIELDS] {
+        [
+            self.delivered_bytes,
+            self.data_pkts,
+            self.not_ect_pkts,
+            self.ect1_pkts,
+            self.ect0_pkts,
+            self.ce_pkts,
+            self.bad_payload_pkts,
+        ]
+    }
+    fn from_fields(f: [u64; REPORT_FIELDS]) -> Self {
+        ReceiverReport {
+            delivered_bytes: f[0],
+            data_pkts: f[1],
+            not_ect_pkts: f[2],
+            ect1_pkts: f[3],
+            ect0_pkts: f[4],
+            ce_pkts: f[5],
+            bad_payload_pkts: f[6],
+        }
+    }
+}
+
+/// A decoded datagram: the connection it belongs to and what it carries.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decoded<'a> {
+    /// Connection id chosen by the sender (demultiplexing key together with the peer address).
+    pub conn: u32,
+    /// The segment or control message.
+    pub body: Body<'a>,
+}
+
+/// What a datagram carries.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Body<'a> {
+    /// A TCP segment: its header (`payload_bytes` set from the length) and payload.
+    Segment(TcpHeader, &'a [u8]),
+    /// A control message.
+    Control(Control),
+}
+
+fn put_u64(buf: &mut Vec<u8>, v: u64) {
+    buf.extend_from_slice(&v.to_be_bytes());
+}
+
+fn put_u24(buf: &mut Vec<u8>, v: u32) {
+    buf.extend_from_slice(&v.to_be_bytes()[1..]);
+}
+
+fn header(buf: &mut Vec<u8>, conn: u32, h: &TcpHeader, control: bool) {
+    let n_sack = h.n_sack.min(3);
+    let mut hf = (n_sack << HF_SACK_SHIFT) & HF_SACK_MASK;
+    if h.accecn.is_some() {
+        hf |= HF_ACCECN;
+    }
+    if control {
+        hf |= HF_CONTROL;
+    }
+    buf.extend_from_slice(&MAGIC);
+    buf.push(VERSION);
+    buf.push(hf);
+    buf.extend_from_slice(&h.flags.to_be_bytes());
+    buf.extend_from_slice(&conn.to_be_bytes());
+    put_u64(buf, h.seq);
+    put_u64(buf, h.ack);
+    put_u64(buf, h.ts_val.as_ns());
+    put_u64(buf, h.ts_ecr.as_ns());
+    for &(s, e) in &h.sack[..n_sack as usize] {
+        put_u64(buf, s);
+        put_u64(buf, e);
+    }
+    if let Some(o) = h.accecn {
+        put_u24(buf, o.e0b);
+        put_u24(buf, o.ceb);
+        put_u24(buf, o.e1b);
+    }
+}
+
+/// Encode a TCP segment into `buf` (cleared first): header, then `payload_bytes` bytes written
+/// by `fill` (which gets the slice to fill).
+pub fn encode_segment(buf: &mut Vec<u8>, conn: u32, h: &TcpHeader, fill: impl FnOnce(&mut [u8])) {
+    buf.clear();
+    header(buf, conn, h, false);
+    let start = buf.len();
+    buf.resize(start + h.payload_bytes as usize, 0);
+    fill(&mut buf[start..]);
+}
+
+/// Encode a control message into `buf` (cleared first).
+pub fn encode_control(buf: &mut Vec<u8>, conn: u32, c: &Control) {
+    buf.clear();
+    header(buf, conn, &TcpHeader::default(), true);
+    match c {
+        Control::Done => buf.push(1),
+        Control::Report(r) => {
+            buf.push(2);
+            for f in r.fields() {
+                put_u64(buf, f);
+            }
+        }
+    }
+}
+
+fn u64_at(b: &[u8], at: usize) -> Option<u64> {
+    let s = b.get(at..at + 8)?;
+    let mut a = [0u8; 8];
+    a.copy_from_slice(s);
+    Some(u64::from_be_bytes(a))
+}
+
+fn u24_at(b: &[u8], at: usize) -> Option<u32> {
+    let s = b.get(at..at + 3)?;
+    Some(u32::from_be_bytes([0, s[0], s[1], s[2]]))
+}
+
+/// Decode one datagram. Never panics, whatever the bytes.
+pub fn decode(b: &[u8]) -> Result<Decoded<'_>, Reject> {
+    if b.len() < 5 || b[..4] != MAGIC {
+        return Err(Reject::Foreign);
+    }
+    if b[4] != VERSION {
+        return Err(Reject::Version(b[4]));
+    }
+    if b.len() < BASE_HEADER_BYTES {
+        return Err(Reject::Malformed);
+    }
+    let hf = b[5];
+    if hf & !(HF_ACCECN | HF_SACK_MASK | HF_CONTROL) != 0 {
+        return Err(Reject::Malformed);
+    }
+    let n_sack = (hf & HF_SACK_MASK) >> HF_SACK_SHIFT;
+    if n_sack > 3 {
+        return Err(Reject::Malformed);
+    }
+    let flags = u16::from_be_bytes([b[6], b[7]]);
+    let conn = u32::from_be_bytes([b[8], b[9], b[10], b[11]]);
+    let m = Reject::Malformed;
+    let mut h = TcpHeader {
+        seq: u64_at(b, 12).ok_or(m)?,
+        ack: u64_at(b, 20).ok_or(m)?,
+        flags,
+        ts_val: Nanos(u64_at(b, 28).ok_or(m)?),
+        ts_ecr: Nanos(u64_at(b, 36).ok_or(m)?),
+        ..Default::default()
+    };
+    let mut at = BASE_HEADER_BYTES;
+    for i in 0..n_sack as usize {
+        let s = u64_at(b, at).ok_or(m)?;
+        let e = u64_at(b, at + 8).ok_or(m)?;
+        if e < s {
+            return Err(m);
+        }
+        h.sack[i] = (s, e);
+        at += SACK_BLOCK_BYTES;
+    }
+    h.n_sack = n_sack;
+    if hf & HF_ACCECN != 0 {
+        h.accecn = Some(AccEcnOption {
+            e0b: u24_at(b, at).ok_or(m)?,
+            ceb: u24_at(b, at + 3).ok_or(m)?,
+            e1b: u24_at(b, at + 6).ok_or(m)?,
+        });
+        at += ACCECN_OPTION_BYTES;
+    }
+    let rest = b.get(at..).ok_or(m)?;
+    if hf & HF_CONTROL != 0 {
+        let c = match rest.first() {
+            Some(1) if rest.len() == 1 => Control::Done,
+            Some(2) if rest.len() == 1 + 8 * REPORT_FIELDS => {
+                let mut f = [0u64; REPORT_FIELDS];
+                for (i, v) in f.iter_mut().enumerate() {
+                    *v = u64_at(rest, 1 + 8 * i).ok_or(m)?;
+                }
+                Control::Report(ReceiverReport::from_fields(f))
+            }
+            _ => return Err(m),
+        };
+        return Ok(Decoded {
+            conn,
+            body: Body::Control(c),
+        });
+    }
+    h.payload_bytes = rest.len() as u32;
+    Ok(Decoded {
+        conn,
+        body: Body::Segment(h, rest),
+    })
+}
+
+/// The payload pattern: the byte at stream offset `off` (sequence number − 1) of every
+/// connection. A multiplicative hash so that misplaced or shifted bytes do not match.
+#[inline]
+pub fn pattern_byte(off: u64) -> u8 {
+    (off.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as u8
+}
+
+/// Fill `dst` with the pattern for stream offsets `off..off + dst.len()`.
+pub fn fill_pattern(dst: &mut [u8], off: u64) {
+    for (i, d) in dst.iter_mut().enumerate() {
+        *d = pattern_byte(off + i as u64);
+    }
+}
+
+/// The payload matches the pattern for stream offset `off`.
+pub fn check_pattern(src: &[u8], off: u64) -> bool {
+    src.iter()
+        .enumerate()
+        .all(|(i, &s)| s == pattern_byte(off + i as u64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use l4s_core::packet::tcp_flags;
+
+    fn sample() -> TcpHeader {
+        TcpHeader {
+            seq: 1 + (1 << 40),
+            ack: 77,
+            flags: tcp_flags::ACK | tcp_flags::AE | tcp_flags::ECE,
+            payload_bytes: 0,
+            sack: [(100, 200), (300, 400), (500, 600)],
+            n_sack: 2,
+            ts_val: Nanos(123_456_789),
+            ts_ecr: Nanos(42),
+            accecn: Some(AccEcnOption {
+                e0b: 1,
+                ceb: 0xFF_FFFF,
+                e1b: 7,
+            }),
+        }
+    }
+
+    #[test]
+    fn segment_round_trips_with_sack_and_option() {
+        let mut h = sample();
+        h.payload_bytes = 10;
+        let mut buf = Vec::new();
+        encode_segment(&mut buf, 0xDEAD_BEEF, &h, |p| fill_pattern(p, 5));
+        assert_eq!(
+            buf.len(),
+            BASE_HEADER_BYTES + 2 * SACK_BLOCK_BYTES + ACCECN_OPTION_BYTES + 10
+        );
+        let d = decode(&buf).expect("decodes");
+        assert_eq!(d.conn, 0xDEAD_BEEF);
+        let Body::Segment(got, payload) = d.body else {
+            panic!("not a segment")
+        };
+        // The third SACK block is not sent (n_sack = 2).
+        let mut want = h;
+        want.sack[2] = (0, 0);
+        assert_eq!(got, want);
+        assert!(check_pattern(payload, 5));
+        assert!(!check_pattern(payload, 6));
+    }
+
+    #[test]
+    fn data_datagram_fits_the_mtu() {
+        for ipv6 in [false, true] {
+            let mss = default_mss(1500, ipv6);
+            let ip = if ipv6 { 40 } else { 20 };
+            let h = TcpHeader {
+                seq: 1,
+                flags: tcp_flags::ACK,
+                payload_bytes: mss,
+                ..Default::default()
+            };
+            let mut buf = Vec::new();
+            encode_segment(&mut buf, 1, &h, |_| {});
+            assert_eq!(ip + UDP_HEADER_BYTES + buf.len(), 1500);
+        }
+        assert_eq!(default_mss(1500, false), 1428);
+        assert_eq!(default_mss(1500, true), 1408);
+    }
+
+    #[test]
+    fn control_round_trips() {
+        let r = ReceiverReport {
+            delivered_bytes: 1 << 33,
+            data_pkts: 2,
+            not_ect_pkts: 3,
+            ect1_pkts: 4,
+            ect0_pkts: 5,
+            ce_pkts: 6,
+            bad_payload_pkts: 7,
+        };
+        let mut buf = Vec::new();
+        for c in [Control::Done, Control::Report(r)] {
+            encode_control(&mut buf, 9, &c);
+            let d = decode(&buf).expect("decodes");
+            assert_eq!(d.conn, 9);
+            assert_eq!(d.body, Body::Control(c));
+        }
+    }
+
+    #[test]
+    fn foreign_short_and_other_versions_are_rejected() {
+        assert_eq!(decode(b""), Err(Reject::Foreign));
+        assert_eq!(decode(b"hello world"), Err(Reject::Foreign));
+        let mut buf = Vec::new();
+        encode_segment(&mut buf, 1, &sample(), |_| {});
+        let mut v2 = buf.clone();
+        v2[4] = 2;
+        assert_eq!(decode(&v2), Err(Reject::Version(2)));
+        assert_eq!(
+            decode(&buf[..BASE_HEADER_BYTES - 1]),
+            Err(Reject::Malformed)
+        );
+        // Truncated inside the SACK blocks.
+        assert_eq!(
+            decode(&buf[..BASE_HEADER_BYTES + 5]),
+            Err(Reject::Malformed)
+        );
+        let mut bad = buf.clone();
+        bad[5] |= 0x80;
+        assert_eq!(decode(&bad), Err(Reject::Malformed));
+    }
+
+    #[test]
+    fn decode_never_panics_on_any_prefix_or_bit_flip() {
+        let mut buf = Vec::new();
+        let mut h = sample();
+        h.payload_bytes = 20;
+        encode_segment(&mut buf, 3, &h, |p| fill_pattern(p, 0));
+        for n in 0..=buf.len() {
+            let _ = decode(&buf[..n]);
+        }
+        for i in 0..buf.len() {
+            for bit in 0..8 {
+                let mut b = buf.clone();
+                b[i] ^= 1 << bit;
+                let _ = decode(&b);
+            }
+        }
+        let mut c = Vec::new();
+        encode_control(&mut c, 3, &Control::Report(ReceiverReport::default()));
+        for n in 0..=c.len() {
+            let r = decode(&c[..n]);
+            if n < c.len() {
+                assert!(r.is_err(), "a truncated report must not decode (len {n})");
+            }
+        }
+    }
+}

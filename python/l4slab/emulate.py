@@ -1,0 +1,381 @@
+"""`l4slab emulate`: run real programs through the emulator (`l4s-emu`) and turn its raw output
+into a standard run directory (samples/flows/packets parquet, summary.json, scenario.toml,
+figures, report.html), so `l4slab plot`, `summary` and `validate` read emulator runs unchanged.
+
+The binary is found through $L4SLAB_EMU_BIN, then `target/release/l4s-emu` of the source tree,
+then PATH. While it runs a live view (per-class throughput, queue delay, p', marks and drops per
+second) is drawn from the stats lines it writes to a pipe; `--quiet` turns it off.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+import numpy as np
+import pandas as pd
+
+__all__ = ["emulate_cmd", "find_binary", "build_run_dir", "EmulateError"]
+
+#: Where `cargo build --release -p l4s-emu` puts the binary, relative to the source tree.
+_TREE_BIN = Path(__file__).resolve().parents[2] / "target" / "release" / "l4s-emu"
+#: Flags of l4s-emu that take a value (to find -o and the command among the arguments).
+_VALUE_FLAGS = {"--rate", "--trace", "--uplink-trace", "--downlink-trace", "--delay", "--loss",
+                "--aqm", "--aqm-arg", "--uplink-log", "--downlink-log", "--server", "--seed",
+                "-o", "--output", "--spin", "--stats-fd", "--sweep"}
+
+
+class EmulateError(Exception):
+    """A problem before or after the emulation, reported as one line."""
+
+
+def find_binary() -> Path:
+    """$L4SLAB_EMU_BIN, then the source tree's target/release/l4s-emu, then PATH."""
+    env = os.environ.get("L4SLAB_EMU_BIN")
+    if env:
+        p = Path(env)
+        if p.is_file() and os.access(p, os.X_OK):
+            return p
+        raise EmulateError(f"L4SLAB_EMU_BIN={env} is not an executable file")
+    if _TREE_BIN.is_file() and os.access(_TREE_BIN, os.X_OK):
+        return _TREE_BIN
+    found = shutil.which("l4s-emu")
+    if found:
+        return Path(found)
+    raise EmulateError("the emulator binary l4s-emu was not found: build it with "
+                       "`cargo build --release -p l4s-emu` (or `make develop`), or set "
+                       "L4SLAB_EMU_BIN")
+
+
+def _split(args: list[str]) -> tuple[list[str], list[str]]:
+    """(emulator options, command after `--`)."""
+    if "--" in args:
+        i = args.index("--")
+        return args[:i], args[i:]
+    return args, []
+
+
+def _option(opts: list[str], *names: str) -> str | None:
+    """Value of the last `--name VALUE` / `--name=VALUE` among the options."""
+    val = None
+    i = 0
+    while i < len(opts):
+        a = opts[i]
+        flag, _, inline = a.partition("=")
+        if flag in names:
+            if inline or "=" in a:
+                val = inline
+            elif i + 1 < len(opts):
+                val = opts[i + 1]
+                i += 1
+        elif a in _VALUE_FLAGS:
+            i += 1
+        i += 1
+    return val
+
+
+# --- raw output -> run directory ----------------------------------------------------------------
+
+_DTYPES = {"t_s": "f8", "queue": "u1", "backlog_pkts": "u8", "backlog_bytes": "u8",
+           "sojourn_ms": "f8", "marks": "u8", "drops": "u8", "p_prime": "f8", "p_c": "f8",
+           "p_cl": "f8", "flow": "u4", "delivered_bytes": "u8", "tput_mbps": "f8",
+           "cwnd_pkts": "f8", "srtt_ms": "f8", "pacing_mbps": "f8", "ce_acked": "u8",
+           "verdict": "u1"}
+
+
+def _columns(cols: dict[str, list[Any]]) -> dict[str, tuple[str, bytes]]:
+    """JSON lists -> the `(dtype, bytes)` pairs `results.from_core` reads."""
+    out = {}
+    for k, v in cols.items():
+        dt = _DTYPES.get(k, "f8")
+        arr = np.asarray([np.nan if x is None else x for x in v], dtype=dt)
+        out[k] = (dt, arr.tobytes())
+    return out
+
+
+def _flow_csvs(flow_dir: Path) -> pd.DataFrame | None:
+    """Rows written by `l4slab flow` senders into $L4SLAB_FLOW_DIR (one CSV per sender)."""
+    frames = []
+    for f in sorted(flow_dir.glob("flow-*.csv")):
+        try:
+            df = pd.read_csv(f)
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
+            raise EmulateError(f"{f}: not a flow CSV ({e})") from e
+        frames.append(df)
+    if not frames:
+        return None
+    return pd.concat(frames, ignore_index=True)
+
+
+def build_run_dir(out: Path, *, figures: bool = True, report: bool = True) -> dict[str, Any]:
+    """Write the standard run directory from the emulator's raw output in `out/raw`.
+
+    The busier direction (more bytes delivered) is the run's bottleneck: its samples, flows
+    and packets become samples/flows/packets.parquet and its summary the summary.json; the
+    other direction's summary, and both directions' lateness and counters, sit under the
+    summary's `emulator` key. Returns the summary."""
+    from l4slab.results import RunData, from_core, write_run_dir
+
+    raw_dir = out / "raw"
+    meta_path = out / "emulator.json"
+    if not meta_path.exists():
+        raise EmulateError(f"{out}: no emulator.json (the emulator did not finish)")
+    meta = json.loads(meta_path.read_text())
+    dirs = {}
+    for name in ("uplink", "downlink"):
+        p = raw_dir / f"{name}.json"
+        if p.exists():
+            dirs[name] = json.loads(p.read_text())
+    if not dirs:
+        raise EmulateError(f"{out}: no raw/uplink.json or raw/downlink.json")
+    primary = max(dirs, key=lambda n: dirs[n]["summary"].get("delivered_bytes", 0)
+                  if "delivered_bytes" in dirs[n]["summary"]
+                  else sum(f.get("tput_mbps", 0.0) for f in dirs[n]["summary"].get("flows", [])))
+    d = dirs[primary]
+    core = {"queue_names": d["queue_names"], "flow_cc": d["flow_cc"],
+            "flow_class": d["flow_class"], "samples": _columns(d["samples"]),
+            "flows": _columns(d["flows"]),
+            "packets": _columns(d["packets"]) if d.get("packets") else None,
+            "summary_json": json.dumps(d["summary"])}
+    scenario = meta.get("scenario", {})
+    run: RunData = from_core(core, scenario=scenario)
+    # Sender-side rows from `l4slab flow` (cwnd, srtt, pacing) join the bottleneck's rows.
+    senders = _flow_csvs(out / "flows")
+    flow_keys = list(d["flow_keys"])
+    if senders is not None:
+        # A sender's 5-tuple that the bottleneck saw keeps the bottleneck's flow id; any other
+        # gets a new id after them. flow ids stay integers (summary.emulator.flow_keys names
+        # them) so the simulator's plots and readers work unchanged.
+        ids = []
+        for key in senders["flow"].astype(str):
+            if key not in flow_keys:
+                flow_keys.append(key)
+            ids.append(flow_keys.index(key))
+        senders["flow"] = np.asarray(ids, dtype=np.uint32)
+        senders["class"] = np.where(senders["cc"].isin(["prague", "dctcp", "bbr3"]),
+                                    "L4S", "Classic")
+        flows = pd.concat([run.flows.astype({"cc": str, "class": str}), senders],
+                          ignore_index=True)
+        flows["flow"] = flows["flow"].astype(np.uint32)
+        flows["cc"] = flows["cc"].astype("category")
+        flows["class"] = pd.Categorical(flows["class"], categories=["L4S", "Classic"])
+        run.flows = flows
+    summary = dict(run.summary)
+    summary["emulator"] = {
+        "primary_direction": primary,
+        "exit_status": meta.get("exit_status"),
+        "duration_s": meta.get("duration_s"),
+        "realtime": meta.get("realtime"),
+        "lateness_us": {n: dirs[n].get("lateness_us", {}) for n in dirs},
+        "directions": {n: meta_d for n, meta_d in
+                       ((x["name"], x) for x in meta.get("directions", []))},
+        "flow_keys": flow_keys,
+        "other_direction": {n: dirs[n]["summary"] for n in dirs if n != primary},
+    }
+    # The primary direction's lateness is the run's (summary.json's stable key).
+    summary["lateness_us"] = dirs[primary].get("lateness_us", {})
+    run.summary = summary
+    write_run_dir(run, out, figures=figures, report=report)
+    return summary
+
+
+# --- live view ----------------------------------------------------------------------------------
+
+def dashboard_table(st: dict[str, Any]) -> Any:
+    """One stats line of the emulator as a rich Table (L4S blue, Classic orange)."""
+    from rich.table import Table
+
+    t = Table(title=f"l4s-emu  t={st.get('t_s', 0):.1f}s", title_justify="left", expand=False)
+    for col in ("dir", "L4S Mb/s", "Classic Mb/s", "queue delay ms", "p'", "marks/s",
+                "drops/s"):
+        t.add_column(col, justify="right")
+    for d in st.get("dirs", []):
+        qd = "  ".join(f"{q['name']} {q['sojourn_ms']:.2f}" for q in d.get("queues", []))
+        t.add_row(d["name"], f"[blue]{d.get('l4s_mbps', 0):.2f}[/]",
+                  f"[dark_orange]{d.get('classic_mbps', 0):.2f}[/]", qd,
+                  f"{d.get('p_prime', 0):.3f}", f"{d.get('marks_per_s', 0):.0f}",
+                  f"{d.get('drops_per_s', 0):.0f}")
+    return t
+
+
+def _dashboard(read_fd: int, stop: threading.Event) -> None:
+    """Draw the stats lines of the emulator, a few times a second, on stderr."""
+    from rich.console import Console
+    from rich.live import Live
+
+    con = Console(stderr=True)
+    with os.fdopen(read_fd, "r", buffering=1) as f, \
+            Live(dashboard_table({}), console=con, refresh_per_second=4,
+                 transient=False) as live:
+        for line in f:
+            if stop.is_set():
+                break
+            try:
+                live.update(dashboard_table(json.loads(line)))
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+                continue
+
+
+# --- command ------------------------------------------------------------------------------------
+
+def _without_output(opts: list[str]) -> list[str]:
+    """The options minus -o/--output DIR."""
+    kept: list[str] = []
+    skip = False
+    for a in opts:
+        if skip:
+            skip = False
+            continue
+        if a in ("-o", "--output"):
+            skip = True
+            continue
+        if a.startswith("--output="):
+            continue
+        kept.append(a)
+    return kept
+
+
+def run_sweep(sweep_file: Path, args: list[str]) -> int:
+    """Emulator runs of a sweep file's grid, one at a time, into OUT/runs/<name> (the
+    simulator's sweep layout, so `l4slab summary OUT` and `validate` read it). A run whose
+    summary.json exists is kept (resume); a failed run is reported and the others go on.
+    Returns 1 if any run failed, else 0."""
+    import tempfile
+
+    from l4slab.scenario import ScenarioError
+    from l4slab.sweeps import load_sweep_spec, plan
+
+    opts, command = _split(list(args))
+    out = Path(_option(opts, "-o", "--output") or Path("results") / f"{sweep_file.stem}-emu")
+    opts = _without_output(opts)
+    try:
+        tasks = plan(load_sweep_spec(sweep_file))
+    except ScenarioError as e:
+        raise EmulateError(f"{sweep_file}: {e}") from None
+    failed = 0
+    for task in tasks:
+        rd = out / "runs" / task.name
+        if (rd / "summary.json").exists():
+            click.echo(f"{task.name}: finished earlier, kept", err=True)
+            continue
+        if rd.exists() and any(rd.iterdir()):
+            raise EmulateError(f"{rd}: an unfinished run is in the way; move it to rerun")
+        rd.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(task.scenario, f)
+            scen = f.name
+        try:
+            click.echo(f"{task.name}: {task.params or '(base scenario)'}", err=True)
+            rc = run_emulator([scen, *opts, "-o", str(rd), *command])
+        finally:
+            os.unlink(scen)
+        if (rd / "summary.json").exists():
+            (rd / "params.json").write_text(json.dumps(task.identity(), indent=2,
+                                                       default=str) + "\n")
+        if rc != 0 or not (rd / "summary.json").exists():
+            failed += 1
+            click.echo(f"{task.name}: failed (exit status {rc})", err=True)
+    click.echo(f"sweep {out}: {len(tasks) - failed} of {len(tasks)} runs finished", err=True)
+    return 1 if failed else 0
+
+
+def run_emulator(args: list[str]) -> int:
+    """Run l4s-emu with these arguments (plus -o and the stats pipe), build the run directory,
+    return the command's exit status."""
+    binary = find_binary()
+    opts, command = _split(list(args))
+    if "-h" in opts or "--help" in opts:
+        return subprocess.call([str(binary), "--help"])
+    out_s = _option(opts, "-o", "--output")
+    if out_s is None:
+        out = Path("results") / f"emu-{time.strftime('%Y%m%d-%H%M%S')}"
+        opts += ["-o", str(out)]
+    else:
+        out = Path(out_s)
+    if out.exists() and any(out.iterdir()):
+        raise EmulateError(f"-o {out}: exists and is not empty; choose a new directory "
+                           "(results are never overwritten)")
+    quiet = "--quiet" in opts or "-q" in opts
+    live = not quiet and sys.stderr.isatty()
+    pass_fds: tuple[int, ...] = ()
+    rfd = wfd = -1
+    if live:
+        rfd, wfd = os.pipe()
+        opts += ["--stats-fd", str(wfd)]
+        pass_fds = (wfd,)
+    stop = threading.Event()
+    # The emulator handles SIGINT/SIGTERM itself (it stops the run and writes its results);
+    # this process waits for it and then writes the run directory.
+    old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    old_term = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        proc = subprocess.Popen([str(binary), *opts, *command], pass_fds=pass_fds)
+        viewer = None
+        if live:
+            os.close(wfd)
+            viewer = threading.Thread(target=_dashboard, args=(rfd, stop), daemon=True)
+            viewer.start()
+        rc = proc.wait()
+        stop.set()
+        if viewer is not None:
+            viewer.join(timeout=2)
+    finally:
+        signal.signal(signal.SIGINT, old_int)
+        signal.signal(signal.SIGTERM, old_term)
+    if (out / "emulator.json").exists():
+        try:
+            summary = build_run_dir(out)
+        except (EmulateError, ValueError, KeyError, OSError) as e:
+            # The raw results stay in OUT/raw and OUT/emulator.json; the status is the command's.
+            click.echo(f"error: {out}: could not write the run directory ({e}); the emulator's "
+                       f"raw results are kept in {out / 'raw'}", err=True)
+            return rc
+
+        def us(key: str) -> str:
+            v = summary.get("lateness_us", {}).get(key)
+            return "-" if v is None else f"{v:.1f} us"
+
+        click.echo(f"l4slab emulate: run directory {out} (exit status {rc}; emulator lateness "
+                   f"p50 {us('p50')}, p99 {us('p99')})", err=True)
+    return rc
+
+
+class _RawArgs(click.Command):
+    """A command that hands its arguments to l4s-emu untouched (click would drop `--`)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta["l4slab.emulate.args"] = list(args)
+        return []
+
+
+@click.command("emulate", cls=_RawArgs, context_settings={"help_option_names": []})
+@click.pass_context
+def emulate_cmd(ctx: click.Context) -> None:
+    """Run COMMAND behind an emulated bottleneck (the same AQM objects as the simulator):
+    `l4slab emulate [SCENARIO.toml] [--rate 50mbit --delay 20ms --aqm dualpi2 ...]
+    [--server 'iperf3 -s'] -- COMMAND ARGS...`; `l4slab emulate --help` lists the options.
+    `--sweep SWEEP.toml` runs a sweep file's grid on the emulator, one run at a time."""
+    args = ctx.meta.get("l4slab.emulate.args", [])
+    try:
+        opts, _ = _split(list(args))
+        sweep_file = _option(opts, "--sweep")
+        if sweep_file is not None:
+            i = args.index("--sweep") if "--sweep" in args else next(
+                k for k, a in enumerate(args) if a.startswith("--sweep="))
+            rest = args[:i] + args[i + (1 if args[i].startswith("--sweep=") else 2):]
+            rc = run_sweep(Path(sweep_file), rest)
+        else:
+            rc = run_emulator(args)
+    except EmulateError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(2)
+    sys.exit(rc)

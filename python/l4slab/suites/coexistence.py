@@ -1,0 +1,122 @@
+"""coexistence: one L4S sender (Prague; BBRv3 with L4S ECN) against 1, 2, 4 or 8 Classic senders
+(Cubic; BBRv1; BBRv3) at a 100 Mb/s bottleneck, for FIFO, FIFO+ECN, CoDel+ECN, PIE,
+FQ-CoDel (L4S-aware) and DualPI2, each at buffers of 0.5, 1, 2, 4 and 8 BDP: a throughput
+matrix (each flow's throughput with the competitor's in parentheses) and a harm view."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure as MplFigure
+
+from l4slab.suites.core import Analysis, Figure, Part, Suite, SuiteData, Table, aggregate
+from l4slab.suites.figures import save
+
+AQMS = [("fifo", "FIFO"), ("fifo_ecn", "FIFO+ECN"), ("codel", "CoDel+ECN"), ("pie", "PIE+ECN"),
+        ("fq_codel", "FQ-CoDel(L4S)"), ("dualpi2", "DualPI2")]
+#: aqm.limit in packets -> buffer in BDPs (100 Mb/s x 20 ms = 166.7 packets of 1500 B).
+BDP_PKTS = 100e6 * 0.020 / 8 / 1500
+KEYS = ["aqm", "buffer_bdp", "classic_flows", "l4s_cc", "classic_cc"]
+
+
+def _prep(runs: pd.DataFrame) -> pd.DataFrame:
+    r = runs.copy()
+    r["buffer_bdp"] = (r["aqm.limit"].astype(float) / BDP_PKTS).round(1)
+    r["l4s_cc"] = r["flows.0.cc"].astype(str)
+    r["classic_cc"] = r["flows.1.cc"].astype(str)
+    r["classic_flows"] = r["flows.1.count"].astype(int)
+    r["l4s_mbps"] = r["flows.0.tput_mbps"].astype(float)
+    classic = [c for c in r.columns if c.startswith("flows.") and c.endswith(".tput_mbps")
+               and c != "flows.0.tput_mbps"]
+    r["classic_total_mbps"] = r[classic].sum(axis=1, min_count=1)
+    r["classic_mbps"] = r["classic_total_mbps"] / r["classic_flows"]
+    # Harm relative to the equal share of what the bottleneck delivered (Jain-style fairness
+    # reference, not Ware et al.'s solo-run harm): 1 - x / share, floored at 0.
+    share = (r["l4s_mbps"] + r["classic_total_mbps"]) / (r["classic_flows"] + 1)
+    r["harm_to_l4s"] = np.maximum(0.0, 1.0 - r["l4s_mbps"] / share)
+    r["harm_to_classic"] = np.maximum(0.0, 1.0 - r["classic_mbps"] / share)
+    return r
+
+
+def analyse(data: SuiteData) -> Analysis:
+    runs = _prep(data.runs)
+    cols = {"l4s_mbps": "l4s_mbps", "classic_mbps": "classic_mbps",
+            "harm_to_l4s": "harm_to_l4s", "harm_to_classic": "harm_to_classic",
+            "jain": "jain", "utilisation": "link.utilisation"}
+    res = aggregate(runs, KEYS, cols)
+    order = {a: i for i, (_, a) in enumerate(AQMS)}
+    res["_o"] = res["aqm"].map(order)
+    res = res.sort_values(["classic_flows", "_o", "buffer_bdp", "l4s_cc", "classic_cc"],
+                          kind="stable").drop(columns="_o").reset_index(drop=True)
+    pair = res["l4s_cc"] + " vs " + res["classic_cc"]
+    mat = res.assign(pair=pair, cell=[f"{a:.1f} ({b:.1f})" for a, b in
+                                      zip(res["l4s_mbps"], res["classic_mbps"], strict=True)])
+    disp = mat.pivot_table(index=["classic_flows", "aqm", "buffer_bdp"], columns="pair",
+                           values="cell", aggfunc="first", sort=False).reset_index()
+    disp.columns.name = None
+    harm = res.assign(pair=pair, cell=[_harm_cell(a, b) for a, b in
+                                       zip(res["harm_to_l4s"], res["harm_to_classic"],
+                                           strict=True)])
+    hdisp = harm.pivot_table(index=["classic_flows", "aqm", "buffer_bdp"], columns="pair",
+                             values="cell", aggfunc="first", sort=False).reset_index()
+    hdisp.columns.name = None
+    tables = [
+        Table("throughput", "Throughput matrix: L4S flow Mb/s (mean Classic flow Mb/s)", res,
+              KEYS, ["l4s_mbps", "classic_mbps", "jain", "utilisation"],
+              display=disp,
+              note="Rows: number of Classic flows, AQM, buffer in BDPs; columns: L4S sender vs "
+                   "Classic sender. Means over runs; CIs in tables/throughput.csv."),
+        Table("harm", "Harm: 1 − throughput / equal share, for the side below its share",
+              res, KEYS, ["harm_to_l4s", "harm_to_classic"], display=hdisp,
+              note="Equal share = delivered total / (1 + Classic flows); 'C 0.60' means the "
+                   "mean Classic flow got 40 % of its equal share. A fairness view relative to "
+                   "the equal share, not the solo-run harm of Ware et al."),
+    ]
+    figs = []
+    one = res[res["classic_flows"] == 1]
+    if len(one):
+        figs.append(_heatmap(one, data.out / "figures"))
+    return Analysis(tables, figs)
+
+
+def _harm_cell(h_l: float, h_c: float) -> str:
+    if h_c >= h_l:
+        return f"C {h_c:.2f}" if h_c > 0 else "0"
+    return f"L {h_l:.2f}"
+
+
+def _heatmap(one: pd.DataFrame, out: Path) -> Figure:
+    """L4S flow's share of the total, rows AQM × buffer, columns sender pairs (1 Classic)."""
+    one = one.assign(pair=one["l4s_cc"] + " vs " + one["classic_cc"],
+                     row=one["aqm"] + " " + one["buffer_bdp"].map(lambda b: f"{b:g} BDP"),
+                     share=one["l4s_mbps"] / (one["l4s_mbps"] + one["classic_mbps"]))
+    grid = one.pivot_table(index="row", columns="pair", values="share", sort=False)
+    fig = MplFigure(figsize=(1.3 * len(grid.columns) + 3, 0.22 * len(grid) + 1.5))
+    ax = fig.add_subplot()
+    im = ax.imshow(grid.to_numpy(dtype=float), cmap="coolwarm_r", vmin=0, vmax=1,
+                   aspect="auto")
+    ax.set_xticks(range(len(grid.columns)), list(grid.columns), rotation=30, ha="right",
+                  fontsize=7)
+    ax.set_yticks(range(len(grid.index)), list(grid.index), fontsize=6)
+    fig.colorbar(im, ax=ax, label="L4S share of throughput")
+    ax.set_title("L4S flow's share against one Classic flow (0.5 = equal)", fontsize=9)
+    return save(fig, out, "l4s_share_1classic", "L4S flow's share against one Classic flow")
+
+
+SUITE = Suite(
+    name="coexistence",
+    title="L4S and Classic senders across AQMs and buffer sizes",
+    description="One L4S sender (Prague; BBRv3 with L4S ECN) and 1, 2, 4 or 8 Classic senders "
+                "(Cubic; BBRv1; BBRv3; RFC 3168 ECN) at a 100 Mb/s bottleneck with 20 ms base "
+                "RTT, 60 s (5 s warm-up), 5 replications, for FIFO, FIFO+ECN (1 ms sojourn "
+                "CE step), CoDel+ECN, PIE+ECN, FQ-CoDel (ce_threshold 1 ms on ECT(1)) and "
+                "DualPI2, at buffers of 0.5, 1, 2, 4 and 8 BDP (aqm.limit in packets).",
+    parts=[Part(a, f"{a}.toml", {"aqm": ad}) for a, ad in AQMS],
+    quick={"replications": 1, "set": {"duration": "8s", "warmup": "2s"},
+           "grid": {"aqm.limit": [167, 667], "flows.1.count": [1, 4],
+                    "flows.1.cc": ["cubic", "bbr3"]}},
+    analyse=analyse,
+    headline="throughput",
+)

@@ -1,0 +1,79 @@
+"""Helpers the suite definitions share: per-run metrics from a run directory, renaming swept
+parameter columns, scalar validation of two groups of runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from l4slab.suites.core import mean_ci
+
+
+def warmup_of(summary: dict[str, Any]) -> float:
+    return float(summary.get("warmup_s") or 0.0)
+
+
+def read_summary(run_dir: Path) -> dict[str, Any]:
+    return json.loads((run_dir / "summary.json").read_text())
+
+
+def queue_occupancy(run_dir: Path, warmup_s: float) -> dict[str, float]:
+    """Mean backlog in packets after the warm-up: total over queues (``backlog_pkts``) and per
+    queue (``backlog_<q>_pkts``), from samples.parquet (one row per queue per sample)."""
+    s = pd.read_parquet(run_dir / "samples.parquet", columns=["t_s", "queue", "backlog_pkts"])
+    s = s[s["t_s"] >= warmup_s]
+    out = {"backlog_pkts": float(s.groupby("t_s")["backlog_pkts"].sum().mean())
+           if len(s) else float("nan")}
+    for q, g in s.groupby("queue", observed=True):
+        out[f"backlog_{q}_pkts"] = float(g["backlog_pkts"].mean())
+    return out
+
+
+def totals(summary: dict[str, Any]) -> dict[str, float]:
+    """Sums over flows and queues of one summary.json: throughput, CE marks, AQM drops."""
+    flows = summary.get("flows") or []
+    queues = summary.get("queues") or []
+    return {"tput_mbps": float(sum(f.get("tput_mbps") or 0.0 for f in flows)),
+            "marks": float(sum(q.get("marks") or 0 for q in queues)),
+            "drops": float(sum(q.get("drops") or 0 for q in queues))}
+
+
+def rename_params(runs: pd.DataFrame) -> pd.DataFrame:
+    """Swept dotted keys as short column names (``aqm.step_thresh`` -> ``step_thresh``)."""
+    mapping = {"link.model": "link_model", "aqm.step_thresh": "step_thresh",
+               "aqm.target": "target", "link.loss": "loss", "link.jitter": "jitter",
+               "aqm.limit": "limit"}
+    return runs.rename(columns={k: v for k, v in mapping.items() if k in runs.columns})
+
+
+def scalar_validation(a: pd.DataFrame, b: pd.DataFrame, metrics: dict[str, str],
+                      bootstrap: int = 2000, seed: int = 0) -> list[dict[str, Any]]:
+    """The validation toolkit's exceedance test on per-run scalars (distance |x - y|): one row
+    per metric with both groups' means, p̂_max and its bootstrap 95 % CI. Groups of fewer than
+    two runs get no test (NaN)."""
+    from l4slab.validation import Run, validate_groups
+
+    rows = []
+    for out, col in metrics.items():
+        xa = a[col].to_numpy(dtype=float)
+        xb = b[col].to_numpy(dtype=float)
+        row: dict[str, Any] = {"metric": out, "mean_a": mean_ci(xa)[0],
+                               "mean_b": mean_ci(xb)[0], "n_a": len(xa), "n_b": len(xb)}
+        row["difference"] = row["mean_b"] - row["mean_a"]
+        row.update(p_hat_max=np.nan, ci_low=np.nan, ci_high=np.nan, similar=None)
+        if len(xa) >= 2 and len(xb) >= 2 and np.isfinite(xa).all() and np.isfinite(xb).all():
+            ra = [Run(Path(f"a{i}"), {out: np.array([v])}) for i, v in enumerate(xa)]
+            rb = [Run(Path(f"b{i}"), {out: np.array([v])}) for i, v in enumerate(xb)]
+            res = validate_groups(ra, rb, [f"mean:{out}"], bootstrap=bootstrap, seed=seed)[0]
+            row.update(p_hat_max=_f(res.p_hat), ci_low=_f(res.ci_low), ci_high=_f(res.ci_high),
+                       similar=res.similar)
+        rows.append(row)
+    return rows
+
+
+def _f(v: Any) -> float:
+    return float(v) if v is not None else float("nan")

@@ -1,0 +1,394 @@
+"""Study suites in their quick form: every table is checked against the runs it came from."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from l4slab.cli import main
+
+
+def _suite(out: Path, name: str, *extra: str) -> object:
+    return CliRunner().invoke(main, ["suite", name, "--quick", "-o", str(out), "-j", "2",
+                                     *extra])
+
+
+def _summaries(out: Path, part: str, run_dirs: list[str]) -> list[dict]:
+    return [json.loads((out / "parts" / part / rd / "summary.json").read_text())
+            for rd in run_dirs]
+
+
+def _run_dirs(out: Path, part: str, **params: str) -> list[str]:
+    idx = pd.read_parquet(out / "parts" / part / "sweep.parquet")
+    for k, v in params.items():
+        idx = idx[idx[k] == v]
+    assert (idx["status"] == "ok").all()
+    return list(idx["run_dir"])
+
+
+@pytest.fixture(scope="module")
+def bdp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("suites") / "bdp"
+    r = _suite(out, "bdp-regimes")
+    assert r.exit_code == 0, r.output
+    return out
+
+
+def test_bdp_results_cell_is_the_mean_of_its_runs(bdp: Path) -> None:
+    res = pd.read_csv(bdp / "tables" / "results.csv")
+    # 3 links x 3 traffic mixes x 2 link models x 2 step_thresh x 2 target, 3 runs each.
+    assert len(res) == 72 and (res["n"] == 3).all()
+    row = res[(res["link"] == "50 Mb/s 40 ms") & (res["traffic"] == "Prague+Cubic")
+              & (res["link_model"] == "txop1ms") & (res["step_thresh"] == "5ms")
+              & (res["target"] == "30ms")].iloc[0]
+    dirs = _run_dirs(bdp, "50M40ms-mixed", **{"link.model": "txop1ms",
+                                              "aqm.step_thresh": "5ms", "aqm.target": "30ms"})
+    sums = _summaries(bdp, "50M40ms-mixed", dirs)
+    tput = [sum(f["tput_mbps"] for f in s["flows"]) for s in sums]
+    assert row["tput_mbps"] == pytest.approx(np.mean(tput), rel=1e-12)
+    drops = [sum(q["drops"] for q in s["queues"]) for s in sums]
+    assert row["drops"] == pytest.approx(np.mean(drops), abs=1e-12)
+    soj_c = [next(q for q in s["queues"] if q["name"] == "C")["sojourn_ms"]["mean"] for s in sums]
+    assert row["sojourn_C_ms"] == pytest.approx(np.mean(soj_c), rel=1e-12)
+    # Mean total backlog after the warm-up, straight from samples.parquet.
+    occ = []
+    for rd in dirs:
+        s = pd.read_parquet(bdp / "parts" / "50M40ms-mixed" / rd / "samples.parquet")
+        s = s[s["t_s"] >= 1.0]
+        occ.append(s.groupby("t_s")["backlog_pkts"].sum().mean())
+    assert row["backlog_pkts"] == pytest.approx(np.mean(occ), rel=1e-12)
+    # 95 % Student-t interval of three runs: half width t(0.975, 2) * sd / sqrt(3).
+    half = 4.302652729911275 * np.std(tput, ddof=1) / np.sqrt(3)
+    assert row["tput_mbps_hi"] - row["tput_mbps"] == pytest.approx(half, rel=1e-9)
+
+
+def test_bdp_link_model_validation_matches_the_exceedance_test(bdp: Path) -> None:
+    lm = pd.read_csv(bdp / "tables" / "link_models.csv")
+    row = lm[(lm["link"] == "12 Mb/s 20 ms") & (lm["traffic"] == "Prague+Cubic")
+             & (lm["step_thresh"] == "1ms") & (lm["target"] == "15ms")
+             & (lm["metric"] == "tput_mbps")].iloc[0]
+    a = [sum(f["tput_mbps"] for f in s["flows"]) for s in _summaries(
+        bdp, "12M20ms-mixed", _run_dirs(bdp, "12M20ms-mixed", **{
+            "link.model": "smooth", "aqm.step_thresh": "1ms", "aqm.target": "15ms"}))]
+    b = [sum(f["tput_mbps"] for f in s["flows"]) for s in _summaries(
+        bdp, "12M20ms-mixed", _run_dirs(bdp, "12M20ms-mixed", **{
+            "link.model": "txop1ms", "aqm.step_thresh": "1ms", "aqm.target": "15ms"}))]
+    assert row["smooth"] == pytest.approx(np.mean(a))
+    assert row["txop1ms"] == pytest.approx(np.mean(b))
+    assert row["difference"] == pytest.approx(np.mean(b) - np.mean(a))
+    # DESIGN.md: eps_max = max of the within-group 95th percentiles; p = (#cross > eps + 1) /
+    # (n_cross + 1), with |x - y| as the distance of scalars.
+    wa = [abs(a[i] - a[j]) for i in range(3) for j in range(i + 1, 3)]
+    wb = [abs(b[i] - b[j]) for i in range(3) for j in range(i + 1, 3)]
+    eps = max(np.percentile(wa, 95), np.percentile(wb, 95))
+    cross = [abs(x - y) for x in a for y in b]
+    assert row["p_hat_max"] == pytest.approx((sum(c > eps for c in cross) + 1) / 10)
+    assert row["ci_low"] <= row["ci_high"]
+
+
+def test_bdp_variants_compare_against_the_default(bdp: Path) -> None:
+    v = pd.read_csv(bdp / "tables" / "variants.csv")
+    # Three non-default (step, target) pairs per link, traffic and link model, four metrics.
+    assert len(v) == 9 * 2 * 3 * 4
+    assert not ((v["step_thresh"] == "1ms") & (v["target"] == "15ms")).any()
+    res = pd.read_csv(bdp / "tables" / "results.csv")
+    m = v.merge(res, on=["link", "traffic", "link_model", "step_thresh", "target"])
+    sel = m[m["metric"] == "backlog_pkts"]
+    assert np.allclose(sel["variant"], sel["backlog_pkts"])
+    assert np.allclose(v["difference"], v["variant"] - v["default"])
+
+
+def test_bdp_report_states_provenance_and_resumes(bdp: Path) -> None:
+    md = (bdp / "report.md").read_text()
+    meta = json.loads((bdp / "suite.json").read_text())
+    prov = meta["provenance"]
+    n_runs = len(list((bdp / "parts").glob("*/runs/*/summary.json")))
+    assert prov["runs_finished"] == n_runs == 216
+    assert f"{n_runs} finished of {n_runs} planned" in md
+    assert "kernel profile" in md and "l4slab version" in md and "wall time" in md
+    seeds = {int(s) for p in (bdp / "parts").glob("*/sweep.parquet")
+             for s in pd.read_parquet(p, columns=["seed"])["seed"]}
+    assert set(prov["seeds"]) == seeds and len(seeds) == 3
+    html = (bdp / "report.html").read_text()
+    assert html.count("data:image/png;base64") == len(list((bdp / "figures").glob("*.png")))
+    # A rerun resumes: nothing runs again, the tables come out the same.
+    before = (bdp / "tables" / "results.csv").read_text()
+    r = _suite(bdp, "bdp-regimes")
+    assert r.exit_code == 0, r.output
+    assert "0 ran, 216 resumed" in r.output
+    assert (bdp / "tables" / "results.csv").read_text() == before
+
+
+def test_bdp_reference_difference_is_l4slab_minus_reference(bdp: Path, tmp_path: Path) -> None:
+    res = pd.read_csv(bdp / "tables" / "results.csv")
+    ref = res[["link", "traffic", "link_model", "step_thresh", "target", "tput_mbps"]].head(5)
+    ref = ref.assign(tput_mbps=[10.0, 20.0, 30.0, 40.0, 50.0])
+    extra = {"link": "9 Mb/s 9 ms", "traffic": "Prague", "link_model": "smooth",
+             "step_thresh": "1ms", "target": "15ms", "tput_mbps": 1.0}
+    ref = pd.concat([ref, pd.DataFrame([extra])], ignore_index=True)
+    ref.to_csv(tmp_path / "ref.csv", index=False)
+    r = _suite(bdp, "bdp-regimes", "--reference", str(tmp_path / "ref.csv"))
+    assert r.exit_code == 0, r.output
+    cmp = pd.read_csv(bdp / "reference.csv")
+    assert list(cmp["table"].unique()) == ["results"] and len(cmp) == 6
+    m = cmp.merge(res, on=["link", "traffic", "link_model", "step_thresh", "target"],
+                  how="left", suffixes=("", "_res"))
+    assert np.allclose(m["l4slab"].iloc[:5], m["tput_mbps"].iloc[:5])
+    assert np.allclose(cmp["difference"].iloc[:5],
+                       cmp["l4slab"].iloc[:5] - np.array([10.0, 20.0, 30.0, 40.0, 50.0]))
+    # A reference row l4slab did not run stays, with no l4slab value.
+    assert np.isnan(cmp["l4slab"].iloc[5]) and cmp["reference"].iloc[5] == 1.0
+    assert "l4slab beside the reference" in (bdp / "report.md").read_text()
+
+
+def test_bad_reference_names_the_tables(bdp: Path, tmp_path: Path) -> None:
+    (tmp_path / "bad.csv").write_text("foo,bar\n1,2\n")
+    r = _suite(bdp, "bdp-regimes", "--reference", str(tmp_path / "bad.csv"))
+    assert r.exit_code == 2
+    assert "match no result table" in r.output and "results: keys link" in r.output
+
+
+def test_results_are_never_overwritten(bdp: Path, tmp_path: Path) -> None:
+    # The full size into a quick directory is refused before anything runs.
+    r = CliRunner().invoke(main, ["suite", "bdp-regimes", "-o", str(bdp)])
+    assert r.exit_code == 2 and "quick results of suite 'bdp-regimes'" in r.output
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine")
+    r = _suite(tmp_path / "other", "bdp-regimes")
+    assert r.exit_code == 2 and "not empty" in r.output
+    assert (tmp_path / "other" / "notes.txt").read_text() == "mine"
+
+
+def test_unknown_suite_and_emulate_fail_clearly(tmp_path: Path) -> None:
+    r = _suite(tmp_path / "x", "no-such-suite")
+    assert r.exit_code == 2 and "expected one of bdp-regimes" in r.output
+    from l4slab.suites.cli import emulator_entry_point
+
+    r = _suite(tmp_path / "y", "bdp-regimes", "--emulate")
+    assert r.exit_code == 2
+    if emulator_entry_point() is None:
+        assert "not available yet" in r.output
+    else:
+        assert "cannot drive it in this version yet" in r.output
+    assert not (tmp_path / "y").exists()
+
+
+@pytest.fixture(scope="module")
+def pvc(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("suites") / "pvc"
+    r = _suite(out, "prague-vs-cubic")
+    assert r.exit_code == 0, r.output
+    return out
+
+
+def test_pvc_tables_are_means_of_their_runs(pvc: Path) -> None:
+    flows = pd.read_csv(pvc / "tables" / "flows.csv")
+    queues = pd.read_csv(pvc / "tables" / "queues.csv")
+    link = pd.read_csv(pvc / "tables" / "link.csv")
+    dirs = _run_dirs(pvc, "10M30ms")
+    sums = _summaries(pvc, "10M30ms", dirs)
+    assert len(sums) == 4
+    row = flows[(flows["link"] == "10 Mb/s 30 ms") & (flows["flow"] == "1 cubic")].iloc[0]
+    assert row["tput_mbps"] == pytest.approx(np.mean([s["flows"][1]["tput_mbps"] for s in sums]))
+    assert row["srtt_ms"] == pytest.approx(np.mean([s["flows"][1]["srtt_ms"] for s in sums]))
+    cwnd = []
+    for rd in dirs:
+        f = pd.read_parquet(pvc / "parts" / "10M30ms" / rd / "flows.parquet")
+        cwnd.append(f[(f["flow"] == 1) & (f["t_s"] >= 2.0)]["cwnd_pkts"].mean())
+    assert row["cwnd_pkts"] == pytest.approx(np.mean(cwnd))
+    q = queues[(queues["link"] == "10 Mb/s 30 ms") & (queues["queue"] == "L")].iloc[0]
+    assert q["marks"] == pytest.approx(np.mean([s["queues"][0]["marks"] for s in sums]))
+    lk = link[link["link"] == "10 Mb/s 30 ms"].iloc[0]
+    assert lk["jain"] == pytest.approx(np.mean([s["jain"] for s in sums]))
+    # Coupling (RFC 9332 / sch_dualpi2): p_CL = k p' with k = 2 while p' stays below 1/k.
+    assert lk["p_prime"] > 0 and lk["p_cl"] == pytest.approx(2 * lk["p_prime"], rel=1e-9)
+
+
+def test_pvc_time_series_band_is_the_mean_over_seeds(pvc: Path) -> None:
+    band = pd.read_csv(pvc / "figures" / "10_Mb_s_30_ms_tput_mbps.csv", index_col="t_s")
+    dirs = _run_dirs(pvc, "10M30ms")
+    per_run = []
+    for rd in dirs:
+        f = pd.read_parquet(pvc / "parts" / "10M30ms" / rd / "flows.parquet")
+        f = f[f["flow"] == 0]
+        per_run.append(f[(f["t_s"] >= 5.0) & (f["t_s"] < 5.1 - 1e-9)]["tput_mbps"].mean())
+    t = band.index[np.argmin(np.abs(band.index - 5.0))]
+    assert band.loc[t, "prague mean"] == pytest.approx(np.mean(per_run))
+    half = 3.182446305284263 * np.std(per_run, ddof=1) / 2.0  # t(0.975, 3) sd / sqrt(4)
+    assert band.loc[t, "prague hi"] - band.loc[t, "prague mean"] == pytest.approx(half)
+
+
+# --- robustness ---------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def rob(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("suites") / "rob"
+    r = _suite(out, "robustness")
+    assert r.exit_code == 0, r.output
+    return out
+
+
+def test_adaptation_time_closed_form() -> None:
+    from l4slab.suites.robustness import adaptation_time
+
+    t = np.round(np.arange(0, 20, 0.1), 1)
+    # 10 -> 40 Mb/s at 10 s: 9.5 Mb/s before (utilisation 0.95), then 9.5 + 3 (k + 1) Mb/s in
+    # bin k after the change, capped at 40; the bar is 0.9 x 0.95 x 40 = 34.2 Mb/s, first met
+    # in bin k = 8 (36.5 Mb/s), i.e. 0.8 s after the change, and held from there on.
+    tput = np.where(t < 10, 9.5, np.minimum(40.0, 9.5 + 3.0 * (t - 10 + 0.1) / 0.1))
+    soj = np.full_like(t, 2.0)
+    assert adaptation_time(t, tput, soj, 10.0, 10.0, 40.0) == pytest.approx(0.8)
+    # A sojourn excursion above the pre-change p95 + 1 ms until 13 s delays it to 3 s.
+    soj2 = np.where((t >= 10) & (t < 13), 5.0, 2.0)
+    assert adaptation_time(t, tput, soj2, 10.0, 10.0, 40.0) == pytest.approx(3.0)
+    # Never reaching the bar, or no change at all: NaN.
+    assert np.isnan(adaptation_time(t, np.where(t < 10, 9.5, 20.0), soj, 10.0, 10.0, 40.0))
+    assert np.isnan(adaptation_time(t, tput, soj, 10.0, 40.0, 40.0))
+
+
+def test_robustness_tables_are_means_of_their_runs(rob: Path) -> None:
+    res = pd.read_csv(rob / "tables" / "results.csv")
+    row = res[(res["traffic"] == "Prague+Cubic") & (res["condition"] == "loss 5 %")].iloc[0]
+    dirs = _run_dirs(rob, "prague_cubic-loss", **{"link.loss": 0.05})
+    sums = _summaries(rob, "prague_cubic-loss", dirs)
+    assert row["n"] == len(sums) == 2
+    assert row["tput_total_mbps"] == pytest.approx(
+        np.mean([sum(f["tput_mbps"] for f in s["flows"]) for s in sums]))
+    assert row["tput_Classic_mbps"] == pytest.approx(np.mean([s["flows"][1]["tput_mbps"]
+                                                              for s in sums]))
+    p5 = []
+    for rd in dirs:
+        sm = pd.read_parquet(rob / "parts" / "prague_cubic-loss" / rd / "samples.parquet")
+        sm = sm[(sm["t_s"] >= 2.0) & (sm["queue"] == "C") & (sm["backlog_pkts"] > 0)]
+        p5.append(np.percentile(sm["sojourn_ms"], 5))
+    assert row["delay_C_p5_ms"] == pytest.approx(np.mean(p5))
+    # Cubic alone never fills the L queue: no delay to rank there, NaN rather than 0.
+    cub = res[(res["traffic"] == "Cubic") & (res["condition"] == "loss 0 %")].iloc[0]
+    assert np.isnan(cub["delay_L_p5_ms"]) and cub["delay_C_p5_ms"] > 0
+    assert set(res["condition"]) == {"loss 0 %", "loss 1 %", "loss 5 %", "loss 10 %",
+                                     "jitter 2ms", "jitter 10ms", "constant 10 Mb/s",
+                                     "constant 40 Mb/s", "up 10→40 Mb/s", "down 40→10 Mb/s"}
+    fair = pd.read_csv(rob / "tables" / "fairness.csv")
+    assert set(fair["traffic"]) == {"Prague+Cubic", "Prague+BBRv3(L4S)"}
+    j = fair[(fair["traffic"] == "Prague+Cubic") & (fair["condition"] == "loss 5 %")].iloc[0]
+    assert j["jain"] == pytest.approx(np.mean([s["jain"] for s in sums]))
+    ad = pd.read_csv(rob / "tables" / "adaptation.csv")
+    assert len(ad) == 8 and set(ad["condition"]) == {"up 10→40 Mb/s", "down 40→10 Mb/s"}
+    rm = pd.read_parquet(rob / "parts" / "cubic-steps" / "runmetrics.parquet")
+    idx = pd.read_parquet(rob / "parts" / "cubic-steps" / "sweep.parquet").merge(rm, on="run")
+    up = idx[(idx["link.rate"] == "10mbit") & (idx["link.steps.0.rate"] == "40mbit")]
+    a = ad[(ad["traffic"] == "Cubic") & (ad["condition"] == "up 10→40 Mb/s")].iloc[0]
+    assert a["adaptation_s"] == pytest.approx(up["adaptation_s"].mean())
+
+
+# --- coexistence --------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def coex(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("suites") / "coex"
+    r = _suite(out, "coexistence")
+    assert r.exit_code == 0, r.output
+    return out
+
+
+def test_coexistence_matrix_and_harm(coex: Path) -> None:
+    t = pd.read_csv(coex / "tables" / "throughput.csv")
+    # 6 AQMs x 2 buffers x 2 Classic counts x 2 L4S senders x 2 Classic senders.
+    assert len(t) == 96
+    row = t[(t["aqm"] == "DualPI2") & (t["buffer_bdp"] == 1.0) & (t["classic_flows"] == 4)
+            & (t["l4s_cc"] == "prague") & (t["classic_cc"] == "cubic")].iloc[0]
+    dirs = _run_dirs(coex, "dualpi2", **{"aqm.limit": 167, "flows.1.count": 4,
+                                         "flows.0.cc": "prague", "flows.1.cc": "cubic"})
+    (s,) = _summaries(coex, "dualpi2", dirs)
+    assert len(s["flows"]) == 5 and s["flows"][0]["class"] == "L4S"
+    l4s = s["flows"][0]["tput_mbps"]
+    classic = [f["tput_mbps"] for f in s["flows"][1:]]
+    assert row["l4s_mbps"] == pytest.approx(l4s)
+    assert row["classic_mbps"] == pytest.approx(np.mean(classic))
+    share = (l4s + sum(classic)) / 5
+    assert row["harm_to_l4s"] == pytest.approx(max(0.0, 1 - l4s / share))
+    assert row["harm_to_classic"] == pytest.approx(max(0.0, 1 - np.mean(classic) / share))
+    md = (coex / "report.md").read_text()
+    assert f"{l4s:.1f} ({np.mean(classic):.1f})" in md
+
+
+# --- cellular -----------------------------------------------------------------------------------
+
+def test_trace_txops_closed_form(tmp_path: Path) -> None:
+    from l4slab.suites.cellular import trace_txops
+
+    (tmp_path / "t.down").write_text("1\n1\n1\n3\n3\n7\n")
+    gaps, counts = trace_txops(tmp_path / "t.down")
+    assert gaps.tolist() == [2.0, 4.0] and counts.tolist() == [3.0, 2.0, 1.0]
+
+
+@pytest.fixture(scope="module")
+def cell(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("suites") / "cell"
+    r = _suite(out, "cellular")
+    assert r.exit_code == 0, r.output
+    return out
+
+
+def test_cellular_tables_are_means_of_their_runs(cell: Path) -> None:
+    from l4slab.suites.cellular import trace_txops
+
+    res = pd.read_csv(cell / "tables" / "results.csv")
+    ql = pd.read_csv(cell / "tables" / "queue_length.csv")
+    idx = pd.read_parquet(cell / "parts" / "rtt20ms" / "sweep.parquet")
+    sel = idx[idx["link.trace"].str.endswith("Verizon-LTE-short.down")
+              & (idx["aqm.step_thresh"] == "9ms")]
+    sums = _summaries(cell, "rtt20ms", list(sel["run_dir"]))
+    row = res[(res["trace"] == "Verizon-LTE-short.down") & (res["rtt"] == "20 ms")
+              & (res["step_thresh"] == "9ms")].iloc[0]
+    assert row["unused_txops"] == pytest.approx(np.mean([s["link"]["unused_txops"]
+                                                         for s in sums]))
+    assert row["tput_L4S_mbps"] == pytest.approx(np.mean([s["flows"][0]["tput_mbps"]
+                                                          for s in sums]))
+    p95 = []
+    for rd in sel["run_dir"]:
+        sm = pd.read_parquet(cell / "parts" / "rtt20ms" / rd / "samples.parquet")
+        p95.append(np.percentile(sm[(sm["t_s"] >= 2.0) & (sm["queue"] == "C")]["backlog_pkts"],
+                                 95))
+    q = ql[(ql["trace"] == "Verizon-LTE-short.down") & (ql["rtt"] == "20 ms")
+           & (ql["step_thresh"] == "9ms")].iloc[0]
+    assert q["backlog_C_p95"] == pytest.approx(np.mean(p95))
+    tr = pd.read_csv(cell / "tables" / "traces.csv").set_index("trace")
+    gaps, counts = trace_txops(sel["link.trace"].iloc[0])
+    assert tr.loc["Verizon-LTE-short.down", "txops"] == counts.size
+    assert tr.loc["Verizon-LTE-short.down", "pkts_per_txop_mean"] == pytest.approx(counts.mean())
+    assert tr.loc["Verizon-LTE-short.down", "inter_txop_p95_ms"] == pytest.approx(
+        np.percentile(gaps, 95))
+
+
+def test_cellular_missing_traces_name_the_setting(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("L4SLAB_TRACES", str(tmp_path))
+    r = _suite(tmp_path / "out", "cellular")
+    assert r.exit_code == 2
+    assert "TMobile-LTE-short.down not found in L4SLAB_TRACES=" in r.output
+
+
+def test_refused_input_leaves_no_directory(tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("L4SLAB_TRACES", str(tmp_path / "nowhere"))
+    r = _suite(tmp_path / "out", "cellular")
+    assert r.exit_code == 2 and not (tmp_path / "out").exists()
+
+
+def test_pvc_on_dask_gives_the_same_tables(pvc: Path, tmp_path: Path) -> None:
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster:
+        r = CliRunner().invoke(main, ["suite", "prague-vs-cubic", "--quick", "-o",
+                                      str(tmp_path / "d"), "--dask",
+                                      cluster.scheduler_address])
+    assert r.exit_code == 0, r.output
+    for name in ("flows", "queues", "link"):
+        pd.testing.assert_frame_equal(pd.read_csv(pvc / "tables" / f"{name}.csv"),
+                                      pd.read_csv(tmp_path / "d" / "tables" / f"{name}.csv"))
