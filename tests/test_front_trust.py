@@ -249,3 +249,81 @@ def test_each_bad_path_is_one_error_line(scen, tmp_path):
         assert len(lines) == 1, (args, res.output)
         for n in needles:
             assert n in " ".join(res.output.split()), (args, n, res.output)
+
+
+# --- item 11: changing the AQM kind, --unset; item 10: flows[0] in --set ------------------------
+
+def test_aqm_kind_override_starts_from_that_aqms_defaults(scen, tmp_path):
+    base = dict(SHORT, aqm={"kind": "dualpi2", "k": 2, "step_thresh": "1ms"})
+    scen.write_text(dumps_toml(base))
+    res = invoke("run", scen, "-o", tmp_path / "f", "--no-figures", "--set", "aqm.kind=fifo")
+    assert res.exit_code == 0, res.output
+    s = json.loads((tmp_path / "f" / "summary.json").read_text())
+    assert s["aqm"] == "fifo" and [q["name"] for q in s["queues"]] == ["single"]
+    # Order does not matter: the kind is applied first, then its parameters.
+    from l4slab.scenario import apply_overrides
+
+    eff = apply_overrides(base, ["aqm.target=5ms", "aqm.kind=codel"])
+    assert eff["aqm"] == {"kind": "codel", "target": "5ms"}
+    assert apply_overrides(base, {"aqm.kind": "dualpi2"})["aqm"] == base["aqm"]  # unchanged
+    # A sweep over AQM kinds from the DualPI2 base.
+    sw = tmp_path / "sw.toml"
+    sw.write_text(f'base = "{scen.name}"\n[grid]\n"aqm.kind" = ["fifo", "codel", "dualpi2"]\n')
+    res = invoke("sweep", sw, "-o", tmp_path / "s", "-j", "1")
+    assert res.exit_code == 0, res.output
+    idx = pd.read_parquet(tmp_path / "s" / "sweep.parquet")
+    assert (idx["status"] == "ok").all() and len(idx) == 3
+
+
+def test_unset_restores_the_default_and_names_missing_keys(scen, tmp_path):
+    base = dict(SHORT, aqm={"kind": "dualpi2", "step_thresh": "5ms"})
+    scen.write_text(dumps_toml(base))
+    res = invoke("run", scen, "-o", tmp_path / "u", "--no-figures", "--unset",
+                 "aqm.step_thresh")
+    assert res.exit_code == 0, res.output
+    eff = (tmp_path / "u" / "scenario.toml").read_text()
+    assert "step_thresh" not in eff
+    one_error(invoke("run", scen, "-o", tmp_path / "v", "--unset", "aqm.bogus"),
+              "--unset aqm.bogus", "not set")
+
+
+def test_set_accepts_the_index_form_errors_use(scen, tmp_path):
+    res = invoke("run", scen, "-o", tmp_path / "i", "--no-figures", "--set", "flows[1].cc=reno")
+    assert res.exit_code == 0, res.output
+    s = json.loads((tmp_path / "i" / "summary.json").read_text())
+    assert [f["cc"] for f in s["flows"]] == ["prague", "reno"]
+
+
+# --- item 13: summary formats, not cut to 80 columns when piped --------------------------------
+
+def test_summary_formats_and_full_width_when_piped(scen, tmp_path):
+    import csv as csvmod
+    import io
+
+    for name in ("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "b"):
+        assert invoke("run", scen, "-o", tmp_path / name, "--no-figures").exit_code == 0
+    dirs = [tmp_path / "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", tmp_path / "b"]
+    s = json.loads((dirs[0] / "summary.json").read_text())
+    res = CliRunner().invoke(main, ["summary", "--format", "csv", *map(str, dirs)])
+    rows = list(csvmod.reader(io.StringIO(res.output)))
+    assert rows[0][:3] == ["run", "L4S Mb/s", "Classic Mb/s"] and rows[0][-2:] == ["util", "Jain"]
+    assert rows[1][0] == str(dirs[0])
+    assert float(rows[1][-1]) == pytest.approx(s["jain"])
+    res = CliRunner().invoke(main, ["summary", "--format", "json", *map(str, dirs)])
+    recs = json.loads(res.output)
+    assert recs[1]["run"] == str(dirs[1]) and recs[0]["util"] == s["link"]["utilisation"]
+    res = CliRunner().invoke(main, ["summary", "--format", "markdown", *map(str, dirs)])
+    assert "| run | L4S Mb/s |" in res.output and res.output.count("\n| ") >= 3
+    # The default table, piped (CliRunner is not a terminal): whole rows, no 80-column cut.
+    res = CliRunner().invoke(main, ["summary", *map(str, dirs)], env={"COLUMNS": ""})
+    line = next(ln for ln in res.output.splitlines() if "aaaaaaaaaaaaaaaa" in ln)
+    assert str(dirs[0]) in line and len(line) > 80
+
+
+# --- item 10: messages name the key ----------------------------------------------------------
+
+def test_non_finite_override_names_the_key(scen, tmp_path):
+    one_error(invoke("run", scen, "-o", tmp_path / "n", "--set", "link.loss=nan"),
+              "link.loss: nan is not a finite number")
+    one_error(invoke("run", scen, "-o", tmp_path / "n", "--set", "link.rate=1e30gbit"),
+              "link.rate", "out of range")

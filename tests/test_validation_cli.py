@@ -169,7 +169,8 @@ def test_validate_cli_end_to_end(tmp_path):
     # Same configuration, a glob for group B: runs with one distribution.
     res = CliRunner().invoke(
         validate_cmd,
-        [str(a), str(b / "run*"), "-m", "tput_total", "--bootstrap", "50", "-o", str(out)],
+        [str(a), str(b / "run*"), "-m", "tput_total", "--bootstrap", "50", "-o", str(out),
+         "--force"],
     )
     assert res.exit_code == 0, res.output
     same = pd.read_csv(out / "validation.csv").iloc[0]

@@ -132,3 +132,63 @@ def test_mahimahi_binary_file_is_refused(tmp_path):
     log.write_bytes(bytes(range(256)) * 4)
     with pytest.raises(ValidationInputError, match="not a text file"):
         mahimahi_to_frame(log)
+
+
+# --- item 12: sweep directories, --by, warm-up from the runs, no silent overwrite -------------
+
+def _fake_sweep(root: Path, values: list[str], reps: int, warmup: float) -> Path:
+    """A sweep directory: runs/pNNN-rMM with params.json, summary.json and flows.parquet
+    (t_s from 0 to 2 s; throughput 10 before the warm-up and 20 + value index after)."""
+    import json
+
+    t = np.arange(0, 2.0, 0.1)
+    for p, v in enumerate(values):
+        for r in range(reps):
+            rd = root / "runs" / f"p{p:03d}-r{r:02d}"
+            rd.mkdir(parents=True)
+            (rd / "params.json").write_text(json.dumps({"params": {"aqm.step_thresh": v}}))
+            (rd / "summary.json").write_text(json.dumps({"warmup_s": warmup}))
+            tput = np.where(t < warmup, 10.0, 20.0 + p) + 0.01 * np.sin(t * (r + 1))
+            pd.DataFrame({"t_s": t, "flow": 0, "tput_mbps": tput}).to_parquet(
+                rd / "flows.parquet")
+    (root / "sweep.json").write_text("{}")
+    return root
+
+
+def test_validate_by_grid_key_of_one_sweep(tmp_path):
+    sw = _fake_sweep(tmp_path / "sw", ["1ms", "5ms"], reps=5, warmup=0.5)
+    out = tmp_path / "v"
+    res = CliRunner().invoke(validate_cmd, [str(sw), "--by", "aqm.step_thresh", "-m",
+                                            "tput_total", "--bootstrap", "50", "-o", str(out)],
+                             terminal_width=200)
+    assert res.exit_code == 0, res.output
+    assert "aqm.step_thresh=1ms vs aqm.step_thresh=5ms" in " ".join(res.output.split())
+    row = pd.read_csv(out / "validation.csv").iloc[0]
+    assert row["n_a"] == 5 and row["n_b"] == 5 and row["similar"] in (False, "False")
+    # A sweep directory as a plain group: all its runs.
+    from l4slab.validation.io import resolve_group
+
+    assert len(resolve_group(sw)) == 10
+    # Refuses to overwrite without --force.
+    res = CliRunner().invoke(validate_cmd, [str(sw), "--by", "aqm.step_thresh", "-o", str(out)])
+    assert res.exit_code == 2 and "--force" in res.output and "Traceback" not in res.output
+    res = CliRunner().invoke(validate_cmd, [str(sw), "--by", "bogus", "-o", str(tmp_path / "w")])
+    assert res.exit_code == 2 and "aqm.step_thresh" in res.output
+
+
+def test_warmup_defaults_to_the_runs_own(tmp_path):
+    from l4slab.validation.io import load_group, scenario_warmup_s
+
+    sw = _fake_sweep(tmp_path / "sw", ["1ms"], reps=2, warmup=0.5)
+    runs = sorted((sw / "runs").iterdir())
+    assert scenario_warmup_s(runs) == 0.5
+    # With the runs' warm-up the pre-warm-up level (10) is cut: every sample is about 20.
+    g = load_group("A", runs, scenario_warmup_s(runs))
+    assert g[0].metrics["tput_total"].min() > 19.9 and g[0].metrics["tput_total"].size == 15
+
+
+def test_group_test_is_exported_at_the_top():
+    import l4slab
+
+    assert l4slab.validate_groups is validate_groups
+    assert callable(l4slab.compare)

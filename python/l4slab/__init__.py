@@ -10,6 +10,9 @@ Python API (mirrors the `l4slab` command line)::
     s = l4slab.sweep("sweep.toml", "out/sweep", jobs=2)   # or dask="tcp://...", dask_local=True
     s.index                                  # one row per run (sweep.parquet)
     l4slab.load("out/x")                     # a run (RunData) or sweep (SweepData) directory
+    l4slab.compare("out/a", "out/b")         # validation of two groups of runs (list of
+                                             # MetricResult); l4slab.validate_groups on Runs
+    l4slab.validate("s.toml")                # check a scenario file without running it
 """
 
 from importlib.metadata import PackageNotFoundError, version
@@ -23,6 +26,9 @@ from l4slab._core import ScenarioError  # noqa: E402
 from l4slab.results import RunData, load, load_run  # noqa: E402
 from l4slab.runner import run, validate  # noqa: E402
 from l4slab.sweeps import SweepData, SweepResult, derive_seed, load_sweep, sweep  # noqa: E402
+from l4slab.validation import compare_runs as compare  # noqa: E402
+from l4slab.validation import validate_groups  # noqa: E402
 
 __all__ = ["__version__", "ScenarioError", "RunData", "SweepData", "SweepResult", "run",
-           "sweep", "load", "load_run", "load_sweep", "validate", "derive_seed"]
+           "sweep", "load", "load_run", "load_sweep", "validate", "derive_seed", "compare",
+           "validate_groups"]

@@ -15,16 +15,15 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from l4slab import __version__
-from l4slab.console import os_error_message
+from l4slab.console import make_console, os_error_message
 from l4slab.results import OutputDirError
 from l4slab.scenario import ScenarioError
 
-console = Console()
-err_console = Console(stderr=True)
+console = make_console()
+err_console = make_console(stderr=True)
 
 EXIT_FAILED_RUNS = 1
 EXIT_BAD_INPUT = 2
@@ -73,7 +72,11 @@ def main() -> None:
               help="Run directory (default: results/<scenario>-<time>).")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Override a scenario key, e.g. --set aqm.step_thresh=5ms --set "
-                   "flows.0.cc=dctcp (values are TOML scalars; bare words are strings).")
+                   "flows.0.cc=dctcp (or flows[0].cc; values are TOML scalars, bare words "
+                   "are strings). Changing aqm.kind starts [aqm] from that AQM's defaults.")
+@click.option("--unset", "unset", multiple=True, metavar="KEY",
+              help="Remove a scenario key so its default applies, e.g. --unset "
+                   "aqm.step_thresh (applied before --set).")
 @click.option("--packets", is_flag=True,
               help="Also record packets.parquet (same as --set output.packets=true).")
 @click.option("--no-figures", is_flag=True, help="Skip figures (tables and report only).")
@@ -81,8 +84,8 @@ def main() -> None:
               help="Replace the run in a non-empty -o directory (its run files are removed "
                    "first); without it only a rerun of the same scenario may write there.")
 @_friendly
-def run(scenario: Path, out_dir: Path | None, overrides: tuple[str, ...], packets: bool,
-        no_figures: bool, force: bool) -> None:
+def run(scenario: Path, out_dir: Path | None, overrides: tuple[str, ...], unset: tuple[str, ...],
+        packets: bool, no_figures: bool, force: bool) -> None:
     """Run one SCENARIO (TOML) and write its run directory."""
     from l4slab.runner import run as run_scenario
 
@@ -93,7 +96,7 @@ def run(scenario: Path, out_dir: Path | None, overrides: tuple[str, ...], packet
     t0 = time.perf_counter()
     with console.status(f"simulating {scenario} …"):
         result = run_scenario(scenario, out_dir, list(overrides), figures=not no_figures,
-                              force=force)
+                              force=force, unset=unset)
     elapsed = time.perf_counter() - t0
     _print_summaries([(str(out_dir), result.summary, result.scenario)])
     console.print(f"run directory: [bold]{out_dir}[/] ({elapsed:.1f} s); "
@@ -221,11 +224,12 @@ def _scenario_bits(summary: dict[str, Any], scenario: dict[str, Any]) -> tuple[s
     return str(aqm), ", ".join(cc + (f"×{n}" if n > 1 else "") for cc, n in ccs.items())
 
 
-def _print_summaries(rows: list[tuple[str, dict[str, Any], dict[str, Any]]],
-                     title: str | None = None,
-                     params: list[dict[str, Any]] | None = None) -> None:
-    """One row per run: name, [swept parameters], AQM and flows (in the title when every
-    row has the same), per-class throughput, p99 sojourn per queue, utilisation, Jain."""
+def _summary_rows(rows: list[tuple[str, dict[str, Any], dict[str, Any]]],
+                  title: str | None = None, params: list[dict[str, Any]] | None = None
+                  ) -> tuple[str | None, list[str], list[list[Any]]]:
+    """(title, header, rows) of the summary table: name, [swept parameters], AQM and flows
+    (in the title when every row has the same), per-class throughput, p99 sojourn per queue,
+    utilisation, Jain. Cells are numbers (None when absent) or strings."""
     from l4slab.sweeps import flatten_summary
 
     flat = [flatten_summary(r[1]) for r in rows]
@@ -236,37 +240,79 @@ def _print_summaries(rows: list[tuple[str, dict[str, Any], dict[str, Any]]],
     queues = [q for q in ("L", "C", "single", "fq")
               if any(f"queues.{q}.sojourn_ms.p99" in m for m in flat)]
     pkeys = list(dict.fromkeys(k for p in params or [] for k in p))
-    table = Table(title=title, title_justify="left")
-    table.add_column("run", overflow="fold")
-    for k in pkeys:
-        table.add_column(k.rsplit(".", 1)[-1], min_width=len(k.rsplit(".", 1)[-1]))
-    if not same_setup:
-        table.add_column("aqm")
-        table.add_column("flows", overflow="fold")
-    for col in ["L4S Mb/s", "Classic Mb/s"] + [f"p99 {q} ms" for q in queues] + ["util",
-                                                                                  "Jain"]:
-        table.add_column(col, justify="right")
+    header = ["run", *pkeys] + ([] if same_setup else ["aqm", "flows"])
+    header += ["L4S Mb/s", "Classic Mb/s"] + [f"p99 {q} ms" for q in queues] + ["util", "Jain"]
 
-    def f(v: Any, fmt: str) -> str:
-        return format(v, fmt) if isinstance(v, (int, float)) and v == v else "–"
+    def num(v: Any) -> float | None:
+        return float(v) if isinstance(v, (int, float)) and v == v else None
 
+    out = []
     for i, ((name, _, _), m) in enumerate(zip(rows, flat, strict=True)):
-        cells = [name] + [str((params or [{}] * len(rows))[i].get(k, "")) for k in pkeys]
+        cells: list[Any] = [name] + [(params or [{}] * len(rows))[i].get(k, "") for k in pkeys]
         if not same_setup:
             cells += list(setups[i])
-        cells += [f(m.get("class.L4S.tput_mbps"), ".2f"),
-                  f(m.get("class.Classic.tput_mbps"), ".2f")]
-        cells += [f(m.get(f"queues.{q}.sojourn_ms.p99"), ".2f") for q in queues]
-        cells += [f(m.get("link.utilisation"), ".3f"), f(m.get("jain"), ".3f")]
-        table.add_row(*cells)
+        cells += [num(m.get("class.L4S.tput_mbps")), num(m.get("class.Classic.tput_mbps"))]
+        cells += [num(m.get(f"queues.{q}.sojourn_ms.p99")) for q in queues]
+        cells += [num(m.get("link.utilisation")), num(m.get("jain"))]
+        out.append(cells)
+    return title, header, out
+
+
+def _print_summaries(rows: list[tuple[str, dict[str, Any], dict[str, Any]]],
+                     title: str | None = None,
+                     params: list[dict[str, Any]] | None = None, fmt: str = "table") -> None:
+    """Print the summary table as a rich table, CSV, JSON (one object per run) or Markdown."""
+    import csv
+    import io
+
+    title, header, body = _summary_rows(rows, title, params)
+    if fmt == "csv":
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(header)
+        w.writerows([["" if c is None else c for c in r] for r in body])
+        click.echo(buf.getvalue(), nl=False)
+        return
+    if fmt == "json":
+        click.echo(json.dumps([dict(zip(header, r, strict=True)) for r in body], indent=2))
+        return
+    nf = {"util": ".3f", "Jain": ".3f"}
+
+    def cell(h: str, v: Any) -> str:
+        if v is None:
+            return "–"
+        return format(v, nf.get(h, ".2f")) if isinstance(v, float) else str(v)
+
+    if fmt == "markdown":
+        lines = [f"**{title}**", ""] if title else []
+        lines.append("| " + " | ".join(header) + " |")
+        lines.append("|" + "|".join("---" if i == 0 else "---:" for i in range(len(header)))
+                     + "|")
+        lines += ["| " + " | ".join(cell(h, v) for h, v in zip(header, r, strict=True)) + " |"
+                  for r in body]
+        click.echo("\n".join(lines))
+        return
+    table = Table(title=title, title_justify="left")
+    for i, h in enumerate(header):
+        if i == 0:
+            table.add_column(h, overflow="fold")
+        else:
+            table.add_column(h.rsplit(".", 1)[-1], justify="right" if h in nf or " " in h
+                             else "left")
+    for r in body:
+        table.add_row(*(cell(h, v) for h, v in zip(header, r, strict=True)))
     console.print(table)
 
 
 @main.command()
 @click.argument("dirs", nargs=-1, required=True,
                 type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json", "markdown"]),
+              default="table", show_default=True,
+              help="table: for a terminal (full width when piped); csv/json/markdown: for "
+                   "files and other tools.")
 @_friendly
-def summary(dirs: tuple[Path, ...]) -> None:
+def summary(dirs: tuple[Path, ...], fmt: str) -> None:
     """Table of the summaries of run or sweep directories DIRS (a sweep: one row per run)."""
     import tomllib
 
@@ -296,14 +342,14 @@ def summary(dirs: tuple[Path, ...]) -> None:
                     except (OSError, ValueError, KeyError):
                         params.append({})
             if rows:
-                _print_summaries(rows, title=f"sweep {d}", params=params)
+                _print_summaries(rows, title=f"sweep {d}", params=params, fmt=fmt)
                 shown += len(rows)
         else:
             row = read(d, str(d))
             if row:
                 singles.append(row)
     if singles:
-        _print_summaries(singles)
+        _print_summaries(singles, fmt=fmt)
         shown += len(singles)
     for p in pending:
         err_console.print(f"[yellow]{_escape(p)}[/]")
@@ -322,6 +368,10 @@ from l4slab.validation.cli import mahimahi_import_cmd, validate_cmd  # noqa: E40
 main.add_command(validate_cmd, name="validate")
 main.add_command(validate_cmd, name="compare")
 main.add_command(mahimahi_import_cmd, name="import-mahimahi")
+from l4slab.shipped_cli import scenarios_cmd, trace_cmd  # noqa: E402
+
+main.add_command(scenarios_cmd, name="scenarios")
+main.add_command(trace_cmd, name="trace")
 main.add_command(emulate_cmd, name="emulate")
 main.add_command(flow_cmd, name="flow")
 main.add_command(suite_cmd, name="suite")

@@ -109,11 +109,16 @@ def _per_flow(run: Any, column: str, ylabel: str, title: str, total: bool,
         ax.plot(g["t_s"].to_numpy(), smooth(g[column]), lw=1.0,
                 color=_flow_color(cls, k), label=f"flow {fid} {cc} ({cls})")
     if total:
+        # Goodput (payload delivered in order) is below the wire rate by the headers and can
+        # exceed it for a moment when a retransmission releases the bytes held behind a hole:
+        # both lines say what they are.
         tot = df.groupby("t_s", sort=True)[column].sum()
-        ax.plot(tot.index.to_numpy(), smooth(tot), color="black", lw=1.2, label="total")
+        ax.plot(tot.index.to_numpy(), smooth(tot), color="black", lw=1.2,
+                label="total goodput (payload)")
         cap = (run.summary.get("link") or {}).get("capacity_mbps")
         if isinstance(cap, (int, float)) and cap > 0:
-            ax.axhline(cap, color="0.4", ls="--", lw=0.8, label=f"capacity {cap:g} Mb/s")
+            ax.axhline(cap, color="0.4", ls="--", lw=0.8,
+                       label=f"capacity {cap:g} Mb/s (wire rate, incl. headers)")
     ax.set_xlabel("time [s]")
     ax.set_ylabel(ylabel)
     ax.set_title(title)
@@ -125,10 +130,10 @@ def _per_flow(run: Any, column: str, ylabel: str, title: str, total: bool,
 
 
 def fig_throughput(run: Any) -> Figure | None:
-    """Throughput per flow and in total over time (100 ms moving average); None without flows."""
+    """Goodput per flow and in total over time (100 ms moving average); None without flows."""
     # Goodput per sample interval jumps when a retransmission fills a hole (the bytes behind
     # it are delivered at once); a 100 ms moving average keeps the picture readable.
-    return _per_flow(run, "tput_mbps", "throughput [Mb/s]", "Throughput per flow", total=True,
+    return _per_flow(run, "tput_mbps", "goodput [Mb/s]", "Goodput per flow", total=True,
                      smooth_s=0.1)
 
 
@@ -139,23 +144,32 @@ def fig_cwnd(run: Any) -> Figure | None:
 
 
 def fig_sojourn(run: Any) -> Figure | None:
-    """Sojourn time of the head packet per queue over time; None without queue samples."""
+    """Head-packet sojourn per queue over time. When the queues' delays differ by more than
+    10× (DualPI2's L vs C), each queue gets its own panel and y scale, so the L queue is not a
+    flat line at 0 under the C queue's sawtooth."""
     df = run.samples
     if df is None or not len(df):
         return None
-    fig = _figure()
-    ax = fig.add_subplot()
-    _warmup(ax, run)
-    for q, g in df.groupby("queue", observed=True, sort=False):
+    groups = [(str(q), g) for q, g in df.groupby("queue", observed=True, sort=False)]
+    p99 = [float(np.nanquantile(g["sojourn_ms"].to_numpy(), 0.99)) for _, g in groups]
+    split = len(groups) > 1 and min(p99) > 0 and max(p99) / min(p99) > 10
+    fig = _figure(8.0, 2.6 * len(groups) if split else 4.0)
+    axes = ([fig.add_subplot(len(groups), 1, i + 1) for i in range(len(groups))] if split
+            else [fig.add_subplot()])
+    for ax in axes:
+        _warmup(ax, run)
+    for i, (q, g) in enumerate(groups):
+        ax = axes[i if split else 0]
         ax.plot(g["t_s"].to_numpy(), g["sojourn_ms"].to_numpy(), lw=1.0,
-                color=QUEUE_COLORS.get(str(q), None), label=f"queue {q}")
-    ax.set_xlabel("time [s]")
-    ax.set_ylabel("sojourn of head packet [ms]")
-    ax.set_title("Queue delay per queue")
-    ax.set_xlim(left=0)
-    ax.set_ylim(bottom=0)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize="small", loc="upper right")
+                color=QUEUE_COLORS.get(q, None), label=f"queue {q}")
+    for ax in axes:
+        ax.set_ylabel("head sojourn [ms]")
+        ax.set_xlim(left=0)
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="small", loc="upper right")
+    axes[-1].set_xlabel("time [s]")
+    axes[0].set_title("Queue delay per queue" + (" (own y scale per queue)" if split else ""))
     return fig
 
 
@@ -297,6 +311,10 @@ SWEEP_METRICS = [
 ]
 
 
+#: Metrics that are fractions in [0, 1] (their confidence bands are clipped to it).
+BOUNDED_METRICS = {"link.utilisation", "jain"}
+
+
 def numeric_axis(values: Sequence[Any]) -> tuple[np.ndarray, str, list[str] | None]:
     """Parameter values → x positions: durations in ms, rates in Mb/s, numbers as they are,
     anything else categorical (positions 0..n-1 with tick labels)."""
@@ -373,10 +391,24 @@ def sweep_figures(data: Any) -> dict[str, Figure]:
                 gk = gkey if isinstance(gkey, tuple) else (gkey,)
                 lab = ", ".join(f"{o}={val}" for o, val in zip(others, gk, strict=True))
                 color = f"C{gi % 10}"
-                ax.plot(xs, ms, "o-", color=color, lw=1.2, ms=4, label=lab or None)
-                ax.fill_between(xs, ms - hs, ms + hs, color=color, alpha=0.2, lw=0)
+                lo, hi = ms - hs, ms + hs
+                if m in BOUNDED_METRICS:  # a fraction: its CI cannot leave [0, 1]
+                    lo, hi = np.clip(lo, 0.0, 1.0), np.clip(hi, 0.0, 1.0)
+                if ticks is not None:
+                    # Categories (prague, dctcp, ...) have no order: points with error bars,
+                    # no connecting line, a small offset per group so bars do not overlap.
+                    off = (gi - (len(groups) - 1) / 2) * 0.08
+                    # A mean a hair above 1 (float sums) or a one-run CI (NaN) draws no bar.
+                    err = [np.nan_to_num(np.maximum(ms - lo, 0.0)),
+                           np.nan_to_num(np.maximum(hi - ms, 0.0))]
+                    ax.errorbar(xs + off, ms, yerr=err, fmt="o", ls="none",
+                                color=color, ms=4, capsize=3, label=lab or None)
+                else:
+                    ax.plot(xs, ms, "o-", color=color, lw=1.2, ms=4, label=lab or None)
+                    ax.fill_between(xs, lo, hi, color=color, alpha=0.2, lw=0)
             ax.set_title(label, fontsize="small")
-            ax.set_xlabel(p + unit, fontsize="small")
+            ax.set_xlabel(p + unit + (" (categories)" if ticks is not None else ""),
+                          fontsize="small")
             if ticks is not None:
                 ax.set_xticks(x_of, ticks)
             ax.grid(alpha=0.3)

@@ -8,13 +8,14 @@ of any error. The GIL is released while the simulation runs.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from l4slab import _core
 from l4slab.results import RunData, from_core, prepare_run_dir, write_run_dir
-from l4slab.scenario import ScenarioSource, apply_overrides, load_scenario
+from l4slab.scenario import ScenarioError, ScenarioSource, apply_overrides, load_scenario
 
 __all__ = ["run", "simulate", "validate", "effective_scenario"]
 
@@ -23,11 +24,11 @@ PATH_KEYS = (("link", "trace"),)
 
 
 def effective_scenario(source: ScenarioSource,
-                       overrides: Mapping[str, Any] | Iterable[str] | None = None
-                       ) -> dict[str, Any]:
+                       overrides: Mapping[str, Any] | Iterable[str] | None = None,
+                       unset: Iterable[str] = ()) -> dict[str, Any]:
     """The scenario dict after overrides, with existing relative trace paths made absolute so
     the scenario.toml written into a run directory still points at the trace."""
-    data = apply_overrides(source.data, overrides)
+    data = apply_overrides(source.data, overrides, unset)
     for table, key in PATH_KEYS:
         t = data.get(table)
         if isinstance(t, dict) and isinstance(t.get(key), str):
@@ -37,8 +38,21 @@ def effective_scenario(source: ScenarioSource,
     return data
 
 
+def _check_finite(node: Any, path: str = "") -> None:
+    """NaN / inf have no JSON form: name the key instead of a JSON parser position."""
+    if isinstance(node, float) and not math.isfinite(node):
+        raise ScenarioError(f"{path or 'scenario'}: {node} is not a finite number")
+    if isinstance(node, Mapping):
+        for k, v in node.items():
+            _check_finite(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            _check_finite(v, f"{path}[{i}]")
+
+
 def simulate(data: Mapping[str, Any], base_dir: str | Path) -> RunData:
     """Run a scenario dict; raises `l4slab.ScenarioError` naming the field on bad input."""
+    _check_finite(data)
     text = json.dumps(data)
     raw = _core.run_scenario(text, "json", str(base_dir))
     return from_core(raw, scenario=dict(data))
@@ -49,6 +63,7 @@ def validate(scenario: str | Path | Mapping[str, Any],
     """Check a scenario (after overrides) without running it; returns the effective dict."""
     src = load_scenario(scenario)
     data = effective_scenario(src, overrides)
+    _check_finite(data)
     _core.validate_scenario(json.dumps(data), "json", str(src.base_dir))
     return data
 
@@ -56,14 +71,15 @@ def validate(scenario: str | Path | Mapping[str, Any],
 def run(scenario: str | Path | Mapping[str, Any], out_dir: str | Path | None = None,
         overrides: Mapping[str, Any] | Iterable[str] | None = None, *,
         figures: bool = True, report: bool = True,
-        base_dir: str | Path | None = None, force: bool = False) -> RunData:
+        base_dir: str | Path | None = None, force: bool = False,
+        unset: Iterable[str] = ()) -> RunData:
     """Run a scenario file or dict. With `out_dir`, write the run directory there (parquet
     tables, summary.json, scenario.toml, figures, report.html). `overrides` is a mapping of
     dotted keys or a list of ``"key=value"`` strings, as `l4slab run --set`. An `out_dir`
     that holds another run raises `OutputDirError` before anything runs, unless `force`
-    (then that run's files are removed first)."""
+    (then that run's files are removed first). `unset` keys are removed first (`--unset`)."""
     src = load_scenario(scenario, Path(base_dir) if base_dir else None)
-    data = effective_scenario(src, overrides)
+    data = effective_scenario(src, overrides, unset)
     if out_dir is not None:
         prepare_run_dir(out_dir, data, force=force)
     result = simulate(data, src.base_dir)

@@ -23,6 +23,8 @@ __all__ = [
     "ScenarioError",
     "ScenarioSource",
     "apply_overrides",
+    "normalise_key",
+    "unset_path",
     "dumps_toml",
     "load_scenario",
     "parse_override",
@@ -75,7 +77,7 @@ def parse_value(text: str) -> Any:
 def parse_override(item: str) -> tuple[str, Any]:
     """``"flows.0.cc=dctcp"`` → ``("flows.0.cc", "dctcp")``; bad syntax raises ScenarioError."""
     key, sep, value = item.partition("=")
-    key = key.strip()
+    key = normalise_key(key)
     if not sep:
         raise ScenarioError(f"--set {item!r}: expected key=value (e.g. aqm.target=5ms)")
     if not key:
@@ -127,17 +129,56 @@ def set_path(data: dict[str, Any], key: str, value: Any) -> None:
             raise ScenarioError(f"{key}: {where} is a value ({node!r}), not a table or list")
 
 
+def normalise_key(key: str) -> str:
+    """``flows[0].cc`` (the form error messages use) → ``flows.0.cc`` (the --set form)."""
+    return re.sub(r"\[(\d+)\]", r".\1", key.strip())
+
+
+def unset_path(data: dict[str, Any], key: str) -> None:
+    """Remove a dotted key (``--unset aqm.step_thresh``) so the simulator's default applies;
+    a key that is not there is an error naming it."""
+    parts = normalise_key(key).split(".")
+    node: Any = data
+    for depth, part in enumerate(parts):
+        last = depth == len(parts) - 1
+        if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            if last:
+                del node[int(part)]
+                return
+            node = node[int(part)]
+        elif isinstance(node, dict) and part in node:
+            if last:
+                del node[part]
+                return
+            node = node[part]
+        else:
+            raise ScenarioError(f"--unset {key}: {'.'.join(parts[:depth + 1])} is not set in "
+                                "the scenario")
+
+
 def apply_overrides(data: dict[str, Any],
-                    overrides: Mapping[str, Any] | Iterable[str] | None) -> dict[str, Any]:
-    """Apply ``{"a.b": v}`` or ``["a.b=v", ...]`` in order to a copy of ``data``."""
+                    overrides: Mapping[str, Any] | Iterable[str] | None,
+                    unset: Iterable[str] = ()) -> dict[str, Any]:
+    """Remove the `unset` keys, then apply ``{"a.b": v}`` or ``["a.b=v", ...]`` in order to a
+    copy of ``data``. A changed ``aqm.kind`` is applied first and starts the ``[aqm]`` table
+    from that AQM's defaults (the old AQM's parameters mean nothing to the new one), so
+    ``--set aqm.kind=fifo`` works from a DualPI2 base and a sweep can grid over AQM kinds."""
     out = copy.deepcopy(data)
+    for k in unset:
+        unset_path(out, k)
     if not overrides:
         return out
     if isinstance(overrides, Mapping):
-        pairs = list(overrides.items())
+        pairs = [(normalise_key(k), v) for k, v in overrides.items()]
     else:
         pairs = [parse_override(s) for s in overrides]
+    pairs.sort(key=lambda kv: kv[0] != "aqm.kind")  # stable: the rest keep their order
     for k, v in pairs:
+        if k == "aqm.kind":
+            old = out.get("aqm")
+            if not isinstance(old, dict) or old.get("kind") != v:
+                out["aqm"] = {"kind": v}
+                continue
         set_path(out, k, v)
     return out
 

@@ -42,7 +42,6 @@ import itertools
 import json
 import multiprocessing
 import os
-import re
 import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -60,6 +59,7 @@ from l4slab.scenario import (
     ScenarioSource,
     apply_overrides,
     load_scenario,
+    normalise_key,
     parse_override,
 )
 
@@ -191,17 +191,13 @@ def load_sweep_spec(sweep: str | Path | Mapping[str, Any],
     if not isinstance(fixed, Mapping):
         raise ScenarioError(f"{origin}: 'set' must be a table of key = value")
     fixed_flat = dict(_flatten_grid(fixed))
-    both = [k for k in fixed_flat if _key_norm(k) in {_key_norm(g) for g in grid}]
+    both = [k for k in fixed_flat if normalise_key(k) in {normalise_key(g) for g in grid}]
     if both:
         raise ScenarioError(f'{origin}: "{both[0]}" is in both [grid] and [set]; a key is '
                             "either swept or fixed, not both")
     return SweepSpec(base=base, grid=grid, replications=reps, seed=seed,
                      fixed=fixed_flat, origin=origin)
 
-
-def _key_norm(key: str) -> str:
-    """`flows[0].cc` and `flows.0.cc` name the same key."""
-    return re.sub(r"\[(\d+)\]", r".\1", key)
 
 
 def _flatten_grid(table: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
@@ -249,6 +245,9 @@ def validate_tasks(tasks: Iterable[RunTask]) -> None:
             continue
         seen.add(t.point)
         try:
+            from l4slab.runner import _check_finite
+
+            _check_finite(t.scenario)
             _core.validate_scenario(json.dumps(t.scenario), "json", t.base_dir)
         except ScenarioError as e:
             if t.params:

@@ -40,9 +40,10 @@ impl Nanos {
     pub const fn as_ns(self) -> u64 {
         self.0
     }
-    /// Seconds as a float.
+    /// Seconds; a division so whole and decimal seconds print exactly (30 s is 30.0, not
+    /// 30.000000000000004 as `ns · 1e-9` gives).
     pub fn as_secs_f64(self) -> f64 {
-        self.0 as f64 * 1e-9
+        self.0 as f64 / 1e9
     }
     /// Milliseconds as a float.
     pub fn as_ms_f64(self) -> f64 {
@@ -442,6 +443,13 @@ mod tests {
         assert_eq!(Rate::from_mbps(50).tx_time(1514), Nanos(242_240));
         assert_eq!(Rate::from_bps(3).tx_time(1), Nanos(2_666_666_667));
         assert_eq!(Rate(0).tx_time(1), Nanos::MAX);
+    }
+
+    #[test]
+    fn seconds_are_exact_for_whole_durations() {
+        assert_eq!(Nanos::from_secs(30).as_secs_f64(), 30.0);
+        assert_eq!(Nanos::from_ms(1500).as_secs_f64(), 1.5);
+        assert_eq!(parse_duration("0.1s").unwrap().as_secs_f64(), 0.1);
     }
 
     #[test]

@@ -217,6 +217,11 @@ pub(crate) fn path_error(
         return SimError::field(full, format!("unknown field; expected {allowed}"));
     }
     let p = join(&path, "");
+    // serde names Rust types ("expected struct FlowConfig"); a user wrote a TOML table.
+    let msg = match msg.find("expected struct ") {
+        Some(i) => format!("{}expected a table", &msg[..i]),
+        None => msg,
+    };
     let msg = if msg.starts_with("invalid type") && msg.ends_with("expected a string") {
         format!("{msg}: durations and rates are written as strings, e.g. \"15ms\", \"50mbit\"")
     } else {

@@ -98,7 +98,7 @@ pub fn build_link(
     if let Some(file) = &l.trace {
         let data = load_trace(base_dir, file)?;
         let t = MahimahiTrace::new(data, l.once)
-            .map_err(|e| SimError::field("link.trace", e.to_string()))?;
+            .map_err(|e| SimError::field("link.trace", format!("{file}: {e}")))?;
         return Ok(Box::new(t));
     }
     let base = l.rate.unwrap_or(Rate(0));

@@ -144,3 +144,29 @@ fn summary_names_the_window_of_every_block() {
     assert!((q_half / q_all - 0.5).abs() < 0.02, "{q_half} of {q_all}");
     assert_eq!(half["flows"][0]["drops"].as_u64().unwrap() as f64, q_half);
 }
+
+#[test]
+fn messages_name_the_file_and_no_rust_types() {
+    let e = err("duration = \"1s\"\nflows = [1]\n[link]\nrate = \"10mbit\"\n");
+    assert!(
+        e.starts_with("flows[0]") && e.contains("expected a table"),
+        "{e}"
+    );
+    assert!(!e.contains("struct") && !e.contains("FlowConfig"), "{e}");
+    // An all-zeros looping trace: the message names the file.
+    let d = std::env::temp_dir().join(format!("l4s-sim-zeros-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(d.join("zeros.down"), "0\n0\n").unwrap();
+    let s = Scenario::from_toml_str(&BASE.replace("rate = \"10mbit\"", "trace = \"zeros.down\""))
+        .unwrap();
+    let e = l4s_sim::run_in(&s, &d).unwrap_err().to_string();
+    assert!(e.starts_with("link.trace: zeros.down:"), "{e}");
+    std::fs::remove_dir_all(&d).ok();
+}
+
+#[test]
+fn summary_durations_are_exact() {
+    let r = l4s_sim::run_toml(&BASE.replace("\"1s\"", "\"30s\"")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&r.summary_json).unwrap();
+    assert_eq!(v["duration_s"].as_f64(), Some(30.0));
+}

@@ -13,8 +13,13 @@ import click
 
 from l4slab.console import make_console, os_error_message
 from l4slab.validation.core import DEFAULT_BOOTSTRAP, load_group, validate_groups
-from l4slab.validation.io import ValidationInputError
-from l4slab.validation.report import print_results, write_outputs
+from l4slab.validation.io import (
+    ValidationInputError,
+    resolve_group,
+    scenario_warmup_s,
+    sweep_groups,
+)
+from l4slab.validation.report import _slug, print_results, write_outputs
 
 
 class BadValidationInput(click.ClickException):
@@ -32,13 +37,21 @@ def _split_metrics(values: tuple[str, ...]) -> list[str] | None:
 
 @click.command("validate")
 @click.argument("group_a")
-@click.argument("group_b")
+@click.argument("group_b", required=False)
 @click.option(
     "--metrics",
     "-m",
     multiple=True,
     help="Metrics to test (comma-separated or repeated), e.g. tput_total,sojourn_L or "
     "mean:tput_flow0 for a scalar. Default: every metric all runs share.",
+)
+@click.option(
+    "--by",
+    "by_key",
+    metavar="KEY",
+    default=None,
+    help="GROUP_A is one sweep directory: compare its grid points by KEY (e.g. "
+    "aqm.step_thresh), each value against the first.",
 )
 @click.option(
     "--bootstrap",
@@ -48,7 +61,13 @@ def _split_metrics(values: tuple[str, ...]) -> list[str] | None:
     show_default=True,
     help="Bootstrap replicates B.",
 )
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Seed of the bootstrap's resampling (same seed, same confidence intervals).",
+)
 @click.option(
     "-o",
     "--out",
@@ -58,6 +77,7 @@ def _split_metrics(values: tuple[str, ...]) -> list[str] | None:
     show_default=True,
     help="Directory for validation.csv, validation.md and the histograms.",
 )
+@click.option("--force", is_flag=True, help="Overwrite an earlier validation in --out.")
 @click.option(
     "--band",
     type=click.IntRange(min=1),
@@ -68,38 +88,72 @@ def _split_metrics(values: tuple[str, ...]) -> list[str] | None:
     "--warmup",
     "warmup_s",
     type=click.FloatRange(min=0.0),
-    default=0.0,
-    show_default=True,
-    help="Drop samples with t_s below this many seconds.",
+    default=None,
+    help="Drop samples with t_s below this many seconds (default: the runs' own warm-up "
+    "from summary.json; 0 for CSV traces).",
 )
 def validate_cmd(
     group_a: str,
-    group_b: str,
+    group_b: str | None,
     metrics: tuple[str, ...],
+    by_key: str | None,
     n_boot: int,
     seed: int,
     out_dir: Path,
+    force: bool,
     band: int | None,
-    warmup_s: float,
+    warmup_s: float | None,
 ) -> None:
     """Test whether two groups of runs are statistically similar (DTW exceedance test).
 
-    GROUP_A and GROUP_B are each a directory of run directories and/or CSV traces, or a glob
-    (quote it). Every group needs at least 2 runs.
+    GROUP_A and GROUP_B are each a directory of run directories and/or CSV traces, a sweep
+    directory, or a glob (quote it). Every group needs at least 2 runs (5 for a verdict at
+    p < 0.05). With --by KEY, GROUP_A is a sweep and its grid points are the groups.
     """
     console = make_console()
     try:
-        runs_a = load_group("A", group_a, warmup_s)
-        runs_b = load_group("B", group_b, warmup_s)
-        results = validate_groups(runs_a, runs_b, _split_metrics(metrics), n_boot, seed, band)
+        if by_key is not None:
+            if group_b is not None:
+                raise ValidationInputError("--by KEY takes one sweep directory, not two groups")
+            groups = sweep_groups(Path(group_a), by_key)
+            if len(groups) < 2:
+                raise ValidationInputError(f"{group_a}: {by_key} has one value only "
+                                           f"({next(iter(groups))}); nothing to compare")
+            values = list(groups)
+            pairs = [((f"{by_key}={values[0]}", groups[values[0]]),
+                      (f"{by_key}={v}", groups[v])) for v in values[1:]]
+        else:
+            if group_b is None:
+                raise ValidationInputError("give two groups (GROUP_A GROUP_B), or one sweep "
+                                           "directory with --by KEY")
+            pairs = [((group_a, resolve_group(group_a)), (group_b, resolve_group(group_b)))]
+        _check_out(out_dir, force)
+        for (name_a, paths_a), (name_b, paths_b) in pairs:
+            w = warmup_s if warmup_s is not None else scenario_warmup_s(paths_a + paths_b)
+            runs_a = load_group("A", paths_a, w)
+            runs_b = load_group("B", paths_b, w)
+            with console.status(f"{name_a} vs {name_b}: distances and {n_boot} bootstrap "
+                                f"replicates per metric (warm-up {w:g} s) …"):
+                results = validate_groups(runs_a, runs_b, _split_metrics(metrics), n_boot,
+                                          seed, band)
+            print_results(results, console, name_a, name_b)
+            target = out_dir if len(pairs) == 1 else out_dir / _slug(f"{name_a}_vs_{name_b}")
+            try:
+                written = write_outputs(results, target, name_a, name_b)
+            except OSError as e:
+                raise BadValidationInput(os_error_message(e)) from None
+            console.print(f"wrote {len(written)} files to {target}", highlight=False)
     except ValidationInputError as e:
         raise BadValidationInput(str(e)) from None
-    print_results(results, console, group_a, group_b)
-    try:
-        written = write_outputs(results, out_dir, group_a, group_b)
-    except OSError as e:
-        raise BadValidationInput(os_error_message(e)) from None
-    console.print(f"wrote {len(written)} files to {out_dir}")
+
+
+def _check_out(out_dir: Path, force: bool) -> None:
+    """Never overwrite an earlier validation silently."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ValidationInputError(f"{out_dir}: exists and is not a directory")
+    if not force and out_dir.is_dir() and any(out_dir.iterdir()):
+        raise ValidationInputError(f"{out_dir}: not empty (an earlier validation?); choose "
+                                   "another -o or pass --force to overwrite")
 
 
 @click.command("import-mahimahi")

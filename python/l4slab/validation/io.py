@@ -71,6 +71,51 @@ def is_run_dir(path: Path) -> bool:
     return path.is_dir() and any((path / f).is_file() for f in RUN_FILES)
 
 
+def is_sweep_dir(path: Path) -> bool:
+    """An `l4slab sweep` output directory (runs/ with one run directory per run)."""
+    return path.is_dir() and (path / "runs").is_dir() and (
+        (path / "sweep.parquet").is_file() or (path / "sweep.json").is_file())
+
+
+def sweep_groups(path: Path, key: str) -> dict[str, list[Path]]:
+    """The finished runs of a sweep directory grouped by the value of grid key `key` (from
+    each run's params.json), in the order the values first appear."""
+    import json
+
+    if not is_sweep_dir(path):
+        raise ValidationInputError(f"{path}: --by needs a sweep directory (runs/ and "
+                                   "sweep.parquet)")
+    groups: dict[str, list[Path]] = {}
+    keys: set[str] = set()
+    for rd in sorted((path / "runs").iterdir()):
+        if not is_run_dir(rd):
+            continue
+        try:
+            params = json.loads((rd / "params.json").read_text())["params"]
+        except (OSError, ValueError, KeyError):
+            continue
+        keys.update(params)
+        if key in params:
+            groups.setdefault(str(params[key]), []).append(rd)
+    if not groups:
+        raise ValidationInputError(f"{path}: no run has grid key {key!r} (swept keys: "
+                                   f"{', '.join(sorted(keys)) or 'none'})")
+    return groups
+
+
+def scenario_warmup_s(paths: Iterable[Path]) -> float:
+    """The largest warm-up among run directories' summary.json (0 for CSV traces)."""
+    import json
+
+    w = 0.0
+    for p in paths:
+        try:
+            w = max(w, float(json.loads((Path(p) / "summary.json").read_text())["warmup_s"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+    return w
+
+
 def _series(values: Iterable[float]) -> np.ndarray:
     return np.asarray(values, dtype=np.float64)
 
@@ -186,14 +231,17 @@ def resolve_group(spec: str | Path) -> list[Path]:
         raise ValidationInputError(f"{p}: no such file or directory")
     if is_run_dir(p) or p.is_file():
         return [p]
+    if is_sweep_dir(p):  # a sweep directory: all its finished runs
+        return sorted(c for c in (p / "runs").iterdir() if is_run_dir(c))
     return sorted(
         c for c in p.iterdir() if is_run_dir(c) or (c.is_file() and c.suffix.lower() == ".csv")
     )
 
 
-def load_group(name: str, spec: str | Path, warmup_s: float = 0.0) -> list[Run]:
-    """Read the runs of group ``name`` that ``spec`` finds (``resolve_group``); none is an error."""
-    paths = resolve_group(spec)
+def load_group(name: str, spec: str | Path | list[Path], warmup_s: float = 0.0) -> list[Run]:
+    """Read the runs of group ``name``: a spec as ``resolve_group`` takes, or a list of run
+    paths; none is an error."""
+    paths = list(spec) if isinstance(spec, list) else resolve_group(spec)
     if not paths:
         raise ValidationInputError(
             f"group {name} ({spec}): empty group, no run directories or CSV files found"

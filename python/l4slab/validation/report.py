@@ -115,14 +115,25 @@ def _slug(metric: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", metric)
 
 
-def write_histogram(r: MetricResult, path: Path) -> Path:
-    """Within-A, within-B and cross distance histograms with ε_max marked."""
-    import matplotlib
+#: Units of the metrics (validation.io's table); a distance has its metric's unit.
+_UNITS = (("tput_", "Mb/s"), ("sojourn_", "ms"), ("qdelay", "ms"), ("backlog_", "packets"),
+          ("marks_", "marks per sample"), ("drops", "drops per sample"),
+          ("ce_flow", "CE per sample"), ("capacity", "Mb/s"), ("arrival", "Mb/s"))
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+def metric_unit(metric: str) -> str:
+    """The unit of a metric name (``mean:tput_flow0`` -> Mb/s), or "" when unknown."""
+    base = metric.split(":", 1)[-1]
+    return next((u for prefix, u in _UNITS if base.startswith(prefix)), "")
+
+
+def histogram_figure(r: MetricResult):
+    """Within-A, within-B and cross distance histograms with ε_max marked (a matplotlib
+    Figure, object API: no pyplot state)."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6.4, 4.0), dpi=100, layout="constrained")
+    ax = fig.add_subplot()
     allv = np.concatenate([r.within_a, r.within_b, r.cross])
     bins = np.histogram_bin_edges(allv, bins=40) if allv.size else 10
     for data, label, color in (
@@ -134,14 +145,19 @@ def write_histogram(r: MetricResult, path: Path) -> Path:
             ax.hist(data, bins=bins, alpha=0.5, label=label, color=color, density=True)
     if r.eps_max is not None:
         ax.axvline(r.eps_max, color="black", linestyle="--", label=f"ε_max = {r.eps_max:.3g}")
-    ax.set_xlabel("normalised DTW distance" if r.kind == "dtw" else "|x − y|")
+    unit = metric_unit(r.metric)
+    ax.set_xlabel(("normalised DTW distance" if r.kind == "dtw" else "|x − y|")
+                  + (f" [{unit}]" if unit else ""))
     ax.set_ylabel("density")
     title = r.metric + (f"  (p̂_max = {r.p_hat:.3g})" if r.p_hat is not None else "")
     ax.set_title(title)
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    return fig
+
+
+def write_histogram(r: MetricResult, path: Path) -> Path:
+    """Write :func:`histogram_figure` of ``r`` as a PNG."""
+    histogram_figure(r).savefig(path, dpi=100)
     return path
 
 
