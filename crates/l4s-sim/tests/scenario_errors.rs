@@ -200,9 +200,6 @@ fn json_scenario_runs_like_its_toml_twin() {
 
 #[test]
 fn unknown_kernel_profile_names_the_field_and_the_profiles() {
-    let msg = err(&BASE.replace(
-        "kind = \"fifo\"",
-        "kind = \"dualpi2\"\nprofile = \"bsd\"",
-    ));
+    let msg = err(&BASE.replace("kind = \"fifo\"", "kind = \"dualpi2\"\nprofile = \"bsd\""));
     assert_names(&msg, "aqm.profile", &["mainline", "l4steam"]);
 }
