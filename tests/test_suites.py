@@ -341,10 +341,10 @@ def test_cellular_tables_are_means_of_their_runs(cell: Path) -> None:
     res = pd.read_csv(cell / "tables" / "results.csv")
     ql = pd.read_csv(cell / "tables" / "queue_length.csv")
     idx = pd.read_parquet(cell / "parts" / "rtt20ms" / "sweep.parquet")
-    sel = idx[idx["link.trace"].str.endswith("Verizon-LTE-short.down")
+    sel = idx[idx["link.trace"].str.endswith("Verizon-LTE-short-30s.down")
               & (idx["aqm.step_thresh"] == "9ms")]
     sums = _summaries(cell, "rtt20ms", list(sel["run_dir"]))
-    row = res[(res["trace"] == "Verizon-LTE-short.down") & (res["rtt"] == "20 ms")
+    row = res[(res["trace"] == "Verizon-LTE-short-30s.down") & (res["rtt"] == "20 ms")
               & (res["step_thresh"] == "9ms")].iloc[0]
     assert row["unused_txops"] == pytest.approx(np.mean([s["link"]["unused_txops"]
                                                          for s in sums]))
@@ -355,14 +355,15 @@ def test_cellular_tables_are_means_of_their_runs(cell: Path) -> None:
         sm = pd.read_parquet(cell / "parts" / "rtt20ms" / rd / "samples.parquet")
         p95.append(np.percentile(sm[(sm["t_s"] >= 2.0) & (sm["queue"] == "C")]["backlog_pkts"],
                                  95))
-    q = ql[(ql["trace"] == "Verizon-LTE-short.down") & (ql["rtt"] == "20 ms")
+    q = ql[(ql["trace"] == "Verizon-LTE-short-30s.down") & (ql["rtt"] == "20 ms")
            & (ql["step_thresh"] == "9ms")].iloc[0]
     assert q["backlog_C_p95"] == pytest.approx(np.mean(p95))
     tr = pd.read_csv(cell / "tables" / "traces.csv").set_index("trace")
     gaps, counts = trace_txops(sel["link.trace"].iloc[0])
-    assert tr.loc["Verizon-LTE-short.down", "txops"] == counts.size
-    assert tr.loc["Verizon-LTE-short.down", "pkts_per_txop_mean"] == pytest.approx(counts.mean())
-    assert tr.loc["Verizon-LTE-short.down", "inter_txop_p95_ms"] == pytest.approx(
+    vz = "Verizon-LTE-short-30s.down"
+    assert tr.loc[vz, "txops"] == counts.size
+    assert tr.loc[vz, "pkts_per_txop_mean"] == pytest.approx(counts.mean())
+    assert tr.loc[vz, "inter_txop_p95_ms"] == pytest.approx(
         np.percentile(gaps, 95))
 
 
@@ -371,7 +372,7 @@ def test_cellular_missing_traces_name_the_setting(tmp_path: Path,
     monkeypatch.setenv("L4SLAB_TRACES", str(tmp_path))
     r = _suite(tmp_path / "out", "cellular")
     assert r.exit_code == 2
-    assert "TMobile-LTE-short.down not found in L4SLAB_TRACES=" in r.output
+    assert "TMobile-LTE-short-30s.down not found in L4SLAB_TRACES=" in r.output
 
 
 def test_refused_input_leaves_no_directory(tmp_path: Path,

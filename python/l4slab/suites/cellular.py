@@ -20,7 +20,7 @@ from l4slab.suites.figures import CLASSIC_ORANGE, L4S_BLUE, cdfs
 DELAYS = [5, 20, 100]
 MM_OPPORTUNITY_BYTES = 1504
 #: Folder of the traces (same file names as the sweep files list); default: the relative paths
-#: of the sweep files (shared/traces beside the checkout).
+#: of the sweep files (the excerpts shipped in scenarios/traces).
 TRACES_ENV = "L4SLAB_TRACES"
 
 
@@ -143,8 +143,8 @@ SUITE = Suite(
     description="One TCP Prague flow (L4S) and one CUBIC flow (Classic) over three Mahimahi "
                 "LTE downlink traces (T-Mobile, Verizon, AT&T driving; looping) through "
                 "DualPI2 with the L-queue step threshold at 3 ms vs 9 ms, base RTT 5, 20 and "
-                "100 ms, 60 s (5 s warm-up), 5 replications. Traces are read from "
-                "shared/traces beside the checkout or from $L4SLAB_TRACES.",
+                "100 ms, 60 s (5 s warm-up), 5 replications. Traces are the 30 s "
+                "excerpts shipped in scenarios/traces (or $L4SLAB_TRACES).",
     parts=[Part(f"rtt{d}ms", f"rtt{d}ms.toml", {"rtt": f"{d} ms"}) for d in DELAYS],
     quick={"replications": 2, "set": {"duration": "8s", "warmup": "2s"}},
     analyse=analyse,
