@@ -134,15 +134,16 @@ class Suite:
 
 
 def suites_dir() -> Path:
-    """scenarios/suites of this checkout, or $L4SLAB_SUITES_DIR."""
+    """The shipped suite files (the package's data/scenarios/suites, which the source tree's
+    scenarios/ links to), or $L4SLAB_SUITES_DIR."""
     env = os.environ.get("L4SLAB_SUITES_DIR")
     if env:
         p = Path(env)
     else:
-        p = Path(__file__).resolve().parents[3] / "scenarios" / "suites"
+        p = Path(__file__).resolve().parents[1] / "data" / "scenarios" / "suites"
     if not p.is_dir():
-        raise SuiteError(f"suite files not found at {p}: set L4SLAB_SUITES_DIR to the "
-                         "scenarios/suites folder of an l4slab checkout")
+        raise SuiteError(f"suite files not found at {p}: set L4SLAB_SUITES_DIR to a folder "
+                         "holding the suites (`l4slab scenarios copy DIR` writes DIR/suites)")
     return p
 
 
@@ -185,12 +186,16 @@ def aggregate(runs: pd.DataFrame, keys: list[str], metrics: Mapping[str, str]) -
 def git_commit() -> str | None:
     """The commit of the checkout the suite files come from (with '+dirty' for local edits)."""
     try:
-        root = suites_dir().parents[1]
-        rev = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
+        top = subprocess.run(["git", "-C", str(suites_dir()), "rev-parse", "--show-toplevel"],
+                             capture_output=True, text=True, timeout=5)
+        if top.returncode != 0:
+            return None  # an installed package, not a checkout
+        root = top.stdout.strip()
+        rev = subprocess.run(["git", "-C", root, "rev-parse", "--short=12", "HEAD"],
                              capture_output=True, text=True, timeout=5)
         if rev.returncode != 0:
             return None
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--",
+        dirty = subprocess.run(["git", "-C", root, "status", "--porcelain", "--",
                                 "python", "crates", "scenarios"],
                                capture_output=True, text=True, timeout=10)
         return rev.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
