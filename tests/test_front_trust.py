@@ -377,3 +377,24 @@ def test_sweep_unset_restores_the_default_and_refuses_swept_keys(scen, tmp_path)
     assert summary["aqm_params"]["target_ms"] == 15.0, summary["aqm_params"]
     one_error(invoke("sweep", sw, "-o", tmp_path / "o2", "--unset", "aqm.step_thresh"),
               "--unset aqm.step_thresh", "grid")
+
+
+def test_sweeping_the_flows_list_gives_labels_not_a_crash(tmp_path):
+    """A grid over `flows` (a list of tables) used to crash the sweep figures with
+    "unhashable type: 'list'" after every run had finished."""
+    base = tmp_path / "base.toml"
+    base.write_text(dumps_toml(SHORT))
+    sw = tmp_path / "sw.toml"
+    sw.write_text(f'base = "{base}"\nreplications = 1\n[grid]\nflows = '
+                  '[[{cc="prague", rtt="20ms"}], '
+                  '[{cc="cubic", rtt="20ms", count=2}, {cc="prague", rtt="20ms"}]]\n')
+    out = tmp_path / "out"
+    res = invoke("sweep", sw, "-j", "1", "-o", out)
+    assert res.exit_code == 0, res.output
+    idx = pd.read_parquet(out / "sweep.parquet")
+    assert list(idx["flows"]) == ["prague", "2×cubic+prague"]
+    html = (out / "report.html").read_text()
+    assert "2×cubic+prague" in html and 'class="wide"' in html
+    assert "L4S throughput [Mb/s]" in html  # labelled, the dotted key beneath it
+    res = invoke("summary", out)
+    assert "2×cubic+prague" in res.output and "{'cc'" not in res.output

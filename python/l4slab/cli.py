@@ -233,7 +233,7 @@ def _summary_rows(rows: list[tuple[str, dict[str, Any], dict[str, Any]]],
     """(title, header, rows) of the summary table: name, [swept parameters], AQM and flows
     (in the title when every row has the same), per-class throughput, p99 sojourn per queue,
     utilisation, Jain. Cells are numbers (None when absent) or strings."""
-    from l4slab.sweeps import flatten_summary
+    from l4slab.sweeps import flatten_summary, param_label
 
     flat = [flatten_summary(r[1]) for r in rows]
     setups = [_scenario_bits(r[1], r[2]) for r in rows]
@@ -251,7 +251,8 @@ def _summary_rows(rows: list[tuple[str, dict[str, Any], dict[str, Any]]],
 
     out = []
     for i, ((name, _, _), m) in enumerate(zip(rows, flat, strict=True)):
-        cells: list[Any] = [name] + [(params or [{}] * len(rows))[i].get(k, "") for k in pkeys]
+        cells: list[Any] = [name] + [param_label((params or [{}] * len(rows))[i].get(k, ""))
+                                     for k in pkeys]
         if not same_setup:
             cells += list(setups[i])
         cells += [num(m.get("class.L4S.tput_mbps")), num(m.get("class.Classic.tput_mbps"))]

@@ -424,11 +424,27 @@ def _index_frame(tasks: list[RunTask], status: dict[int, RunOutcome], out: Path,
                     row[k] = v
         rows.append(row)
     df = pd.DataFrame(rows)
-    # Parquet wants one type per column: mixed-type parameter lists become strings.
+    # Parquet wants one type per column and figures group by value: list or table values
+    # (a swept `flows` list) become readable labels, mixed-type columns strings.
     for k in params:
+        if k in df and df[k].map(lambda v: isinstance(v, (list, dict))).any():
+            df[k] = df[k].map(param_label)
         if k in df and df[k].map(type).nunique() > 1:
             df[k] = df[k].map(str)
     return df
+
+
+def param_label(v: Any) -> Any:
+    """A short, hashable label for a swept value: scalars as they are; a `flows` list as
+    its CCs ("prague+2×cubic"); any other list or table as compact TOML-like text."""
+    if isinstance(v, list) and v and all(isinstance(f, Mapping) and "cc" in f for f in v):
+        return "+".join(f"{f.get('count', 1)}×{f['cc']}" if f.get("count", 1) != 1
+                        else str(f["cc"]) for f in v)
+    if isinstance(v, Mapping):
+        return "{" + ", ".join(f"{k}={param_label(x)}" for k, x in v.items()) + "}"
+    if isinstance(v, list):
+        return "[" + ", ".join(str(param_label(x)) for x in v) + "]"
+    return v
 
 
 def sweep(sweep_file: str | Path | Mapping[str, Any], out_dir: str | Path, *,
