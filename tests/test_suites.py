@@ -311,9 +311,28 @@ def test_coexistence_matrix_and_harm(coex: Path) -> None:
     assert row["l4s_mbps"] == pytest.approx(l4s)
     assert row["classic_mbps"] == pytest.approx(np.mean(classic))
     share = (l4s + sum(classic)) / 5
-    assert row["harm_to_l4s"] == pytest.approx(max(0.0, 1 - l4s / share))
-    assert row["harm_to_classic"] == pytest.approx(max(0.0, 1 - np.mean(classic) / share))
+    assert row["short_l4s"] == pytest.approx(max(0.0, 1 - l4s / share))
+    assert row["short_classic"] == pytest.approx(max(0.0, 1 - np.mean(classic) / share))
+    # Harm against solo runs (Ware et al.): Prague alone, and the 4 Cubic flows alone, at the
+    # same AQM and buffer, same seed.
+    harm = pd.read_csv(coex / "tables" / "harm.csv")
+    hrow = harm[(harm["aqm"] == "DualPI2") & (harm["buffer_bdp"] == 1.0)
+                & (harm["classic_flows"] == 4) & (harm["l4s_cc"] == "prague")
+                & (harm["classic_cc"] == "cubic")].iloc[0]
+    (p_alone,) = _summaries(coex, "solo-dualpi2",
+                            _run_dirs(coex, "solo-dualpi2", **{"aqm.limit": 167,
+                                                                "flows": "prague"}))
+    (c_alone,) = _summaries(coex, "solo-dualpi2",
+                            _run_dirs(coex, "solo-dualpi2", **{"aqm.limit": 167,
+                                                                "flows": "4×cubic"}))
+    assert [f["cc"] for f in p_alone["flows"]] == ["prague"]
+    assert [f["cc"] for f in c_alone["flows"]] == ["cubic"] * 4
+    solo_c = np.mean([f["tput_mbps"] for f in c_alone["flows"]])
+    assert hrow["harm_to_l4s"] == pytest.approx(
+        max(0.0, 1 - l4s / p_alone["flows"][0]["tput_mbps"]))
+    assert hrow["harm_to_classic"] == pytest.approx(max(0.0, 1 - np.mean(classic) / solo_c))
     md = (coex / "report.md").read_text()
+    assert "Ware et al." in md
     assert f"{l4s:.1f} ({np.mean(classic):.1f})" in md
 
 

@@ -53,6 +53,9 @@ class Part:
     name: str
     sweep: str
     labels: dict[str, str] = field(default_factory=dict)
+    #: Rewrites this part's sweep dict after the quick reductions (e.g. a solo-run variant
+    #: of another part's sweep file).
+    rewrite: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
 
 @dataclass
@@ -252,6 +255,8 @@ def part_spec(suite: Suite, part: Part, quick: bool) -> dict[str, Any]:
         for k, vals in q.get("grid", {}).items():
             if k in spec.get("grid", {}):
                 spec["grid"][k] = list(vals)
+    if part.rewrite is not None:
+        spec = part.rewrite(spec)
     if suite.prepare is not None:
         spec = suite.prepare(spec, suite.folder)
     return spec
