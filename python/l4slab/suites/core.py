@@ -314,6 +314,7 @@ def part_runs(part: Part, pdir: Path) -> pd.DataFrame | None:
         extra = pd.read_parquet(rm)
         if len(extra.columns):
             idx = idx.merge(extra, on="run", how="left", suffixes=("", "_x"))
+    idx["run_path"] = [str(pdir / str(d)) for d in idx["run_dir"]]
     idx.insert(0, "part", part.name)
     for i, (k, v) in enumerate(part.labels.items()):
         # A label wins over a summary key of the same name (e.g. "aqm").
