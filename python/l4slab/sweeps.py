@@ -464,22 +464,9 @@ def sweep(sweep_file: str | Path | Mapping[str, Any], out_dir: str | Path, *,
     Raises ScenarioError on bad input before any run starts."""
     t_start = time.perf_counter()
     spec = load_sweep_spec(sweep_file)
-    for k in unset:
-        if k in spec.grid or k in spec.fixed:
-            where = "grid" if k in spec.grid else "[set]"
-            raise ScenarioError(f"--unset {k}: that key is set by the sweep file's {where}; "
-                                "change it there")
-    if unset:
-        spec.base = ScenarioSource(apply_overrides(spec.base.data, {}, unset),
-                                   spec.base.base_dir, spec.base.origin)
+    _apply_unset(spec, unset)
     if overrides:
-        pairs = (overrides.items() if isinstance(overrides, Mapping)
-                 else (parse_override(o) for o in overrides))
-        for k, v in pairs:
-            if k in spec.grid or k == "seed":
-                raise ScenarioError(f"--set {k}: that key is swept by the grid or derived "
-                                    "(seed); change it in the sweep file")
-            spec.fixed[k] = v
+        _apply_overrides(spec, overrides)
     tasks = plan(spec)
     if not tasks:
         raise ScenarioError(f"{spec.origin}: the sweep grid has no runs")
@@ -492,6 +479,31 @@ def sweep(sweep_file: str | Path | Mapping[str, Any], out_dir: str | Path, *,
         return _sweep_locked(spec, tasks, out, t_start, jobs=jobs, dask=dask,
                              dask_local=dask_local, figures=figures, resume=resume,
                              report=report, on_progress=on_progress, on_start=on_start)
+
+
+def _apply_unset(spec: SweepSpec, unset: Iterable[str]) -> None:
+    """Remove `--unset` keys from the base scenario; keys the sweep file's grid or [set]
+    gives cannot be unset."""
+    for k in unset:
+        if k in spec.grid or k in spec.fixed:
+            where = "grid" if k in spec.grid else "[set]"
+            raise ScenarioError(f"--unset {k}: that key is set by the sweep file's {where}; "
+                                "change it there")
+    if unset:
+        spec.base = ScenarioSource(apply_overrides(spec.base.data, {}, unset),
+                                   spec.base.base_dir, spec.base.origin)
+
+
+def _apply_overrides(spec: SweepSpec, overrides: Mapping[str, Any] | Iterable[str]) -> None:
+    """Put `--set` overrides into the sweep's fixed keys; the grid's keys and the derived
+    seed cannot be overridden."""
+    pairs = (overrides.items() if isinstance(overrides, Mapping)
+             else (parse_override(o) for o in overrides))
+    for k, v in pairs:
+        if k in spec.grid or k == "seed":
+            raise ScenarioError(f"--set {k}: that key is swept by the grid or derived "
+                                "(seed); change it in the sweep file")
+        spec.fixed[k] = v
 
 
 LOCK_FILE = ".l4slab-sweep.lock"
@@ -528,20 +540,8 @@ def _sweep_locked(spec: SweepSpec, tasks: list[RunTask], out: Path, t_start: flo
                   on_progress: Callable[[RunOutcome, int, int], None] | None,
                   on_start: Callable[[int, int], None] | None) -> SweepResult:
     params = list(spec.grid)
-    meta = {"origin": spec.origin, "base": spec.base.origin, "params": params,
-            "grid": spec.grid, "set": spec.fixed, "replications": spec.replications,
-            "seed": spec.seed, "seed_derivation": "splitmix64(seed, rep) >> 1",
-            "runs": len(tasks)}
-    (out / "sweep.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
-
-    status: dict[int, RunOutcome] = {}
-    todo: list[RunTask] = []
-    for t in tasks:
-        rd = out / "runs" / t.name
-        if resume and (rd / "summary.json").exists() and _same_identity(rd, t):
-            status[t.index] = RunOutcome(t, "skipped")
-        else:
-            todo.append(t)
+    meta = _write_sweep_meta(spec, tasks, out)
+    status, todo = _resume_split(tasks, out, resume)
     jobs = max(1, jobs or os.cpu_count() or 1)
     cluster = client = None
     try:
@@ -588,17 +588,46 @@ def _sweep_locked(spec: SweepSpec, tasks: list[RunTask], out: Path, t_start: flo
         index.to_parquet(out / "sweep.parquet", index=False)
 
     if report:
-        from l4slab.plots import plot_sweep
-        from l4slab.report import sweep_report
-
-        data = SweepData(path=out, index=index, params=params, meta=meta)
-        plot_sweep(data, out)
-        sweep_report(data, out)
+        _sweep_figures_and_report(SweepData(path=out, index=index, params=params, meta=meta))
     failed = [o for o in status.values() if o.status == "failed"]
     return SweepResult(out_dir=out, index=index, params=params, failed=failed,
                        ran=sum(1 for o in status.values() if o.status != "skipped"),
                        skipped=sum(1 for o in status.values() if o.status == "skipped"),
                        elapsed_s=time.perf_counter() - t_start)
+
+
+def _write_sweep_meta(spec: SweepSpec, tasks: list[RunTask], out: Path) -> dict[str, Any]:
+    """Write out/sweep.json (grid, fixed keys, seeds, run count) and return its content."""
+    meta = {"origin": spec.origin, "base": spec.base.origin, "params": list(spec.grid),
+            "grid": spec.grid, "set": spec.fixed, "replications": spec.replications,
+            "seed": spec.seed, "seed_derivation": "splitmix64(seed, rep) >> 1",
+            "runs": len(tasks)}
+    (out / "sweep.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
+    return meta
+
+
+def _resume_split(tasks: list[RunTask], out: Path,
+                  resume: bool) -> tuple[dict[int, RunOutcome], list[RunTask]]:
+    """With `resume`, runs already finished with the same identity count as skipped; the
+    rest is to do."""
+    status: dict[int, RunOutcome] = {}
+    todo: list[RunTask] = []
+    for t in tasks:
+        rd = out / "runs" / t.name
+        if resume and (rd / "summary.json").exists() and _same_identity(rd, t):
+            status[t.index] = RunOutcome(t, "skipped")
+        else:
+            todo.append(t)
+    return status, todo
+
+
+def _sweep_figures_and_report(data: SweepData) -> None:
+    """The sweep's figures and report.html in its directory."""
+    from l4slab.plots import plot_sweep
+    from l4slab.report import sweep_report
+
+    plot_sweep(data, data.path)
+    sweep_report(data, data.path)
 
 
 def _same_identity(run_dir: Path, task: RunTask) -> bool:
