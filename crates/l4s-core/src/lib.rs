@@ -45,6 +45,8 @@
 // `Aqm::enqueue` hands a dropped packet back by value (`Err(Packet)`) so that the caller can
 // account for it without an allocation; the packet is larger than clippy's default for errors.
 #![allow(clippy::result_large_err)]
+// Every public item says what it is in one line (clippy -D warnings makes this an error in CI).
+#![warn(missing_docs)]
 
 pub mod aqm;
 pub mod cbr;

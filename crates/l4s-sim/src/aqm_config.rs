@@ -16,13 +16,20 @@ use serde_json::Value;
 /// Allowed `aqm.kind` values (those built into this version).
 pub const AQM_KINDS: &str = "fifo, fifo_ecn, codel, pie, fq_codel, dualpi2";
 
+/// The `[aqm]` table, read by `kind` into that AQM's parameters.
 #[derive(Clone, Debug, PartialEq)]
 pub enum AqmConfig {
+    /// `kind = "fifo"`: tail-drop FIFO.
     Fifo(FifoParams),
+    /// `kind = "fifo_ecn"`: FIFO with a CE-marking threshold.
     FifoEcn(FifoEcnParams),
+    /// `kind = "codel"`: CoDel (RFC 8289).
     Codel(CodelParams),
+    /// `kind = "pie"`: PIE (RFC 8033).
     Pie(PieParams),
+    /// `kind = "fq_codel"`: FQ-CoDel (RFC 8290).
     FqCodel(FqCodelParams),
+    /// `kind = "dualpi2"`: DualPI2 (RFC 9332, Linux `sch_dualpi2`).
     DualPi2(DualPi2Params),
 }
 
@@ -115,6 +122,7 @@ impl AqmConfig {
         Ok(cfg)
     }
 
+    /// The `kind` name of this AQM.
     pub fn kind(&self) -> &'static str {
         match self {
             AqmConfig::Fifo(_) => "fifo",

@@ -14,7 +14,9 @@ use std::collections::VecDeque;
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Kind {
+    /// A sender asked to be woken (RTO, probe, pacing, start).
     SenderTimer,
+    /// A receiver asked to be woken (delayed ACK).
     ReceiverTimer,
     /// The head of a flow's forward delay line reaches the receiver.
     FwdArrive,
@@ -24,9 +26,13 @@ pub enum Kind {
     LinkService,
     /// The bottleneck finished sending its packet.
     LinkDone,
+    /// The AQM's own timer (e.g. the PI update every tupdate).
     AqmTimer,
+    /// The ACK link finished sending an ACK.
     AckLinkDone,
+    /// Record one sample row per queue and per flow.
     Sample,
+    /// End of the warmup: snapshot the counters summary.json subtracts.
     Warmup,
 }
 
@@ -216,6 +222,7 @@ impl TimerSlots {
         debug_assert_eq!(self.times.last(), Some(&t));
         self.times.pop();
     }
+    /// Armed times not yet fired.
     pub fn outstanding(&self) -> usize {
         self.times.len()
     }
@@ -226,6 +233,7 @@ impl TimerSlots {
 #[derive(Debug, Default)]
 pub struct DelayLine {
     q: VecDeque<(Nanos, Packet)>,
+    /// Arrival time for which an event is queued.
     pub armed: Option<Nanos>,
 }
 
@@ -260,12 +268,15 @@ impl DelayLine {
         }
         None
     }
+    /// Arrival time of the head packet.
     pub fn head_time(&self) -> Option<Nanos> {
         self.q.front().map(|x| x.0)
     }
+    /// Packets on the line.
     pub fn len(&self) -> usize {
         self.q.len()
     }
+    /// No packet on the line.
     pub fn is_empty(&self) -> bool {
         self.q.is_empty()
     }

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use thiserror::Error;
 
+/// Everything that can stop a run before or during it.
 #[derive(Debug, Error)]
 pub enum SimError {
     /// The scenario text is not valid TOML / JSON.
@@ -11,21 +12,30 @@ pub enum SimError {
     Syntax(String),
     /// A field has a bad type or value; `path` is the dotted field path.
     #[error("{path}: {message}")]
-    Field { path: String, message: String },
+    Field {
+        /// Dotted path of the field, e.g. `flows[1].rtt`.
+        path: String,
+        /// What is wrong and what is allowed.
+        message: String,
+    },
     /// A model misbehaved (e.g. an endpoint asked to be woken at the same instant forever).
     #[error("model error: {0}")]
     Model(String),
     /// A file the scenario names could not be read.
     #[error("{path}: cannot read {file}: {source}")]
     Io {
+        /// The scenario field that names the file (`link.trace`, or `scenario` itself).
         path: String,
+        /// The file as resolved.
         file: PathBuf,
+        /// Why reading failed.
         #[source]
         source: std::io::Error,
     },
 }
 
 impl SimError {
+    /// A `Field` error naming `path` (e.g. `aqm.target`).
     pub fn field(path: impl Into<String>, message: impl Into<String>) -> Self {
         SimError::Field {
             path: path.into(),

@@ -20,7 +20,9 @@ const TCP_CCS: [&str; 6] = ["prague", "dctcp", "reno", "cubic", "bbr1", "bbr3"];
 
 /// The two ends of one flow plus what the recorders need to know about it.
 pub struct FlowEnds {
+    /// Sends data (a TCP sender or a CBR source).
     pub sender: Box<dyn Endpoint>,
+    /// Answers it (a TCP receiver or a CBR sink).
     pub receiver: Box<dyn Endpoint>,
     /// Packets of this flow carry ECT(1) ("L4S") — else "Classic".
     pub l4s: bool,

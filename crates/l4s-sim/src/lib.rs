@@ -16,6 +16,9 @@
 //! println!("{}", res.summary_json);
 //! ```
 
+// Every public item says what it is in one line (clippy -D warnings makes this an error in CI).
+#![warn(missing_docs)]
+
 pub mod aqm_config;
 pub mod engine;
 pub mod error;

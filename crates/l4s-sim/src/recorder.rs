@@ -41,11 +41,15 @@ struct WarmupSnap {
     unused_txops: u64,
 }
 
+/// Collects the sample, per-packet and summary data of one run.
 pub struct Recorder {
+    /// End of the warmup (summary.json counts from here).
     pub warmup: Nanos,
+    /// Queue names in `QueueSample` order ("L", "C", "single", "fq").
     pub queue_names: Vec<&'static str>,
     /// Sojourns (ns) of packets dequeued at or after warmup, per queue (bounded memory).
     pub sojourns: Vec<SojournHistogram>,
+    /// Per-packet rows, when `[output] packets = true`.
     pub packets: Option<PacketColumns>,
     samples: QueueColumns,
     flows: FlowColumns,
@@ -54,6 +58,7 @@ pub struct Recorder {
     prev_t: Nanos,
     /// srtt sums over samples after warmup, per flow (sum_ms, n).
     srtt_acc: Vec<(f64, u64)>,
+    /// Engine-side counters per flow.
     pub counters: Vec<FlowCounters>,
     /// Bytes whose last bit left the bottleneck in (warmup, duration].
     pub link_bytes_after_warmup: u64,
@@ -102,6 +107,7 @@ pub fn jain(xs: &[f64]) -> f64 {
 }
 
 impl Recorder {
+    /// A recorder for these queues (their initial samples) and `n_flows` flows.
     pub fn new(
         warmup: Nanos,
         queue_init: Vec<QueueSample>,
@@ -370,16 +376,25 @@ impl Recorder {
 
 /// What the summary needs from the run besides the recorder's own data.
 pub struct SummaryCtx<'a> {
+    /// The scenario's seed.
     pub seed: u64,
+    /// Run length.
     pub duration: Nanos,
+    /// Sampling period of the series.
     pub sample_interval: Nanos,
+    /// Bytes the link could carry after warmup (for utilisation).
     pub capacity_bytes: f64,
+    /// The AQM `kind`.
     pub aqm_kind: &'a str,
+    /// Congestion control name per flow.
     pub flow_cc: &'a [String],
+    /// "L4S" or "Classic" per flow.
     pub flow_class: &'a [String],
+    /// Base RTT per flow, ms.
     pub base_rtt_ms: &'a [f64],
     /// Start time per flow (for flow completion times).
     pub flow_start: &'a [Nanos],
+    /// The scenario document as given.
     pub raw: &'a Value,
     /// Effective values of the AQM settings a kernel profile decides (Null if none).
     pub aqm_params: &'a Value,

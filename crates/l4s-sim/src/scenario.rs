@@ -32,8 +32,10 @@ pub struct GilbertConfig {
     pub p: f64,
     /// Bad → Good transition probability per packet.
     pub r: f64,
+    /// Loss probability in the Good state (netem `1-h`, default 0).
     #[serde(default)]
     pub loss_good: f64,
+    /// Loss probability in the Bad state (netem `1-k`, default 1).
     #[serde(default = "one")]
     pub loss_bad: f64,
 }
@@ -46,7 +48,9 @@ fn one() -> f64 {
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RateStep {
+    /// When the new rate starts.
     pub at: Nanos,
+    /// The new rate.
     pub rate: Rate,
 }
 
@@ -54,15 +58,19 @@ pub struct RateStep {
 #[derive(Clone, Debug, PartialEq, Deserialize, Default)]
 #[serde(default, deny_unknown_fields)]
 pub struct LinkConfig {
+    /// Constant rate (unless `trace` is given).
     pub rate: Option<Rate>,
     /// Mahimahi trace file, relative to the scenario file's directory.
     pub trace: Option<String>,
     /// Play the trace once instead of looping it.
     pub once: bool,
+    /// How a constant-rate link delivers bytes (default smooth).
     pub model: Option<LinkModelKind>,
     /// i.i.d. loss probability per packet leaving the bottleneck.
     pub loss: f64,
+    /// Gilbert–Elliott bursty loss instead of `loss`.
     pub gilbert: Option<GilbertConfig>,
+    /// Rate changes over time.
     pub steps: Vec<RateStep>,
     /// Extra delay after the bottleneck, uniform in [0, jitter] per packet.
     pub jitter: Nanos,
@@ -74,7 +82,9 @@ pub struct LinkConfig {
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AckLinkConfig {
+    /// Rate of the ACK path.
     pub rate: Rate,
+    /// Queue limit of the ACK path, packets (default 1000).
     #[serde(default = "default_ack_limit")]
     pub limit: u64,
 }
@@ -87,9 +97,13 @@ fn default_ack_limit() -> u64 {
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum FlowEcn {
+    /// No ECN (Not-ECT).
     None,
+    /// Classic ECN feedback (RFC 3168) with ECT(0).
     Classic,
+    /// AccECN feedback with the CC's usual codepoint.
     Accecn,
+    /// AccECN feedback with ECT(1) (L4S, RFC 9331).
     L4s,
 }
 
@@ -101,13 +115,17 @@ pub struct FlowConfig {
     pub cc: String,
     /// Base RTT (propagation both ways): rtt/2 forward incl. the bottleneck, rtt/2 back.
     pub rtt: Nanos,
+    /// Number of identical flows (default 1).
     #[serde(default = "one_u64")]
     pub count: u64,
+    /// Start time (default 0).
     #[serde(default)]
     pub start: Nanos,
+    /// Stop sending new data at this time (default: never).
     pub stop: Option<Nanos>,
     /// Sized transfer (TCP only): payload bytes.
     pub bytes: Option<u64>,
+    /// ECN use (default: what the CC asks for).
     pub ecn: Option<FlowEcn>,
     /// cbr: sending rate.
     pub rate: Option<Rate>,
@@ -115,6 +133,7 @@ pub struct FlowConfig {
     pub packet_size: Option<u32>,
     /// cbr: on/off periods.
     pub on: Option<Nanos>,
+    /// cbr: off period between `on` periods.
     pub off: Option<Nanos>,
     /// TCP: sender MSS in payload bytes (default 1448: 1500-byte packets).
     pub mss: Option<u32>,
@@ -160,15 +179,23 @@ struct ScenarioDoc {
 /// [`Scenario::load`]; [`Scenario::validate`] checks cross-field rules.
 #[derive(Clone, Debug)]
 pub struct Scenario {
+    /// Root of every random choice of the run.
     pub seed: u64,
+    /// Simulated time of the run.
     pub duration: Nanos,
+    /// Time before summary.json starts counting.
     pub warmup: Nanos,
     /// None: the AQM's tupdate (16 ms where it has none).
     pub sample_interval: Option<Nanos>,
+    /// The bottleneck.
     pub link: LinkConfig,
+    /// Optional rate-limited ACK path.
     pub ack_link: Option<AckLinkConfig>,
+    /// The bottleneck's AQM.
     pub aqm: AqmConfig,
+    /// The flows, in `[[flows]]` order.
     pub flows: Vec<FlowConfig>,
+    /// What to record besides the series.
     pub output: OutputConfig,
     /// The document as given, echoed into summary.json.
     pub raw: Value,
@@ -231,6 +258,7 @@ pub(crate) fn path_error(
 }
 
 impl Scenario {
+    /// Parse and validate a TOML scenario.
     pub fn from_toml_str(s: &str) -> Result<Self, SimError> {
         let v: Value = toml::from_str(s).map_err(|e| SimError::Syntax(e.to_string()))?;
         Self::from_value(v)
@@ -258,6 +286,7 @@ impl Scenario {
         Ok(s)
     }
 
+    /// Read a parsed document (TOML or JSON) into a validated scenario.
     pub fn from_value(v: Value) -> Result<Self, SimError> {
         if !v.is_object() {
             return Err(SimError::Syntax(

@@ -44,13 +44,17 @@ const HYSTART_DELAY_MAX: Nanos = Nanos::from_us(16000);
 /// `GSO_MAX_SIZE` (`sk_gso_max_size` of a default device), bytes.
 const GSO_MAX_SIZE: u64 = 65536;
 
+/// CUBIC congestion control (RFC 9438, Linux `tcp_cubic.c`).
 #[derive(Clone, Debug)]
 pub struct Cubic {
     /// Ask for classic ECN.
     pub ecn: bool,
     /// HyStart on (Linux `hystart = 1`).
     pub hystart: bool,
+    /// Lower `W_max` further when a loss comes before the previous `W_max` was regained
+    /// (Linux `fast_convergence`).
     pub fast_convergence: bool,
+    /// Grow at least as fast as Reno would (RFC 9438 §4.3, Linux `tcp_friendliness`).
     pub tcp_friendliness: bool,
     /// Increase cwnd by 1 per `cnt` ACKed packets.
     cnt: u32,
@@ -82,6 +86,8 @@ impl Default for Cubic {
 }
 
 impl Cubic {
+    /// CUBIC with Linux defaults (HyStart, fast convergence, TCP friendliness), asking for
+    /// classic ECN when `ecn`.
     pub fn new(ecn: bool) -> Self {
         Cubic {
             ecn,

@@ -37,6 +37,7 @@ pub const DCTCP_SHIFT_G: u32 = 4;
 /// `dctcp_alpha_on_init`.
 pub const DCTCP_ALPHA_ON_INIT: u32 = DCTCP_MAX_ALPHA;
 
+/// DCTCP congestion control (RFC 8257, Linux `tcp_dctcp.c`).
 #[derive(Clone, Debug)]
 pub struct Dctcp {
     /// Ask for AccECN instead of classic ECN.
@@ -65,6 +66,8 @@ impl Default for Dctcp {
 }
 
 impl Dctcp {
+    /// DCTCP (α starting at 1, `dctcp_alpha_on_init`) asking for AccECN when `accecn`, sending
+    /// ECT(1) instead of ECT(0) when `ect1`.
     pub fn new(accecn: bool, ect1: bool) -> Self {
         Dctcp {
             accecn,

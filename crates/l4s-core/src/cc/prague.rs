@@ -59,11 +59,17 @@ use crate::error::ParamError;
 use crate::packet::Ecn;
 use crate::time::Nanos;
 
+/// Smallest `snd_cwnd`, packets (Linux `tcp_prague.c` floors the window at 2).
 pub const MIN_CWND: u32 = 2;
+/// Fixed-point bits of α (`PRAGUE_ALPHA_BITS`).
 pub const PRAGUE_ALPHA_BITS: u32 = 24;
+/// α = 1 in fixed point (`PRAGUE_MAX_ALPHA`).
 pub const PRAGUE_MAX_ALPHA: u64 = 1 << PRAGUE_ALPHA_BITS;
+/// Fixed-point bits of `frac_cwnd` (`CWND_UNIT`).
 pub const CWND_UNIT: u32 = 20;
+/// One packet of `frac_cwnd` in fixed point (`ONE_CWND`).
 pub const ONE_CWND: u64 = 1 << CWND_UNIT;
+/// α's EWMA gain g = 2^-4 (`PRAGUE_SHIFT_G`, as DCTCP).
 pub const PRAGUE_SHIFT_G: u32 = 4;
 /// RTTs are kept in units of 2^7 µs = 128 µs.
 pub const RTT_UNIT: u32 = 7;
@@ -135,6 +141,7 @@ impl Default for PragueParams {
     }
 }
 
+/// TCP Prague congestion control (Linux `tcp_prague.c`).
 #[derive(Clone, Debug)]
 pub struct Prague {
     params: PragueParams,
@@ -1024,7 +1031,7 @@ mod tests {
 
     proptest::proptest! {
         /// Any CE pattern, also with stretch ACKs: snd_cwnd ≥ MIN_CWND, α ∈ [0, 1], the
-        /// fractional window ≥ MIN_CWND.
+        /// fractional window > 0 (Linux floors only snd_cwnd), pacing as Linux computes it.
         #[test]
         fn invariants_under_any_marking(
             marks in proptest::collection::vec((1u32..4, 0u32..4), 1..400),

@@ -69,7 +69,9 @@ pub struct TcpConfig {
     pub dctcp_ece: bool,
     /// Initial window in packets (RFC 6928 IW10).
     pub init_cwnd: u32,
+    /// Lower bound of the retransmission timeout (Linux `TCP_RTO_MIN`, 200 ms).
     pub min_rto: Nanos,
+    /// Upper bound of the retransmission timeout (Linux `TCP_RTO_MAX`, 120 s).
     pub max_rto: Nanos,
     /// Sized transfer of this many payload bytes; None = bulk (never done).
     pub bytes: Option<u64>,

@@ -31,6 +31,8 @@ enum RcvState {
     Established,
 }
 
+/// TCP data receiver: the handshake answer, delayed and quick ACKs, SACK blocks and the ECN
+/// echo of each feedback mode.
 pub struct TcpReceiver {
     flow: u32,
     supported_ecn: EcnMode,

@@ -8,6 +8,7 @@ pub const CLOCK_GRANULARITY: Nanos = Nanos::from_ms(1);
 /// RTO before any sample (RFC 6298 §2.1), also the SYN timeout (Linux `TCP_TIMEOUT_INIT`).
 pub const INITIAL_RTO: Nanos = Nanos::from_secs(1);
 
+/// RFC 6298 RTT estimator: srtt, rttvar and the backed-off retransmission timeout.
 #[derive(Clone, Debug)]
 pub struct RttEstimator {
     srtt: Nanos,
@@ -20,6 +21,7 @@ pub struct RttEstimator {
 }
 
 impl RttEstimator {
+    /// No sample yet: the RTO is `INITIAL_RTO` within [min_rto, max_rto].
     pub fn new(min_rto: Nanos, max_rto: Nanos) -> Self {
         RttEstimator {
             srtt: Nanos::ZERO,
@@ -52,15 +54,19 @@ impl RttEstimator {
         self.backoff = self.backoff.saturating_add(1);
     }
 
+    /// At least one RTT sample was taken.
     pub fn has_sample(&self) -> bool {
         self.has_sample
     }
+    /// Smoothed RTT (RFC 6298 SRTT).
     pub fn srtt(&self) -> Nanos {
         self.srtt
     }
+    /// RTT variation (RFC 6298 RTTVAR).
     pub fn rttvar(&self) -> Nanos {
         self.rttvar
     }
+    /// Consecutive timeouts (Linux `icsk_backoff`).
     pub fn backoff(&self) -> u32 {
         self.backoff
     }

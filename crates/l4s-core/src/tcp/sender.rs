@@ -98,6 +98,8 @@ impl Seg {
     }
 }
 
+/// TCP data sender: the handshake, the retransmission queue, loss recovery, ECN feedback and
+/// pacing, around one `CongestionControl`.
 pub struct TcpSender {
     flow: u32,
     cfg: TcpConfig,
@@ -262,6 +264,7 @@ impl TcpSender {
     pub fn ecn_mode(&self) -> EcnMode {
         self.tp.ecn
     }
+    /// Congestion state (Linux `icsk_ca_state`: Open, Disorder, CWR, Recovery, Loss).
     pub fn ca_state(&self) -> CaState {
         self.tp.ca_state
     }
@@ -269,6 +272,7 @@ impl TcpSender {
     pub fn cc_state(&self) -> &CcState {
         &self.tp
     }
+    /// The RFC 6298 estimator behind the RTO.
     pub fn rtt_estimator(&self) -> &RttEstimator {
         &self.rtt
     }
@@ -280,6 +284,7 @@ impl TcpSender {
     pub fn rto_count(&self) -> u64 {
         self.rto_count
     }
+    /// Oldest unacknowledged sequence number (`snd_una`).
     pub fn snd_una(&self) -> u64 {
         self.snd_una
     }

@@ -7,9 +7,11 @@ use crate::rng::Rng;
 /// What the AQM does to one packet.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Action {
+    /// Forward the packet unchanged.
     Pass,
     /// Set CE (Linux `INET_ECN_set_ce`; an already-CE packet also counts as marked).
     Mark,
+    /// Drop the packet (Linux `dualpi2_drop`).
     Drop,
 }
 
@@ -42,7 +44,8 @@ pub struct Coupling {
 }
 
 impl Coupling {
-    /// Classic probability p_C = p'².
+    /// Classic probability p_C = p'², for reporting only: decisions roll p' twice
+    /// (`roll_squared`), as Linux does.
     pub fn p_c(&self, p_prime: f64) -> f64 {
         p_prime * p_prime
     }

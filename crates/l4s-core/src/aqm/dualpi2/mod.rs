@@ -105,6 +105,7 @@ pub struct DualPi2 {
 }
 
 impl DualPi2 {
+    /// Check the parameters (`DualPi2Params::validate`) and build an empty DualPI2 qdisc.
     pub fn new(params: DualPi2Params, rng: Rng) -> Result<DualPi2, ParamError> {
         params.validate()?;
         let coupling = Coupling {
@@ -138,6 +139,7 @@ impl DualPi2 {
         })
     }
 
+    /// The parameters it was built with.
     pub fn params(&self) -> &DualPi2Params {
         &self.params
     }
@@ -173,9 +175,11 @@ impl DualPi2 {
     pub fn maxq(&self) -> u64 {
         self.maxq
     }
+    /// Packets in the L-queue.
     pub fn l_backlog_pkts(&self) -> u64 {
         self.l.q.len()
     }
+    /// Packets in the C-queue.
     pub fn c_backlog_pkts(&self) -> u64 {
         self.c.q.len()
     }

@@ -108,9 +108,9 @@ pub struct DualPi2Params {
     pub target: Nanos,
     /// PI2 update interval (default 16 ms).
     pub tupdate: Nanos,
-    /// Integral gain in Hz: p' += alpha·(qdelay − target)[s] per update (default 0.16).
+    /// Integral gain in Hz: p' += alpha·(qdelay − target in s) per update (default 0.16).
     pub alpha: f64,
-    /// Proportional gain in Hz: p' += beta·(qdelay − prev_qdelay)[s] per update (default 3.2).
+    /// Proportional gain in Hz: p' += beta·(qdelay − prev_qdelay in s) per update (default 3.2).
     pub beta: f64,
     /// Step threshold in time; `None` means 1 ms unless `step_thresh_pkts` is set.
     pub step_thresh: Option<Nanos>,
@@ -128,10 +128,12 @@ pub struct DualPi2Params {
     pub drop_overload: bool,
     /// Apply the coupled AQM at enqueue (true) instead of dequeue (default false).
     pub drop_early: bool,
+    /// Scheduler between the queues: Linux credit WRR (default) or RFC 9332 TS-FIFO.
     pub scheduler: SchedulerKind,
     /// TS-FIFO time shift; `None` = 2·target (our choice: RFC 9332 §A.1 leaves the scheduler
     /// parameter unspecified; ns-3's draft-10 model used 50 ms).
     pub tshift: Option<Nanos>,
+    /// Native L-queue AQM: Linux step threshold (default) or the RFC 9332 §A.1 ramp.
     pub l_aqm: LAqmKind,
     /// Ramp start (RFC 9332 §A.1 minTh, default 800 us).
     pub min_th: Nanos,
@@ -198,6 +200,7 @@ fn check_nanos(param: &str, v: Nanos, lo: Nanos, hi: Nanos) -> Result<(), ParamE
 }
 
 impl DualPi2Params {
+    /// Check every parameter against its range (Linux `dualpi2_policy`); the error names it.
     pub fn validate(&self) -> Result<(), ParamError> {
         check_range_u64("limit", self.limit, 1, u32::MAX as u64)?;
         if let Some(b) = self.limit_bytes {

@@ -39,6 +39,7 @@ fn diff_secs(a: Nanos, b: Nanos) -> f64 {
 }
 
 impl Pi2 {
+    /// A PI2 controller with p' = 0 (RFC 9332 §A.1 `alpha`, `beta`, `target`; p' ≤ `max_p`).
     pub fn new(target: Nanos, alpha_hz: f64, beta_hz: f64, max_p: f64) -> Self {
         Pi2 {
             target,
@@ -62,10 +63,12 @@ impl Pi2 {
         self.p_prime
     }
 
+    /// The base probability p' after the last update (Linux `q->pi2_prob`).
     pub fn p_prime(&self) -> f64 {
         self.p_prime
     }
 
+    /// The queue delay seen at the last update (Linux `last_qdelay`).
     pub fn prev_qdelay(&self) -> Nanos {
         self.prev_qdelay
     }

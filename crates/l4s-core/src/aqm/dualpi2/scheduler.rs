@@ -7,9 +7,13 @@ use crate::time::Nanos;
 /// What the scheduler sees of the two queues when it picks.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct HeadView {
+    /// Packets in the L-queue.
     pub l_pkts: u64,
+    /// Packets in the C-queue.
     pub c_pkts: u64,
+    /// Sojourn time of the L-queue head.
     pub l_sojourn: Nanos,
+    /// Sojourn time of the C-queue head.
     pub c_sojourn: Nanos,
 }
 
@@ -17,6 +21,7 @@ pub struct HeadView {
 /// if (and only if) the packet is actually sent.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Pick {
+    /// The queue whose head leaves next.
     pub queue: QueueId,
     credit_per_byte: i64,
 }
@@ -46,6 +51,7 @@ impl CreditWrr {
             credit: init,
         }
     }
+    /// The WRR credit now (Linux `c_protection_credit`).
     pub fn credit(&self) -> i64 {
         self.credit
     }
@@ -72,6 +78,7 @@ impl CreditWrr {
 /// to win.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TsFifo {
+    /// How much older the C head must be to go before the L head.
     pub tshift: Nanos,
 }
 
@@ -96,7 +103,9 @@ impl TsFifo {
 /// The scheduler between the two queues, chosen by `scheduler = "wrr" | "tsfifo"`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Scheduler {
+    /// Linux credit-based weighted round robin (`scheduler = "wrr"`).
     Wrr(CreditWrr),
+    /// RFC 9332 time-shifted FIFO (`scheduler = "tsfifo"`).
     TsFifo(TsFifo),
 }
 

@@ -16,6 +16,7 @@ pub enum StepThresh {
 /// Linux step AQM.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Step {
+    /// Marking threshold, in time or in packets (Linux `step_thresh`).
     pub thresh: StepThresh,
 }
 
@@ -33,6 +34,7 @@ impl Step {
 /// RFC 9332 §A.1 ramp: 0 up to `min_th`, linear to 1 over `range`, 1 from maxTh = min_th+range.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Ramp {
+    /// Ramp start (RFC 9332 §A.1 `minTh`).
     pub min_th: Nanos,
     /// Width of the ramp (> 0).
     pub range: Nanos,
