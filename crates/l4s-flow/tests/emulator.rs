@@ -4,10 +4,11 @@
 
 mod common;
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{scratch, u, BIN};
+use common::{read_json, scratch, u, BIN};
 
 /// The emulator binary: $L4SLAB_EMU_BIN, else the workspace's target/release/l4s-emu.
 fn emu_bin() -> Option<PathBuf> {
@@ -58,17 +59,15 @@ fn prague_through_the_emulator_is_exact_keeps_ect1_and_fills_the_link() {
         "sleep 0.3; exec {BIN} -c \"$L4SLAB_SERVER\" --cc prague -n {N} -q -i 0 --json {}",
         json.display()
     );
-    let out = Command::new(&emu)
-        .args(["--rate", "50mbit", "--delay", "10ms", "--quiet", "-o"])
-        .arg(&run_dir)
-        .args(["--server", &format!("{BIN} -s -1 -i 0 -q")])
-        .args(["--", "sh", "-c", &client])
-        .output()
-        .expect("l4s-emu runs");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{err}");
-    let j: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).expect("client json")).expect("json");
+    let link = ["--rate", "50mbit", "--delay", "10ms"].map(OsString::from);
+    emulate(
+        &emu,
+        &link,
+        &run_dir,
+        &format!("{BIN} -s -1 -i 0 -q"),
+        &client,
+    );
+    let j = read_json(&json);
     let s = &j["streams"][0];
     assert_eq!(u(s, "bytes_acked"), N);
     let rep = &s["receiver"];
@@ -111,6 +110,25 @@ fn prague_through_the_emulator_is_exact_keeps_ect1_and_fills_the_link() {
     assert!((N / 2..=N).contains(&last), "last delivered {last}");
 }
 
+/// Run `l4s-emu <link> --quiet -o <run_dir> --server <server> -- sh -c <client>` and require
+/// a clean exit (stderr in the failure message).
+fn emulate(emu: &Path, link: &[OsString], run_dir: &Path, server: &str, client: &str) {
+    let out = Command::new(emu)
+        .args(link)
+        .args(["--quiet", "-o"])
+        .arg(run_dir)
+        .args(["--server", server])
+        .args(["--", "sh", "-c", client])
+        .output()
+        .expect("l4s-emu runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
     ONE.lock().unwrap_or_else(|e| e.into_inner())
@@ -128,9 +146,7 @@ fn scenario(dir: &Path, warmup: &str) -> PathBuf {
 }
 
 fn uplink_summary(run_dir: &Path) -> serde_json::Value {
-    let t = std::fs::read_to_string(run_dir.join("raw/uplink.json")).expect("raw/uplink.json");
-    let v: serde_json::Value = serde_json::from_str(&t).expect("json");
-    v["summary"].clone()
+    read_json(&run_dir.join("raw/uplink.json"))["summary"].clone()
 }
 
 #[test]
@@ -146,23 +162,15 @@ fn prague_fills_the_emulated_dualpi2_link_with_a_shallow_l_queue() {
         "sleep 0.3; exec {BIN} -c \"$L4SLAB_SERVER\" --cc prague -t 6 -q -i 0 --json {}",
         json.display()
     );
-    let out = Command::new(&emu)
-        .arg(scenario(&dir, "2s"))
-        .args(["--quiet", "-o"])
-        .arg(&run_dir)
-        .args(["--server", &format!("exec {BIN} -s -1 -i 0 -q")])
-        .args(["--", "sh", "-c", &client])
-        .output()
-        .expect("l4s-emu runs");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    emulate(
+        &emu,
+        &[scenario(&dir, "2s").into()],
+        &run_dir,
+        &format!("exec {BIN} -s -1 -i 0 -q"),
+        &client,
     );
     let s = uplink_summary(&run_dir);
-    let j: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).expect("client json")).expect("json");
+    let j = read_json(&json);
     let st = &j["streams"][0];
     let ctx = format!(
         "link {} queues {} client alpha {} cwnd {}",
@@ -218,19 +226,12 @@ fn prague_and_kernel_cubic_share_the_emulated_dualpi2_link() {
     let client = format!(
         "sleep 0.3; iperf3 -c \"$L4SLAB_SERVER\" -C cubic -t 9 >/dev/null & {BIN} -c \"$L4SLAB_SERVER\" --cc prague -t 9 -q -i 0; st=$?; wait; exit $st"
     );
-    let out = Command::new(&emu)
-        .arg(scenario(&dir, "3s"))
-        .args(["--quiet", "-o"])
-        .arg(&run_dir)
-        .args(["--server", &server])
-        .args(["--", "sh", "-c", &client])
-        .output()
-        .expect("l4s-emu runs");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    emulate(
+        &emu,
+        &[scenario(&dir, "3s").into()],
+        &run_dir,
+        &server,
+        &client,
     );
     let s = uplink_summary(&run_dir);
     let flows = s["flows"].as_array().expect("flows");

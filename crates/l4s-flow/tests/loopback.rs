@@ -226,9 +226,7 @@ fn foreign_datagrams_are_counted_and_ignored() {
     let j = run.json.expect("json");
     assert_eq!(u(&j, "foreign_datagrams"), 5);
     assert_eq!(u(&j["streams"][0], "bytes_acked"), 300_000);
-    let sj: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&srv_json).expect("server json"))
-            .expect("parse");
+    let sj = read_json(&srv_json);
     assert_eq!(u(&sj, "foreign_datagrams"), 4);
     assert_eq!(sj["connections"][0]["end"], "done");
 }
@@ -274,8 +272,7 @@ fn silent_path_ends_the_client_within_the_peer_timeout() {
     assert!(err.contains("stopped answering"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "one clear line: {err}");
     // The partial result is written, with the error.
-    let j: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).expect("json kept")).expect("parse");
+    let j = read_json(&json);
     assert!(j["error"]
         .as_str()
         .expect("error")

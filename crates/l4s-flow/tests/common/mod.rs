@@ -107,6 +107,13 @@ pub struct ClientRun {
     pub elapsed: Duration,
 }
 
+/// The JSON document a run wrote to `path` (a client's or server's `--json`).
+pub fn read_json(path: &std::path::Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: not written ({e})", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: not JSON ({e})", path.display()))
+}
+
 /// Run `l4s-flow -c host -p port args... --json <dir>/client.json` to completion.
 pub fn run_client(host: &str, port: u16, args: &[&str], dir: &std::path::Path) -> ClientRun {
     static RUNS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
