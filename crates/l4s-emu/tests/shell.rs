@@ -23,7 +23,7 @@ fn ping_rtt_is_twice_the_one_way_delay() {
     }
     // 10 ms each way, no rate limit: the RTT is 20 ms plus the kernel's and ping's own
     // processing (tens of µs) plus the emulator's lateness (µs).
-    let o = emu(&[
+    let out = emu_ok(&[
         "--quiet",
         "--delay",
         "10ms",
@@ -34,8 +34,6 @@ fn ping_rtt_is_twice_the_one_way_delay() {
         "-c",
         "ping -n -q -c 20 -i 0.05 $L4SLAB_SERVER",
     ]);
-    let out = stdout(&o);
-    assert!(o.status.success(), "{out}\n{}", stderr(&o));
     let (min, avg, _max) = ping_rtts(&out).expect("ping summary");
     assert!(min >= 20.0, "RTT below the configured 2 x 10 ms: {out}");
     assert!(
@@ -50,7 +48,7 @@ fn ping6_crosses_the_link_too() {
     if !can_run(&["ping"]) {
         return;
     }
-    let o = emu(&[
+    let out = emu_ok(&[
         "--quiet",
         "--delay",
         "5ms",
@@ -61,8 +59,6 @@ fn ping6_crosses_the_link_too() {
         "-c",
         "ping -6 -n -q -c 5 -i 0.05 $L4SLAB_SERVER6",
     ]);
-    let out = stdout(&o);
-    assert!(o.status.success(), "{out}\n{}", stderr(&o));
     let (min, avg, _) = ping_rtts(&out).expect("ping summary");
     assert!(min >= 10.0 && (avg - 10.0).abs() <= 1.0, "{out}");
 }
@@ -285,7 +281,7 @@ fn iperf3_fills_a_rate_limited_link() {
     // 20 Mb/s, 5 ms each way, tail drop at the default 10000-packet limit: Cubic keeps the
     // link busy, so the goodput is the rate times the payload share of a 1500-byte packet
     // (1448/1500 with TCP timestamps), less the slow-start seconds.
-    let o = emu(&[
+    let out = emu_ok(&[
         "--quiet",
         "--rate",
         "20mbit",
@@ -298,8 +294,7 @@ fn iperf3_fills_a_rate_limited_link() {
         "-c",
         "iperf3 -c $L4SLAB_SERVER -t 3 -J",
     ]);
-    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
-    let bps = iperf3_goodput(&stdout(&o)).expect("iperf3 JSON");
+    let bps = iperf3_goodput(&out).expect("iperf3 JSON");
     let ceiling = 20e6 * 1448.0 / 1500.0;
     assert!(bps >= 0.9 * 20e6, "goodput {bps} below 90 % of 20 Mb/s");
     assert!(

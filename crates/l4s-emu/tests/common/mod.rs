@@ -59,6 +59,15 @@ pub fn emu(args: &[&str]) -> Output {
         .expect("the l4s-emu binary runs")
 }
 
+/// Run the emulator to completion, require exit status 0 (its stdout and stderr in the
+/// failure message) and return its stdout.
+pub fn emu_ok(args: &[&str]) -> String {
+    let o = emu(args);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}\n{}", stderr(&o));
+    out
+}
+
 /// Text of stdout.
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
