@@ -18,6 +18,14 @@ def _suite(out: Path, name: str, *extra: str) -> object:
                                      *extra])
 
 
+def _quick_suite(factory: pytest.TempPathFactory, dirname: str, name: str) -> Path:
+    """Run suite `name` in its quick form into a fresh directory; it must succeed."""
+    out = factory.mktemp("suites") / dirname
+    r = _suite(out, name)
+    assert r.exit_code == 0, r.output
+    return out
+
+
 def _summaries(out: Path, part: str, run_dirs: list[str]) -> list[dict]:
     return [json.loads((out / "parts" / part / rd / "summary.json").read_text())
             for rd in run_dirs]
@@ -33,10 +41,7 @@ def _run_dirs(out: Path, part: str, **params: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def bdp(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("suites") / "bdp"
-    r = _suite(out, "bdp-regimes")
-    assert r.exit_code == 0, r.output
-    return out
+    return _quick_suite(tmp_path_factory, "bdp", "bdp-regimes")
 
 
 def test_bdp_results_cell_is_the_mean_of_its_runs(bdp: Path) -> None:
@@ -212,10 +217,7 @@ def test_unknown_suite_and_emulate_fail_clearly(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def pvc(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("suites") / "pvc"
-    r = _suite(out, "prague-vs-cubic")
-    assert r.exit_code == 0, r.output
-    return out
+    return _quick_suite(tmp_path_factory, "pvc", "prague-vs-cubic")
 
 
 def test_pvc_tables_are_means_of_their_runs(pvc: Path) -> None:
@@ -259,10 +261,7 @@ def test_pvc_time_series_band_is_the_mean_over_seeds(pvc: Path) -> None:
 
 @pytest.fixture(scope="module")
 def rob(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("suites") / "rob"
-    r = _suite(out, "robustness")
-    assert r.exit_code == 0, r.output
-    return out
+    return _quick_suite(tmp_path_factory, "rob", "robustness")
 
 
 def test_adaptation_time_closed_form() -> None:
@@ -322,10 +321,7 @@ def test_robustness_tables_are_means_of_their_runs(rob: Path) -> None:
 
 @pytest.fixture(scope="module")
 def coex(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("suites") / "coex"
-    r = _suite(out, "coexistence")
-    assert r.exit_code == 0, r.output
-    return out
+    return _quick_suite(tmp_path_factory, "coex", "coexistence")
 
 
 def test_coexistence_matrix_and_harm(coex: Path) -> None:
@@ -380,10 +376,7 @@ def test_trace_txops_closed_form(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def cell(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("suites") / "cell"
-    r = _suite(out, "cellular")
-    assert r.exit_code == 0, r.output
-    return out
+    return _quick_suite(tmp_path_factory, "cell", "cellular")
 
 
 def test_cellular_tables_are_means_of_their_runs(cell: Path) -> None:
