@@ -24,6 +24,8 @@ import click
 import numpy as np
 import pandas as pd
 
+from l4slab.emuflows import LAUNCH_FILE, scenario_flows
+
 __all__ = ["emulate_cmd", "find_binary", "build_run_dir", "EmulateError"]
 
 #: Where `cargo build --release -p l4s-emu` puts the binary, relative to the source tree.
@@ -110,6 +112,8 @@ def _flow_csvs(flow_dir: Path) -> pd.DataFrame | None:
             df = pd.read_csv(f)
         except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
             raise EmulateError(f"{f}: not a flow CSV ({e})") from e
+        # The pid in the name ties the rows to a sender of scenario mode's launch.json.
+        df["_pid"] = int(f.stem.split("-", 1)[1]) if f.stem.split("-", 1)[1].isdigit() else -1
         frames.append(df)
     if not frames:
         return None
@@ -137,9 +141,12 @@ def build_run_dir(out: Path, *, figures: bool = True, report: bool = True) -> di
             dirs[name] = json.loads(p.read_text())
     if not dirs:
         raise EmulateError(f"{out}: no raw/uplink.json or raw/downlink.json")
+    launch_path = out / "flows" / LAUNCH_FILE
     primary = max(dirs, key=lambda n: dirs[n]["summary"].get("delivered_bytes", 0)
                   if "delivered_bytes" in dirs[n]["summary"]
                   else sum(f.get("tput_mbps", 0.0) for f in dirs[n]["summary"].get("flows", [])))
+    if launch_path.exists() and "uplink" in dirs:
+        primary = "uplink"  # scenario mode: the data direction, whatever it carried
     d = dirs[primary]
     core = {"queue_names": d["queue_names"], "flow_cc": d["flow_cc"],
             "flow_class": d["flow_class"], "samples": _columns(d["samples"]),
@@ -151,7 +158,20 @@ def build_run_dir(out: Path, *, figures: bool = True, report: bool = True) -> di
     # Sender-side rows from `l4slab flow` (cwnd, srtt, pacing) join the bottleneck's rows.
     senders = _flow_csvs(out / "flows")
     flow_keys = list(d["flow_keys"])
-    if senders is not None:
+    scenario_mode = None
+    if launch_path.exists():
+        # Scenario mode: the senders' rows in the simulator's layout, by scenario flow index.
+        launch = json.loads(launch_path.read_text())
+        warm = float(run.summary.get("warmup_s") or 0.0)
+        end = float(run.summary.get("duration_s") or launch["duration_s"])
+        grid = np.unique(run.samples["t_s"].to_numpy()) if len(run.samples) else \
+            np.arange(1, int(end / 0.016) + 1) * 0.016
+        flows, rows, scenario_mode = scenario_flows(
+            launch, senders, grid, list(run.summary.get("flows", [])), (warm, end))
+        run.flows = flows
+        run.summary = {**run.summary, "flows": rows, "jain": scenario_mode.pop("jain")}
+    elif senders is not None:
+        senders = senders.drop(columns="_pid")
         # A sender's 5-tuple that the bottleneck saw keeps the bottleneck's flow id; any other
         # gets a new id after them. flow ids stay integers (summary.emulator.flow_keys names
         # them) so the simulator's plots and readers work unchanged.
@@ -181,6 +201,8 @@ def build_run_dir(out: Path, *, figures: bool = True, report: bool = True) -> di
         "flow_keys": flow_keys,
         "other_direction": {n: dirs[n]["summary"] for n in dirs if n != primary},
     }
+    if scenario_mode is not None:
+        summary["emulator"]["scenario_mode"] = scenario_mode
     # The primary direction's lateness is the run's (summary.json's stable key).
     summary["lateness_us"] = dirs[primary].get("lateness_us", {})
     run.summary = summary
@@ -288,6 +310,149 @@ def run_sweep(sweep_file: Path, args: list[str]) -> int:
     return 1 if failed else 0
 
 
+#: Flags scenario mode takes (everything else about the run is in the scenario file).
+_SCENARIO_FLAGS = {"-o", "--output", "--quiet", "-q", "--no-realtime", "--spin", "--seed",
+                   "--set"}
+
+
+def _positionals(opts: list[str]) -> list[str]:
+    """The arguments that are neither flags nor flag values (the scenario file)."""
+    out, i = [], 0
+    while i < len(opts):
+        a = opts[i]
+        if a in _VALUE_FLAGS or a == "--set":
+            i += 2
+            continue
+        if not a.startswith("-"):
+            out.append(a)
+        i += 1
+    return out
+
+
+def scenario_mode_file(args: list[str]) -> Path | None:
+    """The scenario file when these arguments ask for scenario mode: a scenario with [[flows]]
+    and no COMMAND after `--`, no --server and no --host."""
+    opts, command = _split(list(args))
+    pos = _positionals(opts)
+    if command or not pos or "--server" in opts or "--host" in opts:
+        return None
+    path = Path(pos[0])
+    if path.suffix not in (".toml", ".json") or not path.is_file():
+        return None
+    try:
+        import tomllib
+
+        text = path.read_text()
+        doc = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None  # the emulator reports the file's problem itself
+    return path if isinstance(doc, dict) and "flows" in doc else None
+
+
+def _scenario_mode_opts(opts: list[str], scen: Path) -> tuple[list[str], list[str]]:
+    """(options passed to l4s-emu, --set overrides); a flag scenario mode does not take is an
+    EmulateError naming it."""
+    passed: list[str] = []
+    sets: list[str] = []
+    i = 0
+    seen_scenario = False
+    while i < len(opts):
+        a = opts[i]
+        flag, eq, inline = a.partition("=")
+        if not a.startswith("-"):
+            if seen_scenario or a != str(scen):
+                raise EmulateError(f"{a}: unexpected argument; scenario mode takes one "
+                                   "scenario file")
+            seen_scenario = True
+            i += 1
+            continue
+        if flag not in _SCENARIO_FLAGS:
+            raise EmulateError(
+                f"{flag}: not available in scenario mode (the bottleneck, delays and flows come "
+                "from the scenario file: change them there or with --set KEY=VALUE, e.g. "
+                "--set link.rate=20mbit)")
+        takes_value = flag in _VALUE_FLAGS or flag == "--set"
+        value = inline if eq else (opts[i + 1] if takes_value and i + 1 < len(opts) else None)
+        if takes_value and value is None:
+            raise EmulateError(f"{flag}: needs a value")
+        if flag == "--set":
+            sets.append(value or "")
+        elif flag == "--seed":
+            sets.append(f"seed={value}")
+        else:
+            passed += [flag] + ([value] if takes_value and value is not None else [])
+        i += 1 if (eq or not takes_value) else 2
+    return passed, sets
+
+
+def _absolute_traces(doc: dict[str, Any], base_dir: Path) -> None:
+    """Trace paths relative to the scenario file, made absolute (the emulator reads a copy)."""
+    tables = [doc.get("link")]
+    emu = doc.get("emulator")
+    if isinstance(emu, dict):
+        tables += [emu.get("uplink"), emu.get("downlink")]
+    for t in tables:
+        if isinstance(t, dict) and isinstance(t.get("trace"), str):
+            t["trace"] = str((base_dir / t["trace"]).resolve())
+
+
+def run_scenario_mode(scen: Path, args: list[str]) -> int:
+    """`l4slab emulate SCENARIO.toml [-o DIR]`: the scenario's [[flows]] as l4s-flow senders
+    through the emulator for its duration (module `l4slab.emuflows`)."""
+    import shlex
+    import tempfile
+
+    from l4slab.emuflows import LAUNCHER, plan_scenario
+    from l4slab.flow import find_binary as find_flow_binary
+    from l4slab.scenario import ScenarioError, apply_overrides, load_scenario
+
+    opts, _ = _split(list(args))
+    passed, sets = _scenario_mode_opts(opts, scen)
+    try:
+        src = load_scenario(scen)
+        doc = apply_overrides(src.data, sets)
+        plan = plan_scenario(doc, src.base_dir)
+    except ScenarioError as e:
+        raise EmulateError(f"{scen}: {e}") from None
+    flow_bin = find_flow_binary()
+    if flow_bin is None:
+        raise EmulateError("scenario mode needs l4s-flow (l4slab flow): build it with `cargo "
+                           "build --release -p l4s-flow` (or `make develop`), or set "
+                           "L4SLAB_FLOW_BIN")
+    _absolute_traces(plan.doc, src.base_dir)
+    tmp = Path(tempfile.mkdtemp(prefix="l4slab-emu-"))
+    try:
+        # Readable by the invoking user: under sudo the emulator runs the commands as them.
+        tmp.chmod(0o755)
+        scen_json, plan_json = tmp / f"{scen.stem}.json", tmp / "plan.json"
+        scen_json.write_text(json.dumps(plan.doc))
+        plan_json.write_text(json.dumps(plan.to_json()))
+        for f in (scen_json, plan_json):
+            f.chmod(0o644)
+        if _option(passed, "-o", "--output") is None:
+            passed += ["-o", str(Path("results") / f"emu-{scen.stem}-"
+                                 f"{time.strftime('%Y%m%d-%H%M%S')}")]
+        server = f"exec {shlex.quote(str(flow_bin))} -s -q"
+        rc = run_emulator([str(scen_json), *passed, "--server", server, "--",
+                           sys.executable, str(LAUNCHER), str(plan_json), str(flow_bin)])
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    out = Path(_option(passed, "-o", "--output") or "")
+    if (out / "summary.json").exists():
+        s = json.loads((out / "summary.json").read_text())
+        for f in s.get("flows", []):
+            srtt = "-" if f.get("srtt_ms") is None else f"{f['srtt_ms']:.1f} ms"
+            click.echo(f"  flow {f['id']} {f['cc']} ({f['class']}): {f['tput_mbps']:.2f} Mb/s, "
+                       f"srtt {srtt}, CE {f['ce_marks']}, drops {f['drops']}", err=True)
+        for q in s.get("queues", []):
+            click.echo(f"  queue {q['name']}: sojourn mean {q['sojourn_ms']['mean']:.2f} ms, "
+                       f"p99 {q['sojourn_ms']['p99']:.2f} ms, marks {q['marks']}, drops "
+                       f"{q['drops']}", err=True)
+        for msg in s.get("emulator", {}).get("scenario_mode", {}).get("problems", []):
+            click.echo(f"warning: {msg}", err=True)
+    return rc
+
+
 def run_emulator(args: list[str]) -> int:
     """Run l4s-emu with these arguments (plus -o and the stats pipe), build the run directory,
     return the command's exit status."""
@@ -373,6 +538,8 @@ def emulate_cmd(ctx: click.Context) -> None:
                 k for k, a in enumerate(args) if a.startswith("--sweep="))
             rest = args[:i] + args[i + (1 if args[i].startswith("--sweep=") else 2):]
             rc = run_sweep(Path(sweep_file), rest)
+        elif (scen := scenario_mode_file(args)) is not None:
+            rc = run_scenario_mode(scen, args)
         else:
             rc = run_emulator(args)
     except EmulateError as e:
