@@ -138,9 +138,13 @@ def test_a_sweep_runs_each_grid_point_on_the_emulator(tmp_path):
         params = json.loads((out / "runs" / name / "params.json").read_text())
         assert params["params"]["emulator.delay"] == s["scenario"]["emulator"]["delay"]
     assert delays == ["5ms", "15ms"]
-    # Rerun: both finished, both kept.
-    r = l4slab("--sweep", str(sweep), "-o", str(out), "--quiet", "--", "true")
-    assert r.returncode == 0 and r.stderr.count("finished earlier, kept") == 2, r.stderr
+    # Rerun: both finished, both kept (the simulator sweep's resume rule).
+    r = l4slab("--sweep", str(sweep), "-o", str(out), "--quiet", "--", "sh", "-c",
+               "ping -n -q -c 3 -i 0.05 $L4SLAB_SERVER >/dev/null || true")
+    assert r.returncode == 0 and "resuming: 2 of 2 runs finished earlier, kept" in r.stderr, \
+        r.stderr
+    assert (out / "sweep.parquet").exists()
+    assert json.loads((out / "sweep.json").read_text())["engine"] == "emulator"
 
 
 def test_dashboard_shows_each_direction_and_queue():

@@ -220,3 +220,105 @@ def test_a_scenario_without_flows_still_runs_a_command(tmp_path):
     scen.write_text('[link]\nrate = "10mbit"\n[aqm]\nkind = "fifo"\n')
     r = l4slab(str(scen), "-o", str(tmp_path / "o"), "--quiet", "--", "sh", "-c", "exit 3")
     assert r.returncode == 3, r.stderr
+
+
+# --- l4slab sweep --emulate ------------------------------------------------------------------
+
+ONE_FLOW = """
+seed = 1
+duration = "2s"
+warmup = "0.5s"
+[link]
+rate = "10mbit"
+[aqm]
+kind = "dualpi2"
+[[flows]]
+cc = "prague"
+rtt = "10ms"
+"""
+
+
+def sweep_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "l4slab.cli", "sweep", *args],
+                          capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
+
+
+def test_sweep_emulate_refuses_a_grid_point_before_anything_runs(tmp_path):
+    (tmp_path / "base.toml").write_text(ONE_FLOW + '[[flows]]\ncc = "cubic"\nrtt = "10ms"\n')
+    sw = tmp_path / "sw.toml"
+    sw.write_text('base = "base.toml"\n[grid]\n"flows.1.rtt" = ["10ms", "30ms"]\n')
+    out = tmp_path / "out"
+    r = sweep_cli(str(sw), "--emulate", "-o", str(out))
+    assert r.returncode == 2, r.stderr
+    assert "grid point flows.1.rtt=30ms: flows[1].rtt" in r.stderr.replace("\n", " ")
+    assert "Traceback" not in r.stderr and not (out / "runs").exists()
+    r = sweep_cli(str(sw), "--emulate", "-j", "2", "-o", str(out))
+    assert r.returncode == 2 and "one run at a time" in r.stderr
+
+
+def test_sweep_emulate_names_the_remedy_when_the_emulator_cannot_run(request):
+    need_root()
+    import shutil
+    import stat
+
+    if Path("/dev/net/tun").stat().st_mode & stat.S_IROTH:
+        pytest.skip("/dev/net/tun is open to every user here: nobody can run the emulator")
+    if shutil.which("setpriv") is None:
+        pytest.skip("needs setpriv")
+    import tempfile
+
+    # pytest's tmp_path sits under a directory only root can enter.
+    work = Path(tempfile.mkdtemp(prefix="l4slab-nobody-"))
+    request.addfinalizer(lambda: shutil.rmtree(work, ignore_errors=True))
+    work.chmod(0o777)
+    (work / "base.toml").write_text(ONE_FLOW)
+    (work / "sw.toml").write_text('base = "base.toml"\n')
+    r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                        sys.executable, "-m", "l4slab.cli", "sweep", "sw.toml", "--emulate",
+                        "-o", "out"], capture_output=True, text=True, timeout=60, cwd=work,
+                       env={"PATH": "/usr/bin:/bin", "HOME": str(work),
+                            "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "python"),
+                            "L4SLAB_EMU_BIN": str(EMU_BIN)})
+    assert r.returncode == 2, r.stderr
+    msg = " ".join(r.stderr.split())
+    assert "the emulator cannot run here" in msg and "chmod 0666 /dev/net/tun" in msg, msg
+    assert not (work / "out" / "runs").exists() or not any((work / "out" / "runs").iterdir())
+
+
+def test_sweep_emulate_runs_each_point_and_resumes(tmp_path):
+    need_root()
+    (tmp_path / "base.toml").write_text(ONE_FLOW)
+    sw = tmp_path / "sw.toml"
+    sw.write_text('base = "base.toml"\n[grid]\n"link.rate" = ["10mbit", "20mbit"]\n')
+    out = tmp_path / "out"
+    r = sweep_cli(str(sw), "--emulate", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    runs = out / "runs"
+    assert sorted(p.name for p in runs.iterdir()) == ["p000-r00", "p001-r00"]
+    tput = {}
+    for name in ("p000-r00", "p001-r00"):
+        s = json.loads((runs / name / "summary.json").read_text())
+        ident = json.loads((runs / name / "params.json").read_text())
+        assert ident["engine"] == "emulator"
+        assert s["flows"][0]["cc"] == "prague" and s["flows"][0]["class"] == "L4S"
+        tput[ident["params"]["link.rate"]] = s["flows"][0]["tput_mbps"]
+        assert s["link"]["capacity_mbps"] == pytest.approx(
+            float(ident["params"]["link.rate"][:-4]))
+    # Each point ran at its own rate: goodput ≤ rate × 1428/1500, and the 20 Mb/s point
+    # carries more than the 10 Mb/s one could.
+    assert tput["10mbit"] <= 10 * 1428 / 1500 and tput["20mbit"] > 10.0, tput
+    idx = pd.read_parquet(out / "sweep.parquet")
+    assert list(idx["status"]) == ["ok", "ok"]
+    # Resume: a finished run is kept as it is; an unfinished one (no summary.json) reruns.
+    kept = (runs / "p000-r00" / "summary.json").read_bytes()
+    (runs / "p001-r00" / "summary.json").unlink()
+    r = sweep_cli(str(sw), "--emulate", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "resuming: 1 of 2 runs already finished" in r.stdout, r.stdout
+    assert (runs / "p000-r00" / "summary.json").read_bytes() == kept
+    assert (runs / "p001-r00" / "summary.json").exists()
+    assert not [p for p in runs.iterdir() if p.name.startswith(".")]
+    # A simulator sweep may not write into this directory, nor this one into a simulator's.
+    r = sweep_cli(str(sw), "-o", str(out))
+    assert r.returncode == 2 and "holds emulator runs" in " ".join(r.stderr.split()), r.stderr

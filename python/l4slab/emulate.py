@@ -266,55 +266,6 @@ def _without_output(opts: list[str]) -> list[str]:
     return kept
 
 
-def run_sweep(sweep_file: Path, args: list[str]) -> int:
-    """Emulator runs of a sweep file's grid, one at a time, into OUT/runs/<name> (the
-    simulator's sweep layout, so `l4slab summary OUT` and `validate` read it). A run whose
-    summary.json exists is kept (resume); a failed run is reported and the others go on.
-    Returns 1 if any run failed, else 0."""
-    import tempfile
-
-    from l4slab.scenario import ScenarioError
-    from l4slab.sweeps import load_sweep_spec, plan
-
-    opts, command = _split(list(args))
-    out = Path(_option(opts, "-o", "--output") or Path("results") / f"{sweep_file.stem}-emu")
-    opts = _without_output(opts)
-    try:
-        tasks = plan(load_sweep_spec(sweep_file))
-    except ScenarioError as e:
-        raise EmulateError(f"{sweep_file}: {e}") from None
-    failed = 0
-    for task in tasks:
-        rd = out / "runs" / task.name
-        if (rd / "summary.json").exists():
-            click.echo(f"{task.name}: finished earlier, kept", err=True)
-            continue
-        if rd.exists() and any(rd.iterdir()):
-            raise EmulateError(f"{rd}: an unfinished run is in the way; move it to rerun")
-        rd.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-            json.dump(task.scenario, f)
-            scen = f.name
-        try:
-            click.echo(f"{task.name}: {task.params or '(base scenario)'}", err=True)
-            rc = run_emulator([scen, *opts, "-o", str(rd), *command])
-        finally:
-            os.unlink(scen)
-        if (rd / "summary.json").exists():
-            (rd / "params.json").write_text(json.dumps(task.identity(), indent=2,
-                                                       default=str) + "\n")
-        if rc != 0 or not (rd / "summary.json").exists():
-            failed += 1
-            click.echo(f"{task.name}: failed (exit status {rc})", err=True)
-    click.echo(f"sweep {out}: {len(tasks) - failed} of {len(tasks)} runs finished", err=True)
-    return 1 if failed else 0
-
-
-#: Flags scenario mode takes (everything else about the run is in the scenario file).
-_SCENARIO_FLAGS = {"-o", "--output", "--quiet", "-q", "--no-realtime", "--spin", "--seed",
-                   "--set"}
-
-
 def _positionals(opts: list[str]) -> list[str]:
     """The arguments that are neither flags nor flag values (the scenario file)."""
     out, i = [], 0
@@ -347,6 +298,11 @@ def scenario_mode_file(args: list[str]) -> Path | None:
     except (OSError, UnicodeDecodeError, ValueError):
         return None  # the emulator reports the file's problem itself
     return path if isinstance(doc, dict) and "flows" in doc else None
+
+
+#: Flags scenario mode takes (everything else about the run is in the scenario file).
+_SCENARIO_FLAGS = {"-o", "--output", "--quiet", "-q", "--no-realtime", "--spin", "--seed",
+                   "--set"}
 
 
 def _scenario_mode_opts(opts: list[str], scen: Path) -> tuple[list[str], list[str]]:
@@ -396,49 +352,65 @@ def _absolute_traces(doc: dict[str, Any], base_dir: Path) -> None:
             t["trace"] = str((base_dir / t["trace"]).resolve())
 
 
-def run_scenario_mode(scen: Path, args: list[str]) -> int:
-    """`l4slab emulate SCENARIO.toml [-o DIR]`: the scenario's [[flows]] as l4s-flow senders
-    through the emulator for its duration (module `l4slab.emuflows`)."""
-    import shlex
-    import tempfile
-
-    from l4slab.emuflows import LAUNCHER, plan_scenario
+def _flow_binary() -> Path:
     from l4slab.flow import find_binary as find_flow_binary
-    from l4slab.scenario import ScenarioError, apply_overrides, load_scenario
 
-    opts, _ = _split(list(args))
-    passed, sets = _scenario_mode_opts(opts, scen)
-    try:
-        src = load_scenario(scen)
-        doc = apply_overrides(src.data, sets)
-        plan = plan_scenario(doc, src.base_dir)
-    except ScenarioError as e:
-        raise EmulateError(f"{scen}: {e}") from None
     flow_bin = find_flow_binary()
     if flow_bin is None:
         raise EmulateError("scenario mode needs l4s-flow (l4slab flow): build it with `cargo "
                            "build --release -p l4s-flow` (or `make develop`), or set "
                            "L4SLAB_FLOW_BIN")
-    _absolute_traces(plan.doc, src.base_dir)
+    return flow_bin
+
+
+def plan_doc(doc: dict[str, Any], base_dir: Path) -> Any:
+    """Scenario mode's plan of a scenario dict (`l4slab.emuflows.plan_scenario`), its errors
+    as EmulateError."""
+    from l4slab.emuflows import plan_scenario
+    from l4slab.scenario import ScenarioError
+
+    try:
+        return plan_scenario(doc, base_dir)
+    except ScenarioError as e:
+        raise EmulateError(str(e)) from None
+
+
+def emulate_doc(doc: dict[str, Any], base_dir: Path, out: Path, opts: list[str], *,
+                command: list[str] | None = None, report_flows: bool = True) -> int:
+    """One emulator run of the scenario dict `doc` into `out` (which must not hold anything):
+    scenario mode (its [[flows]] as l4s-flow senders) without `command`, else COMMAND mode
+    (`command` starts with `--`). `opts` are further l4s-emu options (not -o). Returns the
+    exit status (the launcher's or the command's)."""
+    import shlex
+    import tempfile
+
+    from l4slab.emuflows import LAUNCHER
+
+    plan = None
+    if command is None:
+        plan = plan_doc(doc, base_dir)
+        flow_bin = _flow_binary()
+        doc = plan.doc
+    doc = json.loads(json.dumps(doc))
+    _absolute_traces(doc, base_dir)
     tmp = Path(tempfile.mkdtemp(prefix="l4slab-emu-"))
     try:
         # Readable by the invoking user: under sudo the emulator runs the commands as them.
         tmp.chmod(0o755)
-        scen_json, plan_json = tmp / f"{scen.stem}.json", tmp / "plan.json"
-        scen_json.write_text(json.dumps(plan.doc))
-        plan_json.write_text(json.dumps(plan.to_json()))
-        for f in (scen_json, plan_json):
-            f.chmod(0o644)
-        if _option(passed, "-o", "--output") is None:
-            passed += ["-o", str(Path("results") / f"emu-{scen.stem}-"
-                                 f"{time.strftime('%Y%m%d-%H%M%S')}")]
-        server = f"exec {shlex.quote(str(flow_bin))} -s -q"
-        rc = run_emulator([str(scen_json), *passed, "--server", server, "--",
-                           sys.executable, str(LAUNCHER), str(plan_json), str(flow_bin)])
+        scen_json = tmp / "scenario.json"
+        scen_json.write_text(json.dumps(doc))
+        scen_json.chmod(0o644)
+        if plan is not None:
+            plan_json = tmp / "plan.json"
+            plan_json.write_text(json.dumps(plan.to_json()))
+            plan_json.chmod(0o644)
+            server = f"exec {shlex.quote(str(flow_bin))} -s -q"
+            command = ["--server", server, "--", sys.executable, str(LAUNCHER), str(plan_json),
+                       str(flow_bin)]
+        rc = run_emulator([str(scen_json), *opts, "-o", str(out), *(command or [])])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    out = Path(_option(passed, "-o", "--output") or "")
-    if (out / "summary.json").exists():
+    if plan is not None and report_flows and (out / "summary.json").exists():
         s = json.loads((out / "summary.json").read_text())
         for f in s.get("flows", []):
             srtt = "-" if f.get("srtt_ms") is None else f"{f['srtt_ms']:.1f} ms"
@@ -448,9 +420,154 @@ def run_scenario_mode(scen: Path, args: list[str]) -> int:
             click.echo(f"  queue {q['name']}: sojourn mean {q['sojourn_ms']['mean']:.2f} ms, "
                        f"p99 {q['sojourn_ms']['p99']:.2f} ms, marks {q['marks']}, drops "
                        f"{q['drops']}", err=True)
+    if plan is not None and (out / "summary.json").exists():
+        s = json.loads((out / "summary.json").read_text())
         for msg in s.get("emulator", {}).get("scenario_mode", {}).get("problems", []):
             click.echo(f"warning: {msg}", err=True)
     return rc
+
+
+def run_scenario_mode(scen: Path, args: list[str]) -> int:
+    """`l4slab emulate SCENARIO.toml [-o DIR] [--set K=V]`: the scenario's [[flows]] as
+    l4s-flow senders through the emulator for its duration (module `l4slab.emuflows`)."""
+    from l4slab.scenario import ScenarioError, apply_overrides, load_scenario
+
+    opts, _ = _split(list(args))
+    passed, sets = _scenario_mode_opts(opts, scen)
+    try:
+        src = load_scenario(scen)
+        doc = apply_overrides(src.data, sets)
+    except ScenarioError as e:
+        raise EmulateError(f"{scen}: {e}") from None
+    try:
+        plan_doc(doc, src.base_dir)  # refuse before anything runs
+    except EmulateError as e:
+        raise EmulateError(f"{scen}: {e}") from None
+    out_s = _option(passed, "-o", "--output")
+    out = Path(out_s) if out_s else \
+        Path("results") / f"emu-{scen.stem}-{time.strftime('%Y%m%d-%H%M%S')}"
+    return emulate_doc(doc, src.base_dir, out, _without_output(passed))
+
+
+def emulator_preflight() -> None:
+    """Raise EmulateError when the emulator cannot run here, with its own one-line reason and
+    remedy (e.g. no root and no user namespaces): a 0-second emulation of `true`."""
+    import tempfile
+
+    binary = find_binary()
+    with tempfile.TemporaryDirectory(prefix="l4slab-emu-probe-") as d:
+        try:
+            r = subprocess.run([str(binary), "--quiet", "-o", str(Path(d) / "probe"), "--",
+                                "true"], capture_output=True, text=True, timeout=60,
+                               stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise EmulateError(f"the emulator cannot run here: {binary}: {e}") from None
+    if r.returncode != 0:
+        lines = [x for x in r.stderr.strip().splitlines() if x.strip()]
+        why = lines[-1] if lines else f"exit status {r.returncode}"
+        raise EmulateError(f"the emulator cannot run here: {why}")
+
+
+class EmulatorEngine:
+    """Runs a sweep's grid through the emulator, one run at a time (`sweeps.sweep(...,
+    engine=...)`): scenario mode, or COMMAND in every run when `command` is given."""
+
+    name = "emulator"
+
+    def __init__(self, opts: list[str] | None = None, command: list[str] | None = None,
+                 on_run: Any = None) -> None:
+        self.opts = list(opts or [])
+        if "--quiet" not in self.opts and "-q" not in self.opts:
+            self.opts.append("--quiet")
+        self.command = command
+        self.on_run = on_run
+
+    def validate(self, tasks: list[Any]) -> None:
+        """Every grid point's scenario-mode plan (the refusals) and that the emulator can run
+        here, before any run starts; errors as ScenarioError naming the grid point."""
+        from l4slab.scenario import ScenarioError
+
+        seen: set[int] = set()
+        for t in tasks:
+            if self.command is not None or t.point in seen:
+                continue
+            seen.add(t.point)
+            try:
+                plan_doc(t.scenario, Path(t.base_dir))
+            except EmulateError as e:
+                where = ", ".join(f"{k}={v}" for k, v in t.params.items())
+                raise ScenarioError(f"grid point {where}: {e}" if where else str(e)) from None
+        try:
+            find_binary()
+            if self.command is None:
+                _flow_binary()
+            emulator_preflight()
+        except EmulateError as e:
+            raise ScenarioError(str(e)) from None
+
+    def executor(self, out: Path) -> Any:
+        def run_all(tasks: list[Any]) -> Any:
+            for t in tasks:
+                yield self.run_task(t, out)
+        return run_all
+
+    def run_task(self, task: Any, out: Path) -> Any:
+        """One run into OUT/runs/<name>: emulated into a fresh staging directory, which then
+        replaces the run directory (an unfinished earlier attempt; a finished one only when
+        it is rerun, as simulator sweeps do). Ctrl-C stops the sweep."""
+        from l4slab.sweeps import RunOutcome
+
+        rd = out / "runs" / task.name
+        stage = out / "runs" / f".{task.name}.emulating"
+        shutil.rmtree(stage, ignore_errors=True)
+        if self.on_run is not None:
+            self.on_run(task)
+        t0 = time.perf_counter()
+        try:
+            rc = emulate_doc(task.scenario, Path(task.base_dir), stage, self.opts,
+                             command=self.command, report_flows=False)
+        except EmulateError as e:
+            return RunOutcome(task, "failed", str(e), elapsed_s=time.perf_counter() - t0)
+        elapsed = time.perf_counter() - t0
+        if rc == 130:
+            raise KeyboardInterrupt
+        finished = (stage / "summary.json").exists()
+        if finished or stage.exists():
+            shutil.rmtree(rd, ignore_errors=True)
+            stage.rename(rd)
+        if finished and rc == 0:
+            return RunOutcome(task, "ok", elapsed_s=elapsed)
+        why = "no run directory was written" if not finished else f"exit status {rc}"
+        return RunOutcome(task, "failed", f"emulation failed ({why})", elapsed_s=elapsed)
+
+
+def run_sweep(sweep_file: Path, args: list[str]) -> int:
+    """`l4slab emulate --sweep FILE [opts] [-- COMMAND]`: the grid through the emulator one run
+    at a time, with the simulator sweep's layout, resume and lock (`l4slab.sweeps.sweep`);
+    COMMAND in every run, or scenario mode without it. Returns 1 if any run failed."""
+    from l4slab.results import OutputDirError
+    from l4slab.scenario import ScenarioError
+    from l4slab.sweeps import sweep
+
+    opts, command = _split(list(args))
+    out = Path(_option(opts, "-o", "--output") or Path("results") / f"{sweep_file.stem}-emu")
+    engine = EmulatorEngine(_without_output(opts), command or None,
+                            on_run=lambda t: click.echo(f"{t.name}: {t.params or '(base)'}",
+                                                        err=True))
+
+    def on_start(total: int, skipped: int) -> None:
+        if skipped:
+            click.echo(f"resuming: {skipped} of {total} runs finished earlier, kept", err=True)
+
+    try:
+        res = sweep(sweep_file, out, engine=engine, report=False, on_start=on_start)
+    except (ScenarioError, OutputDirError) as e:
+        raise EmulateError(str(e)) from None
+    for o in res.failed:
+        click.echo(f"{o.task.name}: failed: {o.error}", err=True)
+    click.echo(f"sweep {out}: {len(res.index) - len(res.failed)} of {len(res.index)} runs "
+               "finished", err=True)
+    return 1 if res.failed else 0
 
 
 def run_emulator(args: list[str]) -> int:
