@@ -481,6 +481,7 @@ class EmulatorEngine:
             self.opts.append("--quiet")
         self.command = command
         self.on_run = on_run
+        self._probed = False
 
     def validate(self, tasks: list[Any]) -> None:
         """Every grid point's scenario-mode plan (the refusals) and that the emulator can run
@@ -497,6 +498,8 @@ class EmulatorEngine:
             except EmulateError as e:
                 where = ", ".join(f"{k}={v}" for k, v in t.params.items())
                 raise ScenarioError(f"grid point {where}: {e}" if where else str(e)) from None
+        if self._probed:
+            return
         try:
             find_binary()
             if self.command is None:
@@ -504,6 +507,7 @@ class EmulatorEngine:
             emulator_preflight()
         except EmulateError as e:
             raise ScenarioError(str(e)) from None
+        self._probed = True
 
     def executor(self, out: Path) -> Any:
         def run_all(tasks: list[Any]) -> Any:
