@@ -322,3 +322,79 @@ def test_sweep_emulate_runs_each_point_and_resumes(tmp_path):
     # A simulator sweep may not write into this directory, nor this one into a simulator's.
     r = sweep_cli(str(sw), "-o", str(out))
     assert r.returncode == 2 and "holds emulator runs" in " ".join(r.stderr.split()), r.stderr
+
+
+# --- the launcher (no root: a stand-in for l4s-flow) -----------------------------------------
+
+FAKE_FLOW = """#!/bin/sh
+# Records its arguments; "--cc reno" fails at once, a -t flow sends for -t seconds, others
+# (sized transfers) run until they are ended.
+echo "$@" > "$L4SLAB_FLOW_DIR/args-$$"
+case "$*" in *"--cc reno"*) echo "no route" >&2; exit 3;; esac
+t=$(echo "$@" | sed -n 's/.*-t \\([0-9.]*\\).*/\\1/p')
+trap 'exit 130' TERM
+if [ -n "$t" ]; then sleep "$t"; exit 0; fi
+while :; do sleep 0.05; done
+"""
+
+
+def run_launcher(tmp_path, flows, duration_s):
+    import os
+    import time
+
+    from l4slab.emuflows import LAUNCHER
+
+    fake = tmp_path / "fake-flow"
+    fake.write_text(FAKE_FLOW)
+    fake.chmod(0o755)
+    fdir = tmp_path / "flows"
+    fdir.mkdir()
+    plan = tmp_path / "plan.json"
+    base = {"entry": 0, "klass": "Classic", "ecn": None, "bytes": None, "mss": None,
+            "seed": 1, "rtt_ms": 20.0}
+    plan.write_text(json.dumps({"duration_s": duration_s,
+                                "flows": [{**base, **f} for f in flows]}))
+    t0 = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    env = {**os.environ, "L4SLAB_T0_NS": str(t0), "L4SLAB_SERVER": "10.77.0.2",
+           "L4SLAB_FLOW_DIR": str(fdir)}
+    r = subprocess.run([sys.executable, str(LAUNCHER), str(plan), str(fake)], env=env,
+                       capture_output=True, text=True, timeout=30)
+    wall = (time.clock_gettime_ns(time.CLOCK_MONOTONIC) - t0) / 1e9
+    launch = json.loads((fdir / "launch.json").read_text())
+    args = {int(p.name.split("-")[1]): p.read_text().split() for p in fdir.glob("args-*")}
+    return r, wall, {f["index"]: f for f in launch["flows"]}, args
+
+
+def test_launcher_starts_and_ends_each_flow_at_its_times(tmp_path):
+    r, wall, fl, args = run_launcher(tmp_path, [
+        {"index": 0, "cc": "prague", "start_s": 0.0, "end_s": 1.5},
+        {"index": 1, "cc": "cubic", "start_s": 0.5, "end_s": 1.0, "ecn": "classic",
+         "mss": 1180},
+        {"index": 2, "cc": "cubic", "start_s": 0.2, "end_s": 0.8, "bytes": 10**9}], 1.5)
+    assert r.returncode == 0, r.stderr
+    # The run ends at the duration (plus the stand-ins' exit), not before.
+    assert 1.5 <= wall < 3.5, wall
+    for i, start in ((0, 0.0), (1, 0.5), (2, 0.2)):
+        assert start <= fl[i]["started_s"] < start + 0.3, fl[i]
+    a1 = args[fl[1]["pid"]]
+    assert a1[:4] == ["-c", "10.77.0.2", "--cc", "cubic"]
+    assert a1[a1.index("--ecn") + 1] == "classic" and a1[a1.index("--mss") + 1] == "1180"
+    # -t counts to the flow's end time from its actual start.
+    assert float(a1[a1.index("-t") + 1]) == pytest.approx(1.0 - fl[1]["started_s"], abs=0.02)
+    assert fl[1]["ended_by"] == "itself" and fl[1]["exit"] == 0
+    assert fl[1]["ended_s"] == pytest.approx(1.0, abs=0.25)
+    # A sized transfer still running at its end time is ended there.
+    a2 = args[fl[2]["pid"]]
+    assert a2[a2.index("-n") + 1] == str(10**9) and "-t" not in a2
+    assert fl[2]["ended_by"] == "end time" and fl[2]["ended_s"] == pytest.approx(0.8, abs=0.25)
+    # A timed flow whose end is the duration is ended with the run.
+    assert fl[0]["ended_by"] in ("end time", "itself")
+
+
+def test_launcher_reports_a_failed_sender_and_exits_1(tmp_path):
+    r, _, fl, _ = run_launcher(tmp_path, [
+        {"index": 0, "cc": "reno", "start_s": 0.0, "end_s": 0.5},
+        {"index": 1, "cc": "cubic", "start_s": 0.0, "end_s": 0.5}], 0.5)
+    assert r.returncode == 1
+    assert "flow 0 (reno): l4s-flow exited with status 3: no route" in r.stderr
+    assert fl[0]["exit"] == 3 and fl[1]["exit"] in (0, 130)

@@ -380,7 +380,8 @@ def emulate_doc(doc: dict[str, Any], base_dir: Path, out: Path, opts: list[str],
     """One emulator run of the scenario dict `doc` into `out` (which must not hold anything):
     scenario mode (its [[flows]] as l4s-flow senders) without `command`, else COMMAND mode
     (`command` starts with `--`). `opts` are further l4s-emu options (not -o). Returns the
-    exit status (the launcher's or the command's)."""
+    exit status (the launcher's or the command's). `report_flows` prints where the run is and
+    its flows and queues (off in sweeps, whose runs are renamed afterwards)."""
     import shlex
     import tempfile
 
@@ -407,7 +408,8 @@ def emulate_doc(doc: dict[str, Any], base_dir: Path, out: Path, opts: list[str],
             server = f"exec {shlex.quote(str(flow_bin))} -s -q"
             command = ["--server", server, "--", sys.executable, str(LAUNCHER), str(plan_json),
                        str(flow_bin)]
-        rc = run_emulator([str(scen_json), *opts, "-o", str(out), *(command or [])])
+        rc = run_emulator([str(scen_json), *opts, "-o", str(out), *(command or [])],
+                          announce=report_flows)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if plan is not None and report_flows and (out / "summary.json").exists():
@@ -574,9 +576,9 @@ def run_sweep(sweep_file: Path, args: list[str]) -> int:
     return 1 if res.failed else 0
 
 
-def run_emulator(args: list[str]) -> int:
+def run_emulator(args: list[str], announce: bool = True) -> int:
     """Run l4s-emu with these arguments (plus -o and the stats pipe), build the run directory,
-    return the command's exit status."""
+    return the command's exit status. `announce` prints where the run directory is."""
     binary = find_binary()
     opts, command = _split(list(args))
     if "-h" in opts or "--help" in opts:
@@ -630,8 +632,9 @@ def run_emulator(args: list[str]) -> int:
             v = summary.get("lateness_us", {}).get(key)
             return "-" if v is None else f"{v:.1f} us"
 
-        click.echo(f"l4slab emulate: run directory {out} (exit status {rc}; emulator lateness "
-                   f"p50 {us('p50')}, p99 {us('p99')})", err=True)
+        if announce:
+            click.echo(f"l4slab emulate: run directory {out} (exit status {rc}; emulator "
+                       f"lateness p50 {us('p50')}, p99 {us('p99')})", err=True)
     return rc
 
 
