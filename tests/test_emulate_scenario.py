@@ -177,7 +177,7 @@ def test_sender_rows_become_simulator_rows_and_summary(tmp_path):
 def test_two_flows_run_through_the_emulator_as_in_the_scenario(tmp_path):
     need_root()
     scen = tmp_path / "pc.toml"
-    scen.write_text(TWO_FLOWS)
+    scen.write_text(TWO_FLOWS + "[output]\npackets = true\n")
     out = tmp_path / "run"
     r = l4slab(str(scen), "-o", str(out), "--quiet", timeout=90)
     assert r.returncode == 0, r.stderr
@@ -207,6 +207,18 @@ def test_two_flows_run_through_the_emulator_as_in_the_scenario(tmp_path):
     samples = pd.read_parquet(out / "samples.parquet")
     # One flow row per flow at every sampling instant, as the simulator writes them.
     assert len(flows) == 2 * samples["t_s"].nunique()
+    # Per-packet rows name the scenario's flows too: Prague's ECT(1) data goes through the
+    # L queue (its few Not-ECT control datagrams, the handshake and the end, through C),
+    # Cubic's Not-ECT packets through the C queue.
+    pk = pd.read_parquet(out / "packets.parquet")
+    in_l = pk.assign(l=pk["queue"].astype(str) == "L").groupby("flow")["l"].agg(["sum", "size"])
+    assert in_l.loc[0, "sum"] >= in_l.loc[0, "size"] - 5 and in_l.loc[0, "size"] > 1000, in_l
+    assert in_l.loc[1, "sum"] == 0 and in_l.loc[1, "size"] > 500, in_l
+    # Other packets are not the senders': e.g. ICMP port unreachable from the client once its
+    # senders have ended (ids after the scenario's, named in summary.emulator.flow_keys).
+    keys = s["emulator"]["flow_keys"]
+    for fid in set(pk["flow"].unique()) - {0, 1}:
+        assert not keys[fid - 2].startswith("udp "), keys[fid - 2]
     r2 = subprocess.run([sys.executable, "-m", "l4slab.cli", "summary", str(out)],
                         capture_output=True, text=True, timeout=60)
     assert r2.returncode == 0 and "prague" in r2.stdout, r2.stderr

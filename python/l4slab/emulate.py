@@ -170,6 +170,13 @@ def build_run_dir(out: Path, *, figures: bool = True, report: bool = True) -> di
             launch, senders, grid, list(run.summary.get("flows", [])), (warm, end))
         run.flows = flows
         run.summary = {**run.summary, "flows": rows, "jain": scenario_mode.pop("jain")}
+        if run.packets is not None and len(run.packets):
+            # Per-packet rows name the bottleneck's flow ids (order of first packet): the
+            # scenario's index instead; a 5-tuple no sender owns gets an id after them.
+            by_key = {r["flow"]: r["id"] for r in rows if r["flow"] is not None}
+            remap = {i: by_key.get(k, len(rows) + i) for i, k in enumerate(flow_keys)}
+            run.packets["flow"] = run.packets["flow"].map(remap).fillna(
+                run.packets["flow"] + len(rows)).astype(np.uint32)
     elif senders is not None:
         senders = senders.drop(columns="_pid")
         # A sender's 5-tuple that the bottleneck saw keeps the bottleneck's flow id; any other
