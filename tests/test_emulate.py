@@ -76,6 +76,7 @@ def test_a_root_run_ends_in_a_standard_run_directory(tmp_path):
     # The client also writes one row as an `l4slab flow` sender would ($L4SLAB_FLOW_DIR).
     flow_row = ("printf 't_s,flow,cc,delivered_bytes,tput_mbps,cwnd_pkts,srtt_ms,pacing_mbps,"
                 "ce_acked\\n0.5,udp 10.77.0.1:40000>10.77.0.2:5201,prague,1000,8.0,10,"
+                "21.0,8.5,3\\n0.5,udp 10.77.0.1:40001>10.77.0.2:5201,dctcp,1000,8.0,10,"
                 "21.0,8.5,3\\n' > $L4SLAB_FLOW_DIR/flow-1.csv")
     r = l4slab("-o", str(out), "--quiet", "--rate", "20mbit", "--delay", "10ms", "--aqm",
                "dualpi2", "--server", "exec iperf3 -s -1 >/dev/null", "--", "sh", "-c",
@@ -96,6 +97,10 @@ def test_a_root_run_ends_in_a_standard_run_directory(tmp_path):
     flows = pd.read_parquet(out / "flows.parquet")
     row = flows[flows["cc"] == "prague"]
     assert len(row) == 1 and row["class"].iloc[0] == "L4S" and row["srtt_ms"].iloc[0] == 21.0
+    # DCTCP asks for classic ECN (ECT(0)) unless told otherwise: Classic, as the simulator
+    # classifies it.
+    row = flows[flows["cc"] == "dctcp"]
+    assert len(row) == 1 and row["class"].iloc[0] == "Classic"
     samples = pd.read_parquet(out / "samples.parquet")
     assert set(samples["queue"].astype(str)) == {"L", "C"}
     # The front end's own readers work on it unchanged.

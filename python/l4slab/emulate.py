@@ -183,13 +183,18 @@ def build_run_dir(out: Path, *, figures: bool = True, report: bool = True) -> di
         # gets a new id after them. flow ids stay integers (summary.emulator.flow_keys names
         # them) so the simulator's plots and readers work unchanged.
         ids = []
-        for key in senders["flow"].astype(str):
+        seen_class = {f.get("flow"): f.get("class") for f in run.summary.get("flows", [])}
+        keys = senders["flow"].astype(str)
+        for key in keys:
             if key not in flow_keys:
                 flow_keys.append(key)
             ids.append(flow_keys.index(key))
         senders["flow"] = np.asarray(ids, dtype=np.uint32)
-        senders["class"] = np.where(senders["cc"].isin(["prague", "dctcp", "bbr3"]),
-                                    "L4S", "Classic")
+        # The class the bottleneck saw (the packets' ECN codepoint); for a 5-tuple it did not
+        # see, the CC's default: only Prague sends ECT(1) unless told otherwise (DCTCP asks
+        # for classic ECN, BBRv3 for none).
+        senders["class"] = [seen_class.get(k) or ("L4S" if cc == "prague" else "Classic")
+                            for k, cc in zip(keys, senders["cc"].astype(str), strict=True)]
         flows = pd.concat([run.flows.astype({"cc": str, "class": str}), senders],
                           ignore_index=True)
         flows["flow"] = flows["flow"].astype(np.uint32)
