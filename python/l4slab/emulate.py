@@ -664,6 +664,8 @@ def emulate_cmd(ctx: click.Context) -> None:
     """Run COMMAND behind an emulated bottleneck (the same AQM objects as the simulator):
     `l4slab emulate [SCENARIO.toml] [--rate 50mbit --delay 20ms --aqm dualpi2 ...]
     [--server 'iperf3 -s'] -- COMMAND ARGS...`; `l4slab emulate --help` lists the options.
+    Without a COMMAND, `l4slab emulate SCENARIO.toml [-o DIR] [--set KEY=VALUE]` runs the
+    scenario's own [[flows]] as l4slab flow senders for its duration (scenario mode).
     `--sweep SWEEP.toml` runs a sweep file's grid on the emulator, one run at a time."""
     args = ctx.meta.get("l4slab.emulate.args", [])
     try:
