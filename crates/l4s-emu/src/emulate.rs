@@ -35,6 +35,9 @@ const IDLE_WAIT: Nanos = Nanos(50_000_000);
 /// How long the client waits for the server command to open a socket.
 const SERVER_READY_TIMEOUT: Nanos = Nanos(3_000_000_000);
 
+/// How often the Mahimahi log text is appended to its file.
+const LOG_FLUSH: Nanos = Nanos(100_000_000);
+
 /// Period of the live statistics lines.
 const STATS_TICK: Nanos = Nanos(250_000_000);
 
@@ -269,6 +272,55 @@ fn write_due(tun: &Tun, dir: &mut Direction, clock: &Clock, live: &mut DirCounte
     n
 }
 
+/// A Mahimahi log file of one direction (`--uplink-log` / `--downlink-log`).
+struct MmLogFile {
+    path: PathBuf,
+    file: std::io::BufWriter<std::fs::File>,
+}
+
+impl MmLogFile {
+    /// Create `path` (it must not exist: a user's file is never truncated), owned by the
+    /// invoking user under sudo.
+    fn create(path: &std::path::Path, run_as: Option<RunAs>) -> Result<MmLogFile, EmuError> {
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map_err(|e| EmuError::Os {
+                what: format!("create Mahimahi log {}", path.display()),
+                source: e,
+            })?;
+        if let Some(ids) = run_as {
+            let _ = std::os::unix::fs::chown(path, Some(ids.uid), Some(ids.gid));
+        }
+        Ok(MmLogFile {
+            path: path.to_path_buf(),
+            file: std::io::BufWriter::new(f),
+        })
+    }
+
+    /// Append what `dir` logged up to `now`.
+    fn append(&mut self, dir: &mut Direction, now: Nanos) -> Result<(), EmuError> {
+        use std::io::Write;
+        let text = dir.take_mahimahi_log(now);
+        self.file
+            .write_all(text.as_bytes())
+            .map_err(|e| EmuError::Os {
+                what: format!("write {}", self.path.display()),
+                source: e,
+            })
+    }
+
+    /// Write out everything buffered.
+    fn finish(mut self) -> Result<(), EmuError> {
+        use std::io::Write;
+        self.file.flush().map_err(|e| EmuError::Os {
+            what: format!("write {}", self.path.display()),
+            source: e,
+        })
+    }
+}
+
 /// Prepare the flow directory the commands may write to (contract with `l4slab flow`).
 fn flow_dir(output: Option<&PathBuf>, run_as: Option<RunAs>) -> Result<PathBuf, EmuError> {
     let dir = match output {
@@ -295,6 +347,25 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
     let mut up = build_direction(&scen.uplink, &scen, base_dir, &doc)?;
     let mut down = build_direction(&scen.downlink, &scen, base_dir, &doc)?;
     let flows = flow_dir(o.output.as_ref(), run_as)?;
+    if o.uplink_log.is_some() && o.uplink_log == o.downlink_log {
+        return Err(EmuError::Config(
+            "--downlink-log: the same file as --uplink-log; give each direction its own".into(),
+        ));
+    }
+    let mut up_log = match &o.uplink_log {
+        Some(p) => {
+            up.enable_mahimahi_log("uplink");
+            Some(MmLogFile::create(p, run_as)?)
+        }
+        None => None,
+    };
+    let mut down_log = match &o.downlink_log {
+        Some(p) => {
+            down.enable_mahimahi_log("downlink");
+            Some(MmLogFile::create(p, run_as)?)
+        }
+        None => None,
+    };
     // The sampling period the recorder uses (sample_interval, else the AQM's tupdate), for
     // `l4slab flow` senders to sample on the same grid.
     let sample_ns = scen
@@ -381,6 +452,8 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
     let mut next_child_check = Nanos::ZERO;
     let (mut live_up, mut live_down) = (DirCounters::default(), DirCounters::default());
     let mut last_tick = Nanos::ZERO;
+    let mut next_log_flush = LOG_FLUSH;
+    let mut log_error = None;
     loop {
         // Arrivals, then departures, on both sides.
         {
@@ -437,6 +510,16 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
             if let Some(s) = server.as_mut() {
                 s.try_reap();
             }
+            if now >= next_log_flush {
+                next_log_flush = now + LOG_FLUSH;
+                // A log that cannot be written (disk full) stops; the run and its results go on.
+                for (l, d) in [(&mut up_log, &mut up), (&mut down_log, &mut down)] {
+                    if let Some(Err(e)) = l.as_mut().map(|f| f.append(d, now)) {
+                        log_error.get_or_insert(e);
+                        *l = None;
+                    }
+                }
+            }
         }
         let deadline = [up.next_deadline(), down.next_deadline()]
             .into_iter()
@@ -475,6 +558,18 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
     drop(host);
     if o.output.is_none() {
         let _ = std::fs::remove_dir_all(&flows);
+    }
+    // The logs end where the summaries end (at `end`); a failed write is reported after the
+    // results are saved rather than losing them.
+    for (l, d) in [(up_log, &mut up), (down_log, &mut down)] {
+        if let Some(mut l) = l {
+            if let Err(e) = l.append(d, end).and_then(|()| l.finish()) {
+                log_error.get_or_insert(e);
+            }
+        }
+    }
+    if let Some(e) = log_error {
+        eprintln!("l4s-emu: {e}");
     }
     Ok(Outcome {
         exit: signal.map_or(client_status, |s| 128 + s),
