@@ -23,6 +23,7 @@ options:
   --aqm-arg KEY=VALUE    an [aqm] key, repeatable, e.g. step_thresh=5ms
   --uplink-log FILE      Mahimahi mm-link log of the uplink (a new file; never overwritten)
   --downlink-log FILE    Mahimahi mm-link log of the downlink (a new file; never overwritten)
+  --no-offload           no TSO/checksum offload on the TUN devices (default: offloads on)
   --server CMD           run CMD (through sh -c) on the server side (two-namespace mode)
   --host                 host mode: COMMAND reaches the host and beyond through the link
   --seed N               random seed (seed)
@@ -59,6 +60,8 @@ pub struct Options {
     pub uplink_log: Option<PathBuf>,
     /// Mahimahi-format log of the downlink (`--downlink-log`).
     pub downlink_log: Option<PathBuf>,
+    /// Open the TUN devices without IFF_VNET_HDR/TUNSETOFFLOAD (`--no-offload`).
+    pub no_offload: bool,
     /// --help was given.
     pub help: bool,
 }
@@ -159,6 +162,7 @@ pub fn parse(args: &[String]) -> Result<Options, EmuError> {
             "--no-realtime" => o.no_realtime = true,
             "--server" => o.server = value,
             "-o" | "--output" => o.output = value.map(PathBuf::from),
+            "--no-offload" => o.no_offload = true,
             "--uplink-log" | "--downlink-log" => {
                 let p = PathBuf::from(value.unwrap_or_default());
                 if p.as_os_str().is_empty() {
@@ -359,6 +363,12 @@ mod tests {
         );
         let e = parse(&argv("--uplink-log=")).unwrap_err().to_string();
         assert_eq!(e, "--uplink-log: needs a file name");
+    }
+
+    #[test]
+    fn no_offload_is_a_switch() {
+        assert!(!parse(&argv("-- true")).unwrap().no_offload);
+        assert!(parse(&argv("--no-offload -- true")).unwrap().no_offload);
     }
 
     #[test]

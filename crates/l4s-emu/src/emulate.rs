@@ -8,6 +8,7 @@ use crate::error::EmuError;
 use crate::host;
 use crate::live::DirCounters;
 use crate::ns::{RunAs, Side, SideSpec};
+use crate::offload::{self, OffloadStats};
 use crate::output::{self, LatenessUs};
 use crate::path::{Path, PathConfig};
 use crate::record::PathResults;
@@ -76,6 +77,8 @@ pub struct DirectionReport {
     pub name: &'static str,
     /// The recorder's results (the simulator's columns and summary).
     pub results: PathResults,
+    /// What the offload edge did on this direction's reading side.
+    pub offload: OffloadStats,
 }
 
 /// Result of one emulation.
@@ -94,6 +97,8 @@ pub struct Outcome {
     pub realtime: bool,
     /// CPU time of the emulator process itself (user, system), seconds.
     pub cpu_s: (f64, f64),
+    /// TUN offloads (IFF_VNET_HDR + TSO) were on.
+    pub offload: bool,
 }
 
 /// User and system CPU time of this process so far (not of its children).
@@ -238,13 +243,39 @@ fn queue_samples(dir: &Direction, now: Nanos) -> Vec<l4s_core::aqm::QueueSample>
     v
 }
 
-/// Read up to READ_BATCH packets from `tun` into `dir`.
-fn read_into(tun: &Tun, dir: &mut Direction, buf: &mut [u8], clock: &Clock) -> usize {
+/// Per-direction scratch space and counters of the reading edge.
+#[derive(Default)]
+struct Reader {
+    /// Segments of a super-packet are built here.
+    scratch: Vec<u8>,
+    stats: OffloadStats,
+}
+
+/// Read up to READ_BATCH frames from `tun` into `dir` (super-packets split into wire packets
+/// first, all at the instant of their read).
+fn read_into(
+    tun: &Tun,
+    dir: &mut Direction,
+    buf: &mut [u8],
+    rd: &mut Reader,
+    clock: &Clock,
+) -> usize {
     let mut n = 0;
     while n < READ_BATCH {
         match tun.read(buf) {
             Ok(Some(len)) => {
-                dir.push(&buf[..len], clock.now());
+                let now = clock.now();
+                if tun.vnet() {
+                    // A refused frame is counted in the stats and dropped.
+                    let _ = offload::split_frame(
+                        &mut buf[..len],
+                        &mut rd.scratch,
+                        &mut rd.stats,
+                        |p| dir.push(p, now),
+                    );
+                } else {
+                    dir.push(&buf[..len], now);
+                }
                 n += 1;
             }
             _ => break,
@@ -384,7 +415,7 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
                 "--server: not with --host (in host mode the far end is the host itself)".into(),
             ));
         }
-        Some(host::setup()?)
+        Some(host::setup(!o.no_offload)?)
     } else {
         None
     };
@@ -420,6 +451,7 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
         env: base_env.clone(),
         run_as,
         user_ns,
+        offload: !o.no_offload,
     };
     // Before the forks, so that the descriptor is close-on-exec for every command.
     let mut stats = StatsOut::open(o.stats_fd);
@@ -452,6 +484,7 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
     let mut next_child_check = Nanos::ZERO;
     let (mut live_up, mut live_down) = (DirCounters::default(), DirCounters::default());
     let mut last_tick = Nanos::ZERO;
+    let (mut rd_up, mut rd_down) = (Reader::default(), Reader::default());
     let mut next_log_flush = LOG_FLUSH;
     let mut log_error = None;
     loop {
@@ -462,13 +495,13 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
                 .map(|s| &s.tun)
                 .or(host.as_ref().map(|h| &h.tun));
             if let Some(far) = far {
-                read_into(&client.tun, &mut up, &mut buf, &clock);
-                read_into(far, &mut down, &mut buf, &clock);
+                read_into(&client.tun, &mut up, &mut buf, &mut rd_up, &clock);
+                read_into(far, &mut down, &mut buf, &mut rd_down, &clock);
                 write_due(far, &mut up, &clock, &mut live_up);
                 write_due(&client.tun, &mut down, &clock, &mut live_down);
             } else {
                 // No server side: the client's packets leave through the link and vanish.
-                read_into(&client.tun, &mut up, &mut buf, &clock);
+                read_into(&client.tun, &mut up, &mut buf, &mut rd_up, &clock);
                 while up.pop_due(clock.now()).is_some() {}
             }
         }
@@ -578,15 +611,18 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
             DirectionReport {
                 name: "uplink",
                 results: up.finish(end),
+                offload: rd_up.stats,
             },
             DirectionReport {
                 name: "downlink",
                 results: down.finish(end),
+                offload: rd_down.stats,
             },
         ],
         signal,
         realtime,
         cpu_s: own_cpu_s(),
+        offload: !o.no_offload,
     })
 }
 
@@ -620,6 +656,14 @@ pub fn outcome_json(o: &Outcome, doc: &Value) -> Value {
                     "p99": num(r.lateness_p99_us),
                     "max": num(r.lateness_max_us),
                 },
+                "offload": {
+                    "enabled": o.offload,
+                    "frames": d.offload.frames,
+                    "gso_frames": d.offload.gso_frames,
+                    "gso_segments": d.offload.gso_segments,
+                    "csum_completed": d.offload.csum_completed,
+                    "refused": d.offload.refused,
+                },
             })
         })
         .collect();
@@ -630,6 +674,7 @@ pub fn outcome_json(o: &Outcome, doc: &Value) -> Value {
         "realtime": o.realtime,
         "cpu_user_s": o.cpu_s.0,
         "cpu_sys_s": o.cpu_s.1,
+        "offload": o.offload,
         "scenario": doc,
         "directions": dirs,
     })

@@ -62,7 +62,7 @@ pub enum PacketError {
 }
 
 /// One's-complement sum of big-endian 16-bit words (RFC 1071 §4.1), not yet complemented.
-fn ones_sum(data: &[u8], mut acc: u32) -> u32 {
+pub(crate) fn ones_sum(data: &[u8], mut acc: u32) -> u32 {
     let mut chunks = data.chunks_exact(2);
     for c in &mut chunks {
         acc += u16::from_be_bytes([c[0], c[1]]) as u32;
@@ -73,7 +73,7 @@ fn ones_sum(data: &[u8], mut acc: u32) -> u32 {
     acc
 }
 
-fn fold(mut acc: u32) -> u16 {
+pub(crate) fn fold(mut acc: u32) -> u16 {
     while acc > 0xffff {
         acc = (acc & 0xffff) + (acc >> 16);
     }
@@ -605,6 +605,18 @@ pub fn gso_segment_tcp(
     mss: usize,
     out: &mut Vec<Vec<u8>>,
 ) -> Result<usize, PacketError> {
+    let mut scratch = Vec::new();
+    gso_segment_tcp_each(pkt, mss, &mut scratch, |s| out.push(s.to_vec()))
+}
+
+/// [`gso_segment_tcp`] without allocating: each segment is built in `scratch` (reused) and
+/// handed to `each`; a packet that fits is handed over as it is. Returns how many segments.
+pub fn gso_segment_tcp_each(
+    pkt: &[u8],
+    mss: usize,
+    scratch: &mut Vec<u8>,
+    mut each: impl FnMut(&mut [u8]),
+) -> Result<usize, PacketError> {
     let p = parse(pkt)?;
     let Transport::Tcp { header_len } = p.transport else {
         return Err(PacketError::BadLength("GSO: not a TCP segment"));
@@ -614,7 +626,9 @@ pub fn gso_segment_tcp(
     }
     let pkt = &pkt[..p.len];
     if p.payload_len <= mss {
-        out.push(pkt.to_vec());
+        scratch.clear();
+        scratch.extend_from_slice(pkt);
+        each(scratch);
         return Ok(1);
     }
     let hdr_len = p.l4_offset + header_len;
@@ -629,7 +643,8 @@ pub fn gso_segment_tcp(
     let v6 = p.version == IpVersion::V6;
     let n = payload.len().div_ceil(mss);
     for (i, chunk) in payload.chunks(mss).enumerate() {
-        let mut s = Vec::with_capacity(hdr_len + chunk.len());
+        let s = &mut *scratch;
+        s.clear();
         s.extend_from_slice(hdr);
         s.extend_from_slice(chunk);
         let total = s.len();
@@ -662,7 +677,7 @@ pub fn gso_segment_tcp(
         };
         let c = tcp_checksum(v6, &s[src], &s[dst], &s[t..]);
         s[t + 16..t + 18].copy_from_slice(&c.to_be_bytes());
-        out.push(s);
+        each(s);
     }
     Ok(n)
 }

@@ -105,6 +105,8 @@ fn counter(text: &str, group: &str, name: &str) -> Option<u64> {
 
 /// Classic-ECN kernel TCP (net.ipv4.tcp_ecn = 1 on the client) through `aqm_args`: returns the
 /// receiver's (InCEPkts, InHdrErrors, InCsumErrors) read from its namespace after the transfer.
+/// Also checks the offload accounting in emulator.json: every packet the uplink took is a
+/// plain frame or a segment of a super-packet.
 fn ecn_transfer(tag: &str, aqm_args: &[&str]) -> (u64, u64, u64) {
     let t = TempDir::new(tag);
     let out = t.0.join("run");
@@ -131,6 +133,23 @@ fn ecn_transfer(tag: &str, aqm_args: &[&str]) -> (u64, u64, u64) {
     let o = emu(&args);
     assert!(o.status.success(), "{}", stderr(&o));
     let rx = std::fs::read_to_string(out.join("flows/rx.txt")).expect("receiver counters");
+    let meta = read_json(&out.join("emulator.json"));
+    let offload = !aqm_args.contains(&"--no-offload");
+    assert_eq!(meta["offload"], offload);
+    for d in meta["directions"].as_array().unwrap() {
+        let o = &d["offload"];
+        let n = |k: &str| o[k].as_u64().unwrap();
+        assert_eq!(n("refused"), 0, "{o}");
+        if offload {
+            assert_eq!(
+                d["sent_pkts"].as_u64().unwrap() + d["malformed"].as_u64().unwrap(),
+                n("frames") - n("gso_frames") + n("gso_segments"),
+                "{d}"
+            );
+        } else {
+            assert_eq!(n("frames"), 0, "{o}");
+        }
+    }
     let ce = counter(&rx, "IpExt", "InCEPkts").expect("IpExt InCEPkts");
     let hdr = counter(&rx, "Ip", "InHdrErrors").expect("Ip InHdrErrors");
     let csum = counter(&rx, "Tcp", "InCsumErrors").expect("Tcp InCsumErrors");
@@ -147,7 +166,9 @@ fn classic_ecn_marks_reach_the_receiver_with_valid_checksums() {
     // queue, so ECT(0) packets are CE-marked (never dropped) once the queue passes it.
     // The kernel receiver counts CE packets (IpExt InCEPkts) and drops any IPv4 packet whose
     // header checksum is wrong (Ip InHdrErrors): marks must arrive and none may be dropped
-    // there, which checks the RFC 1624 update on every marked packet.
+    // there, which checks the RFC 1624 update on every marked packet. This run has the TUN
+    // offloads off (plain packets both ways); the DualPI2 run below has them on (TSO
+    // super-packets split here, partial checksums completed here).
     let (ce, hdr, csum) = ecn_transfer(
         "ecnfifo",
         &[
@@ -157,6 +178,7 @@ fn classic_ecn_marks_reach_the_receiver_with_valid_checksums() {
             "mark_sojourn=2ms",
             "--aqm-arg",
             "limit=2000",
+            "--no-offload",
         ],
     );
     assert!(ce > 0, "no CE at the receiver through fifo_ecn");
