@@ -8,7 +8,7 @@ use crate::error::EmuError;
 use crate::host;
 use crate::live::DirCounters;
 use crate::ns::{RunAs, Side, SideSpec};
-use crate::offload::{self, OffloadStats};
+use crate::offload::{self, GsoWriter, OffloadStats};
 use crate::output::{self, LatenessUs};
 use crate::path::{Path, PathConfig};
 use crate::record::PathResults;
@@ -284,21 +284,63 @@ fn read_into(
     n
 }
 
+/// Per-direction state of the writing edge.
+#[derive(Default)]
+struct Writer {
+    /// Offloads on: consecutive segments of a flow go out as one GSO frame (as GRO would).
+    gso: GsoWriter,
+    /// Scheduled times of the packets held in `gso`'s frame.
+    pending: Vec<Nanos>,
+}
+
 /// Write every packet of `dir` that is due to `tun`; returns how many.
-fn write_due(tun: &Tun, dir: &mut Direction, clock: &Clock, live: &mut DirCounters) -> usize {
+fn write_due(
+    tun: &Tun,
+    dir: &mut Direction,
+    clock: &Clock,
+    live: &mut DirCounters,
+    w: &mut Writer,
+) -> usize {
     let mut n = 0;
     let mut now = clock.now();
-    while let Some((pkt, scheduled)) = dir.pop_due(now) {
+    // A write error means the receiving side is gone (end of run): the packet is lost
+    // exactly as on a link whose far end went down.
+    let emit = |f: &[u8], at: &mut Option<Nanos>| {
         // Lateness is taken when the write starts: the write itself runs the receiving
         // stack (the packet is delivered by the time it returns).
-        dir.record_sent(scheduled, now);
-        // A write error means the receiving side is gone (end of run): the packet is lost
-        // exactly as on a link whose far end went down.
-        let _ = tun.write(&pkt);
+        *at = Some(clock.now());
+        let _ = tun.write_frame(f);
+    };
+    while let Some((pkt, scheduled)) = dir.pop_due(now) {
         live.delivered(&pkt);
+        if tun.vnet() {
+            let mut wrote = None;
+            w.pending.push(scheduled);
+            w.gso.push(&pkt, &mut |f: &[u8]| emit(f, &mut wrote));
+            if let Some(t) = wrote {
+                // Written: everything pending but this packet if it is now held.
+                let keep = usize::from(w.gso.held());
+                let done = w.pending.len() - keep;
+                for s in w.pending.drain(..done) {
+                    dir.record_sent(s, t);
+                }
+            }
+        } else {
+            dir.record_sent(scheduled, now);
+            let _ = tun.write(&pkt);
+        }
         dir.recycle(pkt);
         now = clock.now();
         n += 1;
+    }
+    if tun.vnet() {
+        let mut wrote = None;
+        w.gso.flush(&mut |f: &[u8]| emit(f, &mut wrote));
+        if let Some(t) = wrote {
+            for s in w.pending.drain(..) {
+                dir.record_sent(s, t);
+            }
+        }
     }
     n
 }
@@ -485,6 +527,7 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
     let (mut live_up, mut live_down) = (DirCounters::default(), DirCounters::default());
     let mut last_tick = Nanos::ZERO;
     let (mut rd_up, mut rd_down) = (Reader::default(), Reader::default());
+    let (mut wr_up, mut wr_down) = (Writer::default(), Writer::default());
     let mut next_log_flush = LOG_FLUSH;
     let mut log_error = None;
     loop {
@@ -497,8 +540,8 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
             if let Some(far) = far {
                 read_into(&client.tun, &mut up, &mut buf, &mut rd_up, &clock);
                 read_into(far, &mut down, &mut buf, &mut rd_down, &clock);
-                write_due(far, &mut up, &clock, &mut live_up);
-                write_due(&client.tun, &mut down, &clock, &mut live_down);
+                write_due(far, &mut up, &clock, &mut live_up, &mut wr_up);
+                write_due(&client.tun, &mut down, &clock, &mut live_down, &mut wr_down);
             } else {
                 // No server side: the client's packets leave through the link and vanish.
                 read_into(&client.tun, &mut up, &mut buf, &mut rd_up, &clock);

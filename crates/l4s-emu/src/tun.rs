@@ -286,6 +286,24 @@ impl Tun {
     }
 }
 
+impl Tun {
+    /// Write one whole frame as it is (with offloads: the caller's virtio-net header first).
+    pub fn write_frame(&self, frame: &[u8]) -> std::io::Result<usize> {
+        // SAFETY: write() reads frame.len() bytes from the borrowed slice.
+        let n = unsafe {
+            libc::write(
+                self.fd.as_raw_fd(),
+                frame.as_ptr() as *const libc::c_void,
+                frame.len(),
+            )
+        };
+        if n < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(n as usize)
+    }
+}
+
 /// `struct rtentry` of linux/route.h (not in the libc crate), for SIOCADDRT.
 #[repr(C)]
 struct RtEntry {
