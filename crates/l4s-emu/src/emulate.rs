@@ -79,6 +79,8 @@ pub struct DirectionReport {
     pub results: PathResults,
     /// What the offload edge did on this direction's reading side.
     pub offload: OffloadStats,
+    /// Frames written on this direction's far side, and how many were GSO frames.
+    pub frames_out: (u64, u64),
 }
 
 /// Result of one emulation.
@@ -655,11 +657,13 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
                 name: "uplink",
                 results: up.finish(end),
                 offload: rd_up.stats,
+                frames_out: (wr_up.gso.frames(), wr_up.gso.merged_frames()),
             },
             DirectionReport {
                 name: "downlink",
                 results: down.finish(end),
                 offload: rd_down.stats,
+                frames_out: (wr_down.gso.frames(), wr_down.gso.merged_frames()),
             },
         ],
         signal,
@@ -706,6 +710,8 @@ pub fn outcome_json(o: &Outcome, doc: &Value) -> Value {
                     "gso_segments": d.offload.gso_segments,
                     "csum_completed": d.offload.csum_completed,
                     "refused": d.offload.refused,
+                    "frames_out": d.frames_out.0,
+                    "gso_frames_out": d.frames_out.1,
                 },
             })
         })
