@@ -424,11 +424,27 @@ def _index_frame(tasks: list[RunTask], status: dict[int, RunOutcome], out: Path,
                     row[k] = v
         rows.append(row)
     df = pd.DataFrame(rows)
-    # Parquet wants one type per column: mixed-type parameter lists become strings.
+    # Parquet wants one type per column and figures group by value: list or table values
+    # (a swept `flows` list) become readable labels, mixed-type columns strings.
     for k in params:
+        if k in df and df[k].map(lambda v: isinstance(v, (list, dict))).any():
+            df[k] = df[k].map(param_label)
         if k in df and df[k].map(type).nunique() > 1:
             df[k] = df[k].map(str)
     return df
+
+
+def param_label(v: Any) -> Any:
+    """A short, hashable label for a swept value: scalars as they are; a `flows` list as
+    its CCs ("prague+2×cubic"); any other list or table as compact TOML-like text."""
+    if isinstance(v, list) and v and all(isinstance(f, Mapping) and "cc" in f for f in v):
+        return "+".join(f"{f.get('count', 1)}×{f['cc']}" if f.get("count", 1) != 1
+                        else str(f["cc"]) for f in v)
+    if isinstance(v, Mapping):
+        return "{" + ", ".join(f"{k}={param_label(x)}" for k, x in v.items()) + "}"
+    if isinstance(v, list):
+        return "[" + ", ".join(str(param_label(x)) for x in v) + "]"
+    return v
 
 
 def sweep(sweep_file: str | Path | Mapping[str, Any], out_dir: str | Path, *,
@@ -436,16 +452,26 @@ def sweep(sweep_file: str | Path | Mapping[str, Any], out_dir: str | Path, *,
           figures: bool = False, resume: bool = True, report: bool = True,
           overrides: Mapping[str, Any] | Iterable[str] | None = None,
           on_progress: Callable[[RunOutcome, int, int], None] | None = None,
-          on_start: Callable[[int, int], None] | None = None) -> SweepResult:
+          on_start: Callable[[int, int], None] | None = None,
+          unset: Iterable[str] = ()) -> SweepResult:
     """Run a sweep. `jobs` workers (default: all cores) in a local process pool, or on Dask:
     `dask` is a scheduler address or a `distributed.Client`; `dask_local=True` starts a
     LocalCluster with `jobs` single-threaded worker processes. `figures` also draws per-run
     figures; `report=False` skips the sweep figures and report.html (a caller that reports
     on its own, e.g. a study suite). `overrides` (dotted keys, as
-    `run`) apply to every run on top of the sweep file's [set]. Finished runs are skipped.
+    `run`) apply to every run on top of the sweep file's [set]; `unset` keys are removed from
+    the base scenario first (`--unset`). Finished runs are skipped.
     Raises ScenarioError on bad input before any run starts."""
     t_start = time.perf_counter()
     spec = load_sweep_spec(sweep_file)
+    for k in unset:
+        if k in spec.grid or k in spec.fixed:
+            where = "grid" if k in spec.grid else "[set]"
+            raise ScenarioError(f"--unset {k}: that key is set by the sweep file's {where}; "
+                                "change it there")
+    if unset:
+        spec.base = ScenarioSource(apply_overrides(spec.base.data, {}, unset),
+                                   spec.base.base_dir, spec.base.origin)
     if overrides:
         pairs = (overrides.items() if isinstance(overrides, Mapping)
                  else (parse_override(o) for o in overrides))

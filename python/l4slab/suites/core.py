@@ -53,6 +53,9 @@ class Part:
     name: str
     sweep: str
     labels: dict[str, str] = field(default_factory=dict)
+    #: Rewrites this part's sweep dict after the quick reductions (e.g. a solo-run variant
+    #: of another part's sweep file).
+    rewrite: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
 
 @dataclass
@@ -134,15 +137,16 @@ class Suite:
 
 
 def suites_dir() -> Path:
-    """scenarios/suites of this checkout, or $L4SLAB_SUITES_DIR."""
+    """The shipped suite files (the package's data/scenarios/suites, which the source tree's
+    scenarios/ links to), or $L4SLAB_SUITES_DIR."""
     env = os.environ.get("L4SLAB_SUITES_DIR")
     if env:
         p = Path(env)
     else:
-        p = Path(__file__).resolve().parents[3] / "scenarios" / "suites"
+        p = Path(__file__).resolve().parents[1] / "data" / "scenarios" / "suites"
     if not p.is_dir():
-        raise SuiteError(f"suite files not found at {p}: set L4SLAB_SUITES_DIR to the "
-                         "scenarios/suites folder of an l4slab checkout")
+        raise SuiteError(f"suite files not found at {p}: set L4SLAB_SUITES_DIR to a folder "
+                         "holding the suites (`l4slab scenarios copy DIR` writes DIR/suites)")
     return p
 
 
@@ -185,12 +189,16 @@ def aggregate(runs: pd.DataFrame, keys: list[str], metrics: Mapping[str, str]) -
 def git_commit() -> str | None:
     """The commit of the checkout the suite files come from (with '+dirty' for local edits)."""
     try:
-        root = suites_dir().parents[1]
-        rev = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
+        top = subprocess.run(["git", "-C", str(suites_dir()), "rev-parse", "--show-toplevel"],
+                             capture_output=True, text=True, timeout=5)
+        if top.returncode != 0:
+            return None  # an installed package, not a checkout
+        root = top.stdout.strip()
+        rev = subprocess.run(["git", "-C", root, "rev-parse", "--short=12", "HEAD"],
                              capture_output=True, text=True, timeout=5)
         if rev.returncode != 0:
             return None
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--",
+        dirty = subprocess.run(["git", "-C", root, "status", "--porcelain", "--",
                                 "python", "crates", "scenarios"],
                                capture_output=True, text=True, timeout=10)
         return rev.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
@@ -247,6 +255,8 @@ def part_spec(suite: Suite, part: Part, quick: bool) -> dict[str, Any]:
         for k, vals in q.get("grid", {}).items():
             if k in spec.get("grid", {}):
                 spec["grid"][k] = list(vals)
+    if part.rewrite is not None:
+        spec = part.rewrite(spec)
     if suite.prepare is not None:
         spec = suite.prepare(spec, suite.folder)
     return spec
@@ -304,6 +314,7 @@ def part_runs(part: Part, pdir: Path) -> pd.DataFrame | None:
         extra = pd.read_parquet(rm)
         if len(extra.columns):
             idx = idx.merge(extra, on="run", how="left", suffixes=("", "_x"))
+    idx["run_path"] = [str(pdir / str(d)) for d in idx["run_dir"]]
     idx.insert(0, "part", part.name)
     for i, (k, v) in enumerate(part.labels.items()):
         # A label wins over a summary key of the same name (e.g. "aqm").
