@@ -121,10 +121,13 @@ def run(scenario: Path, out_dir: Path | None, overrides: tuple[str, ...], unset:
                    "--unset`; applied before --set).")
 @click.option("--figures", is_flag=True, help="Also draw figures for every run.")
 @click.option("--no-resume", is_flag=True, help="Rerun runs that already finished.")
+@click.option("--emulate", is_flag=True,
+              help="Run the grid through the emulator (the scenario's flows as l4slab flow "
+                   "senders, real time), one run at a time; default -o results/<name>-emu.")
 @_friendly
 def sweep(sweep_file: Path, jobs: int | None, dask_address: str | None, dask_local: bool,
           out_dir: Path | None, overrides: tuple[str, ...], unset: tuple[str, ...],
-          figures: bool, no_resume: bool) -> None:
+          figures: bool, no_resume: bool, emulate: bool) -> None:
     """Run SWEEP_FILE: a grid over scenario keys × replications (format: `l4slab.sweeps`)."""
     from rich.progress import (
         BarColumn,
@@ -140,7 +143,12 @@ def sweep(sweep_file: Path, jobs: int | None, dask_address: str | None, dask_loc
     if dask_address and dask_local:
         raise click.UsageError("give --dask ADDRESS or --dask-local, not both")
     if out_dir is None:
-        out_dir = Path("results") / sweep_file.stem
+        out_dir = Path("results") / (sweep_file.stem + ("-emu" if emulate else ""))
+    engine = None
+    if emulate:
+        from l4slab.emulate import EmulatorEngine
+
+        engine = EmulatorEngine()
     progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
                         MofNCompleteColumn(), TextColumn("[red]{task.fields[failed]}"),
                         TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
@@ -162,7 +170,7 @@ def sweep(sweep_file: Path, jobs: int | None, dask_address: str | None, dask_loc
     try:
         res = run_sweep(sweep_file, out_dir, jobs=jobs, dask=dask_address,
                         dask_local=dask_local, figures=figures, resume=not no_resume,
-                        overrides=list(overrides), unset=unset,
+                        overrides=list(overrides), unset=unset, engine=engine,
                         on_start=on_start, on_progress=on_progress)
     except KeyboardInterrupt:
         if state["task"] is not None:

@@ -196,4 +196,7 @@ SUITE = Suite(
                     "flows.1.cc": ["cubic", "bbr3"]}},
     analyse=analyse,
     headline="throughput",
+    # Real time: one buffer size, one Classic Cubic flow (12 runs of 4 s).
+    quick_emulate={"replications": 1, "grid": {"aqm.limit": [667], "flows.1.count": [1],
+                                               "flows.1.cc": ["cubic"]}},
 )
