@@ -351,6 +351,18 @@ fn write_due(
 struct MmLogFile {
     path: PathBuf,
     file: std::io::BufWriter<std::fs::File>,
+    /// Something was logged: the file is a result from then on and is never removed.
+    used: bool,
+}
+
+impl Drop for MmLogFile {
+    /// A run that fails before logging anything leaves no empty log behind (a rerun with the
+    /// same flags would otherwise be refused for an existing file).
+    fn drop(&mut self) {
+        if !self.used {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
 }
 
 impl MmLogFile {
@@ -371,6 +383,7 @@ impl MmLogFile {
         Ok(MmLogFile {
             path: path.to_path_buf(),
             file: std::io::BufWriter::new(f),
+            used: false,
         })
     }
 
@@ -378,6 +391,7 @@ impl MmLogFile {
     fn append(&mut self, dir: &mut Direction, now: Nanos) -> Result<(), EmuError> {
         use std::io::Write;
         let text = dir.take_mahimahi_log(now);
+        self.used = true;
         self.file
             .write_all(text.as_bytes())
             .map_err(|e| EmuError::Os {

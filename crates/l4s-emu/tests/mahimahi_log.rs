@@ -240,3 +240,26 @@ fn mahimahi_logs_match_the_run_and_the_trace() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("exists"), "{}", stderr(&o));
 }
+
+#[test]
+fn a_run_that_fails_before_it_starts_leaves_no_log() {
+    // No privileges needed: `--host` with `--server` is refused after the logs are opened.
+    let t = TempDir::new("mmlog-fail");
+    let up = t.0.join("up.log");
+    let o = emu(&[
+        "--host",
+        "--server",
+        "true",
+        "--uplink-log",
+        up.to_str().unwrap(),
+        "--",
+        "true",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--server: not with --host"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!up.exists(), "an empty log was left behind");
+}
