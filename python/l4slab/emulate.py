@@ -207,6 +207,7 @@ def build_run_dir(out: Path, *, figures: bool = True, report: bool = True) -> di
         "exit_status": meta.get("exit_status"),
         "duration_s": meta.get("duration_s"),
         "realtime": meta.get("realtime"),
+        "offload": meta.get("offload"),
         "lateness_us": {n: dirs[n].get("lateness_us", {}) for n in dirs},
         "directions": {n: meta_d for n, meta_d in
                        ((x["name"], x) for x in meta.get("directions", []))},

@@ -246,6 +246,8 @@ fn gso_writes_carry_ce_per_segment_and_every_byte() {
         "sh",
         "-c",
         "echo 1 > /proc/sys/net/ipv4/tcp_ecn && \
+         for i in $(seq 100); do curl -s -o /dev/null http://$L4SLAB_SERVER:8000/ && break; \
+         sleep 0.1; done; \
          curl -s http://$L4SLAB_SERVER:8000/blob | sha256sum > $L4SLAB_FLOW_DIR/got.txt && \
          cat /proc/net/snmp /proc/net/netstat > $L4SLAB_FLOW_DIR/rx.txt",
     ]);
