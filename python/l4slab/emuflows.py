@@ -269,7 +269,8 @@ def scenario_flows(launch: dict[str, Any], senders: pd.DataFrame | None, grid: n
         if len(mine):
             at = _held(np.array([warm, end]), mine, "delivered_bytes")
             ce = _held(np.array([warm, end]), mine, "ce_acked")
-            srtt = mine.loc[(mine["t_s"] >= warm) & (mine["srtt_ms"] > 0), "srtt_ms"]
+            srtt = mine.loc[(mine["t_s"] >= warm) & (mine["t_s"] <= end) & (mine["srtt_ms"] > 0),
+                            "srtt_ms"]
             tput = (at[1] - at[0]) * 8.0 / (end - warm) / 1e6 if end > warm else float("nan")
             ce_marks = int(ce[1] - ce[0])
             srtt_ms = float(srtt.mean()) if len(srtt) else None
