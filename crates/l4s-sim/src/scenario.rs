@@ -124,6 +124,8 @@ pub struct FlowConfig {
     pub init_cwnd: Option<u32>,
     /// TCP: honour the CC's pacing rate (default true).
     pub pacing: Option<bool>,
+    /// Prague: Linux `prague_cwnd_mode` (0 window, 1 rate, 2 switch; default 2 as in 0.7).
+    pub prague_cwnd_mode: Option<u8>,
 }
 
 fn one_u64() -> u64 {

@@ -305,6 +305,8 @@ pub struct CcParams {
     pub l4s: bool,
     /// Seed of the CC's own random stream (BBRv3 randomises its probe wait).
     pub seed: u64,
+    /// Prague: Linux `prague_cwnd_mode` (None: the 0.7 default, switch).
+    pub prague_cwnd_mode: Option<prague::CwndMode>,
 }
 
 /// Build a CC by its scenario name with default options. Unknown names list the allowed ones.
@@ -321,7 +323,10 @@ pub fn by_name_with(
         "reno" => Ok(Box::new(reno::Reno::with_ecn(params.ecn))),
         "cubic" => Ok(Box::new(cubic::Cubic::new(params.ecn))),
         "dctcp" => Ok(Box::new(dctcp::Dctcp::new(params.accecn, params.ect1))),
-        "prague" => Ok(Box::new(prague::Prague::default())),
+        "prague" => Ok(Box::new(prague::Prague::new(prague::PragueParams {
+            cwnd_mode: params.prague_cwnd_mode.unwrap_or_default(),
+            ..Default::default()
+        })?)),
         "bbr1" => Ok(Box::new(bbr::Bbr::new(params.seed))),
         "bbr3" => Ok(Box::new(bbr3::Bbr3::new(params.l4s, params.seed))),
         _ => Err(crate::error::ParamError::new(
@@ -374,6 +379,7 @@ mod tests {
             ect1: true,
             l4s: true,
             seed: 1,
+            ..Default::default()
         };
         assert_eq!(
             by_name_with("cubic", &p).unwrap().requested_ecn(),
