@@ -68,6 +68,8 @@ pub fn validate_flow(i: usize, fl: &FlowConfig) -> Result<(), SimError> {
             ("sack", fl.sack.is_some()),
             ("init_cwnd", fl.init_cwnd.is_some()),
             ("pacing", fl.pacing.is_some()),
+            ("tso", fl.tso.is_some()),
+            ("nic_rate", fl.nic_rate.is_some()),
         ] {
             if set {
                 return Err(SimError::field(
@@ -121,6 +123,12 @@ pub fn validate_flow(i: usize, fl: &FlowConfig) -> Result<(), SimError> {
             ),
         ));
     }
+    if fl.nic_rate.is_some() && fl.tso != Some(true) {
+        return Err(SimError::field(
+            p("nic_rate"),
+            "applies with tso = true only",
+        ));
+    }
     if let Some(m) = fl.prague_cwnd_mode {
         if fl.cc != "prague" {
             return Err(SimError::field(
@@ -160,6 +168,8 @@ fn tcp_config(fl: &FlowConfig) -> TcpConfig {
         start: fl.start,
         stop: fl.stop,
         pacing: fl.pacing.unwrap_or(d.pacing),
+        tso_nic_rate: (fl.tso == Some(true))
+            .then(|| fl.nic_rate.unwrap_or(l4s_core::Rate::from_mbps(1000))),
         ..d
     }
 }

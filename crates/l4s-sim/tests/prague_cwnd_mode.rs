@@ -1,5 +1,5 @@
-//! `[[flows]] prague_cwnd_mode` (Linux tcp_prague.c 0.7 module parameter): accepted values,
-//! the errors for the others, and that the key reaches the flow.
+//! `[[flows]] prague_cwnd_mode` (Linux tcp_prague.c 0.7 module parameter) and the TSO host keys
+//! `tso` / `nic_rate`: accepted values and the errors for the others.
 
 use l4s_sim::Scenario;
 
@@ -49,4 +49,15 @@ fn mode_on_another_cc_is_refused() {
     let msg = err(&scenario("dctcp", "prague_cwnd_mode = 1"));
     assert!(msg.starts_with("flows[0].prague_cwnd_mode: "), "{msg}");
     assert!(msg.contains("prague"), "{msg}");
+}
+
+#[test]
+fn nic_rate_needs_tso_and_a_sane_rate() {
+    let msg = err(&scenario("prague", "nic_rate = \"1gbit\""));
+    assert!(msg.starts_with("flows[0].nic_rate: "), "{msg}");
+    assert!(msg.contains("tso = true"), "{msg}");
+    let ok = scenario("prague", "tso = true\nnic_rate = \"10gbit\"");
+    Scenario::from_toml_str(&ok).unwrap_or_else(|e| panic!("{e}"));
+    let msg = err(&scenario("prague", "tso = true\nnic_rate = \"1kbit\""));
+    assert!(msg.starts_with("flows[0].nic_rate: "), "{msg}");
 }

@@ -255,6 +255,12 @@ pub trait CongestionControl: Send {
         tp.snd_cwnd.max(prior_cwnd)
     }
 
+    /// The CC's own TSO burst size (`ca_ops->tso_segs`, L4S team tree; Prague's
+    /// `prague_tso_segs`); None = `tcp_tso_autosize`.
+    fn tso_segs(&self, _tp: &CcState) -> Option<u32> {
+        None
+    }
+
     /// The window with its fractional part where the CC keeps one (Prague), for recording.
     fn cwnd_precise(&self, tp: &CcState) -> f64 {
         tp.snd_cwnd as f64

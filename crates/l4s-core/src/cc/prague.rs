@@ -98,6 +98,8 @@ pub const RATE_OFFSET: u64 = 4;
 pub const OFFSET_UNIT: u32 = 7;
 /// `prague_cwnd_transit` default: rate mode at or below 4 packets of `MTU_SYS` bytes.
 pub const DEFAULT_CWND_TRANSIT: u32 = 4;
+/// `prague_burst_shift`: the largest TSO burst lasts 2^-12 s at the pacing rate.
+pub const PRAGUE_BURST_SHIFT: u32 = 12;
 
 fn us2rtt(us: u64) -> u64 {
     us >> RTT_UNIT
@@ -226,6 +228,8 @@ pub struct Prague {
     rate_mode: bool,
     /// `ca->cwnd_mode_transit`: switch between the modes by window size (mode 2).
     mode_transit: bool,
+    /// `max_tso_burst`: max(1, pacing rate in packets/s >> `prague_burst_shift` 12), ~250 µs.
+    max_tso_burst: u32,
 }
 
 impl Default for Prague {
@@ -281,6 +285,7 @@ impl Prague {
             hsrtt: 8 << HSRTT_SHIFT,
             rate_mode: params.cwnd_mode == CwndMode::Rate,
             mode_transit: params.cwnd_mode == CwndMode::Switch,
+            max_tso_burst: 1,
         }
     }
 
@@ -603,6 +608,9 @@ impl Prague {
         if tp.snd_cwnd < tp.snd_ssthresh / 2 {
             rate *= 2;
         }
+        // prague_update_pacing_rate: the burst is 2^-12 s (~244 µs) of packets at this rate.
+        let burst = (rate / Self::mtu(tp) as u128) >> PRAGUE_BURST_SHIFT;
+        self.max_tso_burst = burst.clamp(1, u32::MAX as u128) as u32;
         tp.pacing_rate_bps = Some((rate * 8).min(u64::MAX as u128) as u64);
     }
 }
@@ -733,6 +741,10 @@ impl CongestionControl for Prague {
         self.rate_bytes = self.rate_bytes.max(self.loss_rate_bytes);
         self.frac_cwnd = self.rate_to_frac_cwnd(tp);
         self.loss_cwnd.max(tp.snd_cwnd)
+    }
+    /// `prague_tso_segs` (`prague_max_tso_segs` 0: no further cap).
+    fn tso_segs(&self, _tp: &CcState) -> Option<u32> {
+        self.reno.is_none().then_some(self.max_tso_burst)
     }
     fn cwnd_precise(&self, tp: &CcState) -> f64 {
         if self.reno.is_some() {
