@@ -20,6 +20,8 @@ pub mod receiver;
 pub mod rtt;
 pub mod sender;
 pub mod tso;
+#[cfg(test)]
+mod tso_tests;
 
 #[cfg(test)]
 mod tests;
