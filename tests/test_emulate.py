@@ -76,6 +76,7 @@ def test_a_root_run_ends_in_a_standard_run_directory(tmp_path):
     # The client also writes one row as an `l4slab flow` sender would ($L4SLAB_FLOW_DIR).
     flow_row = ("printf 't_s,flow,cc,delivered_bytes,tput_mbps,cwnd_pkts,srtt_ms,pacing_mbps,"
                 "ce_acked\\n0.5,udp 10.77.0.1:40000>10.77.0.2:5201,prague,1000,8.0,10,"
+                "21.0,8.5,3\\n0.5,udp 10.77.0.1:40001>10.77.0.2:5201,dctcp,1000,8.0,10,"
                 "21.0,8.5,3\\n' > $L4SLAB_FLOW_DIR/flow-1.csv")
     r = l4slab("-o", str(out), "--quiet", "--rate", "20mbit", "--delay", "10ms", "--aqm",
                "dualpi2", "--server", "exec iperf3 -s -1 >/dev/null", "--", "sh", "-c",
@@ -96,6 +97,10 @@ def test_a_root_run_ends_in_a_standard_run_directory(tmp_path):
     flows = pd.read_parquet(out / "flows.parquet")
     row = flows[flows["cc"] == "prague"]
     assert len(row) == 1 and row["class"].iloc[0] == "L4S" and row["srtt_ms"].iloc[0] == 21.0
+    # DCTCP asks for classic ECN (ECT(0)) unless told otherwise: Classic, as the simulator
+    # classifies it.
+    row = flows[flows["cc"] == "dctcp"]
+    assert len(row) == 1 and row["class"].iloc[0] == "Classic"
     samples = pd.read_parquet(out / "samples.parquet")
     assert set(samples["queue"].astype(str)) == {"L", "C"}
     # The front end's own readers work on it unchanged.
@@ -138,9 +143,13 @@ def test_a_sweep_runs_each_grid_point_on_the_emulator(tmp_path):
         params = json.loads((out / "runs" / name / "params.json").read_text())
         assert params["params"]["emulator.delay"] == s["scenario"]["emulator"]["delay"]
     assert delays == ["5ms", "15ms"]
-    # Rerun: both finished, both kept.
-    r = l4slab("--sweep", str(sweep), "-o", str(out), "--quiet", "--", "true")
-    assert r.returncode == 0 and r.stderr.count("finished earlier, kept") == 2, r.stderr
+    # Rerun: both finished, both kept (the simulator sweep's resume rule).
+    r = l4slab("--sweep", str(sweep), "-o", str(out), "--quiet", "--", "sh", "-c",
+               "ping -n -q -c 3 -i 0.05 $L4SLAB_SERVER >/dev/null || true")
+    assert r.returncode == 0 and "resuming: 2 of 2 runs finished earlier, kept" in r.stderr, \
+        r.stderr
+    assert (out / "sweep.parquet").exists()
+    assert json.loads((out / "sweep.json").read_text())["engine"] == "emulator"
 
 
 def test_dashboard_shows_each_direction_and_queue():

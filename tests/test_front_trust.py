@@ -8,6 +8,7 @@ import stat
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -327,3 +328,73 @@ def test_non_finite_override_names_the_key(scen, tmp_path):
               "link.loss: nan is not a finite number")
     one_error(invoke("run", scen, "-o", tmp_path / "n", "--set", "link.rate=1e30gbit"),
               "link.rate", "out of range")
+
+
+def test_shipped_scenarios_are_package_data_not_a_link() -> None:
+    """A wheel carries what the package directory holds and maturin does not follow symlinks,
+    so the scenarios, sweeps, suites and traces must be real files inside l4slab/data (the
+    source tree's top-level scenarios/ is the link)."""
+    from l4slab.shipped_cli import scenarios_dir
+    from l4slab.suites.core import suites_dir
+    from l4slab.traces import data_dir
+
+    pkg = Path(l4slab.__file__).resolve().parent
+    d = data_dir() / "scenarios"
+    assert d.is_dir() and not d.is_symlink()
+    assert scenarios_dir() == d and suites_dir().resolve().is_relative_to(pkg)
+    names = {p.name for p in d.rglob("*.toml")}
+    assert {"prague_vs_cubic_50M_40ms.toml", "cellular_tmobile_lte.toml"} <= names
+    assert any(d.joinpath("traces").glob("*.down"))
+
+
+def test_import_mahimahi_refuses_to_overwrite_without_force(tmp_path):
+    mm = tmp_path / "mm.log"
+    mm.write_text("# base timestamp: 0\n0 # 1504\n2000 + 1500\n2001 - 1500 1\n")
+    out = tmp_path / "mm.csv"
+    assert invoke("import-mahimahi", mm, "-o", out).exit_code == 0
+    out.write_text("the user's edited table\n")
+    one_error(invoke("import-mahimahi", mm, "-o", out), str(out), "--force")
+    assert out.read_text() == "the user's edited table\n"  # untouched
+    one_error(invoke("import-mahimahi", mm, "-o", mm), "log being read")
+    res = invoke("import-mahimahi", mm, "-o", out, "--force")
+    assert res.exit_code == 0, res.output
+    assert out.read_text().startswith("t_s,")
+
+
+def test_sweep_unset_restores_the_default_and_refuses_swept_keys(scen, tmp_path):
+    """`sweep --unset aqm.target` must give the runs DualPI2's default target (15 ms,
+    sch_dualpi2.c `dualpi2_reset_default`), not the base scenario's value."""
+    base = dict(SHORT, aqm={"kind": "dualpi2", "target": "5ms"})
+    p = tmp_path / "base.toml"
+    p.write_text(dumps_toml(base))
+    sw = tmp_path / "sw.toml"
+    sw.write_text(f'base = "{p}"\nreplications = 1\n[grid]\n"aqm.step_thresh" = ["1ms"]\n')
+    out = tmp_path / "out"
+    res = invoke("sweep", sw, "-j", "1", "-o", out, "--unset", "aqm.target")
+    assert res.exit_code == 0, res.output
+    (run,) = (out / "runs").iterdir()
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["aqm_params"]["target_ms"] == 15.0, summary["aqm_params"]
+    one_error(invoke("sweep", sw, "-o", tmp_path / "o2", "--unset", "aqm.step_thresh"),
+              "--unset aqm.step_thresh", "grid")
+
+
+def test_sweeping_the_flows_list_gives_labels_not_a_crash(tmp_path):
+    """A grid over `flows` (a list of tables) used to crash the sweep figures with
+    "unhashable type: 'list'" after every run had finished."""
+    base = tmp_path / "base.toml"
+    base.write_text(dumps_toml(SHORT))
+    sw = tmp_path / "sw.toml"
+    sw.write_text(f'base = "{base}"\nreplications = 1\n[grid]\nflows = '
+                  '[[{cc="prague", rtt="20ms"}], '
+                  '[{cc="cubic", rtt="20ms", count=2}, {cc="prague", rtt="20ms"}]]\n')
+    out = tmp_path / "out"
+    res = invoke("sweep", sw, "-j", "1", "-o", out)
+    assert res.exit_code == 0, res.output
+    idx = pd.read_parquet(out / "sweep.parquet")
+    assert list(idx["flows"]) == ["prague", "2×cubic+prague"]
+    html = (out / "report.html").read_text()
+    assert "2×cubic+prague" in html and 'class="wide"' in html
+    assert "L4S throughput [Mb/s]" in html  # labelled, the dotted key beneath it
+    res = invoke("summary", out)
+    assert "2×cubic+prague" in res.output and "{'cc'" not in res.output

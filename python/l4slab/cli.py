@@ -116,12 +116,18 @@ def run(scenario: Path, out_dir: Path | None, overrides: tuple[str, ...], unset:
               help="Sweep directory (default: results/<sweep file name>); rerun to resume.")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Override a key of the base scenario for every run (as `run --set`).")
+@click.option("--unset", "unset", multiple=True, metavar="KEY",
+              help="Remove a key of the base scenario so its default applies (as `run "
+                   "--unset`; applied before --set).")
 @click.option("--figures", is_flag=True, help="Also draw figures for every run.")
 @click.option("--no-resume", is_flag=True, help="Rerun runs that already finished.")
+@click.option("--emulate", is_flag=True,
+              help="Run the grid through the emulator (the scenario's flows as l4slab flow "
+                   "senders, real time), one run at a time; default -o results/<name>-emu.")
 @_friendly
 def sweep(sweep_file: Path, jobs: int | None, dask_address: str | None, dask_local: bool,
-          out_dir: Path | None, overrides: tuple[str, ...], figures: bool,
-          no_resume: bool) -> None:
+          out_dir: Path | None, overrides: tuple[str, ...], unset: tuple[str, ...],
+          figures: bool, no_resume: bool, emulate: bool) -> None:
     """Run SWEEP_FILE: a grid over scenario keys × replications (format: `l4slab.sweeps`)."""
     from rich.progress import (
         BarColumn,
@@ -137,7 +143,12 @@ def sweep(sweep_file: Path, jobs: int | None, dask_address: str | None, dask_loc
     if dask_address and dask_local:
         raise click.UsageError("give --dask ADDRESS or --dask-local, not both")
     if out_dir is None:
-        out_dir = Path("results") / sweep_file.stem
+        out_dir = Path("results") / (sweep_file.stem + ("-emu" if emulate else ""))
+    engine = None
+    if emulate:
+        from l4slab.emulate import EmulatorEngine
+
+        engine = EmulatorEngine()
     progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
                         MofNCompleteColumn(), TextColumn("[red]{task.fields[failed]}"),
                         TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
@@ -159,7 +170,7 @@ def sweep(sweep_file: Path, jobs: int | None, dask_address: str | None, dask_loc
     try:
         res = run_sweep(sweep_file, out_dir, jobs=jobs, dask=dask_address,
                         dask_local=dask_local, figures=figures, resume=not no_resume,
-                        overrides=list(overrides),
+                        overrides=list(overrides), unset=unset, engine=engine,
                         on_start=on_start, on_progress=on_progress)
     except KeyboardInterrupt:
         if state["task"] is not None:
@@ -230,7 +241,7 @@ def _summary_rows(rows: list[tuple[str, dict[str, Any], dict[str, Any]]],
     """(title, header, rows) of the summary table: name, [swept parameters], AQM and flows
     (in the title when every row has the same), per-class throughput, p99 sojourn per queue,
     utilisation, Jain. Cells are numbers (None when absent) or strings."""
-    from l4slab.sweeps import flatten_summary
+    from l4slab.sweeps import flatten_summary, param_label
 
     flat = [flatten_summary(r[1]) for r in rows]
     setups = [_scenario_bits(r[1], r[2]) for r in rows]
@@ -248,7 +259,8 @@ def _summary_rows(rows: list[tuple[str, dict[str, Any], dict[str, Any]]],
 
     out = []
     for i, ((name, _, _), m) in enumerate(zip(rows, flat, strict=True)):
-        cells: list[Any] = [name] + [(params or [{}] * len(rows))[i].get(k, "") for k in pkeys]
+        cells: list[Any] = [name] + [param_label((params or [{}] * len(rows))[i].get(k, ""))
+                                     for k in pkeys]
         if not same_setup:
             cells += list(setups[i])
         cells += [num(m.get("class.L4S.tput_mbps")), num(m.get("class.Classic.tput_mbps"))]

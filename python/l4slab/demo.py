@@ -31,14 +31,14 @@ REPLICATIONS = 5
 
 def find_scenario() -> Path:
     """The default scenario: from the current directory (make demo runs at the repo root),
-    else next to the package source tree."""
+    else the copy shipped in the package's data folder."""
     here = Path.cwd() / DEFAULT_SCENARIO
     if here.exists():
         return here
-    src = Path(__file__).resolve().parents[2] / DEFAULT_SCENARIO
-    if src.exists():
-        return src
-    raise ScenarioError(f"{DEFAULT_SCENARIO} not found (run the demo from the repository root)")
+    shipped = Path(__file__).resolve().parent / "data" / DEFAULT_SCENARIO
+    if shipped.exists():
+        return shipped
+    raise ScenarioError(f"{DEFAULT_SCENARIO} not found in {Path.cwd()} nor in {shipped}")
 
 
 def _valid(data: dict[str, Any], base_dir: Path) -> str | None:

@@ -24,6 +24,8 @@ import click
 import numpy as np
 import pandas as pd
 
+from l4slab.emuflows import LAUNCH_FILE, scenario_flows
+
 __all__ = ["emulate_cmd", "find_binary", "build_run_dir", "EmulateError"]
 
 #: Where `cargo build --release -p l4s-emu` puts the binary, relative to the source tree.
@@ -110,6 +112,8 @@ def _flow_csvs(flow_dir: Path) -> pd.DataFrame | None:
             df = pd.read_csv(f)
         except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
             raise EmulateError(f"{f}: not a flow CSV ({e})") from e
+        # The pid in the name ties the rows to a sender of scenario mode's launch.json.
+        df["_pid"] = int(f.stem.split("-", 1)[1]) if f.stem.split("-", 1)[1].isdigit() else -1
         frames.append(df)
     if not frames:
         return None
@@ -137,9 +141,12 @@ def build_run_dir(out: Path, *, figures: bool = True, report: bool = True) -> di
             dirs[name] = json.loads(p.read_text())
     if not dirs:
         raise EmulateError(f"{out}: no raw/uplink.json or raw/downlink.json")
+    launch_path = out / "flows" / LAUNCH_FILE
     primary = max(dirs, key=lambda n: dirs[n]["summary"].get("delivered_bytes", 0)
                   if "delivered_bytes" in dirs[n]["summary"]
                   else sum(f.get("tput_mbps", 0.0) for f in dirs[n]["summary"].get("flows", [])))
+    if launch_path.exists() and "uplink" in dirs:
+        primary = "uplink"  # scenario mode: the data direction, whatever it carried
     d = dirs[primary]
     core = {"queue_names": d["queue_names"], "flow_cc": d["flow_cc"],
             "flow_class": d["flow_class"], "samples": _columns(d["samples"]),
@@ -151,18 +158,43 @@ def build_run_dir(out: Path, *, figures: bool = True, report: bool = True) -> di
     # Sender-side rows from `l4slab flow` (cwnd, srtt, pacing) join the bottleneck's rows.
     senders = _flow_csvs(out / "flows")
     flow_keys = list(d["flow_keys"])
-    if senders is not None:
+    scenario_mode = None
+    if launch_path.exists():
+        # Scenario mode: the senders' rows in the simulator's layout, by scenario flow index.
+        launch = json.loads(launch_path.read_text())
+        warm = float(run.summary.get("warmup_s") or 0.0)
+        end = float(run.summary.get("duration_s") or launch["duration_s"])
+        grid = np.unique(run.samples["t_s"].to_numpy()) if len(run.samples) else \
+            np.arange(1, int(end / 0.016) + 1) * 0.016
+        flows, rows, scenario_mode = scenario_flows(
+            launch, senders, grid, list(run.summary.get("flows", [])), (warm, end))
+        run.flows = flows
+        run.summary = {**run.summary, "flows": rows, "jain": scenario_mode.pop("jain")}
+        if run.packets is not None and len(run.packets):
+            # Per-packet rows name the bottleneck's flow ids (order of first packet): the
+            # scenario's index instead; a 5-tuple no sender owns gets an id after them.
+            by_key = {r["flow"]: r["id"] for r in rows if r["flow"] is not None}
+            remap = {i: by_key.get(k, len(rows) + i) for i, k in enumerate(flow_keys)}
+            run.packets["flow"] = run.packets["flow"].map(remap).fillna(
+                run.packets["flow"] + len(rows)).astype(np.uint32)
+    elif senders is not None:
+        senders = senders.drop(columns="_pid")
         # A sender's 5-tuple that the bottleneck saw keeps the bottleneck's flow id; any other
         # gets a new id after them. flow ids stay integers (summary.emulator.flow_keys names
         # them) so the simulator's plots and readers work unchanged.
         ids = []
-        for key in senders["flow"].astype(str):
+        seen_class = {f.get("flow"): f.get("class") for f in run.summary.get("flows", [])}
+        keys = senders["flow"].astype(str)
+        for key in keys:
             if key not in flow_keys:
                 flow_keys.append(key)
             ids.append(flow_keys.index(key))
         senders["flow"] = np.asarray(ids, dtype=np.uint32)
-        senders["class"] = np.where(senders["cc"].isin(["prague", "dctcp", "bbr3"]),
-                                    "L4S", "Classic")
+        # The class the bottleneck saw (the packets' ECN codepoint); for a 5-tuple it did not
+        # see, the CC's default: only Prague sends ECT(1) unless told otherwise (DCTCP asks
+        # for classic ECN, BBRv3 for none).
+        senders["class"] = [seen_class.get(k) or ("L4S" if cc == "prague" else "Classic")
+                            for k, cc in zip(keys, senders["cc"].astype(str), strict=True)]
         flows = pd.concat([run.flows.astype({"cc": str, "class": str}), senders],
                           ignore_index=True)
         flows["flow"] = flows["flow"].astype(np.uint32)
@@ -181,6 +213,8 @@ def build_run_dir(out: Path, *, figures: bool = True, report: bool = True) -> di
         "flow_keys": flow_keys,
         "other_direction": {n: dirs[n]["summary"] for n in dirs if n != primary},
     }
+    if scenario_mode is not None:
+        summary["emulator"]["scenario_mode"] = scenario_mode
     # The primary direction's lateness is the run's (summary.json's stable key).
     summary["lateness_us"] = dirs[primary].get("lateness_us", {})
     run.summary = summary
@@ -244,53 +278,319 @@ def _without_output(opts: list[str]) -> list[str]:
     return kept
 
 
-def run_sweep(sweep_file: Path, args: list[str]) -> int:
-    """Emulator runs of a sweep file's grid, one at a time, into OUT/runs/<name> (the
-    simulator's sweep layout, so `l4slab summary OUT` and `validate` read it). A run whose
-    summary.json exists is kept (resume); a failed run is reported and the others go on.
-    Returns 1 if any run failed, else 0."""
+def _positionals(opts: list[str]) -> list[str]:
+    """The arguments that are neither flags nor flag values (the scenario file)."""
+    out, i = [], 0
+    while i < len(opts):
+        a = opts[i]
+        if a in _VALUE_FLAGS or a == "--set":
+            i += 2
+            continue
+        if not a.startswith("-"):
+            out.append(a)
+        i += 1
+    return out
+
+
+def scenario_mode_file(args: list[str]) -> Path | None:
+    """The scenario file when these arguments ask for scenario mode: a scenario with [[flows]]
+    and no COMMAND after `--`, no --server and no --host."""
+    opts, command = _split(list(args))
+    pos = _positionals(opts)
+    if command or not pos or "--server" in opts or "--host" in opts:
+        return None
+    path = Path(pos[0])
+    if path.suffix not in (".toml", ".json") or not path.is_file():
+        return None
+    try:
+        import tomllib
+
+        text = path.read_text()
+        doc = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None  # the emulator reports the file's problem itself
+    return path if isinstance(doc, dict) and "flows" in doc else None
+
+
+#: Flags scenario mode takes (everything else about the run is in the scenario file).
+_SCENARIO_FLAGS = {"-o", "--output", "--quiet", "-q", "--no-realtime", "--spin", "--seed",
+                   "--set"}
+
+
+def _scenario_mode_opts(opts: list[str], scen: Path) -> tuple[list[str], list[str]]:
+    """(options passed to l4s-emu, --set overrides); a flag scenario mode does not take is an
+    EmulateError naming it."""
+    passed: list[str] = []
+    sets: list[str] = []
+    i = 0
+    seen_scenario = False
+    while i < len(opts):
+        a = opts[i]
+        flag, eq, inline = a.partition("=")
+        if not a.startswith("-"):
+            if seen_scenario or a != str(scen):
+                raise EmulateError(f"{a}: unexpected argument; scenario mode takes one "
+                                   "scenario file")
+            seen_scenario = True
+            i += 1
+            continue
+        if flag not in _SCENARIO_FLAGS:
+            raise EmulateError(
+                f"{flag}: not available in scenario mode (the bottleneck, delays and flows come "
+                "from the scenario file: change them there or with --set KEY=VALUE, e.g. "
+                "--set link.rate=20mbit)")
+        takes_value = flag in _VALUE_FLAGS or flag == "--set"
+        value = inline if eq else (opts[i + 1] if takes_value and i + 1 < len(opts) else None)
+        if takes_value and value is None:
+            raise EmulateError(f"{flag}: needs a value")
+        if flag == "--set":
+            sets.append(value or "")
+        elif flag == "--seed":
+            sets.append(f"seed={value}")
+        else:
+            passed += [flag] + ([value] if takes_value and value is not None else [])
+        i += 1 if (eq or not takes_value) else 2
+    return passed, sets
+
+
+def _absolute_traces(doc: dict[str, Any], base_dir: Path) -> None:
+    """Trace paths relative to the scenario file, made absolute (the emulator reads a copy)."""
+    tables = [doc.get("link")]
+    emu = doc.get("emulator")
+    if isinstance(emu, dict):
+        tables += [emu.get("uplink"), emu.get("downlink")]
+    for t in tables:
+        if isinstance(t, dict) and isinstance(t.get("trace"), str):
+            t["trace"] = str((base_dir / t["trace"]).resolve())
+
+
+def _flow_binary() -> Path:
+    from l4slab.flow import find_binary as find_flow_binary
+
+    flow_bin = find_flow_binary()
+    if flow_bin is None:
+        raise EmulateError("scenario mode needs l4s-flow (l4slab flow): build it with `cargo "
+                           "build --release -p l4s-flow` (or `make develop`), or set "
+                           "L4SLAB_FLOW_BIN")
+    return flow_bin
+
+
+def plan_doc(doc: dict[str, Any], base_dir: Path) -> Any:
+    """Scenario mode's plan of a scenario dict (`l4slab.emuflows.plan_scenario`), its errors
+    as EmulateError."""
+    from l4slab.emuflows import plan_scenario
+    from l4slab.scenario import ScenarioError
+
+    try:
+        return plan_scenario(doc, base_dir)
+    except ScenarioError as e:
+        raise EmulateError(str(e)) from None
+
+
+def emulate_doc(doc: dict[str, Any], base_dir: Path, out: Path, opts: list[str], *,
+                command: list[str] | None = None, report_flows: bool = True) -> int:
+    """One emulator run of the scenario dict `doc` into `out` (which must not hold anything):
+    scenario mode (its [[flows]] as l4s-flow senders) without `command`, else COMMAND mode
+    (`command` starts with `--`). `opts` are further l4s-emu options (not -o). Returns the
+    exit status (the launcher's or the command's). `report_flows` prints where the run is and
+    its flows and queues (off in sweeps, whose runs are renamed afterwards)."""
+    import shlex
     import tempfile
 
+    from l4slab.emuflows import LAUNCHER
+
+    plan = None
+    if command is None:
+        plan = plan_doc(doc, base_dir)
+        flow_bin = _flow_binary()
+        doc = plan.doc
+    doc = json.loads(json.dumps(doc))
+    _absolute_traces(doc, base_dir)
+    tmp = Path(tempfile.mkdtemp(prefix="l4slab-emu-"))
+    try:
+        # Readable by the invoking user: under sudo the emulator runs the commands as them.
+        tmp.chmod(0o755)
+        scen_json = tmp / "scenario.json"
+        scen_json.write_text(json.dumps(doc))
+        scen_json.chmod(0o644)
+        if plan is not None:
+            plan_json = tmp / "plan.json"
+            plan_json.write_text(json.dumps(plan.to_json()))
+            plan_json.chmod(0o644)
+            server = f"exec {shlex.quote(str(flow_bin))} -s -q"
+            command = ["--server", server, "--", sys.executable, str(LAUNCHER), str(plan_json),
+                       str(flow_bin)]
+        rc = run_emulator([str(scen_json), *opts, "-o", str(out), *(command or [])],
+                          announce=report_flows)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if plan is not None and report_flows and (out / "summary.json").exists():
+        s = json.loads((out / "summary.json").read_text())
+        for f in s.get("flows", []):
+            srtt = "-" if f.get("srtt_ms") is None else f"{f['srtt_ms']:.1f} ms"
+            click.echo(f"  flow {f['id']} {f['cc']} ({f['class']}): {f['tput_mbps']:.2f} Mb/s, "
+                       f"srtt {srtt}, CE {f['ce_marks']}, drops {f['drops']}", err=True)
+        for q in s.get("queues", []):
+            click.echo(f"  queue {q['name']}: sojourn mean {q['sojourn_ms']['mean']:.2f} ms, "
+                       f"p99 {q['sojourn_ms']['p99']:.2f} ms, marks {q['marks']}, drops "
+                       f"{q['drops']}", err=True)
+    if plan is not None and (out / "summary.json").exists():
+        s = json.loads((out / "summary.json").read_text())
+        for msg in s.get("emulator", {}).get("scenario_mode", {}).get("problems", []):
+            click.echo(f"warning: {msg}", err=True)
+    return rc
+
+
+def run_scenario_mode(scen: Path, args: list[str]) -> int:
+    """`l4slab emulate SCENARIO.toml [-o DIR] [--set K=V]`: the scenario's [[flows]] as
+    l4s-flow senders through the emulator for its duration (module `l4slab.emuflows`)."""
+    from l4slab.scenario import ScenarioError, apply_overrides, load_scenario
+
+    opts, _ = _split(list(args))
+    passed, sets = _scenario_mode_opts(opts, scen)
+    try:
+        src = load_scenario(scen)
+        doc = apply_overrides(src.data, sets)
+    except ScenarioError as e:
+        raise EmulateError(f"{scen}: {e}") from None
+    try:
+        plan_doc(doc, src.base_dir)  # refuse before anything runs
+    except EmulateError as e:
+        raise EmulateError(f"{scen}: {e}") from None
+    out_s = _option(passed, "-o", "--output")
+    out = Path(out_s) if out_s else \
+        Path("results") / f"emu-{scen.stem}-{time.strftime('%Y%m%d-%H%M%S')}"
+    return emulate_doc(doc, src.base_dir, out, _without_output(passed))
+
+
+def emulator_preflight() -> None:
+    """Raise EmulateError when the emulator cannot run here, with its own one-line reason and
+    remedy (e.g. no root and no user namespaces): a 0-second emulation of `true`."""
+    import tempfile
+
+    binary = find_binary()
+    with tempfile.TemporaryDirectory(prefix="l4slab-emu-probe-") as d:
+        try:
+            r = subprocess.run([str(binary), "--quiet", "-o", str(Path(d) / "probe"), "--",
+                                "true"], capture_output=True, text=True, timeout=60,
+                               stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise EmulateError(f"the emulator cannot run here: {binary}: {e}") from None
+    if r.returncode != 0:
+        lines = [x for x in r.stderr.strip().splitlines() if x.strip()]
+        why = lines[-1] if lines else f"exit status {r.returncode}"
+        raise EmulateError(f"the emulator cannot run here: {why}")
+
+
+class EmulatorEngine:
+    """Runs a sweep's grid through the emulator, one run at a time (`sweeps.sweep(...,
+    engine=...)`): scenario mode, or COMMAND in every run when `command` is given."""
+
+    name = "emulator"
+
+    def __init__(self, opts: list[str] | None = None, command: list[str] | None = None,
+                 on_run: Any = None) -> None:
+        self.opts = list(opts or [])
+        if "--quiet" not in self.opts and "-q" not in self.opts:
+            self.opts.append("--quiet")
+        self.command = command
+        self.on_run = on_run
+        self._probed = False
+
+    def validate(self, tasks: list[Any]) -> None:
+        """Every grid point's scenario-mode plan (the refusals) and that the emulator can run
+        here, before any run starts; errors as ScenarioError naming the grid point."""
+        from l4slab.scenario import ScenarioError
+
+        seen: set[int] = set()
+        for t in tasks:
+            if self.command is not None or t.point in seen:
+                continue
+            seen.add(t.point)
+            try:
+                plan_doc(t.scenario, Path(t.base_dir))
+            except EmulateError as e:
+                where = ", ".join(f"{k}={v}" for k, v in t.params.items())
+                raise ScenarioError(f"grid point {where}: {e}" if where else str(e)) from None
+        if self._probed:
+            return
+        try:
+            find_binary()
+            if self.command is None:
+                _flow_binary()
+            emulator_preflight()
+        except EmulateError as e:
+            raise ScenarioError(str(e)) from None
+        self._probed = True
+
+    def executor(self, out: Path) -> Any:
+        def run_all(tasks: list[Any]) -> Any:
+            for t in tasks:
+                yield self.run_task(t, out)
+        return run_all
+
+    def run_task(self, task: Any, out: Path) -> Any:
+        """One run into OUT/runs/<name>: emulated into a fresh staging directory, which then
+        replaces the run directory (an unfinished earlier attempt; a finished one only when
+        it is rerun, as simulator sweeps do). Ctrl-C stops the sweep."""
+        from l4slab.sweeps import RunOutcome
+
+        rd = out / "runs" / task.name
+        stage = out / "runs" / f".{task.name}.emulating"
+        shutil.rmtree(stage, ignore_errors=True)
+        if self.on_run is not None:
+            self.on_run(task)
+        t0 = time.perf_counter()
+        try:
+            rc = emulate_doc(task.scenario, Path(task.base_dir), stage, self.opts,
+                             command=self.command, report_flows=False)
+        except EmulateError as e:
+            return RunOutcome(task, "failed", str(e), elapsed_s=time.perf_counter() - t0)
+        elapsed = time.perf_counter() - t0
+        if rc == 130:
+            raise KeyboardInterrupt
+        finished = (stage / "summary.json").exists()
+        if finished or stage.exists():
+            shutil.rmtree(rd, ignore_errors=True)
+            stage.rename(rd)
+        if finished and rc == 0:
+            return RunOutcome(task, "ok", elapsed_s=elapsed)
+        why = "no run directory was written" if not finished else f"exit status {rc}"
+        return RunOutcome(task, "failed", f"emulation failed ({why})", elapsed_s=elapsed)
+
+
+def run_sweep(sweep_file: Path, args: list[str]) -> int:
+    """`l4slab emulate --sweep FILE [opts] [-- COMMAND]`: the grid through the emulator one run
+    at a time, with the simulator sweep's layout, resume and lock (`l4slab.sweeps.sweep`);
+    COMMAND in every run, or scenario mode without it. Returns 1 if any run failed."""
+    from l4slab.results import OutputDirError
     from l4slab.scenario import ScenarioError
-    from l4slab.sweeps import load_sweep_spec, plan
+    from l4slab.sweeps import sweep
 
     opts, command = _split(list(args))
     out = Path(_option(opts, "-o", "--output") or Path("results") / f"{sweep_file.stem}-emu")
-    opts = _without_output(opts)
+    engine = EmulatorEngine(_without_output(opts), command or None,
+                            on_run=lambda t: click.echo(f"{t.name}: {t.params or '(base)'}",
+                                                        err=True))
+
+    def on_start(total: int, skipped: int) -> None:
+        if skipped:
+            click.echo(f"resuming: {skipped} of {total} runs finished earlier, kept", err=True)
+
     try:
-        tasks = plan(load_sweep_spec(sweep_file))
-    except ScenarioError as e:
-        raise EmulateError(f"{sweep_file}: {e}") from None
-    failed = 0
-    for task in tasks:
-        rd = out / "runs" / task.name
-        if (rd / "summary.json").exists():
-            click.echo(f"{task.name}: finished earlier, kept", err=True)
-            continue
-        if rd.exists() and any(rd.iterdir()):
-            raise EmulateError(f"{rd}: an unfinished run is in the way; move it to rerun")
-        rd.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-            json.dump(task.scenario, f)
-            scen = f.name
-        try:
-            click.echo(f"{task.name}: {task.params or '(base scenario)'}", err=True)
-            rc = run_emulator([scen, *opts, "-o", str(rd), *command])
-        finally:
-            os.unlink(scen)
-        if (rd / "summary.json").exists():
-            (rd / "params.json").write_text(json.dumps(task.identity(), indent=2,
-                                                       default=str) + "\n")
-        if rc != 0 or not (rd / "summary.json").exists():
-            failed += 1
-            click.echo(f"{task.name}: failed (exit status {rc})", err=True)
-    click.echo(f"sweep {out}: {len(tasks) - failed} of {len(tasks)} runs finished", err=True)
-    return 1 if failed else 0
+        res = sweep(sweep_file, out, engine=engine, report=False, on_start=on_start)
+    except (ScenarioError, OutputDirError) as e:
+        raise EmulateError(str(e)) from None
+    for o in res.failed:
+        click.echo(f"{o.task.name}: failed: {o.error}", err=True)
+    click.echo(f"sweep {out}: {len(res.index) - len(res.failed)} of {len(res.index)} runs "
+               "finished", err=True)
+    return 1 if res.failed else 0
 
 
-def run_emulator(args: list[str]) -> int:
+def run_emulator(args: list[str], announce: bool = True) -> int:
     """Run l4s-emu with these arguments (plus -o and the stats pipe), build the run directory,
-    return the command's exit status."""
+    return the command's exit status. `announce` prints where the run directory is."""
     binary = find_binary()
     opts, command = _split(list(args))
     if "-h" in opts or "--help" in opts:
@@ -344,8 +644,9 @@ def run_emulator(args: list[str]) -> int:
             v = summary.get("lateness_us", {}).get(key)
             return "-" if v is None else f"{v:.1f} us"
 
-        click.echo(f"l4slab emulate: run directory {out} (exit status {rc}; emulator lateness "
-                   f"p50 {us('p50')}, p99 {us('p99')})", err=True)
+        if announce:
+            click.echo(f"l4slab emulate: run directory {out} (exit status {rc}; emulator "
+                       f"lateness p50 {us('p50')}, p99 {us('p99')})", err=True)
     return rc
 
 
@@ -363,6 +664,8 @@ def emulate_cmd(ctx: click.Context) -> None:
     """Run COMMAND behind an emulated bottleneck (the same AQM objects as the simulator):
     `l4slab emulate [SCENARIO.toml] [--rate 50mbit --delay 20ms --aqm dualpi2 ...]
     [--server 'iperf3 -s'] -- COMMAND ARGS...`; `l4slab emulate --help` lists the options.
+    Without a COMMAND, `l4slab emulate SCENARIO.toml [-o DIR] [--set KEY=VALUE]` runs the
+    scenario's own [[flows]] as l4slab flow senders for its duration (scenario mode).
     `--sweep SWEEP.toml` runs a sweep file's grid on the emulator, one run at a time."""
     args = ctx.meta.get("l4slab.emulate.args", [])
     try:
@@ -373,6 +676,8 @@ def emulate_cmd(ctx: click.Context) -> None:
                 k for k, a in enumerate(args) if a.startswith("--sweep="))
             rest = args[:i] + args[i + (1 if args[i].startswith("--sweep=") else 2):]
             rc = run_sweep(Path(sweep_file), rest)
+        elif (scen := scenario_mode_file(args)) is not None:
+            rc = run_scenario_mode(scen, args)
         else:
             rc = run_emulator(args)
     except EmulateError as e:

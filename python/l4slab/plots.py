@@ -370,7 +370,10 @@ def sweep_figures(data: Any) -> dict[str, Figure]:
         figs["sweep_replications"] = fig
         return figs
     for p in params:
-        order = list(dict.fromkeys(data.meta.get("grid", {}).get(p, list(df[p].unique()))))
+        from l4slab.sweeps import param_label  # grid values as the index labels them
+
+        order = list(dict.fromkeys(param_label(v) for v in
+                                   data.meta.get("grid", {}).get(p, list(df[p].unique()))))
         x_of, unit, ticks = numeric_axis(order)
         x_map = {str(v): x for v, x in zip(order, x_of, strict=True)}
         others = [o for o in params if o != p]

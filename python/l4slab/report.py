@@ -24,6 +24,7 @@ th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}
 th{background:#f3f3f3}td.l,th.l{text-align:left}
 img{max-width:100%;margin:.5em 0;border:1px solid #eee}
 pre{background:#f7f7f7;padding:.8em;overflow:auto;font-size:.85em}
+.wide{overflow-x:auto;max-width:100%}th code{font-weight:normal;color:#555}
 .fail{color:#b00}.muted{color:#777}
 """
 
@@ -45,14 +46,28 @@ def _fmt(v: Any) -> str:
 
 
 def _table(header: Sequence[str], rows: Iterable[Sequence[Any]], left: int = 1) -> str:
-    out = ["<table><tr>"]
-    out += [f'<th class="{"l" if i < left else ""}">{_esc(h)}</th>' for i, h in enumerate(header)]
+    """An HTML table in a horizontally scrolling box (a wide sweep never overflows the page);
+    a dotted metric key in the header shows its plain label with the key beneath it."""
+    out = ['<div class="wide"><table><tr>']
+    out += [f'<th class="{"l" if i < left else ""}">{_header_cell(h)}</th>'
+            for i, h in enumerate(header)]
     out.append("</tr>")
     for r in rows:
         out.append("<tr>" + "".join(f'<td class="{"l" if i < left else ""}">{_esc(_fmt(v))}</td>'
                                     for i, v in enumerate(r)) + "</tr>")
-    out.append("</table>")
+    out.append("</table></div>")
     return "".join(out)
+
+
+def _header_cell(h: str) -> str:
+    from l4slab.plots import SWEEP_METRICS
+
+    labels = dict(SWEEP_METRICS)
+    key, _, rest = h.partition(" (")
+    if key in labels:
+        suffix = f" ({rest}" if rest else ""
+        return f"{_esc(labels[key] + suffix)}<br><code>{_esc(key)}</code>"
+    return _esc(h)
 
 
 def _img(path: Path) -> str:

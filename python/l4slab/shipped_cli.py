@@ -27,15 +27,12 @@ class BadInput(click.ClickException):
 
 
 def scenarios_dir() -> Path:
-    """The shipped scenarios: the package's data/scenarios when a build put them there, else
-    the source tree's scenarios/ (an editable install, `make develop`)."""
+    """The shipped scenarios: the package's data/scenarios (in a wheel and in the source tree,
+    whose top-level scenarios/ links there)."""
     d = data_dir() / "scenarios"
-    if d.is_dir():
-        return d
-    d = Path(__file__).resolve().parents[2] / "scenarios"
     if not d.is_dir():
-        raise BadInput(f"no shipped scenarios found (looked in {data_dir() / 'scenarios'} "
-                       f"and {d})")
+        raise BadInput(f"no shipped scenarios found in {d}: the installation is incomplete; "
+                       "reinstall l4slab")
     return d
 
 

@@ -101,14 +101,20 @@ class RunTask:
     base_dir: str
     #: Draw the run's figures in the worker (in parallel) and send them back as bytes.
     figures: bool = False
+    #: "simulator", or "emulator" for `--emulate` (named in params.json so neither kind of
+    #: run resumes as the other).
+    engine: str = "simulator"
 
     def identity(self) -> dict[str, Any]:
         """What params.json holds; resume compares it with the plan. The digest covers the
         whole effective scenario, so a changed base file or [set] reruns the run."""
         digest = hashlib.sha256(json.dumps(self.scenario, sort_keys=True, default=str)
                                 .encode()).hexdigest()[:16]
-        return {"point": self.point, "rep": self.rep, "params": self.params, "seed": self.seed,
-                "scenario_sha256": digest}
+        ident = {"point": self.point, "rep": self.rep, "params": self.params,
+                 "seed": self.seed, "scenario_sha256": digest}
+        if self.engine != "simulator":
+            ident["engine"] = self.engine
+        return ident
 
 
 @dataclass
@@ -424,11 +430,27 @@ def _index_frame(tasks: list[RunTask], status: dict[int, RunOutcome], out: Path,
                     row[k] = v
         rows.append(row)
     df = pd.DataFrame(rows)
-    # Parquet wants one type per column: mixed-type parameter lists become strings.
+    # Parquet wants one type per column and figures group by value: list or table values
+    # (a swept `flows` list) become readable labels, mixed-type columns strings.
     for k in params:
+        if k in df and df[k].map(lambda v: isinstance(v, (list, dict))).any():
+            df[k] = df[k].map(param_label)
         if k in df and df[k].map(type).nunique() > 1:
             df[k] = df[k].map(str)
     return df
+
+
+def param_label(v: Any) -> Any:
+    """A short, hashable label for a swept value: scalars as they are; a `flows` list as
+    its CCs ("prague+2×cubic"); any other list or table as compact TOML-like text."""
+    if isinstance(v, list) and v and all(isinstance(f, Mapping) and "cc" in f for f in v):
+        return "+".join(f"{f.get('count', 1)}×{f['cc']}" if f.get("count", 1) != 1
+                        else str(f["cc"]) for f in v)
+    if isinstance(v, Mapping):
+        return "{" + ", ".join(f"{k}={param_label(x)}" for k, x in v.items()) + "}"
+    if isinstance(v, list):
+        return "[" + ", ".join(str(param_label(x)) for x in v) + "]"
+    return v
 
 
 def sweep(sweep_file: str | Path | Mapping[str, Any], out_dir: str | Path, *,
@@ -436,16 +458,28 @@ def sweep(sweep_file: str | Path | Mapping[str, Any], out_dir: str | Path, *,
           figures: bool = False, resume: bool = True, report: bool = True,
           overrides: Mapping[str, Any] | Iterable[str] | None = None,
           on_progress: Callable[[RunOutcome, int, int], None] | None = None,
-          on_start: Callable[[int, int], None] | None = None) -> SweepResult:
+          on_start: Callable[[int, int], None] | None = None,
+          unset: Iterable[str] = (), engine: Any = None) -> SweepResult:
     """Run a sweep. `jobs` workers (default: all cores) in a local process pool, or on Dask:
     `dask` is a scheduler address or a `distributed.Client`; `dask_local=True` starts a
     LocalCluster with `jobs` single-threaded worker processes. `figures` also draws per-run
     figures; `report=False` skips the sweep figures and report.html (a caller that reports
     on its own, e.g. a study suite). `overrides` (dotted keys, as
-    `run`) apply to every run on top of the sweep file's [set]. Finished runs are skipped.
-    Raises ScenarioError on bad input before any run starts."""
+    `run`) apply to every run on top of the sweep file's [set]; `unset` keys are removed from
+    the base scenario first (`--unset`). Finished runs are skipped. `engine` runs the grid
+    elsewhere than the simulator (`l4slab.emulate.EmulatorEngine`: one run at a time through
+    the emulator, its own checks first). Raises ScenarioError on bad input before any run
+    starts."""
     t_start = time.perf_counter()
     spec = load_sweep_spec(sweep_file)
+    for k in unset:
+        if k in spec.grid or k in spec.fixed:
+            where = "grid" if k in spec.grid else "[set]"
+            raise ScenarioError(f"--unset {k}: that key is set by the sweep file's {where}; "
+                                "change it there")
+    if unset:
+        spec.base = ScenarioSource(apply_overrides(spec.base.data, {}, unset),
+                                   spec.base.base_dir, spec.base.origin)
     if overrides:
         pairs = (overrides.items() if isinstance(overrides, Mapping)
                  else (parse_override(o) for o in overrides))
@@ -457,15 +491,35 @@ def sweep(sweep_file: str | Path | Mapping[str, Any], out_dir: str | Path, *,
     tasks = plan(spec)
     if not tasks:
         raise ScenarioError(f"{spec.origin}: the sweep grid has no runs")
-    validate_tasks(tasks)
+    if engine is not None and (dask is not None or dask_local or (jobs or 1) > 1):
+        raise ScenarioError(f"the {engine.name} runs a sweep one run at a time on this "
+                            "machine; -j/--dask do not apply")
+    if engine is None:
+        validate_tasks(tasks)
+    else:
+        engine.validate(tasks)
     for t in tasks:
         t.figures = figures
+        t.engine = engine.name if engine is not None else "simulator"
     out = Path(out_dir)
+    _check_engine(out, tasks[0].engine)
     (out / "runs").mkdir(parents=True, exist_ok=True)
     with _sweep_lock(out):
         return _sweep_locked(spec, tasks, out, t_start, jobs=jobs, dask=dask,
                              dask_local=dask_local, figures=figures, resume=resume,
-                             report=report, on_progress=on_progress, on_start=on_start)
+                             report=report, on_progress=on_progress, on_start=on_start,
+                             engine=engine)
+
+
+def _check_engine(out: Path, engine: str) -> None:
+    """A sweep directory holds simulator runs or emulator runs, never both."""
+    try:
+        have = json.loads((out / "sweep.json").read_text()).get("engine", "simulator")
+    except (OSError, ValueError, AttributeError):
+        return
+    if have != engine:
+        raise OutputDirError(f"{out}: holds {have} runs; this sweep runs on the {engine}, so "
+                             "choose another -o (results are never overwritten)")
 
 
 LOCK_FILE = ".l4slab-sweep.lock"
@@ -500,12 +554,13 @@ def _sweep_locked(spec: SweepSpec, tasks: list[RunTask], out: Path, t_start: flo
                   jobs: int | None, dask: str | Any | None, dask_local: bool, figures: bool,
                   resume: bool, report: bool,
                   on_progress: Callable[[RunOutcome, int, int], None] | None,
-                  on_start: Callable[[int, int], None] | None) -> SweepResult:
+                  on_start: Callable[[int, int], None] | None,
+                  engine: Any = None) -> SweepResult:
     params = list(spec.grid)
     meta = {"origin": spec.origin, "base": spec.base.origin, "params": params,
             "grid": spec.grid, "set": spec.fixed, "replications": spec.replications,
             "seed": spec.seed, "seed_derivation": "splitmix64(seed, rep) >> 1",
-            "runs": len(tasks)}
+            "runs": len(tasks), "engine": tasks[0].engine}
     (out / "sweep.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
 
     status: dict[int, RunOutcome] = {}
@@ -539,6 +594,8 @@ def _sweep_locked(spec: SweepSpec, tasks: list[RunTask], out: Path, t_start: flo
             else:
                 client = dask
             executor = _dask(client)
+        elif engine is not None:
+            executor = engine.executor(out)
         elif jobs == 1 or len(todo) <= 1:
             executor = _inline
         else:

@@ -57,6 +57,36 @@ impl Nanos {
     pub const fn saturating_sub(self, other: Nanos) -> Nanos {
         Nanos(self.0.saturating_sub(other.0))
     }
+    /// A short form for messages: the exact `Display` form when it has at most four
+    /// digits, else four significant digits of the largest unit below the value, rounded
+    /// toward the inside of a range whose `up` bound this is (`up = true`: an upper bound,
+    /// rounded down), so every value the message allows really is allowed.
+    pub fn bound_display(self, up: bool) -> String {
+        let exact = self.to_string();
+        if exact
+            .trim_end_matches(|c: char| c.is_ascii_alphabetic())
+            .len()
+            <= 4
+        {
+            return exact;
+        }
+        let (unit, name) = [(1_000_000_000u64, "s"), (1_000_000, "ms"), (1_000, "us")]
+            .into_iter()
+            .find(|&(u, _)| self.0 >= u)
+            .unwrap_or((1, "ns"));
+        // Keep four significant digits of `self / unit`.
+        let whole = self.0 / unit;
+        let digits = whole.to_string().len() as u32;
+        let keep = 4u32.saturating_sub(digits);
+        let step = unit / 10u64.pow(keep).min(unit);
+        let q = if up {
+            self.0 / step
+        } else {
+            self.0.div_ceil(step)
+        };
+        let scaled = q as f64 * step as f64 / unit as f64;
+        format!("{scaled:.*}{name}", keep as usize)
+    }
     /// `self + other`, `MAX` on overflow.
     pub const fn saturating_add(self, other: Nanos) -> Nanos {
         Nanos(self.0.saturating_add(other.0))
@@ -348,6 +378,31 @@ impl<'de> serde::Deserialize<'de> for Rate {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn bound_display_rounds_toward_the_inside_of_the_range() {
+        // Short exact forms are kept.
+        assert_eq!(Nanos::from_us(1).bound_display(true), "1us");
+        assert_eq!(Nanos::from_ms(1500).bound_display(true), "1500ms");
+        // u32::MAX ns (DualPI2's tupdate ceiling) is 4.294967295 s: an upper bound rounds down.
+        assert_eq!(Nanos(u32::MAX as u64).bound_display(true), "4.294s");
+        assert_eq!(Nanos(u32::MAX as u64).bound_display(false), "4.295s");
+        // u32::MAX us (DualPI2's target ceiling) is 4294.967295 s.
+        assert_eq!(Nanos::from_us(u32::MAX as u64).bound_display(true), "4294s");
+        assert_eq!(Nanos(1_234_567).bound_display(false), "1.235ms");
+        // Never an unallowed value: the shown upper bound is <= the real one.
+        for ns in [999_999_999u64, 12_345_678_901, 7_777_777] {
+            let shown = Nanos(ns).bound_display(true);
+            let back: f64 = shown.trim_end_matches(char::is_alphabetic).parse().unwrap();
+            let unit = if shown.ends_with("ms") {
+                1e6
+            } else if shown.ends_with("us") {
+                1e3
+            } else {
+                1e9
+            };
+            assert!(back * unit <= ns as f64 + 0.5, "{shown} > {ns} ns");
+        }
+    }
     use super::*;
 
     #[test]

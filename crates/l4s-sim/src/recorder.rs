@@ -234,58 +234,11 @@ impl Recorder {
     ) -> RunResults {
         let end = ctx.duration;
         let window = (end - self.warmup).as_secs_f64();
-        let snap = self.snap.take().unwrap_or_else(|| WarmupSnap {
-            queues: self
-                .prev_q
-                .iter()
-                .map(|q| QueueSample::empty(q.name))
-                .collect(),
-            flows: vec![(FlowStats::default(), 0, 0, FlowCounters::default()); flows.len()],
-            unused_txops: 0,
-        });
+        let snap = self.take_warmup_snap(flows.len());
         let mut end_q = Vec::new();
         aqm.sample(end, &mut end_q);
-
-        let mut flow_docs = Vec::new();
-        let mut tputs = Vec::new();
-        for (i, (s, r)) in flows.iter().enumerate() {
-            let (s0, d0, ce0, c0) = &snap.flows[i];
-            let c = &self.counters[i];
-            let tput = delivered(s, r).saturating_sub(*d0) as f64 * 8.0 / window / 1e6;
-            tputs.push(tput);
-            let (sum, n) = self.srtt_acc[i];
-            flow_docs.push(json!({
-                "id": i,
-                "cc": ctx.flow_cc[i],
-                "class": ctx.flow_class[i],
-                "tput_mbps": num(tput),
-                "srtt_ms": if n > 0 { num(sum / n as f64) } else { Value::Null },
-                "ce_marks": ce_count(s, r).saturating_sub(*ce0),
-                "drops": (c.aqm_drops + c.link_losses) - (c0.aqm_drops + c0.link_losses),
-                "retransmits": s.retransmits.saturating_sub(s0.retransmits),
-                "base_rtt_ms": ctx.base_rtt_ms[i],
-                "fct_s": c.done_at.map_or(Value::Null, |d| json!((d - ctx.flow_start[i]).as_secs_f64())),
-            }));
-        }
-        let mut queue_docs = Vec::new();
-        for (i, q) in end_q.iter().enumerate() {
-            let q0 = &snap.queues[i];
-            let h = &self.sojourns[i];
-            let mean = h.mean() / 1e6;
-            let [p50, p95, p99] = h.percentiles([0.50, 0.95, 0.99]);
-            queue_docs.push(json!({
-                "name": q.name,
-                "sojourn_ms": {
-                    "mean": num(mean),
-                    "p50": num(p50 / 1e6),
-                    "p95": num(p95 / 1e6),
-                    "p99": num(p99 / 1e6),
-                },
-                "marks": q.marks - q0.marks,
-                "drops": q.drops - q0.drops,
-                "packets": q.packets - q0.packets,
-            }));
-        }
+        let (flow_docs, tputs) = self.flow_summaries(&ctx, flows, &snap, window);
+        let queue_docs = self.queue_summaries(&end_q, &snap);
         let cap_bytes = ctx.capacity_bytes;
         let summary = json!({
             "l4slab_version": env!("CARGO_PKG_VERSION"),
@@ -341,6 +294,77 @@ impl Recorder {
                 .map(|c| c.min_owd.map_or(f64::NAN, |t| t.as_ms_f64()))
                 .collect(),
         }
+    }
+
+    /// The warmup snapshot, or zeros when the run had no warmup.
+    fn take_warmup_snap(&mut self, n_flows: usize) -> WarmupSnap {
+        self.snap.take().unwrap_or_else(|| WarmupSnap {
+            queues: self
+                .prev_q
+                .iter()
+                .map(|q| QueueSample::empty(q.name))
+                .collect(),
+            flows: vec![(FlowStats::default(), 0, 0, FlowCounters::default()); n_flows],
+            unused_txops: 0,
+        })
+    }
+
+    /// summary.json's `flows` entries over the window after warmup, and each flow's
+    /// throughput in Mb/s (for Jain's index).
+    fn flow_summaries(
+        &self,
+        ctx: &SummaryCtx<'_>,
+        flows: &[(FlowStats, FlowStats)],
+        snap: &WarmupSnap,
+        window: f64,
+    ) -> (Vec<Value>, Vec<f64>) {
+        let mut flow_docs = Vec::new();
+        let mut tputs = Vec::new();
+        for (i, (s, r)) in flows.iter().enumerate() {
+            let (s0, d0, ce0, c0) = &snap.flows[i];
+            let c = &self.counters[i];
+            let tput = delivered(s, r).saturating_sub(*d0) as f64 * 8.0 / window / 1e6;
+            tputs.push(tput);
+            let (sum, n) = self.srtt_acc[i];
+            flow_docs.push(json!({
+                "id": i,
+                "cc": ctx.flow_cc[i],
+                "class": ctx.flow_class[i],
+                "tput_mbps": num(tput),
+                "srtt_ms": if n > 0 { num(sum / n as f64) } else { Value::Null },
+                "ce_marks": ce_count(s, r).saturating_sub(*ce0),
+                "drops": (c.aqm_drops + c.link_losses) - (c0.aqm_drops + c0.link_losses),
+                "retransmits": s.retransmits.saturating_sub(s0.retransmits),
+                "base_rtt_ms": ctx.base_rtt_ms[i],
+                "fct_s": c.done_at.map_or(Value::Null, |d| json!((d - ctx.flow_start[i]).as_secs_f64())),
+            }));
+        }
+        (flow_docs, tputs)
+    }
+
+    /// summary.json's `queues` entries: sojourn statistics and counter differences since
+    /// warmup.
+    fn queue_summaries(&self, end_q: &[QueueSample], snap: &WarmupSnap) -> Vec<Value> {
+        let mut queue_docs = Vec::new();
+        for (i, q) in end_q.iter().enumerate() {
+            let q0 = &snap.queues[i];
+            let h = &self.sojourns[i];
+            let mean = h.mean() / 1e6;
+            let [p50, p95, p99] = h.percentiles([0.50, 0.95, 0.99]);
+            queue_docs.push(json!({
+                "name": q.name,
+                "sojourn_ms": {
+                    "mean": num(mean),
+                    "p50": num(p50 / 1e6),
+                    "p95": num(p95 / 1e6),
+                    "p99": num(p99 / 1e6),
+                },
+                "marks": q.marks - q0.marks,
+                "drops": q.drops - q0.drops,
+                "packets": q.packets - q0.packets,
+            }));
+        }
+        queue_docs
     }
 }
 

@@ -14,10 +14,10 @@
 use crate::aqm_config::AqmConfig;
 use crate::engine::{DelayLine, EventQueue, Kind, TimerSlots};
 use crate::error::SimError;
-use crate::flows::build_flow;
+use crate::flows::{build_flow, FlowEnds};
 use crate::recorder::{Recorder, SummaryCtx};
 use crate::results::{RunResults, Totals};
-use crate::scenario::{LinkConfig, LinkModelKind, Scenario};
+use crate::scenario::{FlowConfig, LinkConfig, LinkModelKind, Scenario};
 use l4s_core::aqm::Aqm;
 use l4s_core::link::{
     ConstantRate, GilbertElliott, Jitter, LinkModel, LossModel, MahimahiTrace, MahimahiTraceData,
@@ -133,6 +133,87 @@ pub fn build_jitter(l: &LinkConfig, rng: Rng) -> Option<Jitter> {
     (l.jitter.0 > 0).then(|| Jitter::new(l.jitter, l.reorder, rng))
 }
 
+impl Flow {
+    /// One instance of the `[[flows]]` entry `fc`: its base RTT split in half each way.
+    fn new(ends: FlowEnds, fc: &FlowConfig) -> Self {
+        let half = Nanos(fc.rtt.0 / 2);
+        Flow {
+            sender: ends.sender,
+            receiver: ends.receiver,
+            fwd_delay: half,
+            rev_delay: fc.rtt - half,
+            fwd: DelayLine::default(),
+            rev: DelayLine::default(),
+            sender_timers: TimerSlots::default(),
+            receiver_timers: TimerSlots::default(),
+            l4s: ends.l4s,
+            await_done: fc.bytes.is_some(),
+            same_instant: (Nanos::MAX, 0),
+        }
+    }
+}
+
+/// What the summary says of each flow besides its counters, one entry per flow.
+#[derive(Default)]
+struct FlowLabels {
+    cc: Vec<String>,
+    class: Vec<String>,
+    base_rtt_ms: Vec<f64>,
+    start: Vec<Nanos>,
+}
+
+/// Every instance (`count` of each `[[flows]]` entry) in order, with its labels.
+fn build_flows(s: &Scenario) -> Result<(Vec<Flow>, FlowLabels), SimError> {
+    let mut flows = Vec::new();
+    let mut labels = FlowLabels::default();
+    for (i, fc) in s.flows.iter().enumerate() {
+        for _ in 0..fc.count {
+            let ends = build_flow(i, flows.len() as u32, fc, s.seed)?;
+            labels.start.push(fc.start);
+            labels.cc.push(fc.cc.clone());
+            labels
+                .class
+                .push(if ends.l4s { "L4S" } else { "Classic" }.to_string());
+            labels.base_rtt_ms.push(fc.rtt.as_ms_f64());
+            flows.push(Flow::new(ends, fc));
+        }
+    }
+    Ok((flows, labels))
+}
+
+impl Net {
+    /// The AQM, link model, loss and jitter of the forward path and the optional ACK link,
+    /// each drawing from its own stream of the scenario's seed.
+    fn new(s: &Scenario) -> Result<Self, SimError> {
+        let seed = s.seed;
+        let aqm = s.aqm.build(Rng::derive(seed, "aqm"))?;
+        let link = build_link(&s.link, s.base_dir.as_deref())?;
+        let loss = build_loss(&s.link, Rng::derive(seed, "link/loss"))?;
+        let jitter = build_jitter(&s.link, Rng::derive(seed, "link/jitter"));
+        let ack_link = s.ack_link.as_ref().map(|a| AckLink {
+            rate: a.rate,
+            limit: a.limit as usize,
+            q: VecDeque::new(),
+            busy: None,
+        });
+        Ok(Net {
+            aqm,
+            aqm_cfg: s.aqm.clone(),
+            aqm_armed: None,
+            link,
+            busy: false,
+            stuck_pkts: 0,
+            service_pending: false,
+            loss,
+            jitter,
+            dropped: Vec::with_capacity(16),
+            ack_link,
+            totals: Totals::default(),
+        })
+    }
+}
+
+/// One simulated run: the flows, the bottleneck, the event list and the recorder.
 pub struct World {
     flows: Vec<Flow>,
     net: Net,
@@ -146,75 +227,22 @@ pub struct World {
     events: u64,
     sample_period: Nanos,
     stats_buf: Vec<(FlowStats, FlowStats)>,
-    flow_cc: Vec<String>,
-    flow_class: Vec<String>,
-    base_rtt_ms: Vec<f64>,
-    flow_start: Vec<Nanos>,
+    labels: FlowLabels,
 }
 
 impl World {
+    /// Build the bottleneck, the flows and the recorder of a scenario, ready to `run`.
     pub fn new(s: &Scenario) -> Result<Self, SimError> {
         s.validate()?;
-        let seed = s.seed;
-        let aqm = s.aqm.build(Rng::derive(seed, "aqm"))?;
-        let link = build_link(&s.link, s.base_dir.as_deref())?;
-        let loss = build_loss(&s.link, Rng::derive(seed, "link/loss"))?;
-        let jitter = build_jitter(&s.link, Rng::derive(seed, "link/jitter"));
-        let mut flows = Vec::new();
-        let mut flow_cc = Vec::new();
-        let mut flow_class = Vec::new();
-        let mut base_rtt_ms = Vec::new();
-        let mut flow_start = Vec::new();
-        for (i, fc) in s.flows.iter().enumerate() {
-            for _ in 0..fc.count {
-                let id = flows.len() as u32;
-                let ends = build_flow(i, id, fc, seed)?;
-                let half = Nanos(fc.rtt.0 / 2);
-                flows.push(Flow {
-                    sender: ends.sender,
-                    receiver: ends.receiver,
-                    fwd_delay: half,
-                    rev_delay: fc.rtt - half,
-                    fwd: DelayLine::default(),
-                    rev: DelayLine::default(),
-                    sender_timers: TimerSlots::default(),
-                    receiver_timers: TimerSlots::default(),
-                    l4s: ends.l4s,
-                    await_done: fc.bytes.is_some(),
-                    same_instant: (Nanos::MAX, 0),
-                });
-                flow_start.push(fc.start);
-                flow_cc.push(fc.cc.clone());
-                flow_class.push(if ends.l4s { "L4S" } else { "Classic" }.to_string());
-                base_rtt_ms.push(fc.rtt.as_ms_f64());
-            }
-        }
+        let net = Net::new(s)?;
+        let (flows, labels) = build_flows(s)?;
         let mut q0 = Vec::new();
-        aqm.sample(Nanos::ZERO, &mut q0);
+        net.aqm.sample(Nanos::ZERO, &mut q0);
         let rec = Recorder::new(s.warmup, q0, flows.len(), s.output.packets);
-        let ack_link = s.ack_link.as_ref().map(|a| AckLink {
-            rate: a.rate,
-            limit: a.limit as usize,
-            q: VecDeque::new(),
-            busy: None,
-        });
         let n = flows.len();
         Ok(World {
             flows,
-            net: Net {
-                aqm,
-                aqm_cfg: s.aqm.clone(),
-                aqm_armed: None,
-                link,
-                busy: false,
-                stuck_pkts: 0,
-                service_pending: false,
-                loss,
-                jitter,
-                dropped: Vec::with_capacity(16),
-                ack_link,
-                totals: Totals::default(),
-            },
+            net,
             ev: EventQueue::with_capacity(8 * n + 16),
             rec,
             now: Nanos::ZERO,
@@ -223,10 +251,7 @@ impl World {
             events: 0,
             sample_period: Nanos::from_ms(16),
             stats_buf: Vec::with_capacity(n),
-            flow_cc,
-            flow_class,
-            base_rtt_ms,
-            flow_start,
+            labels,
         })
     }
 
@@ -259,74 +284,15 @@ impl World {
         self.finish(s)
     }
 
+    /// Hand one event to its handler. Handlers of events that can go stale (a delay line or
+    /// the AQM re-armed earlier) return without counting them.
     #[inline]
     fn dispatch(&mut self, kind: Kind, f: usize, t: Nanos) {
         match kind {
-            Kind::SenderTimer => {
-                self.flows[f].sender_timers.fired(t);
-                self.events += 1;
-                self.guard_livelock(f, t, "sender");
-                let fl = &mut self.flows[f];
-                if fl.sender.poll_timeout().is_some_and(|w| w <= t) {
-                    fl.sender.handle_timeout(t);
-                }
-                self.pump_sender(f);
-            }
-            Kind::ReceiverTimer => {
-                self.flows[f].receiver_timers.fired(t);
-                self.events += 1;
-                self.guard_livelock(f, t, "receiver");
-                let fl = &mut self.flows[f];
-                if fl.receiver.poll_timeout().is_some_and(|w| w <= t) {
-                    fl.receiver.handle_timeout(t);
-                }
-                self.pump_receiver(f);
-            }
-            Kind::FwdArrive => {
-                if self.flows[f].fwd.armed != Some(t) {
-                    return;
-                }
-                self.events += 1;
-                self.flows[f].fwd.armed = None;
-                while let Some(p) = self.flows[f].fwd.pop_due(t) {
-                    self.net.totals.delivered_pkts += 1;
-                    let owd = t - p.sent_at;
-                    let c = &mut self.rec.counters[f];
-                    if c.min_owd.is_none_or(|m| owd < m) {
-                        c.min_owd = Some(owd);
-                    }
-                    self.flows[f].receiver.handle_packet(p, t);
-                    // Each arrival's answer leaves before the next arrival is processed, as
-                    // with one event per packet.
-                    self.drain_receiver(f);
-                }
-                self.arm_receiver(f);
-                if let Some(h) = self.flows[f].fwd.head_time() {
-                    self.flows[f].fwd.armed = Some(h);
-                    self.ev.push(h, Kind::FwdArrive, f as u32);
-                }
-            }
-            Kind::RevArrive => {
-                if self.flows[f].rev.armed != Some(t) {
-                    return;
-                }
-                self.events += 1;
-                self.flows[f].rev.armed = None;
-                while let Some(p) = self.flows[f].rev.pop_due(t) {
-                    self.net.totals.acks_delivered += 1;
-                    self.flows[f].sender.handle_packet(p, t);
-                    self.drain_sender(f);
-                }
-                self.arm_sender(f);
-                if self.flows[f].await_done && self.flows[f].sender.is_done() {
-                    self.flows[f].await_done = false;
-                    self.rec.counters[f].done_at = Some(t);
-                }
-                if let Some(h) = self.flows[f].rev.head_time() {
-                    self.flows[f].rev.armed = Some(h);
-                    self.ev.push(h, Kind::RevArrive, f as u32);
-                }
-            }
+            Kind::SenderTimer => self.sender_timer(f, t),
+            Kind::ReceiverTimer => self.receiver_timer(f, t),
+            Kind::FwdArrive => self.fwd_arrive(f, t),
+            Kind::RevArrive => self.rev_arrive(f, t),
             Kind::LinkService => {
                 self.events += 1;
                 self.net.service_pending = false;
@@ -336,33 +302,113 @@ impl World {
                 self.events += 1;
                 self.link_done(t);
             }
-            Kind::AqmTimer => {
-                if self.net.aqm_armed != Some(t) {
-                    return;
-                }
-                self.events += 1;
-                self.net.aqm_armed = None;
-                self.net.aqm.on_timer(t);
-                self.arm_aqm();
-            }
+            Kind::AqmTimer => self.aqm_timer(t),
             Kind::AckLinkDone => {
                 self.events += 1;
                 self.ack_link_done(t);
             }
-            Kind::Sample => {
-                self.events += 1;
-                // Sample k lands at exactly k·period (no drift from repeated addition).
-                let k = t.0 / self.sample_period.0 + 1;
-                self.ev
-                    .push(Nanos(self.sample_period.0 * k), Kind::Sample, 0);
-                self.collect_stats();
-                self.rec.sample(t, self.net.aqm.as_ref(), &self.stats_buf);
-            }
+            Kind::Sample => self.sample(t),
             Kind::Warmup => {
                 self.events += 1;
                 self.snapshot();
             }
         }
+    }
+
+    /// The sender of flow `f` asked to be woken at `t`.
+    fn sender_timer(&mut self, f: usize, t: Nanos) {
+        self.flows[f].sender_timers.fired(t);
+        self.events += 1;
+        self.guard_livelock(f, t, "sender");
+        let fl = &mut self.flows[f];
+        if fl.sender.poll_timeout().is_some_and(|w| w <= t) {
+            fl.sender.handle_timeout(t);
+        }
+        self.pump_sender(f);
+    }
+
+    /// The receiver of flow `f` asked to be woken at `t`.
+    fn receiver_timer(&mut self, f: usize, t: Nanos) {
+        self.flows[f].receiver_timers.fired(t);
+        self.events += 1;
+        self.guard_livelock(f, t, "receiver");
+        let fl = &mut self.flows[f];
+        if fl.receiver.poll_timeout().is_some_and(|w| w <= t) {
+            fl.receiver.handle_timeout(t);
+        }
+        self.pump_receiver(f);
+    }
+
+    /// The packets due at `t` on flow `f`'s forward delay line reach its receiver.
+    fn fwd_arrive(&mut self, f: usize, t: Nanos) {
+        if self.flows[f].fwd.armed != Some(t) {
+            return;
+        }
+        self.events += 1;
+        self.flows[f].fwd.armed = None;
+        while let Some(p) = self.flows[f].fwd.pop_due(t) {
+            self.net.totals.delivered_pkts += 1;
+            let owd = t - p.sent_at;
+            let c = &mut self.rec.counters[f];
+            if c.min_owd.is_none_or(|m| owd < m) {
+                c.min_owd = Some(owd);
+            }
+            self.flows[f].receiver.handle_packet(p, t);
+            // Each arrival's answer leaves before the next arrival is processed, as
+            // with one event per packet.
+            self.drain_receiver(f);
+        }
+        self.arm_receiver(f);
+        if let Some(h) = self.flows[f].fwd.head_time() {
+            self.flows[f].fwd.armed = Some(h);
+            self.ev.push(h, Kind::FwdArrive, f as u32);
+        }
+    }
+
+    /// The ACKs due at `t` on flow `f`'s reverse delay line reach its sender; a sized
+    /// transfer that is now done records its completion time.
+    fn rev_arrive(&mut self, f: usize, t: Nanos) {
+        if self.flows[f].rev.armed != Some(t) {
+            return;
+        }
+        self.events += 1;
+        self.flows[f].rev.armed = None;
+        while let Some(p) = self.flows[f].rev.pop_due(t) {
+            self.net.totals.acks_delivered += 1;
+            self.flows[f].sender.handle_packet(p, t);
+            self.drain_sender(f);
+        }
+        self.arm_sender(f);
+        if self.flows[f].await_done && self.flows[f].sender.is_done() {
+            self.flows[f].await_done = false;
+            self.rec.counters[f].done_at = Some(t);
+        }
+        if let Some(h) = self.flows[f].rev.head_time() {
+            self.flows[f].rev.armed = Some(h);
+            self.ev.push(h, Kind::RevArrive, f as u32);
+        }
+    }
+
+    /// The AQM's own timer (e.g. DualPI2's PI update every tupdate).
+    fn aqm_timer(&mut self, t: Nanos) {
+        if self.net.aqm_armed != Some(t) {
+            return;
+        }
+        self.events += 1;
+        self.net.aqm_armed = None;
+        self.net.aqm.on_timer(t);
+        self.arm_aqm();
+    }
+
+    /// Record one row per queue and per flow, and schedule the next sample.
+    fn sample(&mut self, t: Nanos) {
+        self.events += 1;
+        // Sample k lands at exactly k·period (no drift from repeated addition).
+        let k = t.0 / self.sample_period.0 + 1;
+        self.ev
+            .push(Nanos(self.sample_period.0 * k), Kind::Sample, 0);
+        self.collect_stats();
+        self.rec.sample(t, self.net.aqm.as_ref(), &self.stats_buf);
     }
 
     /// An endpoint whose timer keeps firing at one instant without moving on would hang the
@@ -496,13 +542,7 @@ impl World {
                 .queue_of(ecn, self.flows[flow as usize].l4s);
             self.rec.on_packet(now, d.flow, q, Nanos::ZERO, 2);
         } else if !self.net.busy && !self.net.service_pending {
-            let s = self.net.link.next_service(now);
-            if s == now {
-                self.link_service(now);
-            } else if s != Nanos::MAX {
-                self.net.service_pending = true;
-                self.ev.push_link(s, Kind::LinkService);
-            }
+            self.start_service(now);
         }
         self.arm_aqm();
     }
@@ -562,13 +602,18 @@ impl World {
     fn link_done(&mut self, now: Nanos) {
         self.net.busy = false;
         if !self.net.aqm.is_empty() {
-            let s = self.net.link.next_service(now);
-            if s == now {
-                self.link_service(now);
-            } else if s != Nanos::MAX {
-                self.net.service_pending = true;
-                self.ev.push_link(s, Kind::LinkService);
-            }
+            self.start_service(now);
+        }
+    }
+
+    /// The idle link has a packet waiting: serve it now, or when the link model next can.
+    fn start_service(&mut self, now: Nanos) {
+        let s = self.net.link.next_service(now);
+        if s == now {
+            self.link_service(now);
+        } else if s != Nanos::MAX {
+            self.net.service_pending = true;
+            self.ev.push_link(s, Kind::LinkService);
         }
     }
 
@@ -628,10 +673,10 @@ impl World {
             sample_interval: s.sample_period(),
             capacity_bytes,
             aqm_kind: n.aqm.kind(),
-            flow_cc: &self.flow_cc,
-            flow_class: &self.flow_class,
-            base_rtt_ms: &self.base_rtt_ms,
-            flow_start: &self.flow_start,
+            flow_cc: &self.labels.cc,
+            flow_class: &self.labels.class,
+            base_rtt_ms: &self.labels.base_rtt_ms,
+            flow_start: &self.labels.start,
             raw: &raw,
             aqm_params: &aqm_params,
         };

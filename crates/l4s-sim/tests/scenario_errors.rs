@@ -355,3 +355,13 @@ fn summary_durations_are_exact() {
     let v: serde_json::Value = serde_json::from_str(&r.summary_json).unwrap();
     assert_eq!(v["duration_s"].as_f64(), Some(30.0));
 }
+
+#[test]
+fn dualpi2_duration_ranges_read_as_durations_not_raw_u32_counts() {
+    // Linux keeps tupdate in u32 ns (at most 4.294967295 s) and target in u32 us.
+    let toml = BASE.replace("kind = \"fifo\"", "kind = \"dualpi2\"\ntupdate = \"5000s\"");
+    let msg = err(&toml);
+    assert!(msg.contains("aqm.tupdate"), "{msg}");
+    assert!(msg.contains("[1us, 4.294s]"), "{msg}");
+    assert!(!msg.contains("4294967295"), "{msg}");
+}

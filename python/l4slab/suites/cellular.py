@@ -151,4 +151,7 @@ SUITE = Suite(
     extract=extract,
     prepare=prepare,
     headline="results",
+    # Real time: one trace, one replication per point (6 runs of 4 s).
+    quick_emulate={"replications": 1,
+                   "grid": {"link.trace": ["../../traces/TMobile-LTE-short-30s.down"]}},
 )

@@ -49,7 +49,9 @@ def emulator_entry_point() -> Path | None:
               help="CSV with a result table's key columns and metrics (e.g. from a paper or "
                    "a kernel testbed): shown beside l4slab's numbers with the difference.")
 @click.option("--emulate", is_flag=True,
-              help="Run through the Linux emulator instead of the simulator.")
+              help="Run through the emulator (the scenarios' flows as l4slab flow senders, "
+                   "real time, one run at a time) where the suite allows it; with --quick "
+                   "each run lasts a few seconds.")
 def suite_cmd(name: str, quick: bool, out_dir: Path | None, jobs: int | None,
               dask_address: str | None, reference: Path | None, emulate: bool) -> None:
     """Run the study suite NAME (bdp-regimes, prague-vs-cubic, robustness, coexistence,
@@ -68,15 +70,12 @@ def suite_cmd(name: str, quick: bool, out_dir: Path | None, jobs: int | None,
 
     if name not in NAMES:
         fail(f"unknown suite {name!r}; expected one of {', '.join(NAMES)}")
-    if emulate:
-        emu = emulator_entry_point()
-        if emu is None:
-            fail("--emulate: not available yet: no working emulator (l4s-emu) is installed; "
-                 "run without --emulate to use the simulator")
-        fail(f"--emulate: the emulator is present ({emu}) but suites cannot drive it in this "
-             "version yet; run without --emulate to use the simulator")
+    if emulate and emulator_entry_point() is None:
+        fail("--emulate: no working emulator (l4s-emu) is installed: build it with `make "
+             "develop` (or set L4SLAB_EMU_BIN), or run without --emulate to use the simulator")
     if out_dir is None:
-        out_dir = Path("results") / f"suite-{name}{'-quick' if quick else ''}"
+        out_dir = Path("results") / (f"suite-{name}{'-quick' if quick else ''}"
+                                     f"{'-emu' if emulate else ''}")
 
     def on_part(o, done: int, total: int) -> None:  # noqa: ANN001 - PartOutcome
         bad = f", [red]{len(o.failed)} failed[/]" if o.failed else ""
@@ -86,7 +85,7 @@ def suite_cmd(name: str, quick: bool, out_dir: Path | None, jobs: int | None,
     try:
         suite = get_suite(name)
         res = run_suite(suite, out_dir, quick=quick, jobs=jobs, dask=dask_address,
-                        reference=reference, on_part=on_part)
+                        reference=reference, on_part=on_part, emulate=emulate)
     except (ScenarioError, OutputDirError) as e:
         fail(str(e))
     except KeyboardInterrupt:

@@ -77,3 +77,76 @@ def scalar_validation(a: pd.DataFrame, b: pd.DataFrame, metrics: dict[str, str],
 
 def _f(v: Any) -> float:
     return float(v) if v is not None else float("nan")
+
+
+#: Bins per run for series validation: DTW costs O(n²) per pair and a full bdp-regimes study
+#: compares ~20 000 pairs per metric per test, so each run is cut into this many bins of its
+#: measured interval (1 s bins for a 30 s run with 5 s warm-up).
+SERIES_BINS = 25
+
+
+def binned_series(run_dir: Path, bins: int = SERIES_BINS) -> dict[str, np.ndarray]:
+    """A run's time series after its warm-up in `bins` equal bins: total throughput [Mb/s]
+    and total backlog [pkts] (bin means), CE marks and AQM drops per second (bin sums over
+    the bin width), from flows.parquet and samples.parquet."""
+    s = read_summary(run_dir)
+    t0, t1 = warmup_of(s), float(s.get("duration_s") or 0.0)
+    width = (t1 - t0) / bins if t1 > t0 else 0.0
+    out: dict[str, np.ndarray] = {}
+    if width <= 0:
+        return out
+
+    def per_bin(t: np.ndarray, x: np.ndarray, how: str) -> np.ndarray:
+        # A sample at t covers (t - interval, t]: one ending on a bin edge belongs to the bin
+        # before it. Sample times and edges are decimal seconds in binary floating point, so
+        # "on the edge" is decided within 1 ns.
+        pos = (t - t0) / width
+        b = np.clip(np.ceil(pos - 1e-9 / width).astype(np.int64) - 1, 0, bins - 1)
+        keep = (t > t0 + 1e-9) & (t <= t1 + 1e-9)
+        sums = np.bincount(b[keep], weights=x[keep], minlength=bins)
+        if how == "rate":
+            return sums / width
+        n = np.bincount(b[keep], minlength=bins)
+        return np.divide(sums, n, out=np.zeros(bins), where=n > 0)
+
+    f = pd.read_parquet(run_dir / "flows.parquet", columns=["t_s", "tput_mbps"])
+    ft = f.groupby("t_s", sort=True)["tput_mbps"].sum()
+    out["tput_mbps"] = per_bin(ft.index.to_numpy(float), ft.to_numpy(float), "mean")
+    q = pd.read_parquet(run_dir / "samples.parquet",
+                        columns=["t_s", "backlog_pkts", "marks", "drops"])
+    qt = q.groupby("t_s", sort=True)[["backlog_pkts", "marks", "drops"]].sum()
+    t = qt.index.to_numpy(float)
+    out["backlog_pkts"] = per_bin(t, qt["backlog_pkts"].to_numpy(float), "mean")
+    out["marks"] = per_bin(t, qt["marks"].to_numpy(float), "rate")
+    out["drops"] = per_bin(t, qt["drops"].to_numpy(float), "rate")
+    return out
+
+
+def series_validation(a: list[dict[str, np.ndarray]], b: list[dict[str, np.ndarray]],
+                      metrics: list[str], values_a: pd.DataFrame, values_b: pd.DataFrame,
+                      bootstrap: int = 2000, seed: int = 0) -> list[dict[str, Any]]:
+    """The validation toolkit's test on time series (normalised DTW distances, p̂_max with
+    its bootstrap 95 % CI) between two groups of `binned_series`: one row per metric, with
+    both groups' means of the per-run scalar of the same name (`values_a`/`values_b`, the
+    numbers of the results table). Groups of fewer than two runs get no test (NaN)."""
+    from l4slab.validation import Run, validate_groups
+
+    rows = []
+    for m in metrics:
+        xa = [r[m] for r in a if m in r]
+        xb = [r[m] for r in b if m in r]
+        ma = values_a[m].to_numpy(dtype=float)
+        mb = values_b[m].to_numpy(dtype=float)
+        row: dict[str, Any] = {"metric": m, "mean_a": mean_ci(ma)[0], "mean_b": mean_ci(mb)[0],
+                               "n_a": len(xa), "n_b": len(xb)}
+        row["difference"] = row["mean_b"] - row["mean_a"]
+        row.update(p_hat_max=np.nan, ci_low=np.nan, ci_high=np.nan, similar=None)
+        finite = all(np.isfinite(x).all() for x in xa + xb)
+        if len(xa) >= 2 and len(xb) >= 2 and finite:
+            ra = [Run(Path(f"a{i}"), {m: x}) for i, x in enumerate(xa)]
+            rb = [Run(Path(f"b{i}"), {m: x}) for i, x in enumerate(xb)]
+            res = validate_groups(ra, rb, [m], bootstrap=bootstrap, seed=seed)[0]
+            row.update(p_hat_max=_f(res.p_hat), ci_low=_f(res.ci_low), ci_high=_f(res.ci_high),
+                       similar=res.similar, kind=res.kind)
+        rows.append(row)
+    return rows

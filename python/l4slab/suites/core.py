@@ -53,6 +53,9 @@ class Part:
     name: str
     sweep: str
     labels: dict[str, str] = field(default_factory=dict)
+    #: Rewrites this part's sweep dict after the quick reductions (e.g. a solo-run variant
+    #: of another part's sweep file).
+    rewrite: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
 
 @dataclass
@@ -127,6 +130,10 @@ class Suite:
     #: Rewrites a part's sweep dict before it runs (e.g. trace locations); gets the suite dir.
     prepare: Callable[[dict[str, Any], Path], dict[str, Any]] | None = None
     headline: str = ""
+    #: Why `--emulate` does not apply to this suite (one line), or "" when it does.
+    emulate_not: str = ""
+    #: `--quick --emulate`: reductions on top of `quick` (same keys), after EMULATE_QUICK.
+    quick_emulate: dict[str, Any] = field(default_factory=dict)
 
     @property
     def folder(self) -> Path:
@@ -134,15 +141,16 @@ class Suite:
 
 
 def suites_dir() -> Path:
-    """scenarios/suites of this checkout, or $L4SLAB_SUITES_DIR."""
+    """The shipped suite files (the package's data/scenarios/suites, which the source tree's
+    scenarios/ links to), or $L4SLAB_SUITES_DIR."""
     env = os.environ.get("L4SLAB_SUITES_DIR")
     if env:
         p = Path(env)
     else:
-        p = Path(__file__).resolve().parents[3] / "scenarios" / "suites"
+        p = Path(__file__).resolve().parents[1] / "data" / "scenarios" / "suites"
     if not p.is_dir():
-        raise SuiteError(f"suite files not found at {p}: set L4SLAB_SUITES_DIR to the "
-                         "scenarios/suites folder of an l4slab checkout")
+        raise SuiteError(f"suite files not found at {p}: set L4SLAB_SUITES_DIR to a folder "
+                         "holding the suites (`l4slab scenarios copy DIR` writes DIR/suites)")
     return p
 
 
@@ -185,12 +193,16 @@ def aggregate(runs: pd.DataFrame, keys: list[str], metrics: Mapping[str, str]) -
 def git_commit() -> str | None:
     """The commit of the checkout the suite files come from (with '+dirty' for local edits)."""
     try:
-        root = suites_dir().parents[1]
-        rev = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
+        top = subprocess.run(["git", "-C", str(suites_dir()), "rev-parse", "--show-toplevel"],
+                             capture_output=True, text=True, timeout=5)
+        if top.returncode != 0:
+            return None  # an installed package, not a checkout
+        root = top.stdout.strip()
+        rev = subprocess.run(["git", "-C", root, "rev-parse", "--short=12", "HEAD"],
                              capture_output=True, text=True, timeout=5)
         if rev.returncode != 0:
             return None
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--",
+        dirty = subprocess.run(["git", "-C", root, "status", "--porcelain", "--",
                                 "python", "crates", "scenarios"],
                                capture_output=True, text=True, timeout=10)
         return rev.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
@@ -222,9 +234,24 @@ class PartOutcome:
     elapsed_s: float
 
 
-def part_spec(suite: Suite, part: Part, quick: bool) -> dict[str, Any]:
+#: `--quick --emulate` for every suite: real-time runs of a few seconds (then the suite's own
+#: `quick_emulate`).
+EMULATE_QUICK: dict[str, Any] = {"replications": 2, "set": {"duration": "4s", "warmup": "1s"}}
+
+
+def _reduce(spec: dict[str, Any], q: Mapping[str, Any]) -> dict[str, Any]:
+    if "replications" in q:
+        spec["replications"] = q["replications"]
+    spec["set"] = {**spec.get("set", {}), **q.get("set", {})}
+    for k, vals in q.get("grid", {}).items():
+        if k in spec.get("grid", {}):
+            spec["grid"][k] = list(vals)
+    return spec
+
+
+def part_spec(suite: Suite, part: Part, quick: bool, emulate: bool = False) -> dict[str, Any]:
     """The sweep dict of one part: its file with `base` made absolute and, for --quick, the
-    suite's reductions applied."""
+    suite's reductions applied (and, with `emulate`, the real-time ones)."""
     import tomllib
 
     path = suite.folder / part.sweep
@@ -240,20 +267,18 @@ def part_spec(suite: Suite, part: Part, quick: bool) -> dict[str, Any]:
     if quick and callable(suite.quick):
         spec = suite.quick(spec)
     elif quick:
-        q = suite.quick
-        if "replications" in q:
-            spec["replications"] = q["replications"]
-        spec["set"] = {**spec.get("set", {}), **q.get("set", {})}
-        for k, vals in q.get("grid", {}).items():
-            if k in spec.get("grid", {}):
-                spec["grid"][k] = list(vals)
+        spec = _reduce(spec, suite.quick)
+    if quick and emulate:
+        spec = _reduce(_reduce(spec, EMULATE_QUICK), suite.quick_emulate)
+    if part.rewrite is not None:
+        spec = part.rewrite(spec)
     if suite.prepare is not None:
         spec = suite.prepare(spec, suite.folder)
     return spec
 
 
 def run_part(suite_name: str, part_name: str, spec: dict[str, Any], out: str, jobs: int,
-             dask: Any = None) -> PartOutcome:
+             dask: Any = None, engine: Any = None) -> PartOutcome:
     """Run one part (a sweep) into `out`, then write runmetrics.parquet and the part's own
     analysis tables (analysis-<name>.parquet). Module-level so a process pool can call it;
     failures of single runs come back in `failed`. When the sweep ran nothing new, existing
@@ -263,7 +288,7 @@ def run_part(suite_name: str, part_name: str, spec: dict[str, Any], out: str, jo
 
     t0 = time.perf_counter()
     suite = get_suite(suite_name)
-    res = sweep(spec, out, jobs=jobs, dask=dask, report=False)
+    res = sweep(spec, out, jobs=jobs, dask=dask, report=False, engine=engine)
     failed = [(o.task.name, o.error or "") for o in res.failed]
     pdir = Path(out)
     fresh = res.ran > 0
@@ -304,6 +329,7 @@ def part_runs(part: Part, pdir: Path) -> pd.DataFrame | None:
         extra = pd.read_parquet(rm)
         if len(extra.columns):
             idx = idx.merge(extra, on="run", how="left", suffixes=("", "_x"))
+    idx["run_path"] = [str(pdir / str(d)) for d in idx["run_dir"]]
     idx.insert(0, "part", part.name)
     for i, (k, v) in enumerate(part.labels.items()):
         # A label wins over a summary key of the same name (e.g. "aqm").
@@ -312,7 +338,7 @@ def part_runs(part: Part, pdir: Path) -> pd.DataFrame | None:
     return idx
 
 
-def _check_out_dir(out: Path, suite: Suite, quick: bool) -> None:
+def _check_out_dir(out: Path, suite: Suite, quick: bool, engine: str = "simulator") -> None:
     meta_path = out / "suite.json"
     if meta_path.exists():
         try:
@@ -324,6 +350,10 @@ def _check_out_dir(out: Path, suite: Suite, quick: bool) -> None:
             raise SuiteError(f"-o {out}: holds the {size} results of suite "
                              f"{meta.get('suite')!r}; choose another -o (results are never "
                              "overwritten)")
+        if meta.get("engine", "simulator") != engine:
+            raise SuiteError(f"-o {out}: holds {meta.get('engine', 'simulator')} runs of this "
+                             f"suite and this invocation runs on the {engine}; choose another "
+                             "-o (results are never overwritten)")
     elif out.exists() and any(p.name != LOCK_FILE for p in out.iterdir()):
         raise SuiteError(f"-o {out}: exists, is not empty and holds no suite results; choose "
                          "a new or empty directory")
@@ -348,9 +378,15 @@ class SuiteResult:
 
 
 def _execute(suite: Suite, specs: list[tuple[Part, dict[str, Any]]], out: Path, jobs: int,
-             dask: str | None) -> Iterator[PartOutcome]:
+             dask: str | None, engine: Any = None) -> Iterator[PartOutcome]:
     """Parts run one per worker (each part's sweep inline in its worker); with Dask, parts run
-    one after the other, each spreading its runs over the cluster."""
+    one after the other, each spreading its runs over the cluster; with an `engine` (the
+    emulator), one run at a time here."""
+    if engine is not None:
+        for part, spec in specs:
+            yield run_part(suite.name, part.name, spec, str(out / "parts" / part.name), 1,
+                           engine=engine)
+        return
     if dask is not None:
         try:
             from distributed import Client
@@ -405,18 +441,30 @@ def collect_runs(suite: Suite, out: Path) -> pd.DataFrame:
 
 def run_suite(suite: Suite, out_dir: str | Path, *, quick: bool = False, jobs: int | None = None,
               dask: str | None = None, reference: str | Path | None = None,
-              on_part: Callable[[PartOutcome, int, int], None] | None = None) -> SuiteResult:
+              on_part: Callable[[PartOutcome, int, int], None] | None = None,
+              emulate: bool = False) -> SuiteResult:
     """Run (or resume) a suite into `out_dir` and write its tables, figures and reports.
-    Raises SuiteError / ScenarioError on bad input before any run starts."""
+    `emulate` runs it through the emulator (scenario mode, one run at a time) where the
+    suite allows it. Raises SuiteError / ScenarioError on bad input before any run starts."""
     t0 = time.perf_counter()
     out = Path(out_dir)
-    _check_out_dir(out, suite, quick)
+    engine = None
+    if emulate:
+        if suite.emulate_not:
+            raise SuiteError(f"--emulate: suite {suite.name}: {suite.emulate_not}")
+        if dask is not None or (jobs or 1) > 1:
+            raise SuiteError("--emulate runs one run at a time on this machine; -j/--dask do "
+                             "not apply")
+        from l4slab.emulate import EmulatorEngine
+
+        engine = EmulatorEngine()
+    _check_out_dir(out, suite, quick, "emulator" if emulate else "simulator")
     created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     try:
         with _suite_lock(out):
             return _run_suite_locked(suite, out, t0, quick=quick, jobs=jobs, dask=dask,
-                                     reference=reference, on_part=on_part)
+                                     reference=reference, on_part=on_part, engine=engine)
     except ScenarioError:
         # Refused before anything ran: leave no directory behind that we made.
         if created and {p.name for p in out.iterdir()} <= {LOCK_FILE}:
@@ -445,12 +493,13 @@ def _suite_lock(out: Path) -> Iterator[None]:
 
 def _run_suite_locked(suite: Suite, out: Path, t0: float, *, quick: bool, jobs: int | None,
                       dask: str | None, reference: str | Path | None,
-                      on_part: Callable[[PartOutcome, int, int], None] | None) -> SuiteResult:
+                      on_part: Callable[[PartOutcome, int, int], None] | None,
+                      engine: Any = None) -> SuiteResult:
     from l4slab.suites.reference import compare_reference, read_reference
     from l4slab.suites.report import write_reports
 
     ref = read_reference(reference) if reference is not None else None
-    specs = [(p, part_spec(suite, p, quick)) for p in suite.parts]
+    specs = [(p, part_spec(suite, p, quick, engine is not None)) for p in suite.parts]
     # Plan and validate every part before anything runs: bad input fails fast.
     from l4slab.sweeps import load_sweep_spec, plan, validate_tasks
 
@@ -458,12 +507,16 @@ def _run_suite_locked(suite: Suite, out: Path, t0: float, *, quick: bool, jobs: 
     for p, s in specs:
         try:
             tasks = plan(load_sweep_spec(s))
-            validate_tasks(tasks)
+            if engine is None:
+                validate_tasks(tasks)
+            else:
+                engine.validate(tasks)
         except ScenarioError as e:
             raise SuiteError(f"suite {suite.name}, part {p.name} ({p.sweep}): {e}") from None
         n_runs += len(tasks)
     out.mkdir(parents=True, exist_ok=True)
     meta: dict[str, Any] = {"suite": suite.name, "quick": quick,
+                            "engine": "emulator" if engine is not None else "simulator",
                             "parts": {p.name: {"sweep": p.sweep, "labels": p.labels,
                                                "replications": s.get("replications", 1),
                                                "seed": s.get("seed"), "set": s.get("set", {}),
@@ -472,7 +525,7 @@ def _run_suite_locked(suite: Suite, out: Path, t0: float, *, quick: bool, jobs: 
     (out / "suite.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
     jobs = max(1, jobs or os.cpu_count() or 1)
     outcomes: list[PartOutcome] = []
-    for o in _execute(suite, specs, out, jobs, dask):
+    for o in _execute(suite, specs, out, jobs, dask, engine):
         outcomes.append(o)
         if on_part:
             on_part(o, len(outcomes), len(specs))
@@ -491,6 +544,7 @@ def _run_suite_locked(suite: Suite, out: Path, t0: float, *, quick: bool, jobs: 
         analysis.figures.extend(_reference_figures(cmp, out))
     elapsed = time.perf_counter() - t0
     prov = provenance(runs, out, elapsed, n_runs, outcomes, quick)
+    prov["engine"] = meta["engine"]
     meta["provenance"] = prov
     (out / "suite.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
     html_path, md_path = write_reports(suite, analysis, prov, out)

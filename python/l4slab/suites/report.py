@@ -89,6 +89,8 @@ def provenance_lines(prov: dict[str, Any]) -> list[tuple[str, str]]:
             ("git commit", str(prov.get("git_commit") or "not a git checkout")),
             ("kernel profile (aqm.profile)", str(prov.get("kernel_profile"))),
             ("size", str(prov.get("size"))),
+            ("engine", "emulator (real time, l4slab flow senders)"
+             if prov.get("engine") == "emulator" else "simulator"),
             ("runs", f"{prov['runs_finished']} finished of {prov['runs_planned']} planned "
                      f"({prov['runs_ran_now']} ran now, {prov['runs_resumed']} resumed, "
                      f"{prov['runs_failed']} failed)"),

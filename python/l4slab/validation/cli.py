@@ -173,12 +173,19 @@ def _check_out(out_dir: Path, force: bool) -> None:
     show_default=True,
     help="Bin width for throughput and queue delay.",
 )
-def mahimahi_import_cmd(log: Path, out_csv: Path | None, interval_ms: float) -> None:
+@click.option("--force", is_flag=True, help="Replace an existing CSV.")
+def mahimahi_import_cmd(log: Path, out_csv: Path | None, interval_ms: float,
+                        force: bool) -> None:
     """Convert a Mahimahi link log (mm-link --uplink-log/--downlink-log) to the validation CSV
     layout (t_s, tput_mbps, capacity_mbps, arrival_mbps, qdelay_ms, drops)."""
     from l4slab.validation.io import mahimahi_to_csv
 
     out = out_csv or log.with_suffix(".csv")
+    if out.resolve() == log.resolve():
+        raise BadValidationInput(f"-o {out}: that is the log being read; choose another file")
+    if out.exists() and not force:
+        raise BadValidationInput(f"{out}: exists (an earlier import?); choose another -o or "
+                                 "pass --force to replace it")
     try:
         mahimahi_to_csv(log, out, interval_ms)
     except ValidationInputError as e:

@@ -2,14 +2,16 @@
 //! DupThresh) or NewReno (RFC 6582) loss recovery with PRR (RFC 6937), RTO with backoff
 //! (RFC 6298), classic ECN (RFC 3168) and AccECN feedback, Linux rate sampling and pacing.
 //!
-//! The ACK path follows Linux `tcp_ack()` (net/ipv4/tcp_input.c): SACK tagging, cumulative
-//! clean-up, RTT (`tcp_ack_update_rtt`: oldest newly acked never-retransmitted segment for
-//! srtt, newest for the CC's sample and min_rtt; the timestamp echo when only retransmitted
-//! data was acked), ECN decoding, `pkts_acked`, `in_ack_event`,
-//! the state machine of `tcp_fastretrans_alert` (CWR / Recovery / Loss exits and entries),
-//! `tcp_rate_gen` (net/ipv4/tcp_rate.c), then `tcp_cong_control`: the CC's `cong_control`
-//! if it has one, else PRR (`tcp_cwnd_reduction`) in CWR/Recovery, else `cong_avoid` when
-//! the ACK advanced `snd_una` (in Open, Disorder and Loss, as `tcp_may_raise_cwnd`).
+//! The ACK path (`sender/ack.rs`, one method per step) follows Linux `tcp_ack()`
+//! (net/ipv4/tcp_input.c): SACK tagging, cumulative clean-up, ECN decoding, RTT
+//! (`tcp_ack_update_rtt`: oldest newly acked never-retransmitted segment for srtt, newest for
+//! the CC's sample and min_rtt; the timestamp echo when only retransmitted data was acked),
+//! `tcp_rate_gen` (net/ipv4/tcp_rate.c; built here before the CC hooks, in Linux just before
+//! `tcp_cong_control`), `pkts_acked`, `in_ack_event`, the state machine of
+//! `tcp_fastretrans_alert` (CWR / Recovery / Loss exits and entries), then
+//! `tcp_cong_control`: the CC's `cong_control` if it has one, else PRR (`tcp_cwnd_reduction`)
+//! in CWR/Recovery, else `cong_avoid` when the ACK advanced `snd_una` (in Open, Disorder and
+//! Loss, as `tcp_may_raise_cwnd`).
 //!
 //! Loss detection: with SACK a segment is lost when DupThresh = 3 segments above it are
 //! SACKed (RFC 6675 `IsLost`); without SACK the third duplicate ACK marks the head lost and a
@@ -44,15 +46,15 @@
 
 use std::collections::VecDeque;
 
+mod ack;
 mod recovery;
 mod tlp;
 
-use recovery::{subtract_ranges, Ranges};
 pub use tlp::{TLP_TIMEOUT_MIN, TLP_WC_DELACK};
 
 use super::rtt::{RttEstimator, INITIAL_RTO};
 use super::{accecn, packet_id, TcpConfig, DATA_SEQ_START, SYN_BYTES, TCP_IP_HEADER_BYTES};
-use crate::cc::{AckSample, CaState, CcState, CongestionControl, CwndEvent, EcnMode};
+use crate::cc::{CaState, CcState, CongestionControl, CwndEvent, EcnMode};
 use crate::packet::{tcp_flags, Ecn, Packet, TcpHeader, Transport};
 use crate::time::Nanos;
 use crate::{Endpoint, FlowStats};
@@ -94,18 +96,6 @@ impl Seg {
     fn end(&self) -> u64 {
         self.seq + self.len as u64
     }
-}
-
-/// Per-ACK rate-sample bookkeeping (Linux `struct rate_sample` while it is being built).
-#[derive(Default)]
-struct RateBuild {
-    prior_delivered: Option<u64>,
-    prior_mstamp: Nanos,
-    /// Send-phase interval of the newest delivered segment.
-    snd_interval: Nanos,
-    is_app_limited: bool,
-    newest_tx: Nanos,
-    newest_end: u64,
 }
 
 pub struct TcpSender {
@@ -739,354 +729,11 @@ impl TcpSender {
         }
     }
 
-    /// `tcp_rate_skb_delivered`: remember the most recently sent delivered segment.
-    fn rate_skb_delivered(rb: &mut RateBuild, s: &Seg) {
-        let newer = match rb.prior_delivered {
-            None => true,
-            Some(_) => {
-                s.tx_time > rb.newest_tx || (s.tx_time == rb.newest_tx && s.end() > rb.newest_end)
-            }
-        };
-        if newer {
-            rb.prior_delivered = Some(s.delivered);
-            rb.prior_mstamp = s.delivered_mstamp;
-            rb.is_app_limited = s.app_limited;
-            rb.newest_tx = s.tx_time;
-            rb.newest_end = s.end();
-            rb.snd_interval = s.tx_time - s.first_tx_mstamp;
-        }
-    }
-
     /// Segment index holding byte `seq` (all segments are full-sized except possibly the last).
     fn seg_index(&self, seq: u64) -> usize {
         match self.segs.front() {
             Some(f) if seq > f.seq => ((seq - f.seq) / self.cfg.mss as u64) as usize,
             _ => 0,
-        }
-    }
-
-    fn on_ack(&mut self, h: &TcpHeader, now: Nanos) {
-        let ack = h.ack;
-        if ack > self.snd_nxt || ack < self.snd_una {
-            // Acknowledges data never sent, or older than what is already acknowledged
-            // (reordered ACK): ignored, as Linux does for the cumulative part.
-            return;
-        }
-        self.ts_recent = h.ts_val;
-        let prior_in_flight = self.in_flight();
-        let prior_delivered = self.tp.delivered;
-        let prior_una = self.snd_una;
-        let mut rb = RateBuild::default();
-        let mut acked_bytes = 0u64;
-        let mut first_sackt: Option<Nanos> = None;
-        let mut last_sackt: Option<Nanos> = None;
-        let mut first_ackt: Option<Nanos> = None;
-        let mut last_ackt: Option<Nanos> = None;
-        let mut retrans_data_acked = false;
-
-        // 1. SACK tagging (tcp_sacktag_write_queue).
-        if self.is_sack() {
-            let n = (h.n_sack as usize).min(3);
-            let mut ranges = Ranges::default();
-            for &(start, end) in &h.sack[..n] {
-                if end > self.snd_una.max(ack) && start < end {
-                    // Only the parts not already tagged through last ACK's blocks.
-                    subtract_ranges(start, end, &self.sack_cache, &mut ranges);
-                }
-            }
-            self.sack_cache = [(0, 0); 3];
-            self.sack_cache[..n].copy_from_slice(&h.sack[..n]);
-            for &(start, end) in ranges.as_slice() {
-                let mut i = self.seg_index(start.max(self.snd_una));
-                while i < self.segs.len() {
-                    let s = &self.segs[i];
-                    if s.seq >= end {
-                        break;
-                    }
-                    if s.seq >= start && s.end() <= end && !s.sacked && s.end() > ack {
-                        let s = &mut self.segs[i];
-                        s.sacked = true;
-                        self.sacked_out += 1;
-                        self.highest_sacked_end = self.highest_sacked_end.max(s.end());
-                        if s.lost {
-                            s.lost = false;
-                            self.lost_out -= 1;
-                        }
-                        if s.retrans {
-                            s.retrans = false;
-                            self.retrans_out -= 1;
-                        }
-                        if !s.ever_retrans {
-                            let t = s.tx_time;
-                            first_sackt = Some(first_sackt.map_or(t, |f| f.min(t)));
-                            last_sackt = Some(last_sackt.map_or(t, |l| l.max(t)));
-                        }
-                        acked_bytes += s.len as u64;
-                        self.tp.delivered += 1;
-                        Self::rate_skb_delivered(&mut rb, &self.segs[i]);
-                    }
-                    i += 1;
-                }
-            }
-        }
-
-        // 2. Cumulative acknowledgement (tcp_clean_rtx_queue).
-        let mut pkts_cum_acked = 0u32;
-        while let Some(s) = self.segs.front() {
-            if s.end() > ack {
-                break;
-            }
-            let s = self.segs.pop_front().expect("front exists");
-            self.packets_out -= 1;
-            pkts_cum_acked += 1;
-            if s.lost {
-                self.lost_out -= 1;
-            }
-            if s.retrans {
-                self.retrans_out -= 1;
-            }
-            if s.ever_retrans {
-                retrans_data_acked = true;
-            } else {
-                if first_ackt.is_none() {
-                    first_ackt = Some(s.tx_time);
-                }
-                last_ackt = Some(s.tx_time);
-            }
-            if s.sacked {
-                self.sacked_out -= 1;
-            } else {
-                acked_bytes += s.len as u64;
-                if self.is_sack() {
-                    self.tp.delivered += 1;
-                }
-                Self::rate_skb_delivered(&mut rb, &s);
-            }
-        }
-        self.snd_una = ack;
-        let una_advanced = ack > prior_una;
-
-        // 3. NewReno: duplicate ACKs stand in for SACKed segments.
-        if !self.is_sack() {
-            if una_advanced {
-                // tcp_remove_reno_sacks: one ACK filled the hole, the rest eat dupacks.
-                let acked = pkts_cum_acked;
-                self.tp.delivered += (acked as u64)
-                    .saturating_sub(self.reno_sacked as u64)
-                    .max(1);
-                self.reno_sacked = self.reno_sacked.saturating_sub(acked.saturating_sub(1));
-            } else if self.packets_out > 0 && h.payload_bytes == 0 {
-                // tcp_add_reno_sack: an out-of-order segment was delivered.
-                let prior = self.reno_sacked;
-                self.reno_sacked += 1;
-                self.limit_reno_sacked();
-                if self.reno_sacked > prior {
-                    self.tp.delivered += 1;
-                }
-            }
-            self.limit_reno_sacked();
-        }
-        let newly_acked_sacked = (self.tp.delivered - prior_delivered) as u32;
-
-        // 4. SACK loss marking (RFC 6675 IsLost).
-        let mut newly_lost = 0u32;
-        if self.is_sack() {
-            newly_lost += self.mark_lost_dupthresh();
-            newly_lost += self.mark_lost_retrans();
-            newly_lost += self.mark_lost_after_probe(ack);
-        }
-
-        // 5. ECN feedback (Linux FLAG_ECE / tcp_accecn_process).
-        let mut ece = false;
-        let mut ce_delta = 0u64;
-        match self.tp.ecn {
-            EcnMode::Classic => {
-                if h.has(tcp_flags::ECE) {
-                    ece = true;
-                    ce_delta = newly_acked_sacked as u64;
-                }
-            }
-            EcnMode::AccEcn => {
-                // Only ACKs with forward progress carry a usable ACE.
-                if una_advanced || newly_acked_sacked > 0 {
-                    ce_delta =
-                        self.ack_thinning
-                            .delta(h.ace(), self.s_cep, newly_acked_sacked as u64);
-                    self.s_cep += ce_delta;
-                    ece = ce_delta > 0;
-                }
-            }
-            EcnMode::None => {}
-        }
-        self.tp.delivered_ce += ce_delta;
-
-        // 6. RTT (tcp_ack_update_rtt): Karn's rule on the cumulative part, SACK as fallback.
-        let seq_rtt = if retrans_data_acked {
-            None
-        } else {
-            first_ackt.map(|t| now - t)
-        };
-        let sack_rtt = first_sackt.map(|t| now - t);
-        let mut ca_rtt = if retrans_data_acked {
-            None
-        } else {
-            last_ackt.map(|t| now - t)
-        };
-        if let Some(t) = last_sackt {
-            ca_rtt = Some(now - t);
-        }
-        let mut srtt_sample = seq_rtt.or(sack_rtt);
-        if srtt_sample.is_none() && una_advanced && h.ts_ecr > Nanos::ZERO {
-            // Only retransmitted data was acknowledged: RFC 7323 timestamp echo (Linux
-            // tcp_rtt_tsopt_us), which also ends the RTO backoff.
-            let r = now - h.ts_ecr;
-            srtt_sample = Some(r);
-            ca_rtt = Some(r);
-        }
-        if let Some(r) = srtt_sample {
-            self.rtt.on_sample(r);
-            self.tp.srtt = self.rtt.srtt();
-        }
-        if let Some(r) = ca_rtt {
-            if self.tp.min_rtt == Nanos::ZERO || r < self.tp.min_rtt {
-                self.tp.min_rtt = r;
-            }
-        }
-
-        // 7. Rate sample (tcp_rate_gen).
-        if self.app_limited_until != 0 && self.tp.delivered > self.app_limited_until {
-            self.app_limited_until = 0;
-            self.tp.app_limited = false;
-        }
-        if newly_acked_sacked > 0 {
-            self.delivered_mstamp = now;
-        }
-        let (rs_delivered, rs_interval, prior_delivered_rs) = match rb.prior_delivered {
-            Some(pd) => {
-                let ack_interval = now - rb.prior_mstamp;
-                let interval = rb.snd_interval.max(ack_interval);
-                if interval < self.tp.min_rtt {
-                    // Implausibly short: Linux discards the sample.
-                    (0, Nanos::ZERO, pd)
-                } else {
-                    (self.tp.delivered - pd, interval, pd)
-                }
-            }
-            None => (0, Nanos::ZERO, 0),
-        };
-        // Linux moves the start of the next send interval to the newest delivered send.
-        if rb.prior_delivered.is_some() {
-            self.first_tx_mstamp = rb.newest_tx;
-        }
-
-        self.lost_pkts += newly_lost as u64;
-        let mut sample = AckSample {
-            now,
-            acked_pkts: newly_acked_sacked,
-            acked_bytes,
-            rtt: ca_rtt,
-            ece,
-            ce_delta_pkts: ce_delta as u32,
-            prior_delivered: prior_delivered_rs,
-            rs_delivered,
-            rs_interval,
-            is_app_limited: rb.is_app_limited,
-            losses: newly_lost,
-            prior_in_flight,
-        };
-
-        // 8. CC notifications (clean_rtx_queue → pkts_acked; tcp_in_ack_event).
-        self.sync_tp();
-        if newly_acked_sacked > 0 || ca_rtt.is_some() {
-            self.cc.pkts_acked(&mut self.tp, &sample);
-        }
-        self.cc.in_ack_event(&mut self.tp, &sample);
-
-        // 9. Probe episode (tcp_process_tlp_ack), then the state machine (tcp_fastretrans_alert).
-        self.process_tlp_ack(ack, una_advanced, newly_acked_sacked);
-        if self.snd_una >= self.high_seq {
-            match self.tp.ca_state {
-                // CWR is held until something above high_seq is acked, so that the CWR
-                // flag has reached the receiver.
-                CaState::Cwr if self.snd_una != self.high_seq => {
-                    self.end_cwnd_reduction();
-                    self.set_ca_state(CaState::Open);
-                }
-                CaState::Recovery => {
-                    self.reno_sacked = 0;
-                    self.end_cwnd_reduction();
-                    self.set_ca_state(CaState::Open);
-                }
-                CaState::Loss => {
-                    self.reno_sacked = 0;
-                    self.set_ca_state(CaState::Open);
-                }
-                _ => {}
-            }
-        }
-        if !self.is_sack() {
-            // tcp_newreno_mark_lost.
-            let st = self.tp.ca_state;
-            if (matches!(st, CaState::Open | CaState::Disorder | CaState::Cwr)
-                && self.reno_sacked >= DUP_THRESH)
-                || (st == CaState::Recovery && una_advanced)
-            {
-                let n = self.mark_head_lost();
-                self.limit_reno_sacked();
-                newly_lost += n;
-                self.lost_pkts += n as u64;
-            }
-        }
-        match self.tp.ca_state {
-            CaState::Open | CaState::Disorder | CaState::Cwr => {
-                if self.lost_out > 0 {
-                    self.enter_recovery();
-                } else {
-                    if ece && !self.cc.handles_ecn() {
-                        self.enter_cwr();
-                    }
-                    if self.tp.ca_state != CaState::Cwr {
-                        // tcp_try_keep_open.
-                        let disorder = self.left_out() > 0 || self.retrans_out > 0;
-                        self.set_ca_state(if disorder {
-                            CaState::Disorder
-                        } else {
-                            CaState::Open
-                        });
-                    }
-                }
-            }
-            CaState::Recovery | CaState::Loss => {}
-        }
-
-        // 10. Window update (tcp_cong_control), with the rate sample's losses now including
-        // NewReno's head marking as Linux's rs->losses does.
-        sample.losses = newly_lost;
-        self.sync_tp();
-        if self.cc.has_cong_control() {
-            self.cc.cong_control(&mut self.tp, &sample);
-            self.sync_tp();
-        } else if matches!(self.tp.ca_state, CaState::Cwr | CaState::Recovery) {
-            self.cwnd_reduction(newly_acked_sacked, newly_lost, una_advanced);
-        } else if una_advanced {
-            self.cc.cong_avoid(&mut self.tp, &sample);
-            self.sync_tp();
-        }
-        self.tp.snd_cwnd = self.tp.snd_cwnd.max(1);
-
-        // 11. Retransmission timer (RFC 6298 §5.2–5.3) and probe timer (tcp_set_xmit_timer).
-        if una_advanced {
-            self.rto_deadline = if self.packets_out > 0 {
-                Some(now + self.rtt.rto())
-            } else {
-                None
-            };
-            self.schedule_loss_probe(now, true);
-        } else if !matches!(
-            self.tp.ca_state,
-            CaState::Open | CaState::Disorder | CaState::Cwr
-        ) {
-            self.tlp_deadline = None;
         }
     }
 }

@@ -188,7 +188,11 @@ fn check_nanos(param: &str, v: Nanos, lo: Nanos, hi: Nanos) -> Result<(), ParamE
         Err(ParamError::new(
             param,
             v,
-            &format!("a duration in [{lo}, {hi}]"),
+            &format!(
+                "a duration in [{}, {}]",
+                lo.bound_display(false),
+                hi.bound_display(true)
+            ),
         ))
     }
 }

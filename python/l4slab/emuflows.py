@@ -1,0 +1,301 @@
+"""Scenario mode of the emulator: a scenario's own `[[flows]]` run as `l4slab flow` (l4s-flow)
+processes through the emulated bottleneck for the scenario's `duration`.
+
+One l4s-flow receiver runs on the server side; on the client side a small launcher
+(`emu_launcher.py`, standard library only) starts one l4s-flow sender per flow (after `count`
+is expanded, in the simulator's flow order) at its `start`, ends it at its `stop` or at
+`duration`, and exits at `duration`, which ends the emulation. Data therefore flows
+client -> server (the emulator's uplink) through the scenario's `[link]` and `[aqm]`; the
+server -> client direction is the ACK path, which the simulator leaves uncongested, so it gets
+an unlimited rate unless `[emulator.downlink]` says otherwise. The one-way delay of each
+direction is the flows' `rtt`/2 unless `[emulator]` sets a delay.
+
+What l4s-flow cannot do as the simulator would is refused with one error naming the field
+(`flows[1].rtt: ...`), never approximated: per-flow RTTs, cbr flows, an initial window other
+than 10, SACK or pacing turned off, an `[ack_link]`, and `[link]` features the emulator would
+apply to both directions (loss, Gilbert-Elliott loss, jitter, rate steps, 1 ms txops).
+
+Afterwards `scenario_flows` turns the senders' rows into the simulator's flows.parquet layout
+(flow = the scenario's flow index, its cc and class, one row per sampling instant) and
+summary.json flow rows with the simulator's definitions, so `l4slab validate SIM EMU` compares
+like with like.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from l4slab.scenario import ScenarioError
+
+__all__ = ["EmuFlow", "EmuPlan", "plan_scenario", "scenario_flows", "LAUNCH_FILE",
+           "UNLIMITED_RATE", "MSS_OFFSET", "LAUNCHER"]
+
+#: The launcher script (run with the same Python in the client namespace).
+LAUNCHER = Path(__file__).resolve().with_name("emu_launcher.py")
+#: What the launcher writes into $L4SLAB_FLOW_DIR: the plan plus each sender's pid and exit.
+LAUNCH_FILE = "launch.json"
+#: The ACK direction's rate when the scenario does not set one (the emulator's "no limit").
+UNLIMITED_RATE = "1000gbit"
+#: l4s-flow's header over UDP is 20 bytes longer than the simulated TCP header (44 + 8 bytes
+#: against 32 with timestamps): a scenario `mss` becomes `--mss mss - 20`, so the packets on the
+#: wire have the scenario's size (the default: 1448 -> 1428, both 1500-byte IP packets).
+MSS_OFFSET = 20
+#: l4s-flow's TCP model runs with the simulator's defaults for these (l4s-core TcpConfig).
+_TCP_DEFAULTS = {"init_cwnd": 10, "sack": True, "pacing": True}
+_L4S_FLOW_CCS = ("prague", "dctcp", "cubic", "reno", "bbr1", "bbr3")
+
+
+@dataclass
+class EmuFlow:
+    """One sender of the plan (one scenario flow after `count` is expanded)."""
+
+    index: int          # the simulator's flow id
+    entry: int          # the [[flows]] entry it comes from
+    cc: str
+    klass: str          # "L4S" | "Classic", as the simulator classifies it
+    ecn: str | None     # --ecn (None: what the CC asks for)
+    start_s: float
+    end_s: float        # stop, or the scenario's duration
+    bytes: int | None
+    mss: int | None     # l4s-flow's --mss (None: its default, a 1500-byte datagram)
+    seed: int           # --seed (the CC's random streams)
+    rtt_ms: float
+
+
+@dataclass
+class EmuPlan:
+    """What scenario mode runs: the senders, the emulator's scenario document, the duration."""
+
+    flows: list[EmuFlow]
+    duration_s: float
+    warmup_s: float
+    doc: dict[str, Any]         # the scenario the emulator reads (delays and ACK path set)
+    base_rtt_ms: float          # the emulated path's RTT (uplink + downlink delay)
+
+    def to_json(self) -> dict[str, Any]:
+        """The plan as the launcher reads it."""
+        return {"duration_s": self.duration_s, "flows": [asdict(f) for f in self.flows]}
+
+
+def _ns(text: Any, field: str) -> int:
+    from l4slab._core import parse_duration_ns
+
+    if not isinstance(text, str):
+        raise ScenarioError(f"{field}: {text!r} is not a duration; expected a string like "
+                            "\"20ms\"")
+    try:
+        return int(parse_duration_ns(text))
+    except (ValueError, ScenarioError) as e:
+        raise ScenarioError(f"{field}: {e}") from None
+
+
+def _duration_text(ns: int) -> str:
+    """Nanoseconds as the shortest exact duration string ("10ms", "250us", "7ns")."""
+    for unit, scale in (("s", 10**9), ("ms", 10**6), ("us", 10**3)):
+        if ns % scale == 0:
+            return f"{ns // scale}{unit}"
+    return f"{ns}ns"
+
+
+def _flow_classes(doc: dict[str, Any], base_dir: Path) -> tuple[list[str], list[str]]:
+    """(cc, class) of each simulated flow, asked of the simulator itself (a 1 ms run with every
+    flow started at 0): the class follows the CC's ECN negotiation, which only the models
+    know."""
+    from l4slab._core import run_scenario
+
+    probe = copy.deepcopy(doc)
+    for k in ("emulator", "warmup", "sample_interval"):
+        probe.pop(k, None)
+    probe["duration"] = "1ms"
+    probe["output"] = {"packets": False}
+    probe.get("link", {}).pop("steps", None)
+    for fl in probe.get("flows", []):
+        fl["start"] = "0s"
+        fl.pop("stop", None)
+    raw = run_scenario(json.dumps(probe), "json", str(base_dir))
+    return list(raw["flow_cc"]), list(raw["flow_class"])
+
+
+def plan_scenario(doc: dict[str, Any], base_dir: Path) -> EmuPlan:
+    """Validate `doc` as the simulator does, refuse what the emulator cannot run faithfully
+    (one ScenarioError naming the field), and return the plan."""
+    from l4slab._core import validate_scenario
+
+    # The simulator's checks first (same messages); [emulator] is the emulator's to read.
+    validate_scenario(json.dumps({k: v for k, v in doc.items() if k != "emulator"}), "json",
+                      str(base_dir))
+    if "ack_link" in doc:
+        raise ScenarioError(
+            "ack_link: the emulator has no separate ACK link; limit the server -> client "
+            "direction with [emulator.downlink] rate = \"...\" instead (it then runs the "
+            "scenario's [aqm] too)")
+    link = doc.get("link", {})
+    both_ways = "the emulator applies [link] {what} to both directions (ACKs too), the " \
+        "simulator to the data direction only, so scenario mode cannot run it faithfully"
+    if float(link.get("loss", 0.0)) > 0.0:
+        raise ScenarioError(f"link.loss: {both_ways.format(what='loss')}")
+    if "gilbert" in link:
+        raise ScenarioError(f"link.gilbert: {both_ways.format(what='Gilbert-Elliott loss')}")
+    if "jitter" in link and _ns(link["jitter"], "link.jitter") > 0:
+        raise ScenarioError(f"link.jitter: {both_ways.format(what='jitter')}")
+    if link.get("steps"):
+        raise ScenarioError(f"link.steps: {both_ways.format(what='rate steps')}")
+    if link.get("model") == "txop1ms":
+        raise ScenarioError(f"link.model: \"txop1ms\": {both_ways.format(what='1 ms txops')}")
+    duration_ns = _ns(doc["duration"], "duration")
+    warmup_ns = _ns(doc["warmup"], "warmup") if "warmup" in doc else 0
+    seed = int(doc.get("seed", 1))
+    ccs, classes = _flow_classes(doc, base_dir)
+    rtt0_ns = None
+    flows: list[EmuFlow] = []
+    for i, fl in enumerate(doc["flows"]):
+        p = f"flows[{i}]"
+        cc = fl["cc"]
+        if cc not in _L4S_FLOW_CCS:
+            raise ScenarioError(f"{p}.cc: \"{cc}\" cannot run through the emulator: l4slab flow "
+                                f"carries TCP only; expected one of {', '.join(_L4S_FLOW_CCS)}")
+        rtt_ns = _ns(fl["rtt"], f"{p}.rtt")
+        if rtt0_ns is None:
+            rtt0_ns = rtt_ns
+        elif rtt_ns != rtt0_ns:
+            raise ScenarioError(
+                f"{p}.rtt: \"{fl['rtt']}\" differs from flows[0].rtt \"{doc['flows'][0]['rtt']}\"; "
+                "the emulator has one path delay for all flows, so every flow needs the same rtt")
+        for key, default in _TCP_DEFAULTS.items():
+            if key in fl and fl[key] != default:
+                raise ScenarioError(
+                    f"{p}.{key}: {fl[key]!r} cannot be honoured: l4slab flow has no option for "
+                    f"it and always uses {json.dumps(default)}; remove the key to run through "
+                    "the emulator")
+        mss = None
+        if "mss" in fl:
+            mss = int(fl["mss"]) - MSS_OFFSET
+            if mss < 64:
+                raise ScenarioError(
+                    f"{p}.mss: {fl['mss']} is too small for the emulator: l4slab flow's header "
+                    f"is {MSS_OFFSET} bytes longer than TCP's, so its MSS would be {mss}; "
+                    f"expected mss ≥ {64 + MSS_OFFSET}")
+        start_ns = _ns(fl["start"], f"{p}.start") if "start" in fl else 0
+        end_ns = min(_ns(fl["stop"], f"{p}.stop"), duration_ns) if "stop" in fl \
+            else duration_ns
+        for _ in range(int(fl.get("count", 1))):
+            idx = len(flows)
+            flows.append(EmuFlow(
+                index=idx, entry=i, cc=cc, klass=classes[idx], ecn=fl.get("ecn"),
+                start_s=start_ns / 1e9, end_s=end_ns / 1e9,
+                bytes=int(fl["bytes"]) if "bytes" in fl else None, mss=mss,
+                seed=(seed + idx) % (1 << 63), rtt_ms=rtt_ns / 1e6))
+    assert ccs == [f.cc for f in flows], (ccs, flows)
+    out = copy.deepcopy(doc)
+    emu = out.setdefault("emulator", {})
+    if not isinstance(emu, dict):
+        raise ScenarioError("emulator: must be a table")
+    if "delay" not in emu:
+        # rtt/2 each way, as the simulator splits a flow's base RTT.
+        emu["delay"] = _duration_text((rtt0_ns or 0) // 2)
+    down = emu.setdefault("downlink", {})
+    if not isinstance(down, dict):
+        raise ScenarioError("emulator.downlink: must be a table")
+    if "rate" not in down and "trace" not in down:
+        down["rate"] = UNLIMITED_RATE
+        if "trace" in link:
+            down["once"] = False
+    up = emu.get("uplink", {}) if isinstance(emu.get("uplink"), dict) else {}
+    d_all = _ns(emu["delay"], "emulator.delay")
+    d_up = _ns(up["delay"], "emulator.uplink.delay") if "delay" in up else d_all
+    d_down = _ns(down["delay"], "emulator.downlink.delay") if "delay" in down else d_all
+    return EmuPlan(flows=flows, duration_s=duration_ns / 1e9, warmup_s=warmup_ns / 1e9,
+                   doc=out, base_rtt_ms=(d_up + d_down) / 1e6)
+
+
+# --- after the run: the senders' rows in the simulator's layout -------------------------------
+
+def _jain(xs: list[float]) -> float:
+    s, s2 = sum(xs), sum(x * x for x in xs)
+    return float("nan") if not xs or s2 == 0 else s * s / (len(xs) * s2)
+
+
+def _held(t: np.ndarray, rows: pd.DataFrame, col: str) -> np.ndarray:
+    """The sender's last reported value at or before each instant of `t` (0 before its first
+    row): the simulator's recorder reads the endpoint's state at the sampling instant."""
+    ts = rows["t_s"].to_numpy()
+    v = rows[col].to_numpy(dtype=np.float64)
+    k = np.searchsorted(ts, t, side="right") - 1
+    return np.where(k >= 0, v[np.clip(k, 0, None)], 0.0)
+
+
+def scenario_flows(launch: dict[str, Any], senders: pd.DataFrame | None, grid: np.ndarray,
+                   bottleneck_flows: list[dict[str, Any]], window: tuple[float, float]
+                   ) -> tuple[pd.DataFrame, list[dict[str, Any]], dict[str, Any]]:
+    """flows.parquet rows, summary.json flow rows and a diagnostics dict for a scenario-mode run.
+
+    `launch` is the launcher's record (plan flows with pid and exit), `senders` the rows of the
+    flow-<pid>.csv files, `grid` the bottleneck's sampling instants, `bottleneck_flows` the
+    emulator's per-5-tuple summary rows, `window` (warmup, end) in seconds. Throughput is
+    goodput (payload delivered in order, the sender's count), per sampling interval in the
+    rows and over the window in the summary, as the simulator defines it."""
+    cols = ["t_s", "flow", "cc", "class", "delivered_bytes", "tput_mbps", "cwnd_pkts",
+            "srtt_ms", "pacing_mbps", "ce_acked"]
+    frames, rows = [], []
+    by_key = {b.get("flow"): b for b in bottleneck_flows}
+    warm, end = window
+    t = np.asarray(grid, dtype=np.float64)
+    problems: list[str] = []
+    for f in launch["flows"]:
+        idx = int(f["index"])
+        mine = pd.DataFrame(columns=["t_s", "flow"])
+        if senders is not None and f.get("pid") is not None:
+            mine = senders[senders["_pid"] == int(f["pid"])].sort_values("t_s")
+        key = str(mine["flow"].iloc[0]) if len(mine) else None
+        if not len(mine):
+            problems.append(f"flow {idx} ({f['cc']}): no rows from its sender")
+        df = pd.DataFrame({"t_s": t, "flow": np.full(len(t), idx, dtype=np.uint32)})
+        for c in ("delivered_bytes", "cwnd_pkts", "srtt_ms", "pacing_mbps", "ce_acked"):
+            df[c] = _held(t, mine, c) if len(mine) else np.zeros(len(t))
+        dt = np.diff(t, prepend=0.0)
+        dd = np.diff(df["delivered_bytes"].to_numpy(), prepend=0.0)
+        df["tput_mbps"] = np.where(dt > 0, dd * 8.0 / np.where(dt > 0, dt, 1) / 1e6, 0.0)
+        df["cc"], df["class"] = f["cc"], f["klass"]
+        frames.append(df[cols])
+        # Summary: the simulator's window definitions (recorder.rs).
+        if len(mine):
+            at = _held(np.array([warm, end]), mine, "delivered_bytes")
+            ce = _held(np.array([warm, end]), mine, "ce_acked")
+            srtt = mine.loc[(mine["t_s"] >= warm) & (mine["srtt_ms"] > 0), "srtt_ms"]
+            tput = (at[1] - at[0]) * 8.0 / (end - warm) / 1e6 if end > warm else float("nan")
+            ce_marks = int(ce[1] - ce[0])
+            srtt_ms = float(srtt.mean()) if len(srtt) else None
+            fct = None
+            if f.get("bytes"):
+                done = mine.loc[mine["delivered_bytes"] >= int(f["bytes"]), "t_s"]
+                fct = float(done.iloc[0]) - float(f["start_s"]) if len(done) else None
+        else:
+            tput, ce_marks, srtt_ms, fct = 0.0, 0, None, None
+        b = by_key.get(key, {})
+        if key is not None and key in by_key and b.get("class") != f["klass"]:
+            problems.append(f"flow {idx} ({f['cc']}): the bottleneck saw {b.get('class')} "
+                            f"packets, the simulator would send {f['klass']}")
+        rows.append({"id": idx, "cc": f["cc"], "class": f["klass"], "tput_mbps": tput,
+                     "srtt_ms": srtt_ms, "ce_marks": ce_marks, "drops": b.get("drops", 0),
+                     # l4s-flow's per-sample rows carry no retransmit counter.
+                     "retransmits": None, "base_rtt_ms": f["rtt_ms"], "fct_s": fct,
+                     "flow": key})
+    flows = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols)
+    flows = flows.sort_values(["t_s", "flow"], kind="stable").reset_index(drop=True)
+    flows["flow"] = flows["flow"].astype(np.uint32)
+    flows["cc"] = flows["cc"].astype("category")
+    flows["class"] = pd.Categorical(flows["class"], categories=["L4S", "Classic"])
+    diag = {"senders": [{k: f.get(k) for k in ("index", "cc", "pid", "exit", "ended_by")}
+                        for f in launch["flows"]],
+            "bottleneck_flows": bottleneck_flows, "problems": problems,
+            "jain": _jain([r["tput_mbps"] for r in rows
+                           if r["tput_mbps"] is not None and math.isfinite(r["tput_mbps"])])}
+    return flows, rows, diag

@@ -1,0 +1,412 @@
+"""`l4slab emulate SCENARIO.toml` (scenario mode): the scenario's own [[flows]] as l4s-flow
+senders through the emulator; refusals of what it cannot run faithfully; the senders' rows in
+the simulator's layout."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from l4slab.emuflows import MSS_OFFSET, UNLIMITED_RATE, plan_scenario, scenario_flows
+from l4slab.scenario import ScenarioError
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_emulate import EMU_BIN, l4slab, need_root  # noqa: E402
+
+TWO_FLOWS = """
+seed = 1
+duration = "6s"
+warmup = "1s"
+[link]
+rate = "20mbit"
+[aqm]
+kind = "dualpi2"
+[[flows]]
+cc = "prague"
+rtt = "20ms"
+[[flows]]
+cc = "cubic"
+rtt = "20ms"
+"""
+
+
+def doc(extra_flow: str = "", **top: str) -> dict:
+    import tomllib
+
+    d = tomllib.loads(TWO_FLOWS + extra_flow)
+    d.update(top)
+    return d
+
+
+# --- the plan --------------------------------------------------------------------------------
+
+def test_plan_expands_count_in_simulator_order_with_classes_and_delays(tmp_path):
+    d = doc('[[flows]]\ncc = "dctcp"\nrtt = "20ms"\ncount = 2\nstart = "2s"\nstop = "4s"\n'
+            'mss = 1200\n')
+    plan = plan_scenario(d, tmp_path)
+    assert [(f.index, f.entry, f.cc, f.klass) for f in plan.flows] == [
+        (0, 0, "prague", "L4S"), (1, 1, "cubic", "Classic"), (2, 2, "dctcp", "Classic"),
+        (3, 2, "dctcp", "Classic")]
+    f = plan.flows[2]
+    assert (f.start_s, f.end_s, f.mss) == (2.0, 4.0, 1200 - MSS_OFFSET)
+    assert plan.flows[0].end_s == 6.0 and plan.flows[0].mss is None
+    # rtt/2 each way; the ACK direction is not rate-limited (the simulator's ACK path).
+    assert plan.doc["emulator"] == {"delay": "10ms", "downlink": {"rate": UNLIMITED_RATE}}
+    assert plan.base_rtt_ms == 20.0
+    # The simulator's own classification: DCTCP asks for classic ECN (ECT(0)) unless told
+    # otherwise, so it is Classic above; with ecn = "l4s" it is L4S, as bbr3 is.
+    d = doc('[[flows]]\ncc = "dctcp"\nrtt = "20ms"\necn = "l4s"\n'
+            '[[flows]]\ncc = "bbr3"\nrtt = "20ms"\necn = "l4s"\n')
+    assert [f.klass for f in plan_scenario(d, tmp_path).flows][2:] == ["L4S", "L4S"]
+
+
+def test_an_emulator_delay_in_the_scenario_wins(tmp_path):
+    d = doc(emulator={"delay": "5ms", "uplink": {"delay": "15ms"}})
+    plan = plan_scenario(d, tmp_path)
+    assert plan.doc["emulator"]["delay"] == "5ms"
+    assert plan.base_rtt_ms == 20.0  # 15 ms up + 5 ms down
+
+
+@pytest.mark.parametrize("extra, top, field, why", [
+    ('[[flows]]\ncc = "cubic"\nrtt = "40ms"\n', {}, "flows[2].rtt", "one path delay"),
+    ('[[flows]]\ncc = "cbr"\nrtt = "20ms"\nrate = "1mbit"\n', {}, "flows[2].cc",
+     "TCP only"),
+    ('[[flows]]\ncc = "cubic"\nrtt = "20ms"\ninit_cwnd = 4\n', {}, "flows[2].init_cwnd",
+     "always uses 10"),
+    ('[[flows]]\ncc = "cubic"\nrtt = "20ms"\nsack = false\n', {}, "flows[2].sack",
+     "always uses true"),
+    ('[[flows]]\ncc = "cubic"\nrtt = "20ms"\npacing = false\n', {}, "flows[2].pacing",
+     "always uses true"),
+    ('[[flows]]\ncc = "cubic"\nrtt = "20ms"\nmss = 80\n', {}, "flows[2].mss", "mss ≥ 84"),
+    ("", {"ack_link": {"rate": "1mbit"}}, "ack_link", "[emulator.downlink]"),
+])
+def test_what_l4s_flow_cannot_honour_is_refused_naming_the_field(tmp_path, extra, top, field,
+                                                                 why):
+    with pytest.raises(ScenarioError) as e:
+        plan_scenario(doc(extra, **top), tmp_path)
+    msg = str(e.value)
+    assert msg.startswith(f"{field}:"), msg
+    assert why in msg, msg
+
+
+@pytest.mark.parametrize("key, value", [
+    ("loss", 0.01), ("jitter", "2ms"), ("steps", [{"at": "2s", "rate": "10mbit"}]),
+    ("model", "txop1ms"), ("gilbert", {"p": 0.01, "r": 0.5, "loss_good": 0.0,
+                                       "loss_bad": 0.5}),
+])
+def test_link_features_the_emulator_applies_both_ways_are_refused(tmp_path, key, value):
+    d = doc()
+    d["link"][key] = value
+    with pytest.raises(ScenarioError) as e:
+        plan_scenario(d, tmp_path)
+    assert str(e.value).startswith(f"link.{key}:"), str(e.value)
+    assert "both directions" in str(e.value)
+
+
+def test_the_simulators_own_errors_come_first(tmp_path):
+    d = doc()
+    d["flows"][1]["rtt"] = "fast"
+    with pytest.raises(ScenarioError) as e:
+        plan_scenario(d, tmp_path)
+    assert "flows[1].rtt" in str(e.value)
+
+
+def test_cli_refusal_is_one_line_exit_2_and_nothing_runs(tmp_path):
+    scen = tmp_path / "s.toml"
+    scen.write_text(TWO_FLOWS.replace('rtt = "20ms"\n"""', 'rtt = "20ms"\n""').replace(
+        'cc = "cubic"\nrtt = "20ms"', 'cc = "cubic"\nrtt = "40ms"'))
+    out = tmp_path / "out"
+    r = l4slab(str(scen), "-o", str(out), "--quiet")
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.strip().count("\n") == 0, r.stderr
+    assert "flows[1].rtt" in r.stderr and "Traceback" not in r.stderr
+    assert not out.exists()
+    # A flag that only makes sense with a COMMAND is refused in scenario mode, named.
+    r = l4slab(str(scen), "--rate", "10mbit", "-o", str(out))
+    assert r.returncode == 2 and "--rate: not available in scenario mode" in r.stderr
+
+
+# --- the senders' rows in the simulator's layout ---------------------------------------------
+
+def test_sender_rows_become_simulator_rows_and_summary(tmp_path):
+    # Sender 7 (flow 1 of the scenario) reports every 16 ms with a 5 ms offset, delivering
+    # 2000 bytes per report from t = 0.005; sender 9 (flow 0) never wrote a row.
+    t = 0.005 + 0.016 * np.arange(200)
+    senders = pd.DataFrame({
+        "t_s": t, "flow": "udp 10.77.0.1:4000>10.77.0.2:5201", "cc": "cubic",
+        "delivered_bytes": 2000.0 * np.arange(1, 201), "tput_mbps": 1.0,
+        "cwnd_pkts": 10.0, "srtt_ms": np.where(t < 1.0, 50.0, 30.0), "pacing_mbps": 2.0,
+        "ce_acked": np.arange(200, dtype=float), "_pid": 7})
+    launch = {"duration_s": 3.2, "flows": [
+        {"index": 0, "cc": "prague", "klass": "L4S", "pid": 9, "rtt_ms": 20.0,
+         "start_s": 0.0, "bytes": None, "exit": 130, "ended_by": "end time"},
+        {"index": 1, "cc": "cubic", "klass": "Classic", "pid": 7, "rtt_ms": 20.0,
+         "start_s": 0.0, "bytes": 100000, "exit": 0, "ended_by": "itself"}]}
+    grid = 0.016 * np.arange(1, 201)
+    bott = [{"flow": "udp 10.77.0.1:4000>10.77.0.2:5201", "class": "Classic", "drops": 4}]
+    flows, rows, diag = scenario_flows(launch, senders, grid, bott, (1.0, 3.0))
+    assert list(flows["flow"].unique()) == [0, 1]
+    f1 = flows[flows["flow"] == 1].reset_index(drop=True)
+    assert len(f1) == len(grid) and (f1["cc"] == "cubic").all()
+    assert (f1["class"] == "Classic").all()
+    # Held values: at t = 0.016 the last report is the one at 0.005 (2000 bytes).
+    assert f1["delivered_bytes"].iloc[0] == 2000.0
+    # One report per 16 ms interval: 2000 bytes per 16 ms = 1.0 Mb/s in every later row.
+    assert np.allclose(f1["tput_mbps"].iloc[1:], 2000 * 8 / 0.016 / 1e6)
+    # Summary over (1, 3]: delivered at 3.0 minus at 1.0 (held), over 2 s.
+    held = lambda x: 2000.0 * (np.searchsorted(t, x, side="right"))  # noqa: E731
+    assert rows[1]["tput_mbps"] == pytest.approx((held(3.0) - held(1.0)) * 8 / 2.0 / 1e6)
+    assert rows[1]["srtt_ms"] == 30.0 and rows[1]["drops"] == 4
+    assert rows[1]["ce_marks"] == int(np.searchsorted(t, 3.0, "right") -
+                                      np.searchsorted(t, 1.0, "right"))
+    # 100000 bytes are reached by the 50th report.
+    assert rows[1]["fct_s"] == pytest.approx(t[49])
+    assert rows[1]["id"] == 1 and rows[1]["base_rtt_ms"] == 20.0
+    assert rows[0]["tput_mbps"] == 0.0 and (flows[flows["flow"] == 0]["tput_mbps"] == 0).all()
+    assert diag["problems"] == ["flow 0 (prague): no rows from its sender"]
+
+
+# --- through the emulator (root) -------------------------------------------------------------
+
+def test_two_flows_run_through_the_emulator_as_in_the_scenario(tmp_path):
+    need_root()
+    scen = tmp_path / "pc.toml"
+    scen.write_text(TWO_FLOWS + "[output]\npackets = true\n")
+    out = tmp_path / "run"
+    r = l4slab(str(scen), "-o", str(out), "--quiet", timeout=90)
+    assert r.returncode == 0, r.stderr
+    s = json.loads((out / "summary.json").read_text())
+    assert [(f["id"], f["cc"], f["class"]) for f in s["flows"]] == [
+        (0, "prague", "L4S"), (1, "cubic", "Classic")]
+    mode = s["emulator"]["scenario_mode"]
+    assert mode["problems"] == [], mode["problems"]
+    assert [x["ended_by"] for x in mode["senders"]] == ["end time", "end time"]
+    assert s["emulator"]["primary_direction"] == "uplink"
+    # The run lasts the scenario's duration (plus the emulator's start and stop).
+    assert 6.0 <= s["duration_s"] < 7.0
+    assert s["link"]["utilisation"] >= 0.85
+    # Goodput: a 1500-byte datagram carries 1428 payload bytes.
+    assert sum(f["tput_mbps"] for f in s["flows"]) >= 0.85 * 20 * 1428 / 1500
+    assert all(f["tput_mbps"] > 0.5 for f in s["flows"])
+    q = {x["name"]: x for x in s["queues"]}
+    # DualPI2 (Linux defaults): the L queue is CE-marked above step_thresh = 1 ms, so the
+    # scalable flow holds it below that on average; PI2 steers the C queue to target = 15 ms.
+    assert q["L"]["sojourn_ms"]["mean"] < 1.0, q["L"]
+    assert 7.5 <= q["C"]["sojourn_ms"]["mean"] <= 22.5, q["C"]
+    assert q["L"]["marks"] > 0 and s["flows"][0]["ce_marks"] > 0
+    flows = pd.read_parquet(out / "flows.parquet")
+    assert sorted(flows["flow"].unique()) == [0, 1]
+    assert dict(flows.groupby("flow")["cc"].first().astype(str)) == {0: "prague", 1: "cubic"}
+    assert dict(flows.groupby("flow")["class"].first().astype(str)) == {0: "L4S", 1: "Classic"}
+    samples = pd.read_parquet(out / "samples.parquet")
+    # One flow row per flow at every sampling instant, as the simulator writes them.
+    assert len(flows) == 2 * samples["t_s"].nunique()
+    # Per-packet rows name the scenario's flows too: Prague's ECT(1) data goes through the
+    # L queue (its few Not-ECT control datagrams, the handshake and the end, through C),
+    # Cubic's Not-ECT packets through the C queue.
+    pk = pd.read_parquet(out / "packets.parquet")
+    in_l = pk.assign(l=pk["queue"].astype(str) == "L").groupby("flow")["l"].agg(["sum", "size"])
+    assert in_l.loc[0, "sum"] >= in_l.loc[0, "size"] - 5 and in_l.loc[0, "size"] > 1000, in_l
+    assert in_l.loc[1, "sum"] == 0 and in_l.loc[1, "size"] > 500, in_l
+    # Other packets are not the senders': e.g. ICMP port unreachable from the client once its
+    # senders have ended (ids after the scenario's, named in summary.emulator.flow_keys).
+    keys = s["emulator"]["flow_keys"]
+    for fid in set(pk["flow"].unique()) - {0, 1}:
+        assert not keys[fid - 2].startswith("udp "), keys[fid - 2]
+    r2 = subprocess.run([sys.executable, "-m", "l4slab.cli", "summary", str(out)],
+                        capture_output=True, text=True, timeout=60)
+    assert r2.returncode == 0 and "prague" in r2.stdout, r2.stderr
+
+
+def test_a_scenario_without_flows_still_runs_a_command(tmp_path):
+    if not EMU_BIN.exists():
+        pytest.skip(f"needs {EMU_BIN}")
+    need_root()
+    scen = tmp_path / "b.toml"
+    scen.write_text('[link]\nrate = "10mbit"\n[aqm]\nkind = "fifo"\n')
+    r = l4slab(str(scen), "-o", str(tmp_path / "o"), "--quiet", "--", "sh", "-c", "exit 3")
+    assert r.returncode == 3, r.stderr
+
+
+# --- l4slab sweep --emulate ------------------------------------------------------------------
+
+ONE_FLOW = """
+seed = 1
+duration = "2s"
+warmup = "0.5s"
+[link]
+rate = "10mbit"
+[aqm]
+kind = "dualpi2"
+[[flows]]
+cc = "prague"
+rtt = "10ms"
+"""
+
+
+def sweep_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "l4slab.cli", "sweep", *args],
+                          capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
+
+
+def test_sweep_emulate_refuses_a_grid_point_before_anything_runs(tmp_path):
+    (tmp_path / "base.toml").write_text(ONE_FLOW + '[[flows]]\ncc = "cubic"\nrtt = "10ms"\n')
+    sw = tmp_path / "sw.toml"
+    sw.write_text('base = "base.toml"\n[grid]\n"flows.1.rtt" = ["10ms", "30ms"]\n')
+    out = tmp_path / "out"
+    r = sweep_cli(str(sw), "--emulate", "-o", str(out))
+    assert r.returncode == 2, r.stderr
+    assert "grid point flows.1.rtt=30ms: flows[1].rtt" in r.stderr.replace("\n", " ")
+    assert "Traceback" not in r.stderr and not (out / "runs").exists()
+    r = sweep_cli(str(sw), "--emulate", "-j", "2", "-o", str(out))
+    assert r.returncode == 2 and "one run at a time" in r.stderr
+
+
+def test_sweep_emulate_names_the_remedy_when_the_emulator_cannot_run(request):
+    need_root()
+    import shutil
+    import stat
+
+    if Path("/dev/net/tun").stat().st_mode & stat.S_IROTH:
+        pytest.skip("/dev/net/tun is open to every user here: nobody can run the emulator")
+    if shutil.which("setpriv") is None:
+        pytest.skip("needs setpriv")
+    import tempfile
+
+    # pytest's tmp_path sits under a directory only root can enter.
+    work = Path(tempfile.mkdtemp(prefix="l4slab-nobody-"))
+    request.addfinalizer(lambda: shutil.rmtree(work, ignore_errors=True))
+    work.chmod(0o777)
+    (work / "base.toml").write_text(ONE_FLOW)
+    (work / "sw.toml").write_text('base = "base.toml"\n')
+    r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                        sys.executable, "-m", "l4slab.cli", "sweep", "sw.toml", "--emulate",
+                        "-o", "out"], capture_output=True, text=True, timeout=60, cwd=work,
+                       env={"PATH": "/usr/bin:/bin", "HOME": str(work),
+                            "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "python"),
+                            "L4SLAB_EMU_BIN": str(EMU_BIN)})
+    assert r.returncode == 2, r.stderr
+    msg = " ".join(r.stderr.split())
+    assert "the emulator cannot run here" in msg and "chmod 0666 /dev/net/tun" in msg, msg
+    assert not (work / "out" / "runs").exists() or not any((work / "out" / "runs").iterdir())
+
+
+def test_sweep_emulate_runs_each_point_and_resumes(tmp_path):
+    need_root()
+    (tmp_path / "base.toml").write_text(ONE_FLOW)
+    sw = tmp_path / "sw.toml"
+    sw.write_text('base = "base.toml"\n[grid]\n"link.rate" = ["10mbit", "20mbit"]\n')
+    out = tmp_path / "out"
+    r = sweep_cli(str(sw), "--emulate", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    runs = out / "runs"
+    assert sorted(p.name for p in runs.iterdir()) == ["p000-r00", "p001-r00"]
+    tput = {}
+    for name in ("p000-r00", "p001-r00"):
+        s = json.loads((runs / name / "summary.json").read_text())
+        ident = json.loads((runs / name / "params.json").read_text())
+        assert ident["engine"] == "emulator"
+        assert s["flows"][0]["cc"] == "prague" and s["flows"][0]["class"] == "L4S"
+        tput[ident["params"]["link.rate"]] = s["flows"][0]["tput_mbps"]
+        assert s["link"]["capacity_mbps"] == pytest.approx(
+            float(ident["params"]["link.rate"][:-4]))
+    # Each point ran at its own rate: goodput ≤ rate × 1428/1500, and the 20 Mb/s point
+    # carries more than the 10 Mb/s one could.
+    assert tput["10mbit"] <= 10 * 1428 / 1500 and tput["20mbit"] > 10.0, tput
+    idx = pd.read_parquet(out / "sweep.parquet")
+    assert list(idx["status"]) == ["ok", "ok"]
+    # Resume: a finished run is kept as it is; an unfinished one (no summary.json) reruns.
+    kept = (runs / "p000-r00" / "summary.json").read_bytes()
+    (runs / "p001-r00" / "summary.json").unlink()
+    r = sweep_cli(str(sw), "--emulate", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "resuming: 1 of 2 runs already finished" in r.stdout, r.stdout
+    assert (runs / "p000-r00" / "summary.json").read_bytes() == kept
+    assert (runs / "p001-r00" / "summary.json").exists()
+    assert not [p for p in runs.iterdir() if p.name.startswith(".")]
+    # A simulator sweep may not write into this directory, nor this one into a simulator's.
+    r = sweep_cli(str(sw), "-o", str(out))
+    assert r.returncode == 2 and "holds emulator runs" in " ".join(r.stderr.split()), r.stderr
+
+
+# --- the launcher (no root: a stand-in for l4s-flow) -----------------------------------------
+
+FAKE_FLOW = """#!/bin/sh
+# Records its arguments; "--cc reno" fails at once, a -t flow sends for -t seconds, others
+# (sized transfers) run until they are ended.
+echo "$@" > "$L4SLAB_FLOW_DIR/args-$$"
+case "$*" in *"--cc reno"*) echo "no route" >&2; exit 3;; esac
+t=$(echo "$@" | sed -n 's/.*-t \\([0-9.]*\\).*/\\1/p')
+trap 'exit 130' TERM
+if [ -n "$t" ]; then sleep "$t"; exit 0; fi
+while :; do sleep 0.05; done
+"""
+
+
+def run_launcher(tmp_path, flows, duration_s):
+    import os
+    import time
+
+    from l4slab.emuflows import LAUNCHER
+
+    fake = tmp_path / "fake-flow"
+    fake.write_text(FAKE_FLOW)
+    fake.chmod(0o755)
+    fdir = tmp_path / "flows"
+    fdir.mkdir()
+    plan = tmp_path / "plan.json"
+    base = {"entry": 0, "klass": "Classic", "ecn": None, "bytes": None, "mss": None,
+            "seed": 1, "rtt_ms": 20.0}
+    plan.write_text(json.dumps({"duration_s": duration_s,
+                                "flows": [{**base, **f} for f in flows]}))
+    t0 = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    env = {**os.environ, "L4SLAB_T0_NS": str(t0), "L4SLAB_SERVER": "10.77.0.2",
+           "L4SLAB_FLOW_DIR": str(fdir)}
+    r = subprocess.run([sys.executable, str(LAUNCHER), str(plan), str(fake)], env=env,
+                       capture_output=True, text=True, timeout=30)
+    wall = (time.clock_gettime_ns(time.CLOCK_MONOTONIC) - t0) / 1e9
+    launch = json.loads((fdir / "launch.json").read_text())
+    args = {int(p.name.split("-")[1]): p.read_text().split() for p in fdir.glob("args-*")}
+    return r, wall, {f["index"]: f for f in launch["flows"]}, args
+
+
+def test_launcher_starts_and_ends_each_flow_at_its_times(tmp_path):
+    r, wall, fl, args = run_launcher(tmp_path, [
+        {"index": 0, "cc": "prague", "start_s": 0.0, "end_s": 1.5},
+        {"index": 1, "cc": "cubic", "start_s": 0.5, "end_s": 1.0, "ecn": "classic",
+         "mss": 1180},
+        {"index": 2, "cc": "cubic", "start_s": 0.2, "end_s": 0.8, "bytes": 10**9}], 1.5)
+    assert r.returncode == 0, r.stderr
+    # The run ends at the duration (plus the stand-ins' exit), not before.
+    assert 1.5 <= wall < 3.5, wall
+    for i, start in ((0, 0.0), (1, 0.5), (2, 0.2)):
+        assert start <= fl[i]["started_s"] < start + 0.3, fl[i]
+    a1 = args[fl[1]["pid"]]
+    assert a1[:4] == ["-c", "10.77.0.2", "--cc", "cubic"]
+    assert a1[a1.index("--ecn") + 1] == "classic" and a1[a1.index("--mss") + 1] == "1180"
+    # -t counts to the flow's end time from its actual start.
+    assert float(a1[a1.index("-t") + 1]) == pytest.approx(1.0 - fl[1]["started_s"], abs=0.02)
+    assert fl[1]["ended_by"] == "itself" and fl[1]["exit"] == 0
+    assert fl[1]["ended_s"] == pytest.approx(1.0, abs=0.25)
+    # A sized transfer still running at its end time is ended there.
+    a2 = args[fl[2]["pid"]]
+    assert a2[a2.index("-n") + 1] == str(10**9) and "-t" not in a2
+    assert fl[2]["ended_by"] == "end time" and fl[2]["ended_s"] == pytest.approx(0.8, abs=0.25)
+    # A timed flow whose end is the duration is ended with the run.
+    assert fl[0]["ended_by"] in ("end time", "itself")
+
+
+def test_launcher_reports_a_failed_sender_and_exits_1(tmp_path):
+    r, _, fl, _ = run_launcher(tmp_path, [
+        {"index": 0, "cc": "reno", "start_s": 0.0, "end_s": 0.5},
+        {"index": 1, "cc": "cubic", "start_s": 0.0, "end_s": 0.5}], 0.5)
+    assert r.returncode == 1
+    assert "flow 0 (reno): l4s-flow exited with status 3: no route" in r.stderr
+    assert fl[0]["exit"] == 3 and fl[1]["exit"] in (0, 130)
