@@ -88,6 +88,7 @@ def test_a_root_run_ends_in_a_standard_run_directory(tmp_path):
         assert (out / f).exists(), f
     s = json.loads((out / "summary.json").read_text())
     assert s["emulator"]["primary_direction"] == "uplink"
+    assert s["emulator"]["offload"] is True  # TUN offloads are on unless --no-offload
     assert [q["name"] for q in s["queues"]] == ["L", "C"]
     assert s["lateness_us"]["p99"] is not None and s["lateness_us"]["p50"] >= 0
     tput = sum(f["tput_mbps"] for f in s["flows"])

@@ -232,6 +232,13 @@ def _held(t: np.ndarray, rows: pd.DataFrame, col: str) -> np.ndarray:
     return np.where(k >= 0, v[np.clip(k, 0, None)], 0.0)
 
 
+def _interp(t: np.ndarray, rows: pd.DataFrame, col: str) -> np.ndarray:
+    """A cumulative counter of the sender at the instants `t`, linear between its reports (0
+    before the first, the last value after the last)."""
+    return np.interp(t, rows["t_s"].to_numpy(dtype=np.float64),
+                     rows[col].to_numpy(dtype=np.float64), left=0.0)
+
+
 def scenario_flows(launch: dict[str, Any], senders: pd.DataFrame | None, grid: np.ndarray,
                    bottleneck_flows: list[dict[str, Any]], window: tuple[float, float]
                    ) -> tuple[pd.DataFrame, list[dict[str, Any]], dict[str, Any]]:
@@ -267,9 +274,12 @@ def scenario_flows(launch: dict[str, Any], senders: pd.DataFrame | None, grid: n
         frames.append(df[cols])
         # Summary: the simulator's window definitions (recorder.rs).
         if len(mine):
-            at = _held(np.array([warm, end]), mine, "delivered_bytes")
-            ce = _held(np.array([warm, end]), mine, "ce_acked")
-            srtt = mine.loc[(mine["t_s"] >= warm) & (mine["srtt_ms"] > 0), "srtt_ms"]
+            # Counters at the window's ends, interpolated between the sender's reports (a held
+            # value could stretch the window by up to one report interval).
+            at = _interp(np.array([warm, end]), mine, "delivered_bytes")
+            ce = np.round(_interp(np.array([warm, end]), mine, "ce_acked"))
+            srtt = mine.loc[(mine["t_s"] >= warm) & (mine["t_s"] <= end) & (mine["srtt_ms"] > 0),
+                            "srtt_ms"]
             tput = (at[1] - at[0]) * 8.0 / (end - warm) / 1e6 if end > warm else float("nan")
             ce_marks = int(ce[1] - ce[0])
             srtt_ms = float(srtt.mean()) if len(srtt) else None

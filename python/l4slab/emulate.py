@@ -163,7 +163,10 @@ def build_run_dir(out: Path, *, figures: bool = True, report: bool = True) -> di
         # Scenario mode: the senders' rows in the simulator's layout, by scenario flow index.
         launch = json.loads(launch_path.read_text())
         warm = float(run.summary.get("warmup_s") or 0.0)
-        end = float(run.summary.get("duration_s") or launch["duration_s"])
+        # The senders run until the scenario's duration; the emulator stops a little later.
+        # The flows' window is the simulator's, (warmup, duration].
+        end = min(float(run.summary.get("duration_s") or launch["duration_s"]),
+                  float(launch["duration_s"]))
         grid = np.unique(run.samples["t_s"].to_numpy()) if len(run.samples) else \
             np.arange(1, int(end / 0.016) + 1) * 0.016
         flows, rows, scenario_mode = scenario_flows(
@@ -207,6 +210,7 @@ def build_run_dir(out: Path, *, figures: bool = True, report: bool = True) -> di
         "exit_status": meta.get("exit_status"),
         "duration_s": meta.get("duration_s"),
         "realtime": meta.get("realtime"),
+        "offload": meta.get("offload"),
         "lateness_us": {n: dirs[n].get("lateness_us", {}) for n in dirs},
         "directions": {n: meta_d for n, meta_d in
                        ((x["name"], x) for x in meta.get("directions", []))},

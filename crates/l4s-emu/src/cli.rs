@@ -21,8 +21,9 @@ options:
   --loss P               i.i.d. loss probability in each direction     (link.loss)
   --aqm KIND             fifo | fifo_ecn | codel | pie | fq_codel | dualpi2   (aqm.kind)
   --aqm-arg KEY=VALUE    an [aqm] key, repeatable, e.g. step_thresh=5ms
-  --uplink-log FILE      Mahimahi-format log of the uplink (not in this version: refused)
-  --downlink-log FILE    Mahimahi-format log of the downlink (not in this version: refused)
+  --uplink-log FILE      Mahimahi mm-link log of the uplink (a new file; never overwritten)
+  --downlink-log FILE    Mahimahi mm-link log of the downlink (a new file; never overwritten)
+  --no-offload           no TSO/checksum offload on the TUN devices (default: offloads on)
   --server CMD           run CMD (through sh -c) on the server side (two-namespace mode)
   --host                 host mode: COMMAND reaches the host and beyond through the link
   --seed N               random seed (seed)
@@ -55,6 +56,12 @@ pub struct Options {
     pub no_realtime: bool,
     /// Write one JSON line of live statistics per tick to this descriptor (the dashboard).
     pub stats_fd: Option<i32>,
+    /// Mahimahi-format log of the uplink (`--uplink-log`).
+    pub uplink_log: Option<PathBuf>,
+    /// Mahimahi-format log of the downlink (`--downlink-log`).
+    pub downlink_log: Option<PathBuf>,
+    /// Open the TUN devices without IFF_VNET_HDR/TUNSETOFFLOAD (`--no-offload`).
+    pub no_offload: bool,
     /// --help was given.
     pub help: bool,
 }
@@ -155,13 +162,27 @@ pub fn parse(args: &[String]) -> Result<Options, EmuError> {
             "--no-realtime" => o.no_realtime = true,
             "--server" => o.server = value,
             "-o" | "--output" => o.output = value.map(PathBuf::from),
-            // Refused rather than silently ignored until the log writer exists.
+            "--no-offload" => o.no_offload = true,
             "--uplink-log" | "--downlink-log" => {
-                return Err(bad(
-                    flag,
-                    "Mahimahi-format logs are not written by this version; use -o DIR \
-                     (packets.parquet with output.packets = true) instead",
-                ))
+                let p = PathBuf::from(value.unwrap_or_default());
+                if p.as_os_str().is_empty() {
+                    return Err(bad(flag, "needs a file name"));
+                }
+                // Mahimahi truncates an existing log; results are never overwritten here.
+                if p.exists() {
+                    return Err(bad(
+                        flag,
+                        format!(
+                            "{}: exists; choose a new file (logs are never overwritten)",
+                            p.display()
+                        ),
+                    ));
+                }
+                if flag == "--uplink-log" {
+                    o.uplink_log = Some(p);
+                } else {
+                    o.downlink_log = Some(p);
+                }
             }
             "--stats-fd" => {
                 let v = value.unwrap_or_default();
@@ -322,14 +343,32 @@ mod tests {
     }
 
     #[test]
-    fn mahimahi_log_flags_are_refused_not_ignored() {
-        let e = parse(&argv("--uplink-log up.log -- true"))
-            .unwrap_err()
-            .to_string();
+    fn mahimahi_log_flags_take_new_files_only() {
+        let o = parse(&argv("--uplink-log up.log --downlink-log=down.log -- true")).unwrap();
+        assert_eq!(o.uplink_log, Some(PathBuf::from("up.log")));
+        assert_eq!(o.downlink_log, Some(PathBuf::from("down.log")));
+        // An existing file (this crate's manifest) is refused, never truncated.
+        let existing = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
+        let e = parse(&[
+            "--downlink-log".to_string(),
+            existing.to_string(),
+            "--".to_string(),
+            "true".to_string(),
+        ])
+        .unwrap_err()
+        .to_string();
         assert!(
-            e.starts_with("--uplink-log: Mahimahi-format logs are not written"),
+            e.starts_with("--downlink-log: ") && e.contains("exists"),
             "{e}"
         );
+        let e = parse(&argv("--uplink-log=")).unwrap_err().to_string();
+        assert_eq!(e, "--uplink-log: needs a file name");
+    }
+
+    #[test]
+    fn no_offload_is_a_switch() {
+        assert!(!parse(&argv("-- true")).unwrap().no_offload);
+        assert!(parse(&argv("--no-offload -- true")).unwrap().no_offload);
     }
 
     #[test]

@@ -8,6 +8,7 @@ use crate::error::EmuError;
 use crate::host;
 use crate::live::DirCounters;
 use crate::ns::{RunAs, Side, SideSpec};
+use crate::offload::{self, GsoWriter, OffloadStats};
 use crate::output::{self, LatenessUs};
 use crate::path::{Path, PathConfig};
 use crate::record::PathResults;
@@ -34,6 +35,9 @@ const READ_BATCH: usize = 64;
 const IDLE_WAIT: Nanos = Nanos(50_000_000);
 /// How long the client waits for the server command to open a socket.
 const SERVER_READY_TIMEOUT: Nanos = Nanos(3_000_000_000);
+
+/// How often the Mahimahi log text is appended to its file.
+const LOG_FLUSH: Nanos = Nanos(100_000_000);
 
 /// Period of the live statistics lines.
 const STATS_TICK: Nanos = Nanos(250_000_000);
@@ -73,6 +77,10 @@ pub struct DirectionReport {
     pub name: &'static str,
     /// The recorder's results (the simulator's columns and summary).
     pub results: PathResults,
+    /// What the offload edge did on this direction's reading side.
+    pub offload: OffloadStats,
+    /// Frames written on this direction's far side, and how many were GSO frames.
+    pub frames_out: (u64, u64),
 }
 
 /// Result of one emulation.
@@ -91,6 +99,8 @@ pub struct Outcome {
     pub realtime: bool,
     /// CPU time of the emulator process itself (user, system), seconds.
     pub cpu_s: (f64, f64),
+    /// TUN offloads (IFF_VNET_HDR + TSO) were on.
+    pub offload: bool,
 }
 
 /// User and system CPU time of this process so far (not of its children).
@@ -235,13 +245,39 @@ fn queue_samples(dir: &Direction, now: Nanos) -> Vec<l4s_core::aqm::QueueSample>
     v
 }
 
-/// Read up to READ_BATCH packets from `tun` into `dir`.
-fn read_into(tun: &Tun, dir: &mut Direction, buf: &mut [u8], clock: &Clock) -> usize {
+/// Per-direction scratch space and counters of the reading edge.
+#[derive(Default)]
+struct Reader {
+    /// Segments of a super-packet are built here.
+    scratch: Vec<u8>,
+    stats: OffloadStats,
+}
+
+/// Read up to READ_BATCH frames from `tun` into `dir` (super-packets split into wire packets
+/// first, all at the instant of their read).
+fn read_into(
+    tun: &Tun,
+    dir: &mut Direction,
+    buf: &mut [u8],
+    rd: &mut Reader,
+    clock: &Clock,
+) -> usize {
     let mut n = 0;
     while n < READ_BATCH {
         match tun.read(buf) {
             Ok(Some(len)) => {
-                dir.push(&buf[..len], clock.now());
+                let now = clock.now();
+                if tun.vnet() {
+                    // A refused frame is counted in the stats and dropped.
+                    let _ = offload::split_frame(
+                        &mut buf[..len],
+                        &mut rd.scratch,
+                        &mut rd.stats,
+                        |p| dir.push(p, now),
+                    );
+                } else {
+                    dir.push(&buf[..len], now);
+                }
                 n += 1;
             }
             _ => break,
@@ -250,23 +286,128 @@ fn read_into(tun: &Tun, dir: &mut Direction, buf: &mut [u8], clock: &Clock) -> u
     n
 }
 
+/// Per-direction state of the writing edge.
+#[derive(Default)]
+struct Writer {
+    /// Offloads on: consecutive segments of a flow go out as one GSO frame (as GRO would).
+    gso: GsoWriter,
+    /// Scheduled times of the packets held in `gso`'s frame.
+    pending: Vec<Nanos>,
+}
+
 /// Write every packet of `dir` that is due to `tun`; returns how many.
-fn write_due(tun: &Tun, dir: &mut Direction, clock: &Clock, live: &mut DirCounters) -> usize {
+fn write_due(
+    tun: &Tun,
+    dir: &mut Direction,
+    clock: &Clock,
+    live: &mut DirCounters,
+    w: &mut Writer,
+) -> usize {
     let mut n = 0;
     let mut now = clock.now();
-    while let Some((pkt, scheduled)) = dir.pop_due(now) {
+    // A write error means the receiving side is gone (end of run): the packet is lost
+    // exactly as on a link whose far end went down.
+    let emit = |f: &[u8], at: &mut Option<Nanos>| {
         // Lateness is taken when the write starts: the write itself runs the receiving
         // stack (the packet is delivered by the time it returns).
-        dir.record_sent(scheduled, now);
-        // A write error means the receiving side is gone (end of run): the packet is lost
-        // exactly as on a link whose far end went down.
-        let _ = tun.write(&pkt);
+        *at = Some(clock.now());
+        let _ = tun.write_frame(f);
+    };
+    while let Some((pkt, scheduled)) = dir.pop_due(now) {
         live.delivered(&pkt);
+        if tun.vnet() {
+            let mut wrote = None;
+            w.pending.push(scheduled);
+            w.gso.push(&pkt, &mut |f: &[u8]| emit(f, &mut wrote));
+            if let Some(t) = wrote {
+                // Written: everything pending but this packet if it is now held.
+                let keep = usize::from(w.gso.held());
+                let done = w.pending.len() - keep;
+                for s in w.pending.drain(..done) {
+                    dir.record_sent(s, t);
+                }
+            }
+        } else {
+            dir.record_sent(scheduled, now);
+            let _ = tun.write(&pkt);
+        }
         dir.recycle(pkt);
         now = clock.now();
         n += 1;
     }
+    if tun.vnet() {
+        let mut wrote = None;
+        w.gso.flush(&mut |f: &[u8]| emit(f, &mut wrote));
+        if let Some(t) = wrote {
+            for s in w.pending.drain(..) {
+                dir.record_sent(s, t);
+            }
+        }
+    }
     n
+}
+
+/// A Mahimahi log file of one direction (`--uplink-log` / `--downlink-log`).
+struct MmLogFile {
+    path: PathBuf,
+    file: std::io::BufWriter<std::fs::File>,
+    /// Something was logged: the file is a result from then on and is never removed.
+    used: bool,
+}
+
+impl Drop for MmLogFile {
+    /// A run that fails before logging anything leaves no empty log behind (a rerun with the
+    /// same flags would otherwise be refused for an existing file).
+    fn drop(&mut self) {
+        if !self.used {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+impl MmLogFile {
+    /// Create `path` (it must not exist: a user's file is never truncated), owned by the
+    /// invoking user under sudo.
+    fn create(path: &std::path::Path, run_as: Option<RunAs>) -> Result<MmLogFile, EmuError> {
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map_err(|e| EmuError::Os {
+                what: format!("create Mahimahi log {}", path.display()),
+                source: e,
+            })?;
+        if let Some(ids) = run_as {
+            let _ = std::os::unix::fs::chown(path, Some(ids.uid), Some(ids.gid));
+        }
+        Ok(MmLogFile {
+            path: path.to_path_buf(),
+            file: std::io::BufWriter::new(f),
+            used: false,
+        })
+    }
+
+    /// Append what `dir` logged up to `now`.
+    fn append(&mut self, dir: &mut Direction, now: Nanos) -> Result<(), EmuError> {
+        use std::io::Write;
+        let text = dir.take_mahimahi_log(now);
+        self.used = true;
+        self.file
+            .write_all(text.as_bytes())
+            .map_err(|e| EmuError::Os {
+                what: format!("write {}", self.path.display()),
+                source: e,
+            })
+    }
+
+    /// Write out everything buffered.
+    fn finish(mut self) -> Result<(), EmuError> {
+        use std::io::Write;
+        self.file.flush().map_err(|e| EmuError::Os {
+            what: format!("write {}", self.path.display()),
+            source: e,
+        })
+    }
 }
 
 /// Prepare the flow directory the commands may write to (contract with `l4slab flow`).
@@ -295,6 +436,25 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
     let mut up = build_direction(&scen.uplink, &scen, base_dir, &doc)?;
     let mut down = build_direction(&scen.downlink, &scen, base_dir, &doc)?;
     let flows = flow_dir(o.output.as_ref(), run_as)?;
+    if o.uplink_log.is_some() && o.uplink_log == o.downlink_log {
+        return Err(EmuError::Config(
+            "--downlink-log: the same file as --uplink-log; give each direction its own".into(),
+        ));
+    }
+    let mut up_log = match &o.uplink_log {
+        Some(p) => {
+            up.enable_mahimahi_log("uplink");
+            Some(MmLogFile::create(p, run_as)?)
+        }
+        None => None,
+    };
+    let mut down_log = match &o.downlink_log {
+        Some(p) => {
+            down.enable_mahimahi_log("downlink");
+            Some(MmLogFile::create(p, run_as)?)
+        }
+        None => None,
+    };
     // The sampling period the recorder uses (sample_interval, else the AQM's tupdate), for
     // `l4slab flow` senders to sample on the same grid.
     let sample_ns = scen
@@ -313,7 +473,7 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
                 "--server: not with --host (in host mode the far end is the host itself)".into(),
             ));
         }
-        Some(host::setup()?)
+        Some(host::setup(!o.no_offload)?)
     } else {
         None
     };
@@ -349,6 +509,7 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
         env: base_env.clone(),
         run_as,
         user_ns,
+        offload: !o.no_offload,
     };
     // Before the forks, so that the descriptor is close-on-exec for every command.
     let mut stats = StatsOut::open(o.stats_fd);
@@ -381,6 +542,10 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
     let mut next_child_check = Nanos::ZERO;
     let (mut live_up, mut live_down) = (DirCounters::default(), DirCounters::default());
     let mut last_tick = Nanos::ZERO;
+    let (mut rd_up, mut rd_down) = (Reader::default(), Reader::default());
+    let (mut wr_up, mut wr_down) = (Writer::default(), Writer::default());
+    let mut next_log_flush = LOG_FLUSH;
+    let mut log_error = None;
     loop {
         // Arrivals, then departures, on both sides.
         {
@@ -389,13 +554,13 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
                 .map(|s| &s.tun)
                 .or(host.as_ref().map(|h| &h.tun));
             if let Some(far) = far {
-                read_into(&client.tun, &mut up, &mut buf, &clock);
-                read_into(far, &mut down, &mut buf, &clock);
-                write_due(far, &mut up, &clock, &mut live_up);
-                write_due(&client.tun, &mut down, &clock, &mut live_down);
+                read_into(&client.tun, &mut up, &mut buf, &mut rd_up, &clock);
+                read_into(far, &mut down, &mut buf, &mut rd_down, &clock);
+                write_due(far, &mut up, &clock, &mut live_up, &mut wr_up);
+                write_due(&client.tun, &mut down, &clock, &mut live_down, &mut wr_down);
             } else {
                 // No server side: the client's packets leave through the link and vanish.
-                read_into(&client.tun, &mut up, &mut buf, &clock);
+                read_into(&client.tun, &mut up, &mut buf, &mut rd_up, &clock);
                 while up.pop_due(clock.now()).is_some() {}
             }
         }
@@ -437,6 +602,16 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
             if let Some(s) = server.as_mut() {
                 s.try_reap();
             }
+            if now >= next_log_flush {
+                next_log_flush = now + LOG_FLUSH;
+                // A log that cannot be written (disk full) stops; the run and its results go on.
+                for (l, d) in [(&mut up_log, &mut up), (&mut down_log, &mut down)] {
+                    if let Some(Err(e)) = l.as_mut().map(|f| f.append(d, now)) {
+                        log_error.get_or_insert(e);
+                        *l = None;
+                    }
+                }
+            }
         }
         let deadline = [up.next_deadline(), down.next_deadline()]
             .into_iter()
@@ -476,6 +651,18 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
     if o.output.is_none() {
         let _ = std::fs::remove_dir_all(&flows);
     }
+    // The logs end where the summaries end (at `end`); a failed write is reported after the
+    // results are saved rather than losing them.
+    for (l, d) in [(up_log, &mut up), (down_log, &mut down)] {
+        if let Some(mut l) = l {
+            if let Err(e) = l.append(d, end).and_then(|()| l.finish()) {
+                log_error.get_or_insert(e);
+            }
+        }
+    }
+    if let Some(e) = log_error {
+        eprintln!("l4s-emu: {e}");
+    }
     Ok(Outcome {
         exit: signal.map_or(client_status, |s| 128 + s),
         duration: end,
@@ -483,15 +670,20 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
             DirectionReport {
                 name: "uplink",
                 results: up.finish(end),
+                offload: rd_up.stats,
+                frames_out: (wr_up.gso.frames(), wr_up.gso.merged_frames()),
             },
             DirectionReport {
                 name: "downlink",
                 results: down.finish(end),
+                offload: rd_down.stats,
+                frames_out: (wr_down.gso.frames(), wr_down.gso.merged_frames()),
             },
         ],
         signal,
         realtime,
         cpu_s: own_cpu_s(),
+        offload: !o.no_offload,
     })
 }
 
@@ -525,6 +717,16 @@ pub fn outcome_json(o: &Outcome, doc: &Value) -> Value {
                     "p99": num(r.lateness_p99_us),
                     "max": num(r.lateness_max_us),
                 },
+                "offload": {
+                    "enabled": o.offload,
+                    "frames": d.offload.frames,
+                    "gso_frames": d.offload.gso_frames,
+                    "gso_segments": d.offload.gso_segments,
+                    "csum_completed": d.offload.csum_completed,
+                    "refused": d.offload.refused,
+                    "frames_out": d.frames_out.0,
+                    "gso_frames_out": d.frames_out.1,
+                },
             })
         })
         .collect();
@@ -535,6 +737,7 @@ pub fn outcome_json(o: &Outcome, doc: &Value) -> Value {
         "realtime": o.realtime,
         "cpu_user_s": o.cpu_s.0,
         "cpu_sys_s": o.cpu_s.1,
+        "offload": o.offload,
         "scenario": doc,
         "directions": dirs,
     })

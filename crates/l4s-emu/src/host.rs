@@ -167,7 +167,8 @@ fn spawn_guardian(
 }
 
 /// Set up the host end: TUN device with the host address, forwarding, NAT. Needs root.
-pub fn setup() -> Result<HostEnd, EmuError> {
+/// `offload`: open the TUN device with TSO/checksum offloads.
+pub fn setup(offload: bool) -> Result<HostEnd, EmuError> {
     // SAFETY: geteuid takes nothing.
     if unsafe { libc::geteuid() } != 0 {
         return Err(EmuError::Privilege(
@@ -191,7 +192,7 @@ pub fn setup() -> Result<HostEnd, EmuError> {
     let restore = (forward != "1").then_some(forward);
     // The guardian exists before the first change, so no change can outlive us.
     let guardian = spawn_guardian(rules.clone(), restore)?;
-    let dev = Tun::create(&name)?;
+    let dev = Tun::create(&name, offload)?;
     tun::set_ipv4(&name, host_addr, 24, tun::MTU)?;
     tun::set_up(&name)?;
     tun::write_sysctl("/proc/sys/net/ipv4/ip_forward", "1")?;

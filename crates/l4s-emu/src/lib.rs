@@ -9,6 +9,7 @@ pub mod error;
 pub mod host;
 pub mod live;
 pub mod ns;
+pub mod offload;
 pub mod output;
 pub mod packet;
 pub mod path;

@@ -51,6 +51,8 @@ pub struct SideSpec {
     pub run_as: Option<RunAs>,
     /// Create a user namespace mapping this (outer uid, outer gid) to itself: unprivileged runs.
     pub user_ns: Option<RunAs>,
+    /// Open the TUN device with IFF_VNET_HDR and TSO/checksum offloads.
+    pub offload: bool,
 }
 
 /// A running side: the holder process and the TUN descriptor of its namespace.
@@ -166,7 +168,7 @@ fn recv_fd(sock: &UnixStream) -> std::io::Result<Option<OwnedFd>> {
 /// Build the namespace side's network: `lo` up, the TUN device with its addresses, up.
 fn setup_network(spec: &SideSpec) -> Result<Tun, EmuError> {
     tun::set_up("lo")?;
-    let dev = Tun::create(&spec.tun_name)?;
+    let dev = Tun::create(&spec.tun_name, spec.offload)?;
     // The link is a point-to-point wire: no duplicate address detection (it would hold the IPv6
     // address tentative for a second) and no router solicitations on it.
     let conf = format!("/proc/sys/net/ipv6/conf/{}", spec.tun_name);
@@ -371,7 +373,7 @@ impl Side {
         let mut ours = ours;
         match recv_fd(&ours) {
             Ok(Some(fd)) => {
-                let tun = Tun::from_fd(fd);
+                let tun = Tun::from_fd(fd, spec.offload);
                 tun.set_nonblocking()?;
                 Ok(Side {
                     label: spec.label.clone(),

@@ -61,19 +61,32 @@ pub enum PacketError {
     BadChecksum,
 }
 
-/// One's-complement sum of big-endian 16-bit words (RFC 1071 §4.1), not yet complemented.
-fn ones_sum(data: &[u8], mut acc: u32) -> u32 {
-    let mut chunks = data.chunks_exact(2);
-    for c in &mut chunks {
-        acc += u16::from_be_bytes([c[0], c[1]]) as u32;
+/// One's-complement sum of big-endian 16-bit words (RFC 1071 §4.1), not yet complemented,
+/// added to `acc`. Summed as 32-bit words into 64 bits and folded back (RFC 1071 §2(B): the
+/// sum is independent of the word size), which is the same value mod 0xffff and positive
+/// exactly when the 16-bit sum is, so callers' final fold gives the same checksum.
+pub(crate) fn ones_sum(data: &[u8], acc: u32) -> u32 {
+    let mut sum = acc as u64;
+    let mut words = data.chunks_exact(4);
+    for w in &mut words {
+        sum += u32::from_be_bytes([w[0], w[1], w[2], w[3]]) as u64;
     }
-    if let [last] = chunks.remainder() {
-        acc += (*last as u32) << 8;
+    let mut rest = words.remainder().chunks_exact(2);
+    for c in &mut rest {
+        sum += u16::from_be_bytes([c[0], c[1]]) as u64;
     }
-    acc
+    if let [last] = rest.remainder() {
+        sum += (*last as u64) << 8;
+    }
+    // Fold 64 -> 32 -> 17 bits; the callers add a few more words and fold to 16.
+    sum = (sum & 0xffff_ffff) + (sum >> 32);
+    sum = (sum & 0xffff_ffff) + (sum >> 32);
+    sum = (sum & 0xffff) + (sum >> 16);
+    sum = (sum & 0xffff) + (sum >> 16);
+    sum as u32
 }
 
-fn fold(mut acc: u32) -> u16 {
+pub(crate) fn fold(mut acc: u32) -> u16 {
     while acc > 0xffff {
         acc = (acc & 0xffff) + (acc >> 16);
     }
@@ -605,6 +618,18 @@ pub fn gso_segment_tcp(
     mss: usize,
     out: &mut Vec<Vec<u8>>,
 ) -> Result<usize, PacketError> {
+    let mut scratch = Vec::new();
+    gso_segment_tcp_each(pkt, mss, &mut scratch, |s| out.push(s.to_vec()))
+}
+
+/// [`gso_segment_tcp`] without allocating: each segment is built in `scratch` (reused) and
+/// handed to `each`; a packet that fits is handed over as it is. Returns how many segments.
+pub fn gso_segment_tcp_each(
+    pkt: &[u8],
+    mss: usize,
+    scratch: &mut Vec<u8>,
+    mut each: impl FnMut(&mut [u8]),
+) -> Result<usize, PacketError> {
     let p = parse(pkt)?;
     let Transport::Tcp { header_len } = p.transport else {
         return Err(PacketError::BadLength("GSO: not a TCP segment"));
@@ -614,7 +639,9 @@ pub fn gso_segment_tcp(
     }
     let pkt = &pkt[..p.len];
     if p.payload_len <= mss {
-        out.push(pkt.to_vec());
+        scratch.clear();
+        scratch.extend_from_slice(pkt);
+        each(scratch);
         return Ok(1);
     }
     let hdr_len = p.l4_offset + header_len;
@@ -629,7 +656,8 @@ pub fn gso_segment_tcp(
     let v6 = p.version == IpVersion::V6;
     let n = payload.len().div_ceil(mss);
     for (i, chunk) in payload.chunks(mss).enumerate() {
-        let mut s = Vec::with_capacity(hdr_len + chunk.len());
+        let s = &mut *scratch;
+        s.clear();
         s.extend_from_slice(hdr);
         s.extend_from_slice(chunk);
         let total = s.len();
@@ -662,7 +690,7 @@ pub fn gso_segment_tcp(
         };
         let c = tcp_checksum(v6, &s[src], &s[dst], &s[t..]);
         s[t + 16..t + 18].copy_from_slice(&c.to_be_bytes());
-        out.push(s);
+        each(s);
     }
     Ok(n)
 }
@@ -1083,6 +1111,22 @@ mod tests {
     }
 
     proptest! {
+        /// The 32-bit-word sum gives RFC 1071's 16-bit checksum for any bytes and start value.
+        #[test]
+        fn ones_sum_equals_the_16_bit_definition(
+            data in proptest::collection::vec(any::<u8>(), 0..3000),
+            acc in 0u32..0x1_0000,
+        ) {
+            let mut naive = acc as u64;
+            for c in data.chunks(2) {
+                naive += u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]) as u64;
+            }
+            while naive > 0xffff {
+                naive = (naive & 0xffff) + (naive >> 16);
+            }
+            prop_assert_eq!(fold(ones_sum(&data, acc)) as u64, naive);
+        }
+
         #[test]
         fn gso_never_panics(data in proptest::collection::vec(any::<u8>(), 0..300), mss in 0usize..200) {
             let _ = gso_segment_tcp(&data, mss, &mut Vec::new());

@@ -1,13 +1,20 @@
 //! TUN devices and interface set-up by ioctl: /dev/net/tun with IFF_TUN | IFF_NO_PI (raw IP
 //! packets, no 4-byte header), non-blocking batched reads; see Linux Documentation/networking/tuntap.rst.
+//! With offloads, IFF_VNET_HDR + TUNSETOFFLOAD (drivers/net/tun.c `set_offload`): every frame
+//! starts with a virtio-net header and reads may return TSO super-packets (see `offload`).
 
 use crate::error::EmuError;
 use std::ffi::CString;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
-/// Largest packet read from or written to a TUN device (the device MTU is below this).
-pub const MAX_PACKET: usize = 65_536;
+/// Largest frame read from or written to a TUN device: a 64 KiB GSO super-packet plus its
+/// virtio-net header (the device MTU is far below this).
+pub const MAX_PACKET: usize = 65_536 + crate::offload::VNET_HDR_LEN;
+
+/// Offloads asked for with TUNSETOFFLOAD: partial checksums and TCP segmentation (with CWR).
+const OFFLOADS: libc::c_uint =
+    libc::TUN_F_CSUM | libc::TUN_F_TSO4 | libc::TUN_F_TSO6 | libc::TUN_F_TSO_ECN;
 
 /// The device MTU the emulator configures (the simulator's packets are 1500 bytes too).
 pub const MTU: i32 = 1500;
@@ -156,15 +163,18 @@ pub fn write_sysctl(path: &str, value: &str) -> Result<(), EmuError> {
     })
 }
 
-/// An open TUN device (IFF_TUN | IFF_NO_PI, non-blocking); closing it removes the device.
+/// An open TUN device (IFF_TUN | IFF_NO_PI, non-blocking, with IFF_VNET_HDR when offloads
+/// are on); closing it removes the device.
 #[derive(Debug)]
 pub struct Tun {
     fd: OwnedFd,
+    vnet: bool,
 }
 
 impl Tun {
-    /// Create the TUN device `name` in the calling process's network namespace.
-    pub fn create(name: &str) -> Result<Tun, EmuError> {
+    /// Create the TUN device `name` in the calling process's network namespace; `offload`:
+    /// with IFF_VNET_HDR and checksum/TSO offloads (reads are then virtio-net frames).
+    pub fn create(name: &str, offload: bool) -> Result<Tun, EmuError> {
         let path = CString::new("/dev/net/tun").map_err(|e| EmuError::Config(e.to_string()))?;
         // SAFETY: `path` is a valid NUL-terminated string; the result is a new descriptor or -1.
         let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
@@ -175,20 +185,40 @@ impl Tun {
         // SAFETY: fd is a fresh descriptor owned by nobody else.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
         let mut req = ifreq_for(name)?;
-        req.ifr_ifru.ifru_flags = (libc::IFF_TUN | libc::IFF_NO_PI) as libc::c_short;
+        let vnet = if offload { libc::IFF_VNET_HDR } else { 0 };
+        req.ifr_ifru.ifru_flags = (libc::IFF_TUN | libc::IFF_NO_PI | vnet) as libc::c_short;
         // SAFETY: TUNSETIFF reads one `struct ifreq` (name + flags), which `req` is.
         let rc = unsafe { libc::ioctl(fd.as_raw_fd(), libc::TUNSETIFF as _, &mut req) };
         if rc < 0 {
             return Err(last_os_error("TUNSETIFF"));
         }
-        let tun = Tun { fd };
+        if offload {
+            // SAFETY: TUNSETOFFLOAD takes its flags as the integer argument itself.
+            let rc = unsafe {
+                libc::ioctl(
+                    fd.as_raw_fd(),
+                    libc::TUNSETOFFLOAD as _,
+                    OFFLOADS as libc::c_ulong,
+                )
+            };
+            if rc < 0 {
+                return Err(last_os_error("TUNSETOFFLOAD (use --no-offload)"));
+            }
+        }
+        let tun = Tun { fd, vnet: offload };
         tun.set_nonblocking()?;
         Ok(tun)
     }
 
-    /// Wrap a TUN descriptor received from another process.
-    pub fn from_fd(fd: OwnedFd) -> Tun {
-        Tun { fd }
+    /// Wrap a TUN descriptor received from another process; `vnet`: it was opened with
+    /// IFF_VNET_HDR.
+    pub fn from_fd(fd: OwnedFd, vnet: bool) -> Tun {
+        Tun { fd, vnet }
+    }
+
+    /// Frames carry a virtio-net header (offloads on).
+    pub fn vnet(&self) -> bool {
+        self.vnet
     }
 
     /// The descriptor (for polling and for passing to another process).
@@ -209,7 +239,8 @@ impl Tun {
         Ok(())
     }
 
-    /// Read one packet into `buf`; Ok(None) when none is waiting.
+    /// Read one frame into `buf` (with offloads: virtio-net header + packet); Ok(None) when
+    /// none is waiting.
     pub fn read(&self, buf: &mut [u8]) -> std::io::Result<Option<usize>> {
         // SAFETY: read() writes at most buf.len() bytes into the exclusively borrowed `buf`.
         let n = unsafe {
@@ -229,14 +260,41 @@ impl Tun {
         Ok(Some(n as usize))
     }
 
-    /// Write one packet (the kernel delivers it as if received on the interface).
+    /// Write one packet (the kernel delivers it as if received on the interface); with
+    /// offloads it goes behind an all-zero virtio-net header (no GSO, checksums complete).
     pub fn write(&self, pkt: &[u8]) -> std::io::Result<usize> {
-        // SAFETY: write() reads pkt.len() bytes from the borrowed slice.
+        let hdr = &crate::offload::VNET_HDR_NONE;
+        let iov = [
+            libc::iovec {
+                iov_base: hdr.as_ptr() as *mut libc::c_void,
+                iov_len: hdr.len(),
+            },
+            libc::iovec {
+                iov_base: pkt.as_ptr() as *mut libc::c_void,
+                iov_len: pkt.len(),
+            },
+        ];
+        let iov = if self.vnet { &iov[..] } else { &iov[1..] };
+        // SAFETY: writev() reads the borrowed header and packet through `iov`, which both
+        // outlive the call; the kernel does not write through iov_base.
+        let n =
+            unsafe { libc::writev(self.fd.as_raw_fd(), iov.as_ptr(), iov.len() as libc::c_int) };
+        if n < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok((n as usize).saturating_sub(if self.vnet { hdr.len() } else { 0 }))
+    }
+}
+
+impl Tun {
+    /// Write one whole frame as it is (with offloads: the caller's virtio-net header first).
+    pub fn write_frame(&self, frame: &[u8]) -> std::io::Result<usize> {
+        // SAFETY: write() reads frame.len() bytes from the borrowed slice.
         let n = unsafe {
             libc::write(
                 self.fd.as_raw_fd(),
-                pkt.as_ptr() as *const libc::c_void,
-                pkt.len(),
+                frame.as_ptr() as *const libc::c_void,
+                frame.len(),
             )
         };
         if n < 0 {

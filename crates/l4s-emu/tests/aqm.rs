@@ -105,6 +105,8 @@ fn counter(text: &str, group: &str, name: &str) -> Option<u64> {
 
 /// Classic-ECN kernel TCP (net.ipv4.tcp_ecn = 1 on the client) through `aqm_args`: returns the
 /// receiver's (InCEPkts, InHdrErrors, InCsumErrors) read from its namespace after the transfer.
+/// Also checks the offload accounting in emulator.json: every packet the uplink took is a
+/// plain frame or a segment of a super-packet.
 fn ecn_transfer(tag: &str, aqm_args: &[&str]) -> (u64, u64, u64) {
     let t = TempDir::new(tag);
     let out = t.0.join("run");
@@ -131,6 +133,23 @@ fn ecn_transfer(tag: &str, aqm_args: &[&str]) -> (u64, u64, u64) {
     let o = emu(&args);
     assert!(o.status.success(), "{}", stderr(&o));
     let rx = std::fs::read_to_string(out.join("flows/rx.txt")).expect("receiver counters");
+    let meta = read_json(&out.join("emulator.json"));
+    let offload = !aqm_args.contains(&"--no-offload");
+    assert_eq!(meta["offload"], offload);
+    for d in meta["directions"].as_array().unwrap() {
+        let o = &d["offload"];
+        let n = |k: &str| o[k].as_u64().unwrap();
+        assert_eq!(n("refused"), 0, "{o}");
+        if offload {
+            assert_eq!(
+                d["sent_pkts"].as_u64().unwrap() + d["malformed"].as_u64().unwrap(),
+                n("frames") - n("gso_frames") + n("gso_segments"),
+                "{d}"
+            );
+        } else {
+            assert_eq!(n("frames"), 0, "{o}");
+        }
+    }
     let ce = counter(&rx, "IpExt", "InCEPkts").expect("IpExt InCEPkts");
     let hdr = counter(&rx, "Ip", "InHdrErrors").expect("Ip InHdrErrors");
     let csum = counter(&rx, "Tcp", "InCsumErrors").expect("Tcp InCsumErrors");
@@ -147,7 +166,9 @@ fn classic_ecn_marks_reach_the_receiver_with_valid_checksums() {
     // queue, so ECT(0) packets are CE-marked (never dropped) once the queue passes it.
     // The kernel receiver counts CE packets (IpExt InCEPkts) and drops any IPv4 packet whose
     // header checksum is wrong (Ip InHdrErrors): marks must arrive and none may be dropped
-    // there, which checks the RFC 1624 update on every marked packet.
+    // there, which checks the RFC 1624 update on every marked packet. This run has the TUN
+    // offloads off (plain packets both ways); the DualPI2 run below has them on (TSO
+    // super-packets split here, partial checksums completed here).
     let (ce, hdr, csum) = ecn_transfer(
         "ecnfifo",
         &[
@@ -157,6 +178,7 @@ fn classic_ecn_marks_reach_the_receiver_with_valid_checksums() {
             "mark_sojourn=2ms",
             "--aqm-arg",
             "limit=2000",
+            "--no-offload",
         ],
     );
     assert!(ce > 0, "no CE at the receiver through fifo_ecn");
@@ -165,6 +187,86 @@ fn classic_ecn_marks_reach_the_receiver_with_valid_checksums() {
     let (ce, hdr, csum) = ecn_transfer("ecndpi", &["--aqm", "dualpi2"]);
     assert!(ce > 0, "no CE at the receiver through dualpi2");
     assert_eq!((hdr, csum), (0, 0), "checksum errors at the receiver");
+}
+
+#[test]
+fn gso_writes_carry_ce_per_segment_and_every_byte() {
+    let _g = serial();
+    if !can_run(&["curl", "python3", "sha256sum"]) {
+        return;
+    }
+    // curl downloads 40 MB of pseudo-random bytes over a 20 Gb/s link (faster than this machine
+    // forwards) behind a FIFO that CE-marks packets that waited more than 10 us: a TSO burst's
+    // segments all arrive at its read instant and leave 0.6 us apart, so the tail of each long
+    // burst (segment 17 on) is marked, and the emulator, running behind, writes due segments
+    // as GSO frames. The file must arrive intact (the merge rebuilt every frame from its
+    // segments), the receiver must count CE (marked runs merge only with each other) and find
+    // no IP or TCP checksum error (GSO frames are trusted as after GRO; plain ones verified).
+    let t = TempDir::new("gsoce");
+    let blob = t.0.join("blob");
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+    let data: Vec<u8> = (0..40_000_000)
+        .map(|_| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            (rng >> 24) as u8
+        })
+        .collect();
+    std::fs::write(&blob, &data).unwrap();
+    let want = std::process::Command::new("sha256sum")
+        .arg(&blob)
+        .output()
+        .expect("sha256sum");
+    let want = String::from_utf8_lossy(&want.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string();
+    let out = t.0.join("run");
+    let o = emu(&[
+        "-o",
+        out.to_str().unwrap(),
+        "--quiet",
+        "--rate",
+        "20gbit",
+        "--aqm",
+        "fifo_ecn",
+        "--aqm-arg",
+        "mark_sojourn=10us",
+        "--aqm-arg",
+        "limit=10000",
+        "--server",
+        &format!(
+            "echo 1 > /proc/sys/net/ipv4/tcp_ecn; cd {} && exec python3 -m http.server 8000 \
+             --bind $L4SLAB_SERVER >/dev/null 2>&1",
+            t.0.display()
+        ),
+        "--",
+        "sh",
+        "-c",
+        "echo 1 > /proc/sys/net/ipv4/tcp_ecn && \
+         for i in $(seq 100); do curl -s -o /dev/null http://$L4SLAB_SERVER:8000/ && break; \
+         sleep 0.1; done; \
+         curl -s http://$L4SLAB_SERVER:8000/blob | sha256sum > $L4SLAB_FLOW_DIR/got.txt && \
+         cat /proc/net/snmp /proc/net/netstat > $L4SLAB_FLOW_DIR/rx.txt",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let got = std::fs::read_to_string(out.join("flows/got.txt")).expect("digest");
+    assert_eq!(
+        got.split_whitespace().next(),
+        Some(want.as_str()),
+        "file changed"
+    );
+    let rx = std::fs::read_to_string(out.join("flows/rx.txt")).expect("receiver counters");
+    let meta = read_json(&out.join("emulator.json"));
+    let down = &meta["directions"][1];
+    assert_eq!(down["name"], "downlink");
+    let gso_out = down["offload"]["gso_frames_out"].as_u64().unwrap();
+    assert!(gso_out > 0, "no GSO frame written: {}", down["offload"]);
+    assert!(counter(&rx, "IpExt", "InCEPkts").unwrap() > 0, "no CE");
+    assert_eq!(counter(&rx, "Ip", "InHdrErrors"), Some(0));
+    assert_eq!(counter(&rx, "Tcp", "InCsumErrors"), Some(0));
 }
 
 #[test]

@@ -330,7 +330,12 @@ fn curl_fetches_20_mb_in_size_over_rate() {
         "--",
         "sh",
         "-c",
-        "curl -s -o /dev/null -w '%{size_download} %{time_total}' http://$L4SLAB_SERVER:8000/blob",
+        // The emulator starts the client once the server listens, or after 3 s; on a busy
+        // machine http.server can take longer, so wait for it (a small separate request) before
+        // the timed transfer on its own connection.
+        "for i in $(seq 100); do curl -s -o /dev/null http://$L4SLAB_SERVER:8000/ && break; \
+         sleep 0.1; done; \
+         curl -s -o /dev/null -w '%{size_download} %{time_total}' http://$L4SLAB_SERVER:8000/blob",
     ]);
     let _ = std::fs::remove_dir_all(&dir);
     let out = stdout(&o);

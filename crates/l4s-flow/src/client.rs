@@ -152,6 +152,9 @@ pub fn flow_config(o: &ClientOpts, mss: u32) -> Result<FlowConfig, FlowError> {
         sack: None,
         init_cwnd: None,
         pacing: None,
+        prague_cwnd_mode: None,
+        tso: None,
+        nic_rate: None,
     };
     if !CCS.contains(&fl.cc.as_str()) {
         return Err(FlowError::Usage {

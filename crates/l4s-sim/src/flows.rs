@@ -10,7 +10,7 @@
 use crate::error::SimError;
 use crate::scenario::{FlowConfig, FlowEcn};
 use l4s_core::cbr::{CbrConfig, CbrSink, CbrSource};
-use l4s_core::cc::{by_name_with, CcParams, EcnMode};
+use l4s_core::cc::{by_name_with, prague::CwndMode, CcParams, EcnMode};
 use l4s_core::tcp::{TcpConfig, TcpReceiver, TcpSender};
 use l4s_core::{Ecn, Endpoint, Rng};
 
@@ -70,6 +70,8 @@ pub fn validate_flow(i: usize, fl: &FlowConfig) -> Result<(), SimError> {
             ("sack", fl.sack.is_some()),
             ("init_cwnd", fl.init_cwnd.is_some()),
             ("pacing", fl.pacing.is_some()),
+            ("tso", fl.tso.is_some()),
+            ("nic_rate", fl.nic_rate.is_some()),
         ] {
             if set {
                 return Err(SimError::field(
@@ -123,6 +125,26 @@ pub fn validate_flow(i: usize, fl: &FlowConfig) -> Result<(), SimError> {
             ),
         ));
     }
+    if fl.nic_rate.is_some() && fl.tso != Some(true) {
+        return Err(SimError::field(
+            p("nic_rate"),
+            "applies with tso = true only",
+        ));
+    }
+    if let Some(m) = fl.prague_cwnd_mode {
+        if fl.cc != "prague" {
+            return Err(SimError::field(
+                p("prague_cwnd_mode"),
+                format!("applies to cc = \"prague\" only, not to \"{}\"", fl.cc),
+            ));
+        }
+        if CwndMode::from_linux(m).is_none() {
+            return Err(SimError::field(
+                p("prague_cwnd_mode"),
+                format!("{m} is out of range; expected 0 (window), 1 (rate) or 2 (switch)"),
+            ));
+        }
+    }
     tcp_config(fl).validate().map_err(|e| {
         SimError::field(
             p(&e.param),
@@ -148,6 +170,8 @@ fn tcp_config(fl: &FlowConfig) -> TcpConfig {
         start: fl.start,
         stop: fl.stop,
         pacing: fl.pacing.unwrap_or(d.pacing),
+        tso_nic_rate: (fl.tso == Some(true))
+            .then(|| fl.nic_rate.unwrap_or(l4s_core::Rate::from_mbps(1000))),
         ..d
     }
 }
@@ -160,6 +184,7 @@ fn cc_params(fl: &FlowConfig, seed: u64) -> CcParams {
         ect1: e == Some(FlowEcn::L4s),
         l4s: e == Some(FlowEcn::L4s),
         seed,
+        prague_cwnd_mode: fl.prague_cwnd_mode.and_then(CwndMode::from_linux),
     }
 }
 

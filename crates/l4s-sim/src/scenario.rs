@@ -143,6 +143,12 @@ pub struct FlowConfig {
     pub init_cwnd: Option<u32>,
     /// TCP: honour the CC's pacing rate (default true).
     pub pacing: Option<bool>,
+    /// Prague: Linux `prague_cwnd_mode` (0 window, 1 rate, 2 switch; default 2 as in 0.7).
+    pub prague_cwnd_mode: Option<u8>,
+    /// TCP: the sender host uses TSO (bursts of `tcp_tso_segs` segments; default false).
+    pub tso: Option<bool>,
+    /// TCP with `tso`: the host NIC's line rate (default "1gbit").
+    pub nic_rate: Option<Rate>,
 }
 
 fn one_u64() -> u64 {

@@ -255,6 +255,12 @@ pub trait CongestionControl: Send {
         tp.snd_cwnd.max(prior_cwnd)
     }
 
+    /// The CC's own TSO burst size (`ca_ops->tso_segs`, L4S team tree; Prague's
+    /// `prague_tso_segs`); None = `tcp_tso_autosize`.
+    fn tso_segs(&self, _tp: &CcState) -> Option<u32> {
+        None
+    }
+
     /// The window with its fractional part where the CC keeps one (Prague), for recording.
     fn cwnd_precise(&self, tp: &CcState) -> f64 {
         tp.snd_cwnd as f64
@@ -305,6 +311,8 @@ pub struct CcParams {
     pub l4s: bool,
     /// Seed of the CC's own random stream (BBRv3 randomises its probe wait).
     pub seed: u64,
+    /// Prague: Linux `prague_cwnd_mode` (None: the 0.7 default, switch).
+    pub prague_cwnd_mode: Option<prague::CwndMode>,
 }
 
 /// Build a CC by its scenario name with default options. Unknown names list the allowed ones.
@@ -321,7 +329,10 @@ pub fn by_name_with(
         "reno" => Ok(Box::new(reno::Reno::with_ecn(params.ecn))),
         "cubic" => Ok(Box::new(cubic::Cubic::new(params.ecn))),
         "dctcp" => Ok(Box::new(dctcp::Dctcp::new(params.accecn, params.ect1))),
-        "prague" => Ok(Box::new(prague::Prague::default())),
+        "prague" => Ok(Box::new(prague::Prague::new(prague::PragueParams {
+            cwnd_mode: params.prague_cwnd_mode.unwrap_or_default(),
+            ..Default::default()
+        })?)),
         "bbr1" => Ok(Box::new(bbr::Bbr::new(params.seed))),
         "bbr3" => Ok(Box::new(bbr3::Bbr3::new(params.l4s, params.seed))),
         _ => Err(crate::error::ParamError::new(
@@ -374,6 +385,7 @@ mod tests {
             ect1: true,
             l4s: true,
             seed: 1,
+            ..Default::default()
         };
         assert_eq!(
             by_name_with("cubic", &p).unwrap().requested_ecn(),

@@ -1,8 +1,9 @@
 //! TCP Prague, the L4S scalable congestion control (draft-briscoe-iccrg-prague-congestion-control).
 //! Follows L4STeam net/ipv4/tcp_prague.c: `prague_update_alpha`, `prague_enter_cwr`, `prague_update_cwnd`, `prague_update_pacing_rate`.
 //!
-//! Reference: the newest L4STeam version (MODULE_VERSION 0.7, `frac_cwnd` + `rate_bytes`) in
-//! its window mode (`prague_cwnd_mode` 0); where it differs from 0.6 this file says so.
+//! Reference: the newest L4STeam version (MODULE_VERSION 0.7, `frac_cwnd` + `rate_bytes`),
+//! with its default `prague_cwnd_mode` 2 (window mode, switching to rate mode at small
+//! windows, see below); where it differs from 0.6 this file says so.
 //!
 //! Faithful to Linux:
 //! - α: EWMA of the CE fraction of delivered packets with g = 1/2^`PRAGUE_SHIFT_G` (1/16),
@@ -34,8 +35,8 @@
 //!   until the state returns to Open; `ssthresh()` returns snd_ssthresh unchanged
 //!   (`prague_ssthresh`: the TCP sender, as Linux `tcp_end_cwnd_reduction` does for a
 //!   `cong_control` CC, does not set cwnd = ssthresh when Recovery ends, and every step of
-//!   snd_cwnd down to the halved frac_cwnd sets ssthresh = snd_cwnd); undo: frac_cwnd = max(frac_cwnd, loss_frac_cwnd),
-//!   snd_cwnd = max(loss_cwnd, snd_cwnd).
+//!   snd_cwnd down to the halved frac_cwnd sets ssthresh = snd_cwnd); undo (0.7): see rate mode
+//!   below; snd_cwnd = max(loss_cwnd, snd_cwnd).
 //!
 //! Simplified / differs:
 //! - The TCP sender does not enter CWR for this CC (`handles_ecn`): the CWR episode
@@ -45,12 +46,20 @@
 //!   ECN, Not-ECT data). In Linux Prague carries `TCP_CONG_NO_FALLBACK_RFC3168`: a classic-ECN
 //!   SYN/ACK disables ECN (`tcp_ecn_rcv_synack`), so `prague_init` sees no ECN and switches to
 //!   `prague_reno`; a `Classic` handed in here is treated the same way.
-//! - Not modelled (0.7): the rate-based mode (`prague_cwnd_mode` 1, and the default switch 2
-//!   into it once the window is ≤ 4·1500 bytes after the first CE) with its ±3% pacing
-//!   offsets, the packet-size reduction at tiny windows (`prague_valid_mtu`), `hsrtt`; the TSO
-//!   burst sizing (`max_tso_burst`). 0.6's classic-ECN AQM detection (off by default) is not
-//!   modelled either. `mtu` = mss + 52 header bytes (with timestamps). Undo in 0.7 goes through the pacing rate
-//!   (`rate_bytes`·hsrtt/mtu); here it keeps the larger frac_cwnd as 0.6 does.
+//! - Rate mode (`prague_cwnd_mode`, [`CwndMode`]; 0.7 only): with mode 2 (default) the flow
+//!   switches, at the end of every ACK, to rate mode once it saw a CE and snd_cwnd·mtu ≤
+//!   `prague_cwnd_transit`·1500 (4 packets of 1500 B), and back to window mode above that.
+//!   Once RTT-independent, rate mode controls `rate_bytes` (B/s, wire bytes) directly: each
+//!   non-CE ACKed packet adds round(⌊1500·2²³/vrtt⌋ / ⌈rate·vrtt/(mtu·2²³)⌉), vrtt =
+//!   max(rtt_target, srtt) in 1/8 µs (about 1500 B per vrtt per vrtt); a CE response takes
+//!   rate·α/2 off (at least 100 kb/s), a loss halves it; the pacing rate is rate_bytes +3.125 %
+//!   for the first half vrtt after an α update and −3.125 % after; frac_cwnd follows as
+//!   ⌈rate·hsrtt/mtu⌉ (hsrtt: srtt averaged with gain 1/128 at each α update). Undo (both
+//!   modes) restores max(rate_bytes, rate at loss) and derives frac_cwnd from it.
+//! - Not modelled (0.7): the packet-size reduction at tiny windows (`prague_valid_mtu`:
+//!   MSS down to 150 B when rate·vrtt < 2 packets, i.e. below about 1 Mb/s at a 25 ms
+//!   target); the TSO burst sizing (`max_tso_burst`). 0.6's classic-ECN AQM detection (off by
+//!   default) is not modelled either. `mtu` = mss + 52 header bytes (with timestamps).
 
 use super::{
     reno::Reno, tcp_slow_start, AckSample, CaState, CcState, CongestionControl, CwndEvent, EcnMode,
@@ -85,6 +94,18 @@ const MAX_SCALED_RTT_US: u64 = 100_000;
 pub const MTU_SYS: u64 = 1500;
 /// `MINIMUM_RATE`: the pacing rate never goes below 12500 B/s (100 kb/s).
 pub const MINIMUM_RATE_BYTES_PER_S: u64 = 12_500;
+/// `RTT2SEC_SHIFT`: Linux converts srtt (1/8 µs) to seconds by a shift of 23 (2²³ ≈ 8·10⁶).
+pub const RTT2SEC_SHIFT: u32 = 23;
+/// `HSRTT_SHIFT`: gain 1/128 of the srtt average `hsrtt` rate mode converts with.
+pub const HSRTT_SHIFT: u32 = 7;
+/// `RATE_OFFSET` / 2^`OFFSET_UNIT`: the ±4/128 ≈ 3 % pacing offsets of rate mode.
+pub const RATE_OFFSET: u64 = 4;
+/// See [`RATE_OFFSET`].
+pub const OFFSET_UNIT: u32 = 7;
+/// `prague_cwnd_transit` default: rate mode at or below 4 packets of `MTU_SYS` bytes.
+pub const DEFAULT_CWND_TRANSIT: u32 = 4;
+/// `prague_burst_shift`: the largest TSO burst lasts 2^-12 s at the pacing rate.
+pub const PRAGUE_BURST_SHIFT: u32 = 12;
 
 fn us2rtt(us: u64) -> u64 {
     us >> RTT_UNIT
@@ -117,6 +138,30 @@ pub enum AlphaMode {
     InitOne,
 }
 
+/// Linux `prague_cwnd_mode`: what controls the flow.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub enum CwndMode {
+    /// 0: the fractional window (0.6 and 0.7's `FracWin`).
+    Window,
+    /// 1: the pacing rate `rate_bytes`, once RTT-independent.
+    Rate,
+    /// 2 (0.7 default): window mode, rate mode while snd_cwnd·mtu ≤ transit·1500 after a CE.
+    #[default]
+    Switch,
+}
+
+impl CwndMode {
+    /// The module parameter's value (0, 1, 2) → mode.
+    pub fn from_linux(v: u8) -> Option<CwndMode> {
+        match v {
+            0 => Some(CwndMode::Window),
+            1 => Some(CwndMode::Rate),
+            2 => Some(CwndMode::Switch),
+            _ => None,
+        }
+    }
+}
+
 /// Prague's module parameters.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct PragueParams {
@@ -128,6 +173,10 @@ pub struct PragueParams {
     pub rtt_transition_rounds: u32,
     /// `prague_alpha_mode` (default HalveAtFirstMark).
     pub alpha_mode: AlphaMode,
+    /// `prague_cwnd_mode` (default Switch).
+    pub cwnd_mode: CwndMode,
+    /// `prague_cwnd_transit`: the switch point in packets of 1500 bytes (default 4).
+    pub cwnd_transit: u32,
 }
 
 impl Default for PragueParams {
@@ -137,6 +186,8 @@ impl Default for PragueParams {
             rtt_scaling: RttScaling::Rate,
             rtt_transition_rounds: DEFAULT_RTT_TRANSITION,
             alpha_mode: AlphaMode::HalveAtFirstMark,
+            cwnd_mode: CwndMode::Switch,
+            cwnd_transit: DEFAULT_CWND_TRANSIT,
         }
     }
 }
@@ -155,7 +206,6 @@ pub struct Prague {
     ai_ack_increase: u64,
     /// The window in 2^-20 packets (`frac_cwnd`); snd_cwnd follows ceil(frac_cwnd).
     frac_cwnd: u64,
-    loss_frac_cwnd: u64,
     loss_cwnd: u32,
     delivered: u64,
     delivered_ce: u64,
@@ -175,6 +225,18 @@ pub struct Prague {
     last_now: Nanos,
     /// AccECN was not negotiated: Reno.
     reno: Option<Reno>,
+    /// `rate_bytes`: the internal pacing rate in wire bytes per second.
+    rate_bytes: u64,
+    /// `loss_rate_bytes`: rate_bytes when the last loss reduction started.
+    loss_rate_bytes: u64,
+    /// `hsrtt_us`: srtt in 1/8 µs, averaged with gain 2^-`HSRTT_SHIFT` and kept upscaled.
+    hsrtt: u64,
+    /// `ca->cwnd_mode`: rate mode is selected.
+    rate_mode: bool,
+    /// `ca->cwnd_mode_transit`: switch between the modes by window size (mode 2).
+    mode_transit: bool,
+    /// `max_tso_burst`: max(1, pacing rate in packets/s >> `prague_burst_shift` 12), ~250 µs.
+    max_tso_burst: u32,
 }
 
 impl Default for Prague {
@@ -190,6 +252,13 @@ impl Prague {
         if t < Nanos::from_ms(1) || t > Nanos::from_secs(1) {
             return Err(ParamError::new("rtt_target", t, "1ms..=1s"));
         }
+        if !(1..=1000).contains(&params.cwnd_transit) {
+            return Err(ParamError::new(
+                "prague_cwnd_transit",
+                params.cwnd_transit,
+                "1..=1000",
+            ));
+        }
         Ok(Prague::build(params))
     }
 
@@ -204,7 +273,6 @@ impl Prague {
             },
             ai_ack_increase: ONE_CWND,
             frac_cwnd: 0,
-            loss_frac_cwnd: 0,
             loss_cwnd: 0,
             delivered: 0,
             delivered_ce: 0,
@@ -219,6 +287,12 @@ impl Prague {
             ca_state: CaState::Open,
             last_now: Nanos::ZERO,
             reno: None,
+            rate_bytes: MINIMUM_RATE_BYTES_PER_S,
+            loss_rate_bytes: 0,
+            hsrtt: 8 << HSRTT_SHIFT,
+            rate_mode: params.cwnd_mode == CwndMode::Rate,
+            mode_transit: params.cwnd_mode == CwndMode::Switch,
+            max_tso_burst: 1,
         }
     }
 
@@ -261,6 +335,52 @@ impl Prague {
 
     fn target_elapsed(&self, tp: &CcState, since: Nanos, now: Nanos) -> bool {
         self.target_us(tp) <= now.saturating_sub(since).as_ns() / 1000
+    }
+
+    /// srtt in Linux's `srtt_us` unit (1/8 µs).
+    fn srtt8(tp: &CcState) -> u64 {
+        tp.srtt.as_ns() / 125
+    }
+
+    /// `prague_virtual_rtt`: max(target, srtt) in 1/8 µs.
+    fn virtual_rtt8(&self, tp: &CcState) -> u64 {
+        (self.params.rtt_target.as_ns() / 125).max(Self::srtt8(tp))
+    }
+
+    /// Rate mode is in control: `prague_is_rtt_indep(sk) && ca->cwnd_mode == 1`.
+    fn rate_control(&self, tp: &CcState) -> bool {
+        self.rate_mode && self.is_rtt_indep(tp)
+    }
+
+    /// `prague_pacing_rate_to_frac_cwnd`: ⌈rate_bytes·hsrtt/mtu⌉ in 2^-20 packets (hsrtt in
+    /// 1/8 µs turned into seconds by the 2^23 shift).
+    fn rate_to_frac_cwnd(&self, tp: &CcState) -> u64 {
+        let rtt = match self.hsrtt >> HSRTT_SHIFT {
+            0 => Self::srtt8(tp),
+            h => h,
+        };
+        let scaled = (self.rate_bytes as u128 * rtt as u128) >> (RTT2SEC_SHIFT - CWND_UNIT);
+        scaled.div_ceil(Self::mtu(tp) as u128) as u64
+    }
+
+    /// `prague_frac_cwnd_to_pacing_rate`: mtu/srtt × frac_cwnd, at least `MINIMUM_RATE`.
+    fn frac_cwnd_to_rate(&self, tp: &CcState) -> u64 {
+        let per_pkt = match Self::srtt8(tp) {
+            0 => 8_000_000 * Self::mtu(tp),
+            s => 8_000_000 * Self::mtu(tp) / s,
+        };
+        (((per_pkt as u128 * self.frac_cwnd as u128) >> CWND_UNIT) as u64)
+            .max(MINIMUM_RATE_BYTES_PER_S)
+    }
+
+    /// The internal pacing rate in wire bytes per second (`rate_bytes`).
+    pub fn rate_bytes(&self) -> u64 {
+        self.rate_bytes
+    }
+
+    /// True while rate mode is selected (`ca->cwnd_mode == 1`).
+    pub fn in_rate_mode(&self) -> bool {
+        self.rate_mode
     }
 
     /// `prague_ai_ack_increase`.
@@ -340,6 +460,8 @@ impl Prague {
             self.alpha_stamp = now;
             self.upscaled_alpha = a.min(PRAGUE_MAX_ALPHA << PRAGUE_SHIFT_G);
         }
+        // 0.7: hsrtt += srtt − hsrtt/128 at every α update, marks or not.
+        self.hsrtt = self.hsrtt + Self::srtt8(tp) - (self.hsrtt >> HSRTT_SHIFT);
         self.new_round(tp);
     }
 
@@ -355,18 +477,32 @@ impl Prague {
         }
         self.cwr_stamp = Some(now);
         let alpha = (self.upscaled_alpha >> PRAGUE_SHIFT_G) as u128;
+        if self.rate_control(tp) {
+            // Rate mode: rate·α/2 off the rate (truncated), at least MINIMUM_RATE.
+            let reduction = (self.rate_bytes as u128 * alpha) >> (PRAGUE_ALPHA_BITS + 1);
+            self.rate_bytes = (self.rate_bytes - reduction as u64).max(MINIMUM_RATE_BYTES_PER_S);
+            self.frac_cwnd = self.rate_to_frac_cwnd(tp);
+            return;
+        }
         // α·frac_cwnd/2 of the fractional window (not of snd_cwnd, which may still be
         // stepping down from an earlier reduction), rounded unbiased (+1/2).
         let reduction =
             (alpha * self.frac_cwnd as u128 + PRAGUE_MAX_ALPHA as u128) >> (PRAGUE_ALPHA_BITS + 1);
         self.frac_cwnd -= reduction as u64;
+        self.rate_bytes = self.frac_cwnd_to_rate(tp);
     }
 
     /// `prague_enter_loss`: halve the fractional window, hold increase until Open.
     fn enter_loss(&mut self, tp: &CcState) {
         self.loss_cwnd = tp.snd_cwnd;
-        self.loss_frac_cwnd = self.frac_cwnd;
-        self.frac_cwnd -= self.frac_cwnd >> 1;
+        self.loss_rate_bytes = self.rate_bytes;
+        if self.rate_control(tp) {
+            self.rate_bytes -= self.rate_bytes >> 1;
+            self.frac_cwnd = self.rate_to_frac_cwnd(tp);
+        } else {
+            self.frac_cwnd -= self.frac_cwnd >> 1;
+            self.rate_bytes = self.frac_cwnd_to_rate(tp);
+        }
         self.in_loss = true;
     }
 
@@ -407,14 +543,28 @@ impl Prague {
                     return;
                 }
             }
-            // acked·ai_ack_increase/frac_cwnd (rounded to nearest), then ×MTU_SYS/mtu.
-            let mut increase = acked as u128 * self.ai_ack_increase as u128;
-            if self.frac_cwnd > 0 {
-                let f = self.frac_cwnd as u128;
-                increase = ((increase << CWND_UNIT) + f / 2) / f;
+            if self.rate_control(tp) {
+                // Rate mode: ⌊acked·1500·2^23/vrtt⌋ divided (rounded) by the window at vrtt,
+                // ⌈rate·vrtt/(mtu·2^23)⌉: about 1500 B/s more per vrtt per vrtt.
+                let vrtt = self.virtual_rtt8(tp) as u128;
+                let increase = ((acked as u128 * MTU_SYS as u128) << RTT2SEC_SHIFT) / vrtt;
+                let divisor = (Self::mtu(tp) as u128) << RTT2SEC_SHIFT;
+                let new_cwnd = (self.rate_bytes as u128 * vrtt).div_ceil(divisor);
+                if let Some(step) = (increase + new_cwnd / 2).checked_div(new_cwnd) {
+                    self.rate_bytes += step as u64;
+                }
+                self.frac_cwnd = (self.frac_cwnd + acked as u64).max(self.rate_to_frac_cwnd(tp));
+            } else {
+                // acked·ai_ack_increase/frac_cwnd (rounded to nearest), then ×MTU_SYS/mtu.
+                let mut increase = acked as u128 * self.ai_ack_increase as u128;
+                if self.frac_cwnd > 0 {
+                    let f = self.frac_cwnd as u128;
+                    increase = ((increase << CWND_UNIT) + f / 2) / f;
+                }
+                let increase = (increase * MTU_SYS as u128 / Self::mtu(tp) as u128) as u64;
+                self.frac_cwnd += increase.max(acked as u64);
+                self.rate_bytes = (self.rate_bytes + acked as u64).max(self.frac_cwnd_to_rate(tp));
             }
-            let increase = (increase * MTU_SYS as u128 / Self::mtu(tp) as u128) as u64;
-            self.frac_cwnd += increase.max(acked as u64);
         }
         // snd_cwnd steps at most one packet per ACK towards ceil(frac_cwnd); every step
         // down also sets ssthresh (the "step-wise decrement" of Linux).
@@ -437,18 +587,37 @@ impl Prague {
     /// `prague_update_pacing_rate` (window mode): mtu/srtt per packet (truncated to B/s)
     /// × max(floor(frac_cwnd), in_flight), at least `MINIMUM_RATE`, ×2 while
     /// snd_cwnd < ssthresh/2 (100% in congestion avoidance, 200% in slow start).
-    fn update_pacing_rate(&self, tp: &mut CcState) {
+    /// Rate mode: rate_bytes ± rate_bytes·4/128, + for the first half vrtt after the last α
+    /// update, − after it.
+    fn update_pacing_rate(&mut self, tp: &mut CcState) {
         if tp.srtt == Nanos::ZERO {
             tp.pacing_rate_bps = None;
             return;
         }
-        let per_pkt_bytes_per_s = Self::mtu(tp) as u128 * 1_000_000_000 / tp.srtt.as_ns() as u128;
-        let max_inflight =
-            ((self.frac_cwnd >> CWND_UNIT) as u128).max(tp.packets_in_flight as u128);
-        let mut rate = (per_pkt_bytes_per_s * max_inflight).max(MINIMUM_RATE_BYTES_PER_S as u128);
+        let mut rate = if self.rate_control(tp) {
+            let r = self.rate_bytes as u128;
+            let offset = (RATE_OFFSET as u128 * r) >> OFFSET_UNIT;
+            let since_us = self.last_now.saturating_sub(self.alpha_stamp).as_ns() / 1000;
+            if self.virtual_rtt8(tp) >> 4 <= since_us {
+                r - offset
+            } else {
+                r + offset
+            }
+        } else {
+            let per_pkt_bytes_per_s =
+                Self::mtu(tp) as u128 * 1_000_000_000 / tp.srtt.as_ns() as u128;
+            let max_inflight =
+                ((self.frac_cwnd >> CWND_UNIT) as u128).max(tp.packets_in_flight as u128);
+            let r = (per_pkt_bytes_per_s * max_inflight).max(MINIMUM_RATE_BYTES_PER_S as u128);
+            self.rate_bytes = r.min(u64::MAX as u128) as u64;
+            r
+        };
         if tp.snd_cwnd < tp.snd_ssthresh / 2 {
             rate *= 2;
         }
+        // prague_update_pacing_rate: the burst is 2^-12 s (~244 µs) of packets at this rate.
+        let burst = (rate / Self::mtu(tp) as u128) >> PRAGUE_BURST_SHIFT;
+        self.max_tso_burst = burst.clamp(1, u32::MAX as u128) as u32;
         tp.pacing_rate_bps = Some((rate * 8).min(u64::MAX as u128) as u64);
     }
 }
@@ -486,6 +655,12 @@ impl CongestionControl for Prague {
         self.saw_ce = tp.delivered_ce > 0;
         self.ca_state = tp.ca_state;
         self.frac_cwnd = (tp.snd_cwnd as u64) << CWND_UNIT;
+        if tp.srtt > Nanos::ZERO {
+            let per_pkt = 8_000_000 * Self::mtu(tp) / Self::srtt8(tp).max(1);
+            let w = tp.snd_cwnd.max(tp.packets_in_flight) as u64;
+            self.rate_bytes = (per_pkt * w).max(MINIMUM_RATE_BYTES_PER_S);
+            self.hsrtt = Self::srtt8(tp) << HSRTT_SHIFT;
+        }
         self.update_pacing_rate(tp);
         self.new_round(tp);
     }
@@ -531,6 +706,17 @@ impl CongestionControl for Prague {
             self.update_alpha(tp, ack.now);
         }
         self.update_pacing_rate(tp);
+        if self.mode_transit {
+            // prague_cong_control: pick the mode for the next ACK by the window in bytes.
+            let cwnd_bytes = tp.snd_cwnd as u64 * Self::mtu(tp);
+            if self.saw_ce && cwnd_bytes <= self.params.cwnd_transit as u64 * MTU_SYS {
+                self.rate_mode = true;
+                self.frac_cwnd = self.rate_to_frac_cwnd(tp);
+            } else {
+                self.rate_mode = false;
+                self.rate_bytes = self.frac_cwnd_to_rate(tp);
+            }
+        }
     }
     fn set_state(&mut self, tp: &mut CcState, new: CaState) {
         if self.reno.is_some() || new == self.ca_state {
@@ -556,10 +742,16 @@ impl CongestionControl for Prague {
         if self.reno.is_some() {
             return tp.snd_cwnd.max(prior_cwnd);
         }
-        // Progress made since the loss counts: keep the larger fractional window.
+        // 0.7 `prague_cwnd_undo`: progress made since the loss counts through the rate:
+        // rate_bytes = max(rate_bytes, rate at loss) and frac_cwnd derived from it.
         self.in_loss = false;
-        self.frac_cwnd = self.frac_cwnd.max(self.loss_frac_cwnd);
+        self.rate_bytes = self.rate_bytes.max(self.loss_rate_bytes);
+        self.frac_cwnd = self.rate_to_frac_cwnd(tp);
         self.loss_cwnd.max(tp.snd_cwnd)
+    }
+    /// `prague_tso_segs` (`prague_max_tso_segs` 0: no further cap).
+    fn tso_segs(&self, _tp: &CcState) -> Option<u32> {
+        self.reno.is_none().then_some(self.max_tso_burst)
     }
     fn cwnd_precise(&self, tp: &CcState) -> f64 {
         if self.reno.is_some() {
@@ -581,10 +773,19 @@ mod tests {
     use super::*;
     use crate::cc::testutil::{Driver, MSS};
 
-    /// `prague_alpha_mode = 1`: α starts at 1 (the 0.6 behaviour).
+    /// `prague_alpha_mode = 1`: α starts at 1 (the 0.6 behaviour), window mode only.
     fn init_one() -> PragueParams {
         PragueParams {
             alpha_mode: AlphaMode::InitOne,
+            cwnd_mode: CwndMode::Window,
+            ..Default::default()
+        }
+    }
+
+    /// `prague_cwnd_mode = 0`: the fractional-window rules alone, also at tiny windows.
+    fn window_mode() -> PragueParams {
+        PragueParams {
+            cwnd_mode: CwndMode::Window,
             ..Default::default()
         }
     }
@@ -684,7 +885,7 @@ mod tests {
     #[test]
     fn window_stays_at_minimum_under_full_marking() {
         let rtt = Nanos::from_ms(10);
-        let (mut cc, mut d) = accecn(PragueParams::default(), rtt, 50, u32::MAX);
+        let (mut cc, mut d) = accecn(window_mode(), rtt, 50, u32::MAX);
         for _ in 0..300 {
             let w = d.tp.snd_cwnd;
             for _ in 0..w {
@@ -825,13 +1026,16 @@ mod tests {
 
     #[test]
     fn undo_right_after_loss_restores_the_fractional_window() {
-        // prague_cwnd_undo: frac_cwnd = max(frac_cwnd, loss_frac_cwnd) = 60 packets.
+        // 0.7 prague_cwnd_undo: rate_bytes = max(rate_bytes, rate at loss) = 60·1500 B per
+        // 10 ms, frac_cwnd = ⌈rate·srtt/mtu⌉ with srtt in 1/8 µs and seconds as 2^23 of
+        // them: 60·8·10^6/2^23 = 57.22 packets (2^20·that, rounded up); snd_cwnd = loss_cwnd.
         let (mut cc, mut d) = accecn(PragueParams::default(), Nanos::from_ms(10), 60, 30);
         cc.set_state(&mut d.tp, CaState::Recovery);
         assert_eq!(cc.cwnd_precise(&d.tp), 30.0);
         d.tp.snd_cwnd = cc.undo_cwnd(&mut d.tp, 0);
         assert_eq!(d.tp.snd_cwnd, 60);
-        assert_eq!(cc.cwnd_precise(&d.tp), 60.0);
+        let want = ((60u64 * 8_000_000) << CWND_UNIT).div_ceil(1 << RTT2SEC_SHIFT);
+        assert_eq!(cc.frac_cwnd, want);
         assert!(!cc.in_loss);
     }
 
@@ -944,7 +1148,7 @@ mod tests {
 
     #[test]
     fn pacing_rate_formula() {
-        let (cc, mut d) = accecn(PragueParams::default(), Nanos::from_ms(10), 100, 1000);
+        let (mut cc, mut d) = accecn(PragueParams::default(), Nanos::from_ms(10), 100, 1000);
         d.tp.packets_in_flight = 100;
         d.tp.snd_ssthresh = 1000;
         cc.update_pacing_rate(&mut d.tp);
@@ -957,7 +1161,6 @@ mod tests {
         cc.update_pacing_rate(&mut d.tp);
         assert_eq!(d.tp.pacing_rate_bps, Some(144_000_000));
         // The window term is floor(frac_cwnd): 100.5 packets (snd_cwnd 101) pace as 100.
-        let mut cc = cc;
         cc.frac_cwnd = 100 * ONE_CWND + ONE_CWND / 2;
         d.tp.snd_cwnd = 101;
         d.tp.packets_in_flight = 0;
@@ -1029,16 +1232,152 @@ mod tests {
         assert_eq!(cc.data_ecn(EcnMode::None), Ecn::NotEct);
     }
 
+    /// Mode 2's switch (prague_cong_control): no rate mode before the first CE however small
+    /// the window; after it, rate mode at snd_cwnd·mtu ≤ 4·1500 with frac_cwnd =
+    /// ⌈rate_bytes·hsrtt/mtu⌉, and back to window mode (rate_bytes = mtu/srtt·frac_cwnd)
+    /// once snd_cwnd·mtu > 4·1500.
+    #[test]
+    fn switches_to_rate_mode_at_four_packets_after_a_ce() {
+        let rtt = Nanos::from_ms(10);
+        let (mut cc, mut d) = accecn(PragueParams::default(), rtt, 2, 2);
+        for _ in 0..20 {
+            d.now += Nanos::from_ms(5);
+            d.ack(&mut cc, 1, 0, rtt);
+            assert!(!cc.in_rate_mode(), "rate mode before any CE");
+        }
+        // cwnd 4 (mtu 1500: 6000 bytes, at the switch point) and a CE.
+        let (mut cc, mut d) = accecn(window_mode_switch(), rtt, 4, 4);
+        d.now += Nanos::from_ms(1);
+        d.ack(&mut cc, 1, 1, rtt);
+        assert!(cc.in_rate_mode());
+        // frac_cwnd = ⌈(rate·srtt8 >> 3)/mtu⌉ with hsrtt = srtt = 10 ms = 80000/8 µs.
+        let want = ((cc.rate_bytes() as u128 * 80_000) >> 3).div_ceil(1500) as u64;
+        assert_eq!(cc.frac_cwnd, want);
+        // Far above the switch point: window mode, rate_bytes = 1500 B/10 ms × frac_cwnd.
+        let (mut cc, mut d) = accecn(window_mode_switch(), rtt, 10, 10);
+        d.now += Nanos::from_ms(1);
+        d.ack(&mut cc, 1, 1, rtt);
+        assert!(!cc.in_rate_mode());
+        let want = ((150_000u128 * cc.frac_cwnd as u128) >> CWND_UNIT) as u64;
+        assert_eq!(cc.rate_bytes(), want.max(MINIMUM_RATE_BYTES_PER_S));
+    }
+
+    /// One single-packet ACK for a `cong_control` CC with `in_flight` packets left in flight
+    /// (the [`Driver`] assumes a full window, which a paced sender below its window is not).
+    fn paced_ack(cc: &mut Prague, d: &mut Driver, ce: u32, rtt: Nanos, in_flight: u32) {
+        let tp = &mut d.tp;
+        let prior_delivered = tp.delivered;
+        tp.snd_una += MSS as u64;
+        tp.delivered += 1;
+        tp.delivered_ce += ce as u64;
+        tp.packets_in_flight = in_flight;
+        tp.snd_nxt = tp.snd_una + in_flight as u64 * MSS as u64;
+        let ack = AckSample {
+            now: d.now,
+            acked_pkts: 1,
+            acked_bytes: MSS as u64,
+            rtt: Some(rtt),
+            ece: ce > 0,
+            ce_delta_pkts: ce,
+            prior_delivered,
+            rs_delivered: in_flight as u64 + 1,
+            rs_interval: rtt,
+            is_app_limited: false,
+            losses: 0,
+            prior_in_flight: in_flight + 1,
+        };
+        cc.pkts_acked(tp, &ack);
+        cc.in_ack_event(tp, &ack);
+        cc.cong_control(tp, &ack);
+    }
+
+    /// The default parameters (mode 2, transit 4).
+    fn window_mode_switch() -> PragueParams {
+        PragueParams::default()
+    }
+
+    /// Rate mode under a frozen marking probability p (each ACKed packet CE with
+    /// probability p, seeded), srtt 2 ms (so vrtt = the 25 ms target), ACKs arriving at the
+    /// pacing rate, one per packet. Derivation from the 0.7 rules:
+    /// - increase: each non-CE packet adds I/⌈r/c⌉ with I = ⌊1500·2^23/vrtt8⌋ and c =
+    ///   mtu·2^23/vrtt8 (B/s per packet in flight at vrtt), and r/mss packets are ACKed per
+    ///   second (the pacer spaces by payload), so dr/dt = (1 − p)·(r/mss)·I/⌈r/c⌉ ≈
+    ///   (1 − p)·I·c/mss · r/(r + c/2) (the ceiling adds 1/2 on average);
+    /// - decrease: once RTT-independent, at most one CE response per 25 ms: the first CE ACK
+    ///   after the guard, (1/p − 1/2) packet times later on average, so a cycle lasts
+    ///   T = 25 ms + (1/p − 1/2)·mss/r; each takes r·α/2 off, with α → p;
+    /// - the ±3.125 % offsets alternate within every α period and cancel to < 0.2 %.
+    ///
+    /// Balance: r_top·p/2 = A·T(r_top), mean r̄ = r_top − A·T/2 (linear growth).
+    #[test]
+    fn rate_mode_follows_its_closed_form_under_frozen_marking() {
+        for (p, seed) in [(0.1, 1u64), (0.2, 2)] {
+            let rtt = Nanos::from_ms(2);
+            let (mut cc, mut d) = accecn(PragueParams::default(), rtt, 4, 4);
+            let mut rng = crate::rng::Rng::new(seed);
+            let (mut sum, mut span) = (0.0, 0.0);
+            let mut rate_mode_time = 0.0;
+            let start = d.now;
+            loop {
+                let rate = d.tp.pacing_rate_bps.expect("paced") as f64 / 8.0;
+                let gap = MSS as f64 / rate;
+                d.now += Nanos((gap * 1e9) as u64);
+                let t = (d.now - start).as_secs_f64();
+                if t > 70.0 {
+                    break;
+                }
+                if t > 10.0 {
+                    sum += cc.rate_bytes() as f64 * gap;
+                    span += gap;
+                    rate_mode_time += if cc.rate_control(&d.tp) { gap } else { 0.0 };
+                }
+                let ce = rng.bernoulli(p) as u32;
+                // In flight after this ACK: what the pacer sent in the last RTT, at most
+                // cwnd, less the packet just ACKed (Linux's tcp_packets_in_flight then).
+                let sent = ((rate * rtt.as_secs_f64() / MSS as f64).round() as u32).max(1);
+                let in_flight = sent.min(d.tp.snd_cwnd) - 1;
+                paced_ack(&mut cc, &mut d, ce, rtt, in_flight);
+            }
+            let mean = sum / span;
+            assert!(
+                rate_mode_time / span > 0.999,
+                "rate mode {}",
+                rate_mode_time / span
+            );
+            let vrtt8 = 25_000.0 * 8.0;
+            let i = (1500.0 * (1u64 << 23) as f64 / vrtt8).floor();
+            let c = 1500.0 * (1u64 << 23) as f64 / vrtt8;
+            let mss = MSS as f64;
+            let mut r = 1e6;
+            let mut a = 0.0;
+            for _ in 0..20 {
+                a = (1.0 - p) * i * c / mss * r / (r + c / 2.0);
+                // (p/2)·x² − A·0.025·x − A·(1/p − 1/2)·mss = 0.
+                let (qa, qb, qc) = (p / 2.0, -a * 0.025, -a * (1.0 / p - 0.5) * mss);
+                let top = (-qb + (qb * qb - 4.0 * qa * qc).sqrt()) / (2.0 * qa);
+                let tc = 0.025 + (1.0 / p - 0.5) * mss / top;
+                r = top - a * tc / 2.0;
+            }
+            let err = mean / r - 1.0;
+            // The approximations (α's noise around p, the mean wait taken at r_top, the
+            // offsets) stay within 4 %; window mode at the same p gives half (−51 %).
+            assert!(
+                err.abs() < 0.04,
+                "p={p}: mean rate {mean:.0} B/s, closed form {r:.0} B/s (A {a:.0})"
+            );
+        }
+    }
+
     proptest::proptest! {
-        /// Any CE pattern, also with stretch ACKs: snd_cwnd ≥ MIN_CWND, α ∈ [0, 1], the
-        /// fractional window > 0 (Linux floors only snd_cwnd), pacing as Linux computes it.
+        /// Window mode, any CE pattern, also with stretch ACKs: snd_cwnd ≥ MIN_CWND, α ∈
+        /// [0, 1], the fractional window > 0, the window-mode pacing rate.
         #[test]
         fn invariants_under_any_marking(
             marks in proptest::collection::vec((1u32..4, 0u32..4), 1..400),
             rtt_ms in 1u64..200,
         ) {
             let rtt = Nanos::from_ms(rtt_ms);
-            let (mut cc, mut d) = accecn(PragueParams::default(), rtt, 10, u32::MAX);
+            let (mut cc, mut d) = accecn(window_mode(), rtt, 10, u32::MAX);
             for (acked, ce) in marks {
                 d.now += Nanos(rtt.as_ns() / 10);
                 d.ack(&mut cc, acked, ce.min(acked), rtt);

@@ -19,6 +19,9 @@ pub mod accecn;
 pub mod receiver;
 pub mod rtt;
 pub mod sender;
+pub mod tso;
+#[cfg(test)]
+mod tso_tests;
 
 #[cfg(test)]
 mod tests;
@@ -85,6 +88,9 @@ pub struct TcpConfig {
     pub pacing: bool,
     /// Tail loss probe (Linux `tcp_early_retrans` = 3, RFC 8985 §7), with SACK only.
     pub tlp: bool,
+    /// Sender host with TSO: paced data leaves in bursts of `tcp_tso_segs` segments, back to
+    /// back at this NIC rate ([`tso`]); None = one segment at a time (no host burstiness).
+    pub tso_nic_rate: Option<crate::time::Rate>,
 }
 
 impl Default for TcpConfig {
@@ -107,6 +113,7 @@ impl Default for TcpConfig {
             rwnd_bytes: 1 << 40,
             pacing: true,
             tlp: true,
+            tso_nic_rate: None,
         }
     }
 }
@@ -117,6 +124,9 @@ impl TcpConfig {
         check_range_u64("mss", self.mss as u64, 64, 65_483)?;
         check_range_u64("delack_segments", self.delack_segments as u64, 1, 1 << 16)?;
         check_range_u64("init_cwnd", self.init_cwnd as u64, 1, 1 << 20)?;
+        if let Some(r) = self.tso_nic_rate {
+            check_range_u64("nic_rate", r.bps(), 1_000_000, 1_000_000_000_000)?;
+        }
         if self.min_rto == Nanos::ZERO || self.min_rto > self.max_rto {
             return Err(ParamError::new(
                 "min_rto",

@@ -172,6 +172,8 @@ pub struct TcpSender {
     cwnd_usage_seq: u64,
     /// Pacing: earliest departure of the next packet (`tp->tcp_wstamp_ns`).
     wstamp: Nanos,
+    /// TSO host: bursts and NIC spacing (`cfg.tso_nic_rate`).
+    tso: Option<super::tso::TsoHost>,
     last_now: Nanos,
     // Statistics.
     sent_pkts: u64,
@@ -251,6 +253,7 @@ impl TcpSender {
             max_packets_out: 0,
             cwnd_usage_seq: 0,
             wstamp: Nanos::ZERO,
+            tso: cfg.tso_nic_rate.map(super::tso::TsoHost::new),
             last_now: Nanos::ZERO,
             sent_pkts: 0,
             retransmits: 0,
@@ -454,6 +457,44 @@ impl TcpSender {
         }
     }
 
+    /// Departures wait for `wstamp`: the pacer, or a TSO host's NIC spacing.
+    fn send_gated(&self) -> bool {
+        self.pacing_rate().is_some() || self.tso.is_some()
+    }
+
+    /// `tcp_tso_segs` for the next burst, at most the window's room (`tcp_write_xmit` builds
+    /// the skb from min(tso_segs, cwnd quota)), then the segment's departure through the
+    /// TSO host; pacing starts at the 10th data segment as without TSO.
+    fn tso_after_send(&mut self, now: Nanos, payload_bytes: u32) -> Nanos {
+        let rate = self.pacing_rate().filter(|_| self.sent_pkts >= 10);
+        let segs = self.cc.tso_segs(&self.tp).unwrap_or_else(|| {
+            // Without a CC rule: tcp_tso_autosize on sk_pacing_rate, which Linux also sets
+            // for unpaced flows (tcp_update_pacing_rate: 200 % of cwnd·mss/srtt in slow
+            // start, 120 % after).
+            let bytes_per_s = match self.tp.pacing_rate_bps {
+                Some(r) => r / 8,
+                None if self.tp.srtt > Nanos::ZERO => {
+                    let pct = if self.tp.snd_cwnd < self.tp.snd_ssthresh / 2 {
+                        200
+                    } else {
+                        120
+                    };
+                    let b = self.tp.snd_cwnd as u128 * self.cfg.mss as u128 * 1_000_000_000
+                        / self.tp.srtt.as_ns() as u128;
+                    (b * pct / 100) as u64
+                }
+                None => 0,
+            };
+            super::tso::tso_autosize(bytes_per_s, self.cfg.mss, self.tp.min_rtt)
+        });
+        // in_flight() already counts this segment: the room it had before it left.
+        let room = self.tp.snd_cwnd.saturating_sub(self.in_flight()) + 1;
+        let wire = payload_bytes + TCP_IP_HEADER_BYTES;
+        let start = self.wstamp;
+        let host = self.tso.as_mut().expect("tso host");
+        host.on_segment_sent(start.max(now), payload_bytes, wire, segs.min(room), rate)
+    }
+
     /// True when cwnd and the application would let a data segment leave (pacing aside).
     fn can_send_data(&self) -> bool {
         self.state == SndState::Established
@@ -503,6 +544,10 @@ impl TcpSender {
         // runs (payload + headers)/payload faster than a rate computed on wire bytes.
         let prior = self.wstamp;
         self.wstamp = self.wstamp.max(now);
+        if self.tso.is_some() {
+            self.wstamp = self.tso_after_send(now, payload_bytes);
+            return;
+        }
         if let (Some(rate), true) = (self.pacing_rate(), self.sent_pkts >= 10) {
             let len_ns = ((payload_bytes as u128 * 8 * 1_000_000_000) / rate as u128) as u64;
             let credit = self.wstamp.0 - prior.0.min(self.wstamp.0);
@@ -589,7 +634,7 @@ impl TcpSender {
         let no_flight = in_flight == 0;
         if let Some(idx) = self.next_lost() {
             self.retransmit_hint = self.segs[idx].seq;
-            if self.pacing_rate().is_some() && now < self.wstamp {
+            if self.send_gated() && now < self.wstamp {
                 return None;
             }
             let snd_nxt = self.snd_nxt;
@@ -607,7 +652,7 @@ impl TcpSender {
             self.tp.app_limited = true;
             return None;
         }
-        if self.pacing_rate().is_some() && now < self.wstamp {
+        if self.send_gated() && now < self.wstamp {
             return None;
         }
         let p = self.send_new_segment(now, idle, no_flight);
@@ -768,10 +813,7 @@ impl Endpoint for TcpSender {
                 if let Some(p) = self.tlp_deadline {
                     t = Some(t.map_or(p, |r| r.min(p)));
                 }
-                if self.pacing_rate().is_some()
-                    && self.wstamp > self.last_now
-                    && self.can_send_data()
-                {
+                if self.send_gated() && self.wstamp > self.last_now && self.can_send_data() {
                     t = Some(t.map_or(self.wstamp, |r| r.min(self.wstamp)));
                 }
                 if let Some(stop) = self.cfg.stop {

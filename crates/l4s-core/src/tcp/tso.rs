@@ -1,0 +1,144 @@
+//! TSO/GSO burst sizing and the departure times of a burst's segments (host burstiness).
+//! Follows Linux net/ipv4/tcp_output.c `tcp_tso_autosize` / `tcp_tso_segs` (and the L4S team's
+//! `ca_ops->tso_segs` hook that Prague's `prague_tso_segs` fills) and `tcp_update_skb_after_send`.
+//!
+//! A TSO skb of n segments leaves the qdisc at once and the NIC puts its segments on the wire
+//! back to back at its line rate; the pacer then holds the next skb for skb->len / pacing rate
+//! (the whole payload of the burst). Defaults: `sk_pacing_shift` 10 (~1 ms of data),
+//! `tcp_min_tso_segs` 2, `tcp_tso_rtt_log` 9, `sk_gso_max_size` 65536 (`GSO_LEGACY_MAX_SIZE`).
+
+use crate::time::{Nanos, Rate};
+
+/// `sk_pacing_shift` default: a burst of pacing_rate >> 10 bytes, about 1 ms of data.
+pub const PACING_SHIFT: u32 = 10;
+/// `sysctl_tcp_min_tso_segs` default.
+pub const MIN_TSO_SEGS: u32 = 2;
+/// `sysctl_tcp_tso_rtt_log` default: add gso_max_size >> (min_rtt_us >> 9).
+pub const TSO_RTT_LOG: u32 = 9;
+/// `sk_gso_max_size` default (`GSO_LEGACY_MAX_SIZE`).
+pub const GSO_MAX_SIZE: u64 = 65_536;
+
+/// `tcp_tso_autosize(sk, mss, tcp_min_tso_segs)` with the default sysctls: segments per TSO skb
+/// at `pacing_bytes_per_s` and a minimum RTT of `min_rtt`.
+pub fn tso_autosize(pacing_bytes_per_s: u64, mss: u32, min_rtt: Nanos) -> u32 {
+    let mut bytes = pacing_bytes_per_s >> PACING_SHIFT;
+    let r = (min_rtt.as_ns() / 1000) >> TSO_RTT_LOG;
+    // Small RTTs get bigger bursts: gso_max_size >> r when r < 32 bits (`BITS_PER_TYPE`).
+    if r < 32 {
+        bytes += GSO_MAX_SIZE >> r;
+    }
+    bytes = bytes.min(GSO_MAX_SIZE);
+    ((bytes / mss.max(1) as u64) as u32).max(MIN_TSO_SEGS)
+}
+
+/// The host side of a flow: its NIC line rate and the burst in progress.
+#[derive(Clone, Debug)]
+pub struct TsoHost {
+    /// NIC line rate the segments of one burst leave at.
+    pub nic_rate: Rate,
+    /// Segments still to send in the current burst.
+    left: u32,
+    /// Payload bytes of the current burst so far.
+    burst_payload: u64,
+    /// When the current burst started (its skb's departure time).
+    burst_start: Nanos,
+}
+
+impl TsoHost {
+    /// A host whose NIC sends at `nic_rate`.
+    pub fn new(nic_rate: Rate) -> Self {
+        TsoHost {
+            nic_rate,
+            left: 0,
+            burst_payload: 0,
+            burst_start: Nanos::ZERO,
+        }
+    }
+
+    /// True while a burst has segments left: they leave at the NIC rate, not the pacer's.
+    pub fn in_burst(&self) -> bool {
+        self.left > 0
+    }
+
+    /// One segment of `payload` (wire `bytes`) leaves at `now`; `segs` is the burst size for a
+    /// new burst (from [`tso_autosize`] or the CC's own rule). Returns the earliest time the
+    /// next segment may leave: at the NIC rate within the burst, and after the burst
+    /// start + burst payload / pacing rate (`tcp_update_skb_after_send` on the whole skb) once
+    /// the burst is complete. `pacing_bps` None: not paced, only the NIC spacing applies.
+    pub fn on_segment_sent(
+        &mut self,
+        now: Nanos,
+        payload: u32,
+        bytes: u32,
+        segs: u32,
+        pacing_bps: Option<u64>,
+    ) -> Nanos {
+        if self.left == 0 {
+            self.left = segs.max(1);
+            self.burst_payload = 0;
+            self.burst_start = now;
+        }
+        self.left -= 1;
+        self.burst_payload += payload as u64;
+        let wire_next = now + self.nic_rate.tx_time(bytes as u64);
+        if self.left > 0 {
+            return wire_next;
+        }
+        match pacing_bps {
+            Some(rate) if rate > 0 => {
+                let len_ns = (self.burst_payload as u128 * 8 * 1_000_000_000 / rate as u128) as u64;
+                wire_next.max(self.burst_start + Nanos(len_ns))
+            }
+            _ => wire_next,
+        }
+    }
+
+    /// The window or the application cut the burst short: the next segment starts a new one.
+    pub fn end_burst(&mut self) {
+        self.left = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// tcp_tso_autosize by hand: rate >> 10 bytes, plus 65536 >> (min_rtt_us >> 9), at most
+    /// 65536, in whole segments, at least 2.
+    #[test]
+    fn autosize_follows_the_linux_formula() {
+        let mss = 1448;
+        // 100 Mb/s = 12.5 MB/s: 12 207 B per ~1 ms; min_rtt 40 ms: r = 78, no RTT term.
+        assert_eq!(
+            tso_autosize(12_500_000, mss, Nanos::from_ms(40)),
+            12_207 / 1448
+        );
+        // 10 Mb/s: 1220 B < one segment: the floor of 2.
+        assert_eq!(tso_autosize(1_250_000, mss, Nanos::from_ms(40)), 2);
+        // 1 Gb/s: 122 070 B capped at 65 536 B = 45 segments.
+        assert_eq!(tso_autosize(125_000_000, mss, Nanos::from_ms(40)), 45);
+        // 100 Mb/s at min_rtt 5 ms: r = 5000 >> 9 = 9, + 65536 >> 9 = 128 B: 12 335 B = 8.
+        assert_eq!(
+            tso_autosize(12_500_000, mss, Nanos::from_ms(5)),
+            12_335 / 1448
+        );
+        // 100 Mb/s at min_rtt 1 ms: r = 1, + 32 768 B: 44 975 B = 31 segments.
+        assert_eq!(tso_autosize(12_500_000, mss, Nanos::from_ms(1)), 31);
+    }
+
+    /// A burst of 3 segments at a 1 Gb/s NIC, paced at 10 Mb/s: the segments leave 12 µs apart
+    /// (1500 B at 1 Gb/s), the next burst 3·1448·8/10 Mb/s = 3.4752 ms after the first.
+    #[test]
+    fn burst_leaves_at_nic_rate_then_waits_for_the_pacer() {
+        let mut h = TsoHost::new(Rate::from_mbps(1000));
+        let t0 = Nanos::from_ms(100);
+        let t1 = h.on_segment_sent(t0, 1448, 1500, 3, Some(10_000_000));
+        assert_eq!(t1, t0 + Nanos(12_000));
+        assert!(h.in_burst());
+        let t2 = h.on_segment_sent(t1, 1448, 1500, 3, Some(10_000_000));
+        assert_eq!(t2, t0 + Nanos(24_000));
+        let t3 = h.on_segment_sent(t2, 1448, 1500, 3, Some(10_000_000));
+        assert_eq!(t3, t0 + Nanos(3_475_200));
+        assert!(!h.in_burst());
+    }
+}
