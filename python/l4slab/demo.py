@@ -105,6 +105,8 @@ def _print_sweep_means(console: Any, index: Any) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The `make demo` experiment: the default scenario at three step thresholds; returns the
+    exit status."""
     from rich.console import Console
 
     from l4slab.cli import _print_summaries

@@ -55,6 +55,8 @@ def _argv(flow_bin: str, server: str, f: dict[str, Any], secs: float) -> list[st
 
 
 def main(argv: list[str]) -> int:
+    """Start the plan's l4s-flow senders at their times, end them at theirs; returns the exit
+    status."""
     if len(argv) != 3:
         print("usage: emu_launcher.py PLAN.json FLOW_BIN", file=sys.stderr)
         return 2

@@ -81,6 +81,7 @@ def derive_seed(base_seed: int, replication: int) -> int:
 
 @dataclass
 class SweepSpec:
+    """A loaded sweep file: base scenario, grid, replications, seed and fixed overrides."""
     base: ScenarioSource
     grid: dict[str, list[Any]]
     replications: int
@@ -91,6 +92,7 @@ class SweepSpec:
 
 @dataclass
 class RunTask:
+    """One run of a sweep: grid point, replication, parameters, seed and effective scenario."""
     index: int
     point: int
     rep: int
@@ -119,6 +121,7 @@ class RunTask:
 
 @dataclass
 class RunOutcome:
+    """How one run ended: ok, failed (with the error) or skipped (finished earlier)."""
     task: RunTask
     status: str  # "ok" | "failed" | "skipped" (finished earlier, resumed)
     error: str | None = None
@@ -374,6 +377,7 @@ def flatten_summary(summary: Mapping[str, Any]) -> dict[str, Any]:
 
 @dataclass
 class SweepResult:
+    """What `sweep` did: the index, swept parameters, failures, run counts and wall time."""
     out_dir: Path
     index: pd.DataFrame
     params: list[str]
@@ -384,6 +388,7 @@ class SweepResult:
 
     @property
     def ok(self) -> bool:
+        """True when no run failed."""
         return not self.failed
 
 
@@ -397,12 +402,14 @@ class SweepData:
     meta: dict[str, Any]
 
     def run(self, name_or_row: str | int) -> RunData:
+        """The run directory of one run, by name or by row number of the index."""
         if isinstance(name_or_row, int):
             name_or_row = str(self.index.iloc[name_or_row]["run"])
         return load_run(self.path / "runs" / name_or_row)
 
 
 def load_sweep(path: str | Path) -> SweepData:
+    """A finished (or partial) sweep directory: its index, swept parameters and metadata."""
     p = Path(path)
     meta = json.loads((p / "sweep.json").read_text()) if (p / "sweep.json").exists() else {}
     return SweepData(path=p, index=pd.read_parquet(p / "sweep.parquet"),

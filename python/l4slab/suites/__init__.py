@@ -19,6 +19,7 @@ NAMES = list(_MODULES)
 
 
 def get_suite(name: str) -> Suite:
+    """The suite called `name` (raises SuiteError naming the known suites)."""
     import importlib
 
     if name not in _MODULES:

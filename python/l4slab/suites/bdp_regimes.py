@@ -33,11 +33,13 @@ DEFAULT = {"step_thresh": "1ms", "target": "15ms"}
 
 
 def extract(run_dir: Path, scenario: dict[str, Any]) -> dict[str, float]:
+    """Per-run metrics summary.json lacks: totals over flows and queues, mean queue occupancy."""
     s = read_summary(run_dir)
     return {**totals(s), **queue_occupancy(run_dir, warmup_of(s))}
 
 
 def analyse(data: SuiteData) -> Analysis:
+    """Results table, link-model and variant validation tables, and figures of the suite."""
     runs = rename_params(data.runs)
     figs_dir = data.out / "figures"
     vals = {"tput_mbps": "tput_mbps", "backlog_pkts": "backlog_pkts", "marks": "marks",
@@ -89,6 +91,7 @@ def analyse(data: SuiteData) -> Analysis:
 
 
 def other_keys() -> list[str]:
+    """The result-table keys other than the link model (the link-model test pairs rows on them)."""
     return [k for k in KEYS if k != "link_model"]
 
 

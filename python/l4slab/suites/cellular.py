@@ -71,6 +71,8 @@ def _label(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def analyse(data: SuiteData) -> Analysis:
+    """Per-class throughput, queue-length and trace tables; inter-txop, packets-per-txop and
+    queue-length CDFs."""
     runs = _label(data.runs)
     keys = ["trace", "rtt", "step_thresh"]
     cols = {"tput_L4S_mbps": "class.L4S.tput_mbps", "tput_Classic_mbps": "class.Classic.tput_mbps",

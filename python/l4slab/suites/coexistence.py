@@ -102,6 +102,7 @@ def _prep(runs: pd.DataFrame, solo: pd.DataFrame | None = None) -> pd.DataFrame:
 
 
 def analyse(data: SuiteData) -> Analysis:
+    """Throughput matrix, solo-run harm and equal-share tables, and the L4S-share heat map."""
     is_solo = data.runs["part"].astype(str).str.startswith("solo-")
     runs = _prep(data.runs[~is_solo], _solo(data.runs[is_solo]) if is_solo.any() else None)
     cols = {"l4s_mbps": "l4s_mbps", "classic_mbps": "classic_mbps",

@@ -14,10 +14,12 @@ from l4slab.suites.core import mean_ci
 
 
 def warmup_of(summary: dict[str, Any]) -> float:
+    """The run's warm-up in seconds (0 when absent)."""
     return float(summary.get("warmup_s") or 0.0)
 
 
 def read_summary(run_dir: Path) -> dict[str, Any]:
+    """A run directory's summary.json."""
     return json.loads((run_dir / "summary.json").read_text())
 
 

@@ -75,6 +75,7 @@ class Table:
 
 @dataclass
 class Figure:
+    """A figure a suite wrote: its file name stem, caption and path."""
     name: str
     title: str
     path: Path
@@ -92,6 +93,7 @@ class SuiteData:
     runs: pd.DataFrame
 
     def run_dir(self, row: Mapping[str, Any]) -> Path:
+        """The run directory of one row of `runs`."""
         return self.out / "parts" / str(row["part"]) / str(row["run_dir"])
 
     def part_tables(self, name: str) -> pd.DataFrame:
@@ -137,6 +139,7 @@ class Suite:
 
     @property
     def folder(self) -> Path:
+        """The suite's sweep files: scenarios/suites/NAME."""
         return suites_dir() / self.name
 
 
@@ -361,6 +364,7 @@ def _check_out_dir(out: Path, suite: Suite, quick: bool, engine: str = "simulato
 
 @dataclass
 class SuiteResult:
+    """What `run_suite` did: run counts, failures, tables, figures and report paths."""
     out_dir: Path
     runs: int
     ran: int
@@ -374,6 +378,7 @@ class SuiteResult:
 
     @property
     def ok(self) -> bool:
+        """True when no run failed."""
         return not self.failed
 
 

@@ -101,6 +101,7 @@ def bands(curves: Mapping[str, tuple[pd.DataFrame, str]], ylabel: str, title: st
 
 def cdfs(samples: Mapping[str, np.ndarray], xlabel: str, title: str, out: Path, name: str,
          colors: Mapping[str, str] | None = None, log_x: bool = False) -> Figure:
+    """One empirical CDF per labelled sample set on shared axes, saved as `name`."""
     fig = MplFigure(figsize=(6.5, 3.6))
     ax = fig.add_subplot()
     for i, (label, x) in enumerate(samples.items()):

@@ -35,6 +35,7 @@ def extract(run_dir: Path, scenario: dict[str, Any]) -> dict[str, float]:
 
 
 def analyse(data: SuiteData) -> Analysis:
+    """Per-flow and per-queue tables with 95 % CIs, and the mean ± CI time-series figures."""
     runs = data.runs
     figs_dir = data.out / "figures"
     flow_rows = []

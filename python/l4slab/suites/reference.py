@@ -21,6 +21,7 @@ __all__ = ["read_reference", "compare_reference"]
 
 
 def read_reference(path: str | Path) -> pd.DataFrame:
+    """A --reference CSV as a frame; SuiteError when it is missing, unreadable or empty."""
     p = Path(path)
     try:
         df = pd.read_csv(p)

@@ -27,6 +27,8 @@ MAX_ROWS = 400  # the CSV holds everything; the report shows the first rows of h
 
 
 def fmt(v: Any) -> str:
+    """A table cell: "–" for missing; floats to 4 significant digits (3 when very large or
+    small, one decimal from 100)."""
     if v is None or (isinstance(v, float) and np.isnan(v)):
         return "–"
     if isinstance(v, (float, np.floating)):
@@ -80,6 +82,8 @@ def _html_table(df: pd.DataFrame, nkeys: int) -> str:
 
 
 def provenance_lines(prov: dict[str, Any]) -> list[tuple[str, str]]:
+    """(label, text) rows of the report's provenance block: version, commit, profile, seeds,
+    runs, time."""
     seeds = prov.get("seeds") or []
     seed_txt = (", ".join(map(str, seeds)) if len(seeds) <= 6
                 else f"{len(seeds)} seeds: {', '.join(map(str, seeds[:3]))}, … "
@@ -101,6 +105,7 @@ def provenance_lines(prov: dict[str, Any]) -> list[tuple[str, str]]:
 
 def write_reports(suite: Suite, analysis: Analysis, prov: dict[str, Any],
                   out: Path) -> tuple[Path, Path]:
+    """Write report.md and report.html of a suite; returns both paths."""
     title = f"l4slab suite {suite.name}: {suite.title}"
     md = [f"# {title}", "", suite.description, ""]
     md += [f"- **{k}**: {v}" for k, v in provenance_lines(prov)]

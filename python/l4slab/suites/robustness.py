@@ -27,6 +27,7 @@ _RATE = re.compile(r"^\s*([0-9.]+)\s*(bit|kbit|mbit|gbit)\s*$", re.IGNORECASE)
 
 
 def rate_mbps(text: str) -> float:
+    """A rate string such as '50mbit' in Mb/s."""
     m = _RATE.match(str(text))
     if not m:
         raise ValueError(f"not a rate: {text!r}")
@@ -61,6 +62,7 @@ def adaptation_time(t_s: np.ndarray, tput_mbps: np.ndarray, sojourn_ms: np.ndarr
 
 
 def extract(run_dir: Path, scenario: dict[str, Any]) -> dict[str, float]:
+    """Per-run queueing-delay statistics and adaptation times after each rate step."""
     s = read_summary(run_dir)
     warm = warmup_of(s)
     sm = pd.read_parquet(run_dir / "samples.parquet",
@@ -97,6 +99,7 @@ def _seconds(text: str) -> float:
 
 
 def condition(r: pd.Series) -> str:
+    """A run's impairment as a readable label ('loss 5 %', 'jitter 10ms', rate steps)."""
     imp = r["impairment"]
     if imp == "loss":
         return f"loss {float(r['link.loss']) * 100:g} %"
@@ -109,6 +112,7 @@ def condition(r: pd.Series) -> str:
 
 
 def analyse(data: SuiteData) -> Analysis:
+    """Throughput, delay, adaptation and Jain tables per sender mix and condition, with figures."""
     runs = data.runs.copy()
     runs["condition"] = runs.apply(condition, axis=1)
     for c in ("class.L4S.tput_mbps", "class.Classic.tput_mbps"):
@@ -153,6 +157,7 @@ def analyse(data: SuiteData) -> Analysis:
 
 
 def quick(spec: dict[str, Any]) -> dict[str, Any]:
+    """The --quick form of a part: 2 replications of 10 s, rate steps scaled to fit."""
     spec["replications"] = 2
     spec["set"] = {**spec.get("set", {}), "duration": "10s", "warmup": "2s"}
     steps = spec["set"].get("link.steps")
