@@ -10,28 +10,11 @@ import pytest
 from click.testing import CliRunner
 
 import l4slab
+from cli_helpers import SHORT_BASE, invoke
 from l4slab.cli import main
 from l4slab.scenario import dumps_toml
 
-SHORT = {
-    "seed": 3,
-    "duration": "2s",
-    "warmup": "0.5s",
-    "link": {"rate": "10mbit"},
-    "aqm": {"kind": "dualpi2"},
-    "flows": [{"cc": "prague", "rtt": "20ms"}, {"cc": "cubic", "rtt": "20ms"}],
-}
-
-
-@pytest.fixture
-def scen(tmp_path):
-    p = tmp_path / "short.toml"
-    p.write_text(dumps_toml(SHORT))
-    return p
-
-
-def invoke(*args):
-    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+SHORT = SHORT_BASE  # the `scen` fixture (conftest.py) writes it
 
 
 def assert_bad_input(res, *needles):
@@ -246,9 +229,7 @@ def test_api_errors_are_scenario_errors():
 
 
 def test_validation_commands_are_registered():
-    from click.testing import CliRunner
 
-    from l4slab.cli import main
 
     runner = CliRunner()
     for name in ("validate", "compare", "import-mahimahi"):

@@ -6,10 +6,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
 import l4slab
-from l4slab.cli import main
+from cli_helpers import invoke
 from l4slab.traces import (
     OPPORTUNITY_BITS,
     TraceError,
@@ -23,8 +22,6 @@ from l4slab.traces import (
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def invoke(*args):
-    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
 
 
 def test_constant_rate_is_exact_and_even():

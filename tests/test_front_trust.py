@@ -16,29 +16,16 @@ import pytest
 from click.testing import CliRunner
 
 import l4slab
+from cli_helpers import SHORT_BASE
+from cli_helpers import invoke as cli_invoke
 from l4slab.cli import main
 from l4slab.scenario import dumps_toml
 
-SHORT = {
-    "seed": 3,
-    "duration": "1s",
-    "warmup": "0.5s",
-    "link": {"rate": "10mbit"},
-    "aqm": {"kind": "dualpi2"},
-    "flows": [{"cc": "prague", "rtt": "20ms"}, {"cc": "cubic", "rtt": "20ms"}],
-}
-
-
-@pytest.fixture
-def scen(tmp_path):
-    p = tmp_path / "short.toml"
-    p.write_text(dumps_toml(SHORT))
-    return p
+SHORT = {**SHORT_BASE, "duration": "1s"}  # the `scen` fixture (conftest.py) writes it
 
 
 def invoke(*args):
-    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False,
-                              terminal_width=200)
+    return cli_invoke(*args, width=200)
 
 
 def one_error(res, *needles):
