@@ -115,23 +115,12 @@ def analyse(data: SuiteData) -> Analysis:
     res = res.sort_values(["classic_flows", "_o", "buffer_bdp", "l4s_cc", "classic_cc"],
                           kind="stable").drop(columns="_o").reset_index(drop=True)
     pair = res["l4s_cc"] + " vs " + res["classic_cc"]
-    mat = res.assign(pair=pair, cell=[f"{a:.1f} ({b:.1f})" for a, b in
-                                      zip(res["l4s_mbps"], res["classic_mbps"], strict=True)])
-    disp = mat.pivot_table(index=["classic_flows", "aqm", "buffer_bdp"], columns="pair",
-                           values="cell", aggfunc="first", sort=False).reset_index()
-    disp.columns.name = None
-    harm = res.assign(pair=pair, cell=[_harm_cell(a, b) for a, b in
-                                       zip(res["harm_to_l4s"], res["harm_to_classic"],
-                                           strict=True)])
-    hdisp = harm.pivot_table(index=["classic_flows", "aqm", "buffer_bdp"], columns="pair",
-                             values="cell", aggfunc="first", sort=False).reset_index()
-    hdisp.columns.name = None
-    short = res.assign(pair=pair, cell=[_harm_cell(a, b) for a, b in
-                                        zip(res["short_l4s"], res["short_classic"],
-                                            strict=True)])
-    sdisp = short.pivot_table(index=["classic_flows", "aqm", "buffer_bdp"], columns="pair",
-                              values="cell", aggfunc="first", sort=False).reset_index()
-    sdisp.columns.name = None
+    disp = _matrix(res, pair, [f"{a:.1f} ({b:.1f})" for a, b in
+                               zip(res["l4s_mbps"], res["classic_mbps"], strict=True)])
+    hdisp = _matrix(res, pair, [_harm_cell(a, b) for a, b in
+                                zip(res["harm_to_l4s"], res["harm_to_classic"], strict=True)])
+    sdisp = _matrix(res, pair, [_harm_cell(a, b) for a, b in
+                                zip(res["short_l4s"], res["short_classic"], strict=True)])
     tables = [
         Table("throughput", "Throughput matrix: L4S flow Mb/s (mean Classic flow Mb/s)", res,
               KEYS, ["l4s_mbps", "classic_mbps", "jain", "utilisation"],
@@ -155,6 +144,16 @@ def analyse(data: SuiteData) -> Analysis:
     if len(one):
         figs.append(_heatmap(one, data.out / "figures"))
     return Analysis(tables, figs)
+
+
+def _matrix(res: pd.DataFrame, pair: pd.Series, cells: list[str]) -> pd.DataFrame:
+    """The report's view of one table: rows (Classic flows, AQM, buffer), one column per
+    sender pair, `cells` (one per row of `res`) as the entries."""
+    m = res.assign(pair=pair, cell=cells).pivot_table(
+        index=["classic_flows", "aqm", "buffer_bdp"], columns="pair", values="cell",
+        aggfunc="first", sort=False).reset_index()
+    m.columns.name = None
+    return m
 
 
 def _harm_cell(h_l: float, h_c: float) -> str:
