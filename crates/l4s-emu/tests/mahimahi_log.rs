@@ -6,31 +6,7 @@
 mod common;
 
 use common::*;
-use serde_json::Value;
-use std::path::{Path, PathBuf};
-
-/// A fresh temporary directory (removed on drop, even when the test fails).
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let d = std::env::temp_dir().join(format!("l4s-emu-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).expect("temp dir");
-        TempDir(d)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn read_json(p: &Path) -> Value {
-    let text = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    serde_json::from_str(&text).expect("JSON")
-}
+use std::path::Path;
 
 /// One parsed log: events after the base timestamp, as mm-throughput-graph reads them.
 #[derive(Default, Debug)]

@@ -3,7 +3,9 @@
 
 #![allow(dead_code)]
 
+use serde_json::Value;
 use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -195,4 +197,29 @@ impl Drop for Running {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+/// A fresh temporary directory (removed on drop, even when the test fails).
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    /// `$TMPDIR/l4s-emu-<tag>-<pid>`, emptied first.
+    pub fn new(tag: &str) -> TempDir {
+        let d = std::env::temp_dir().join(format!("l4s-emu-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).expect("temp dir");
+        TempDir(d)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A JSON file the emulator wrote (panics naming the file when it is missing).
+pub fn read_json(p: &Path) -> Value {
+    let text = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    serde_json::from_str(&text).expect("JSON")
 }
