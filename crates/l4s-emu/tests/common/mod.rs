@@ -223,3 +223,23 @@ pub fn read_json(p: &Path) -> Value {
     let text = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
     serde_json::from_str(&text).expect("JSON")
 }
+
+/// Every `time=X ms` of ping's per-reply lines, in the order received.
+pub fn ping_times(out: &str) -> Vec<f64> {
+    out.lines()
+        .filter_map(|l| l.split("time=").nth(1))
+        .filter_map(|t| t.split(' ').next()?.parse().ok())
+        .collect()
+}
+
+/// The median of a non-empty sample.
+pub fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    }
+}
