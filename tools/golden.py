@@ -96,7 +96,7 @@ def sweep_cases(path: Path, reps: int) -> list[tuple[str, dict[str, Any]]]:
             d = copy.deepcopy(base)
             for k, v in fixed:
                 set_path(d, k, v)
-            for k, v in zip(keys, values):
+            for k, v in zip(keys, values, strict=True):
                 set_path(d, k, v)
             absolute_trace(d, path.parent)
             absolute_trace(d, base_path.parent)
@@ -169,7 +169,7 @@ def run_one(binary: str, scen: Path, out: Path) -> str | None:
 def first_diff(a: bytes, b: bytes) -> str:
     """Where two files first differ, as line number and both lines."""
     la, lb = a.split(b"\n"), b.split(b"\n")
-    for i, (x, y) in enumerate(zip(la, lb)):
+    for i, (x, y) in enumerate(zip(la, lb, strict=False)):
         if x != y:
             return f"line {i + 1}:\n      A: {x[:300]!r}\n      B: {y[:300]!r}"
     return f"A has {len(la)} lines, B {len(lb)}"
