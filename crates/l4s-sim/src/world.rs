@@ -412,8 +412,12 @@ impl World {
         let k = t.0 / self.sample_period.0 + 1;
         self.ev
             .push(Nanos(self.sample_period.0 * k), Kind::Sample, 0);
-        self.collect_stats();
-        self.rec.sample(t, self.net.aqm.as_ref(), &self.stats_buf);
+        self.rec.sample_queues(t, self.net.aqm.as_ref());
+        for (i, fl) in self.flows.iter().enumerate() {
+            self.rec
+                .sample_flow(t, i, &fl.sender.stats(), &fl.receiver.stats());
+        }
+        self.rec.end_sample(t);
     }
 
     /// An endpoint whose timer keeps firing at one instant without moving on would hang the
