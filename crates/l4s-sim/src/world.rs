@@ -228,6 +228,8 @@ pub struct World {
     abort: Option<SimError>,
     events: u64,
     sample_period: Nanos,
+    /// Per-flow rows at every this-many-th sample (`[output] flow_sample_interval`).
+    flow_every: u64,
     stats_buf: Vec<(FlowStats, FlowStats)>,
     labels: FlowLabels,
 }
@@ -253,6 +255,7 @@ impl World {
             abort: None,
             events: 0,
             sample_period: Nanos::from_ms(16),
+            flow_every: s.flow_sample_every(),
             stats_buf: Vec::with_capacity(n),
             labels,
         })
@@ -413,11 +416,15 @@ impl World {
         self.ev
             .push(Nanos(self.sample_period.0 * k), Kind::Sample, 0);
         self.rec.sample_queues(t, self.net.aqm.as_ref());
-        for (i, fl) in self.flows.iter().enumerate() {
-            self.rec
-                .sample_flow(t, i, &fl.sender.stats(), &fl.receiver.stats());
+        // This is sample k - 1 (at (k - 1)·period): it carries per-flow rows when k - 1 is a
+        // multiple of flow_every, i.e. at multiples of the flow sample interval.
+        if (k - 1).is_multiple_of(self.flow_every) {
+            for (i, fl) in self.flows.iter().enumerate() {
+                self.rec
+                    .sample_flow(t, i, &fl.sender.stats(), &fl.receiver.stats());
+            }
+            self.rec.end_sample(t);
         }
-        self.rec.end_sample(t);
     }
 
     /// An endpoint whose timer keeps firing at one instant without moving on would hang the
