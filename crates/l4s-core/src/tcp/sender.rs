@@ -52,6 +52,7 @@ mod tlp;
 
 pub use tlp::{TLP_TIMEOUT_MIN, TLP_WC_DELACK};
 
+use super::fq_pacing::{self, FqHost, HostQdisc};
 use super::rtt::{RttEstimator, INITIAL_RTO};
 use super::{accecn, packet_id, TcpConfig, DATA_SEQ_START, SYN_BYTES, TCP_IP_HEADER_BYTES};
 use crate::cc::{CaState, CcState, CongestionControl, CwndEvent, EcnMode};
@@ -174,6 +175,8 @@ pub struct TcpSender {
     wstamp: Nanos,
     /// TSO host: bursts and NIC spacing (`cfg.tso_nic_rate`).
     tso: Option<super::tso::TsoHost>,
+    /// fq qdisc under the sender (`cfg.qdisc`): EDT holding queue and TSQ.
+    fq: Option<FqHost>,
     last_now: Nanos,
     // Statistics.
     sent_pkts: u64,
@@ -254,6 +257,7 @@ impl TcpSender {
             cwnd_usage_seq: 0,
             wstamp: Nanos::ZERO,
             tso: cfg.tso_nic_rate.map(super::tso::TsoHost::new),
+            fq: (cfg.qdisc == HostQdisc::Fq).then(FqHost::new),
             last_now: Nanos::ZERO,
             sent_pkts: 0,
             retransmits: 0,
@@ -290,6 +294,10 @@ impl TcpSender {
     /// Oldest unacknowledged sequence number (`snd_una`).
     pub fn snd_una(&self) -> u64 {
         self.snd_una
+    }
+    /// The fq host under the sender (`qdisc = fq`): its held packets and TSQ bytes.
+    pub fn fq_host(&self) -> Option<&FqHost> {
+        self.fq.as_ref()
     }
     /// `tcp_packets_in_flight()`: packets_out − (sacked_out + lost_out) + retrans_out.
     pub fn in_flight(&self) -> u32 {
@@ -450,16 +458,72 @@ impl TcpSender {
     }
 
     fn pacing_rate(&self) -> Option<u64> {
-        if self.cfg.pacing {
-            self.tp.pacing_rate_bps.filter(|&r| r > 0)
-        } else {
-            None
+        if !self.cfg.pacing {
+            return None;
+        }
+        match self.tp.pacing_rate_bps.filter(|&r| r > 0) {
+            // fq paces every socket: without a CC rate, the one tcp_update_pacing_rate sets.
+            None if self.fq.is_some() => fq_pacing::tcp_update_pacing_rate(
+                self.tp.mss,
+                self.tp.snd_cwnd,
+                self.packets_out,
+                self.tp.snd_ssthresh,
+                self.tp.srtt,
+            ),
+            r => r,
         }
     }
 
-    /// Departures wait for `wstamp`: the pacer, or a TSO host's NIC spacing.
+    /// TCP itself waits for `wstamp` (internal pacing, or a TSO host's NIC spacing); under
+    /// fq it never does: the segment waits in fq instead.
     fn send_gated(&self) -> bool {
-        self.pacing_rate().is_some() || self.tso.is_some()
+        (self.pacing_rate().is_some() || self.tso.is_some()) && self.fq.is_none()
+    }
+
+    /// `tcp_pacing_check` without fq, `tcp_small_queue_check` (and, for a retransmission of
+    /// the segment at `seq`, `skb_still_in_host_queue`) with it.
+    fn xmit_blocked(&self, now: Nanos, payload: u32, retransmit_seq: Option<u64>) -> bool {
+        let Some(fq) = &self.fq else {
+            return self.send_gated() && now < self.wstamp;
+        };
+        if retransmit_seq.is_some_and(|seq| fq.holds_seq(seq)) {
+            return true;
+        }
+        let rate_bytes = self.pacing_rate().unwrap_or(0) / 8;
+        let factor = retransmit_seq.is_some() as u32;
+        let limit = fq_pacing::tsq_limit(fq_pacing::truesize(payload), rate_bytes, factor);
+        fq.small_queue_throttled(limit, self.packets_out)
+    }
+
+    /// The time stamp of a transmission: now, or under fq its departure time `tcp_wstamp_ns`
+    /// (`skb->tstamp` and `skb_mstamp_ns` in `__tcp_transmit_skb`).
+    fn tx_stamp(&self, now: Nanos) -> Nanos {
+        match self.fq {
+            Some(_) => self.wstamp.max(now),
+            None => now,
+        }
+    }
+
+    /// `tcp_write_xmit` under fq: hand segments down while cwnd and TSQ allow, then release
+    /// the packet fq holds whose time has come.
+    fn fq_xmit(&mut self, now: Nanos) -> Option<Packet> {
+        if self.tlp_pending {
+            self.tlp_pending = false;
+            if let Some(p) = self.send_loss_probe(self.tx_stamp(now)) {
+                self.fq_enqueue(p);
+            }
+        }
+        while let Some(p) = self.transmit_data(now) {
+            self.fq_enqueue(p);
+        }
+        self.fq.as_mut()?.dequeue(now)
+    }
+
+    fn fq_enqueue(&mut self, p: Packet) {
+        let payload = p.tcp().map_or(0, |h| h.payload_bytes);
+        if let Some(fq) = self.fq.as_mut() {
+            fq.enqueue(p.sent_at, payload, p);
+        }
     }
 
     /// `tcp_tso_segs` for the next burst, at most the window's room (`tcp_write_xmit` builds
@@ -633,10 +697,12 @@ impl TcpSender {
         let idle = self.packets_out == 0;
         let no_flight = in_flight == 0;
         if let Some(idx) = self.next_lost() {
-            self.retransmit_hint = self.segs[idx].seq;
-            if self.send_gated() && now < self.wstamp {
+            let (seq, len) = (self.segs[idx].seq, self.segs[idx].len);
+            self.retransmit_hint = seq;
+            if self.xmit_blocked(now, len, Some(seq)) {
                 return None;
             }
+            let tx = self.tx_stamp(now);
             let snd_nxt = self.snd_nxt;
             let s = &mut self.segs[idx];
             s.retrans = true;
@@ -644,7 +710,7 @@ impl TcpSender {
             s.retrans_nxt = snd_nxt;
             self.retrans_out += 1;
             self.retransmits += 1;
-            return Some(self.data_packet(idx, now, true, idle, no_flight));
+            return Some(self.data_packet(idx, tx, true, idle, no_flight));
         }
         if !self.new_data_available() {
             // tcp_rate_check_app_limited: nothing to send while the window has room.
@@ -652,10 +718,11 @@ impl TcpSender {
             self.tp.app_limited = true;
             return None;
         }
-        if self.send_gated() && now < self.wstamp {
+        if self.xmit_blocked(now, self.tp.mss, None) {
             return None;
         }
-        let p = self.send_new_segment(now, idle, no_flight);
+        let tx = self.tx_stamp(now);
+        let p = self.send_new_segment(tx, idle, no_flight);
         // tcp_write_xmit -> tcp_schedule_loss_probe after new data.
         self.schedule_loss_probe(now, false);
         Some(p)
@@ -793,6 +860,9 @@ impl Endpoint for TcpSender {
                 if let Some(ace) = self.handshake_ack.take() {
                     return Some(self.handshake_ack_packet(ace, now));
                 }
+                if self.fq.is_some() {
+                    return self.fq_xmit(now);
+                }
                 if self.tlp_pending {
                     self.tlp_pending = false;
                     if let Some(p) = self.send_loss_probe(now) {
@@ -815,6 +885,9 @@ impl Endpoint for TcpSender {
                 }
                 if self.send_gated() && self.wstamp > self.last_now && self.can_send_data() {
                     t = Some(t.map_or(self.wstamp, |r| r.min(self.wstamp)));
+                }
+                if let Some(d) = self.fq.as_ref().and_then(FqHost::next_departure) {
+                    t = Some(t.map_or(d, |r| r.min(d)));
                 }
                 if let Some(stop) = self.cfg.stop {
                     // Wake at stop so that the application-limited state is recorded.
