@@ -418,7 +418,7 @@ impl TcpSender {
         self.tp.app_limited = self.app_limited_until != 0;
         self.tp.is_cwnd_limited = self.is_cwnd_limited;
         self.tp.max_packets_out = self.max_packets_out;
-        self.tp.internal_pacing = self.cfg.pacing;
+        self.tp.internal_pacing = self.cfg.pacing && self.fq.is_none();
         self.tp.write_queue_empty = !self.new_data_available();
     }
 
@@ -441,7 +441,7 @@ impl TcpSender {
             return false;
         }
         // Receive window: bytes outstanding after sending one more segment.
-        self.snd_nxt + self.cfg.mss as u64 - self.snd_una <= self.cfg.rwnd_bytes
+        self.snd_nxt + self.tp.mss as u64 - self.snd_una <= self.cfg.rwnd_bytes
     }
 
     /// Index of the lowest lost segment not yet retransmitted.
@@ -543,13 +543,13 @@ impl TcpSender {
                     } else {
                         120
                     };
-                    let b = self.tp.snd_cwnd as u128 * self.cfg.mss as u128 * 1_000_000_000
+                    let b = self.tp.snd_cwnd as u128 * self.tp.mss as u128 * 1_000_000_000
                         / self.tp.srtt.as_ns() as u128;
                     (b * pct / 100) as u64
                 }
                 None => 0,
             };
-            super::tso::tso_autosize(bytes_per_s, self.cfg.mss, self.tp.min_rtt)
+            super::tso::tso_autosize(bytes_per_s, self.tp.mss, self.tp.min_rtt)
         });
         // in_flight() already counts this segment: the room it had before it left.
         let room = self.tp.snd_cwnd.saturating_sub(self.in_flight()) + 1;
@@ -731,7 +731,8 @@ impl TcpSender {
     /// Put the next new segment on the wire (cwnd and pacing already checked by the caller).
     fn send_new_segment(&mut self, now: Nanos, idle: bool, no_flight: bool) -> Packet {
         let end = self.app_end.unwrap_or(u64::MAX);
-        let len = (end - self.snd_nxt).min(self.cfg.mss as u64) as u32;
+        // The current MSS (`mss_cache`): a CC may lower it mid-flow (Prague 0.7).
+        let len = (end - self.snd_nxt).min(self.tp.mss as u64) as u32;
         self.segs.push_back(Seg {
             seq: self.snd_nxt,
             len,
@@ -801,11 +802,20 @@ impl TcpSender {
         }
     }
 
-    /// Segment index holding byte `seq` (all segments are full-sized except possibly the last).
+    /// Segment index holding byte `seq` (the number of segments when `seq` lies beyond them).
+    /// Segments are full-sized for the MSS they were sent with; the MSS may change mid-flow,
+    /// so the guess from the configured MSS is checked and a binary search used otherwise.
     fn seg_index(&self, seq: u64) -> usize {
-        match self.segs.front() {
-            Some(f) if seq > f.seq => ((seq - f.seq) / self.cfg.mss as u64) as usize,
-            _ => 0,
+        let Some(f) = self.segs.front() else {
+            return 0;
+        };
+        if seq <= f.seq {
+            return 0;
+        }
+        let guess = ((seq - f.seq) / self.cfg.mss as u64) as usize;
+        match self.segs.get(guess) {
+            Some(s) if s.seq <= seq && seq < s.end() => guess,
+            _ => self.segs.partition_point(|s| s.end() <= seq),
         }
     }
 }

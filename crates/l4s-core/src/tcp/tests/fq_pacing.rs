@@ -146,3 +146,66 @@ fn a_slow_paced_window_is_cwnd_limited_under_fq_only() {
     assert_eq!(cwnd_limited_share(HostQdisc::None), 0.0);
     assert_eq!(cwnd_limited_share(HostQdisc::Fq), 1.0);
 }
+
+/// Reno whose MSS drops to 500 B once 20 packets were delivered (as Prague 0.7 lowers
+/// `mss_cache` through `tcp_sync_mss`).
+struct ShrinkingMss(Reno);
+
+impl CongestionControl for ShrinkingMss {
+    fn name(&self) -> &'static str {
+        "shrinking-mss"
+    }
+    fn requested_ecn(&self) -> EcnMode {
+        EcnMode::None
+    }
+    fn ssthresh(&mut self, tp: &mut CcState) -> u32 {
+        self.0.ssthresh(tp)
+    }
+    fn cong_avoid(&mut self, tp: &mut CcState, ack: &AckSample) {
+        self.0.cong_avoid(tp, ack);
+        if tp.delivered >= 20 {
+            tp.mss = 500;
+        }
+    }
+}
+
+#[test]
+fn new_segments_take_a_lowered_mss_and_recovery_handles_mixed_sizes() {
+    // 100 kB: segments sent before the change are 1448 B, those after it 500 B. One of
+    // each size is lost; SACK recovery must find them by sequence number (the segment
+    // index can no longer be computed from one MSS) and resend each whole.
+    let total = 100_000u64;
+    let mut s = TcpSender::new(0, sized(total), Box::new(ShrinkingMss(Reno::default())));
+    let mut r = TcpReceiver::new(0, &TcpConfig::default());
+    let lost = [DATA_SEQ_START + 15 * MSS, 0];
+    let mut lost_small = None;
+    let mut seen = std::collections::HashSet::new();
+    let mut pipe = Pipe::new(Nanos::from_ms(20)).fwd(move |p, _| {
+        let h = *p.tcp().expect("tcp");
+        if h.payload_bytes == 0 || !seen.insert(h.seq) {
+            return true;
+        }
+        if h.payload_bytes == 500 && lost_small.is_none() {
+            // The 5th small segment's first transmission.
+            lost_small = Some(h.seq + 4 * 500);
+        }
+        !(h.seq == lost[0] || Some(h.seq) == lost_small)
+    });
+    pipe.run(&mut s, &mut r, Nanos::from_secs(30), |_, s| {
+        s.check_invariants().expect("scoreboard");
+    });
+    assert!(s.is_done(), "transfer did not finish");
+    assert_eq!(s.stats().delivered_bytes, total);
+    let sizes: Vec<u32> = pipe.data().map(|d| d.h().payload_bytes).collect();
+    assert!(sizes.iter().all(|&b| b == 1448 || b <= 500), "{sizes:?}");
+    let small = sizes.iter().filter(|&&b| b == 500).count();
+    assert!(small >= 50, "{small} segments of 500 B: {sizes:?}");
+    assert!(
+        s.stats().retransmits >= 2,
+        "both losses recovered by retransmission"
+    );
+    // The lost 1448-B segment was resent whole (Linux would fragment it to the new MSS).
+    assert!(pipe
+        .data()
+        .any(|d| d.h().seq == lost[0] && d.h().payload_bytes == 1448 && d.t > Nanos::from_ms(100)));
+}
