@@ -41,6 +41,8 @@
 //! data codepoint with AccECN. SYN retransmissions fall back from ECN as Linux does.
 //! Pacing: each packet leaves no earlier than `tcp_wstamp_ns`, advanced by len/rate with len
 //! the payload (`skb->len` in `tcp_update_skb_after_send`), from the 10th data segment on.
+//! With `qdisc = fq` ([`super::fq_pacing`]) TCP hands segments down at once within TSQ,
+//! stamped with that departure time, and they wait in fq while counting as in flight.
 //! Not modelled: undo of spurious recoveries (DSACK, F-RTO), RACK beyond the probe rule,
 //! cwnd restart after idle (CwndRestart is never raised), TSO/GSO.
 
