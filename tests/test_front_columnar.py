@@ -186,3 +186,31 @@ def test_simulate_result_pickles_for_sweep_workers():
     back = pickle.loads(pickle.dumps(run))
     assert isinstance(back, RunData) and back.flow_columns is not None
     pd.testing.assert_frame_equal(back.flows, run.flows)
+
+
+def test_loaded_run_reads_only_the_columns_a_figure_draws(sim_raw, tmp_path):
+    write_run_dir(from_core(sim_raw, scenario=SCEN), tmp_path, figures=False, report=False)
+    run = load_run(tmp_path)
+    assert run.flow_columns is not None and run.flow_columns.columns == {}
+    assert run.flow_rows() == 5 * 125
+    fig_throughput(run)
+    assert set(run.flow_columns.columns) == {"t_s", "flow", "tput_mbps"}
+    pd.testing.assert_frame_equal(run.flows, pd.read_parquet(tmp_path / "flows.parquet"))
+    pd.testing.assert_frame_equal(run.packets, pd.read_parquet(tmp_path / "packets.parquet"))
+
+
+def test_a_table_with_other_column_types_loads_as_a_dataframe(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from l4slab.columnar import ColumnTable
+
+    df = pd.DataFrame({"t_s": [0.1, 0.2], "flow": np.array([0, 1], np.uint32),
+                       "cc": ["cubic", "prague"]})  # plain strings, not a dictionary
+    df.to_parquet(tmp_path / "f.parquet", index=False)
+    assert ColumnTable.from_parquet(tmp_path / "f.parquet") is None
+    # integers with nulls read as float64 with NaN, as pandas reads them
+    pq.write_table(pa.table({"x": pa.array([1, None, 3], pa.uint64())}), tmp_path / "n.parquet")
+    t = ColumnTable.from_parquet(tmp_path / "n.parquet")
+    np.testing.assert_array_equal(t.numeric("x"), pd.read_parquet(tmp_path / "n.parquet")["x"])
+    assert t.numeric("x").dtype == np.float64

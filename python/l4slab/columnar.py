@@ -44,50 +44,104 @@ Column = np.ndarray | Categorical
 
 class ColumnTable:
     """Named columns of equal length, in order; numeric columns are numpy arrays (as the
-    simulator produced them), categorical ones `Categorical`."""
+    simulator produced them), categorical ones `Categorical`. A table opened with
+    `from_parquet` reads each column from the file the first time it is asked for (column
+    selection: a figure of two columns reads two)."""
 
-    def __init__(self, columns: Mapping[str, Column]):
+    def __init__(self, columns: Mapping[str, Column], *, source: Path | None = None,
+                 names: Sequence[str] | None = None, n_rows: int | None = None):
         self.columns: dict[str, Column] = dict(columns)
+        self._source = source
+        self._names = list(names) if names is not None else list(self.columns)
         lengths = {len(c.codes) if isinstance(c, Categorical) else len(c)
                    for c in self.columns.values()}
+        if n_rows is not None:
+            lengths.add(n_rows)
         if len(lengths) > 1:
             raise ValueError(f"columns of different lengths: {sorted(lengths)}")
         self._len = lengths.pop() if lengths else 0
+
+    @classmethod
+    def from_parquet(cls, path: str | Path) -> ColumnTable | None:
+        """Open a table written by `write_parquet` (or `to_parquet(index=False)`) without
+        reading it; None when a column is not one this class holds exactly as pandas would
+        read it (then read the file with pandas)."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        pf = pq.ParquetFile(str(path))
+        schema = pf.schema_arrow
+        meta = schema.pandas_metadata or {}
+        if meta.get("index_columns"):
+            return None
+        for f in schema:
+            t = f.type
+            if pa.types.is_dictionary(t):
+                if t.ordered or not pa.types.is_string(t.value_type):
+                    return None
+            elif not (pa.types.is_floating(t) or pa.types.is_integer(t)):
+                return None
+        return cls({}, source=Path(path), names=schema.names, n_rows=pf.metadata.num_rows)
+
+    def _column(self, name: str) -> Column:
+        c = self.columns.get(name)
+        if c is None:
+            if self._source is None or name not in self._names:
+                raise KeyError(name)
+            c = self._read(name)
+            self.columns[name] = c
+        return c
+
+    def _read(self, name: str) -> Column:
+        """One column from the source file: numbers as pandas reads them (integers with
+        nulls become float64 with NaN), dictionaries as codes + categories."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        col = pq.ParquetFile(str(self._source)).read(columns=[name]).column(0)
+        if pa.types.is_dictionary(col.type):
+            cat = col.to_pandas()
+            return Categorical(cat.cat.codes.to_numpy(),
+                               [str(x) for x in cat.cat.categories])
+        return col.to_numpy()
 
     def __len__(self) -> int:
         return self._len
 
     def __contains__(self, name: object) -> bool:
-        return name in self.columns
+        return name in self._names
 
     @property
     def names(self) -> list[str]:
         """Column names in order."""
-        return list(self.columns)
+        return list(self._names)
 
     def numeric(self, name: str) -> np.ndarray:
         """A numeric column (the array itself, not a copy)."""
-        c = self.columns[name]
+        c = self._column(name)
         if isinstance(c, Categorical):
             raise TypeError(f"column {name!r} is categorical")
         return c
 
     def categorical(self, name: str) -> Categorical:
         """A categorical column (codes and categories, not a copy)."""
-        c = self.columns[name]
+        c = self._column(name)
         if not isinstance(c, Categorical):
             raise TypeError(f"column {name!r} is not categorical")
         return c
 
+    def _all(self) -> dict[str, Column]:
+        return {k: self._column(k) for k in self._names}
+
     def _head(self, n: int) -> ColumnTable:
         return ColumnTable({k: Categorical(c.codes[:n], c.categories)
                             if isinstance(c, Categorical) else c[:n]
-                            for k, c in self.columns.items()})
+                            for k, c in self._all().items()})
 
     def to_pandas(self) -> pd.DataFrame:
         """The DataFrame (its own copy of the data)."""
         return pd.DataFrame({k: c.to_pandas() if isinstance(c, Categorical) else c
-                             for k, c in self.columns.items()}, columns=self.names)
+                             for k, c in self._all().items()}, columns=self.names)
 
     def to_arrow(self) -> Any:
         """The Arrow table `pa.Table.from_pandas(self.to_pandas(), preserve_index=False)`
@@ -100,7 +154,7 @@ class ColumnTable:
         schema = pa.Schema.from_pandas(self._head(0).to_pandas(), preserve_index=False)
         arrays = [pa.array(c.to_pandas() if isinstance(c, Categorical) else c,
                            type=schema.field(k).type, from_pandas=True)
-                  for k, c in self.columns.items()]
+                  for k, c in self._all().items()]
         return pa.Table.from_arrays(arrays, schema=schema)
 
     def write_parquet(self, path: str | Path) -> None:

@@ -288,8 +288,16 @@ def write_run_dir(run: RunData, out_dir: str | Path, figures: bool = True,
     return out
 
 
+def _open_table(path: Path) -> ColumnTable | pd.DataFrame:
+    """A large table opened column by column (read when a column is first used), or, when
+    it holds columns `ColumnTable` does not, the DataFrame."""
+    return ColumnTable.from_parquet(path) or pd.read_parquet(path)
+
+
 def load_run(run_dir: str | Path) -> RunData:
-    """Read a run directory written by `write_run_dir` (or by the emulator)."""
+    """Read a run directory written by `write_run_dir` (or by the emulator). flows.parquet
+    and packets.parquet are opened, not read: figures read the columns they draw, and
+    `.flows` / `.packets` read the whole table when first used."""
     import tomllib
 
     d = Path(run_dir)
@@ -298,8 +306,8 @@ def load_run(run_dir: str | Path) -> RunData:
         raise FileNotFoundError(f"{d} is not a finished run directory (no summary.json)")
     summary = json.loads(summary_path.read_text())
     samples = pd.read_parquet(d / "samples.parquet")
-    flows = pd.read_parquet(d / "flows.parquet")
-    packets = pd.read_parquet(d / "packets.parquet") if (d / "packets.parquet").exists() else None
+    flows = _open_table(d / "flows.parquet")
+    packets = _open_table(d / "packets.parquet") if (d / "packets.parquet").exists() else None
     scenario: dict[str, Any] = {}
     if (d / "scenario.toml").exists():
         scenario = tomllib.loads((d / "scenario.toml").read_text())
