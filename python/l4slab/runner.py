@@ -8,7 +8,6 @@ of any error. The GIL is released while the simulation runs.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import json
 import math
 from collections.abc import Iterable, Mapping
@@ -62,7 +61,8 @@ def _trim_heap() -> None:
     global _MALLOC_TRIM
     if _MALLOC_TRIM is None:
         try:
-            _MALLOC_TRIM = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+            # The process's own symbols (libc is loaded): no library search, no subprocess.
+            _MALLOC_TRIM = ctypes.CDLL(None).malloc_trim
         except (OSError, AttributeError):
             _MALLOC_TRIM = False
     if _MALLOC_TRIM:
