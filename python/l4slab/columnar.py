@@ -48,9 +48,10 @@ class ColumnTable:
     `from_parquet` reads each column from the file the first time it is asked for (column
     selection: a figure of two columns reads two)."""
 
-    def __init__(self, columns: Mapping[str, Column], *, source: Path | None = None,
+    def __init__(self, columns: Mapping[str, Column], *, source: Path | bytes | None = None,
                  names: Sequence[str] | None = None, n_rows: int | None = None):
         self.columns: dict[str, Column] = dict(columns)
+        #: The Parquet file (path, or its bytes) the columns not yet read come from.
         self._source = source
         self._names = list(names) if names is not None else list(self.columns)
         lengths = {len(c.codes) if isinstance(c, Categorical) else len(c)
@@ -62,14 +63,14 @@ class ColumnTable:
         self._len = lengths.pop() if lengths else 0
 
     @classmethod
-    def from_parquet(cls, path: str | Path) -> ColumnTable | None:
-        """Open a table written by `write_parquet` (or `to_parquet(index=False)`) without
-        reading it; None when a column is not one this class holds exactly as pandas would
-        read it (then read the file with pandas)."""
+    def from_parquet(cls, path: str | Path | bytes) -> ColumnTable | None:
+        """Open a table written by `write_parquet` (or `to_parquet(index=False)`), a file or
+        its bytes, without reading it; None when a column is not one this class holds
+        exactly as pandas would read it (then read the file with pandas)."""
         import pyarrow as pa
-        import pyarrow.parquet as pq
 
-        pf = pq.ParquetFile(str(path))
+        source = path if isinstance(path, bytes) else Path(path)
+        pf = _parquet_file(source)
         schema = pf.schema_arrow
         meta = schema.pandas_metadata or {}
         if meta.get("index_columns"):
@@ -77,11 +78,31 @@ class ColumnTable:
         for f in schema:
             t = f.type
             if pa.types.is_dictionary(t):
-                if t.ordered or not pa.types.is_string(t.value_type):
+                if t.ordered or not (pa.types.is_string(t.value_type)
+                                     or pa.types.is_null(t.value_type)):
                     return None
             elif not (pa.types.is_floating(t) or pa.types.is_integer(t)):
                 return None
-        return cls({}, source=Path(path), names=schema.names, n_rows=pf.metadata.num_rows)
+        return cls({}, source=source, names=schema.names, n_rows=pf.metadata.num_rows)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Pickled (a sweep worker's result on its way to the parent) as the Parquet file
+        # itself: ~10x smaller than the raw columns for per-flow samples, encoded in the
+        # worker, and written by the parent as it is.
+        # An empty table goes as it is: a categorical with no category at all is written as
+        # Arrow's null type, which `from_parquet` does not read back as a categorical.
+        if not len(self):
+            return {"columns": self._all()}
+        return {"parquet": self.parquet_bytes()}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        if "columns" in state:
+            self.__dict__.update(ColumnTable(state["columns"]).__dict__)
+            return
+        t = ColumnTable.from_parquet(state["parquet"])
+        if t is None:
+            raise ValueError("pickled ColumnTable holds columns it cannot read back")
+        self.__dict__.update(t.__dict__)
 
     def _column(self, name: str) -> Column:
         c = self.columns.get(name)
@@ -96,9 +117,9 @@ class ColumnTable:
         """One column from the source file: numbers as pandas reads them (integers with
         nulls become float64 with NaN), dictionaries as codes + categories."""
         import pyarrow as pa
-        import pyarrow.parquet as pq
 
-        col = pq.ParquetFile(str(self._source)).read(columns=[name]).column(0)
+        assert self._source is not None
+        col = _parquet_file(self._source).read(columns=[name]).column(0)
         if pa.types.is_dictionary(col.type):
             cat = col.to_pandas()
             return Categorical(cat.cat.codes.to_numpy(),
@@ -163,10 +184,33 @@ class ColumnTable:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
+        if isinstance(self._source, bytes):
+            Path(path).write_bytes(self._source)  # unpickled: the file as it was encoded
+            return
         pq.write_table(self.to_arrow(), str(path), compression="snappy")
         # The writer's encode buffers (a row group's worth, ~60 MB for the flows of a
         # 10 000-flow run) go back to the OS instead of staying in Arrow's pool.
         pa.default_memory_pool().release_unused()
+
+    def parquet_bytes(self) -> bytes:
+        """The bytes `write_parquet` would write."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        if isinstance(self._source, bytes):
+            return self._source
+        sink = pa.BufferOutputStream()
+        pq.write_table(self.to_arrow(), sink, compression="snappy")
+        data: bytes = sink.getvalue().to_pybytes()
+        pa.default_memory_pool().release_unused()
+        return data
+
+
+def _parquet_file(source: Path | bytes) -> Any:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(pa.BufferReader(source) if isinstance(source, bytes) else str(source))
 
 
 def chunk_slices(n: int, rows: int | None = None) -> Iterator[slice]:
