@@ -8,9 +8,10 @@
 //! with the CC's usual codepoint; "l4s" AccECN + ECT(1) (Prague, DCTCP, BBRv3 only).
 
 use crate::error::SimError;
-use crate::scenario::{FlowConfig, FlowEcn};
+use crate::scenario::{FlowConfig, FlowEcn, FlowQdisc};
 use l4s_core::cbr::{CbrConfig, CbrSink, CbrSource};
 use l4s_core::cc::{by_name_with, prague::CwndMode, CcParams, EcnMode};
+use l4s_core::tcp::fq_pacing::HostQdisc;
 use l4s_core::tcp::{TcpConfig, TcpReceiver, TcpSender};
 use l4s_core::{Ecn, Endpoint, Rng};
 
@@ -72,6 +73,7 @@ pub fn validate_flow(i: usize, fl: &FlowConfig) -> Result<(), SimError> {
             ("pacing", fl.pacing.is_some()),
             ("tso", fl.tso.is_some()),
             ("nic_rate", fl.nic_rate.is_some()),
+            ("qdisc", fl.qdisc.is_some()),
         ] {
             if set {
                 return Err(SimError::field(
@@ -172,7 +174,20 @@ fn tcp_config(fl: &FlowConfig) -> TcpConfig {
         pacing: fl.pacing.unwrap_or(d.pacing),
         tso_nic_rate: (fl.tso == Some(true))
             .then(|| fl.nic_rate.unwrap_or(l4s_core::Rate::from_mbps(1000))),
+        qdisc: host_qdisc(fl),
         ..d
+    }
+}
+
+/// The sender host's qdisc: as set, else fq for Prague (tcp_prague.c asks for the fq qdisc
+/// on every interface that carries Prague, and the L4S team's testbeds run it) and none for
+/// the others (distributions default to fq_codel, which does not pace).
+fn host_qdisc(fl: &FlowConfig) -> HostQdisc {
+    match fl.qdisc {
+        Some(FlowQdisc::Fq) => HostQdisc::Fq,
+        Some(FlowQdisc::None) => HostQdisc::None,
+        None if fl.cc == "prague" => HostQdisc::Fq,
+        None => HostQdisc::None,
     }
 }
 
