@@ -16,6 +16,9 @@
 //! idle, connection abort after too many retransmissions (`tcp_retries2`). Details per file.
 
 pub mod accecn;
+pub mod gro;
+#[cfg(test)]
+mod gro_tests;
 pub mod receiver;
 pub mod rtt;
 pub mod sender;
