@@ -182,11 +182,18 @@ def test_two_flows_run_through_the_emulator_as_in_the_scenario(tmp_path):
     scen = tmp_path / "pc.toml"
     scen.write_text(TWO_FLOWS + "[output]\npackets = true\n")
     out = tmp_path / "run"
-    r = l4slab(str(scen), "-o", str(out), "--quiet", timeout=90)
+    log = tmp_path / "up.log"
+    r = l4slab(str(scen), "-o", str(out), "--quiet", "--uplink-log", str(log), timeout=90)
     assert r.returncode == 0, r.stderr
     s = json.loads((out / "summary.json").read_text())
     assert [(f["id"], f["cc"], f["class"]) for f in s["flows"]] == [
         (0, "prague", "L4S"), (1, "cubic", "Classic")]
+    # The Mahimahi log of the uplink (the senders' side): one `+` line per packet that entered
+    # the bottleneck, as the emulator counted them.
+    up = next(d for d in json.loads((out / "emulator.json").read_text())["directions"]
+              if d["name"] == "uplink")
+    arrivals = sum(1 for ln in log.read_text().splitlines() if ln.split(" ")[1:2] == ["+"])
+    assert arrivals == up["sent_pkts"] > 1000
     mode = s["emulator"]["scenario_mode"]
     assert mode["problems"] == [], mode["problems"]
     assert [x["ended_by"] for x in mode["senders"]] == ["end time", "end time"]

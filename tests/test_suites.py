@@ -437,3 +437,28 @@ def test_pvc_on_dask_gives_the_same_tables(pvc: Path, tmp_path: Path) -> None:
     for name in ("flows", "queues", "link"):
         pd.testing.assert_frame_equal(pd.read_csv(pvc / "tables" / f"{name}.csv"),
                                       pd.read_csv(tmp_path / "d" / "tables" / f"{name}.csv"))
+
+
+def test_ci_is_cut_to_the_metric_domain():
+    """A starved flow in 4 of 5 seeds: the Student-t interval of the mean reaches below 0 Mb/s,
+    which no throughput can; the reported CI is cut at 0 and keeps its upper t bound. Jain's
+    index is cut at 1, and a caller's own domain (harm in [0, 1]) is honoured."""
+    from scipy import stats
+
+    from l4slab.suites.core import UNIT, aggregate
+    from l4slab.suites.figures import band_stats
+
+    x = np.array([0.0, 0.0, 0.0, 0.0, 10.0])
+    half = stats.t.ppf(0.975, 4) * x.std(ddof=1) / np.sqrt(5)
+    assert x.mean() - half < 0  # the uncut interval is impossible
+    runs = pd.DataFrame({"k": "a", "tput": x, "jain": [1.0, 1.0, 1.0, 1.0, 0.6],
+                         "harm": [0.0, 0.0, 0.0, 0.0, 0.9]})
+    r = aggregate(runs, ["k"], {"tput_mbps": "tput", "jain": "jain", "harm": "harm"},
+                  domains={"harm": UNIT}).iloc[0]
+    assert r["tput_mbps"] == pytest.approx(2.0)
+    assert r["tput_mbps_lo"] == 0.0 and r["tput_mbps_hi"] == pytest.approx(2.0 + half)
+    jh = stats.t.ppf(0.975, 4) * np.std([1, 1, 1, 1, 0.6], ddof=1) / np.sqrt(5)
+    assert r["jain_hi"] == 1.0 and r["jain_lo"] == pytest.approx(0.92 - jh)
+    assert r["harm_lo"] == 0.0 and r["harm_hi"] <= 1.0
+    bands = band_stats([pd.Series([v], index=[0.0]) for v in x])
+    assert bands["lo"].iloc[0] == 0.0 and bands["hi"].iloc[0] == pytest.approx(2.0 + half)

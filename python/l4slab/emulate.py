@@ -318,7 +318,7 @@ def scenario_mode_file(args: list[str]) -> Path | None:
 
 #: Flags scenario mode takes (everything else about the run is in the scenario file).
 _SCENARIO_FLAGS = {"-o", "--output", "--quiet", "-q", "--no-realtime", "--spin", "--seed",
-                   "--set"}
+                   "--set", "--no-offload", "--uplink-log", "--downlink-log"}
 
 
 def _scenario_mode_opts(opts: list[str], scen: Path) -> tuple[list[str], list[str]]:

@@ -17,6 +17,7 @@ import pandas as pd
 from matplotlib.figure import Figure as MplFigure
 
 from l4slab.suites.core import (
+    UNIT,
     Analysis,
     Figure,
     Part,
@@ -109,7 +110,10 @@ def analyse(data: SuiteData) -> Analysis:
             "harm_to_l4s": "harm_to_l4s", "harm_to_classic": "harm_to_classic",
             "short_l4s": "short_l4s", "short_classic": "short_classic",
             "jain": "jain", "utilisation": "link.utilisation"}
-    res = aggregate(runs, KEYS, cols)
+    # harm and shortfall are fractions 1 - x/y cut at 0 per run: their means lie in [0, 1].
+    res = aggregate(runs, KEYS, cols, domains={c: UNIT for c in
+                                               ("harm_to_l4s", "harm_to_classic",
+                                                "short_l4s", "short_classic")})
     order = {a: i for i, (_, a) in enumerate(AQMS)}
     res["_o"] = res["aqm"].map(order)
     res = res.sort_values(["classic_flows", "_o", "buffer_bdp", "l4s_cc", "classic_cc"],

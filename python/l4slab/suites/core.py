@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import subprocess
 import time
@@ -37,7 +38,8 @@ import pandas as pd
 from l4slab.scenario import ScenarioError
 
 __all__ = ["Part", "Suite", "Table", "Figure", "SuiteData", "SuiteResult", "run_suite",
-           "suites_dir", "mean_ci", "aggregate", "SuiteError"]
+           "suites_dir", "mean_ci", "aggregate", "metric_domain", "NONNEGATIVE", "UNIT",
+           "SuiteError"]
 
 
 class SuiteError(ScenarioError):
@@ -175,9 +177,21 @@ def mean_ci(x: Sequence[float] | np.ndarray, level: float = 0.95) -> tuple[float
     return m, m - half, m + half
 
 
-def aggregate(runs: pd.DataFrame, keys: list[str], metrics: Mapping[str, str]) -> pd.DataFrame:
+#: Where a metric's mean can lie: throughputs, delays, counts and probabilities are never
+#: negative; Jain's index and link utilisation are at most 1. A Student-t interval ignores
+#: this and, over skewed runs (a flow starved in most seeds), reaches below 0; the interval is
+#: therefore cut to the metric's domain, which keeps its coverage (the true mean lies inside).
+NONNEGATIVE = (0.0, math.inf)
+UNIT = (0.0, 1.0)
+
+
+def aggregate(runs: pd.DataFrame, keys: list[str], metrics: Mapping[str, str],
+              domains: Mapping[str, tuple[float, float]] | None = None) -> pd.DataFrame:
     """One row per distinct `keys`: for each output column name -> run column in `metrics`,
-    the mean over the group's runs and its 95 % CI (``_lo``, ``_hi``), plus ``n`` runs."""
+    the mean over the group's runs and its 95 % CI (``_lo``, ``_hi``), plus ``n`` runs.
+
+    The CI is cut to the output's domain: ``domains[out]`` if given, else [0, 1] for
+    ``jain`` and ``utilisation`` and [0, inf) for every other output."""
     rows = []
     for k, g in runs.groupby(keys, sort=False, dropna=False):
         kv = k if isinstance(k, tuple) else (k,)
@@ -185,10 +199,19 @@ def aggregate(runs: pd.DataFrame, keys: list[str], metrics: Mapping[str, str]) -
         for out, col in metrics.items():
             vals = g[col].to_numpy(dtype=float) if col in g else np.array([np.nan])
             m, lo, hi = mean_ci(vals)
-            row[out], row[f"{out}_lo"], row[f"{out}_hi"] = m, lo, hi
+            dlo, dhi = metric_domain(out, domains)
+            row[out], row[f"{out}_lo"], row[f"{out}_hi"] = m, max(lo, dlo), min(hi, dhi)
         row["n"] = len(g)
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def metric_domain(out: str, domains: Mapping[str, tuple[float, float]] | None = None
+                  ) -> tuple[float, float]:
+    """The interval an output's mean can take (see `aggregate`)."""
+    if domains and out in domains:
+        return domains[out]
+    return UNIT if out in ("jain", "utilisation") else NONNEGATIVE
 
 
 # --- provenance ---------------------------------------------------------------------------------

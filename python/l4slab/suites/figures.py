@@ -58,9 +58,11 @@ def bars(df: pd.DataFrame, x: str, hue: str | None, metric: str, ylabel: str, ti
     return save(fig, out, name, title)
 
 
-def band_stats(series: Sequence[pd.Series], bin_s: float = 0.1) -> pd.DataFrame:
+def band_stats(series: Sequence[pd.Series], bin_s: float = 0.1,
+               domain: tuple[float, float] = (0.0, np.inf)) -> pd.DataFrame:
     """Mean and 95 % Student-t CI across runs of series indexed by t_s: each run is first
-    averaged into `bin_s` bins (readable plots), then the runs are aligned on the bins."""
+    averaged into `bin_s` bins (readable plots), then the runs are aligned on the bins. The
+    band is cut to `domain` (default: non-negative quantities, see `core.aggregate`)."""
     from scipy import stats
 
     binned = [x.groupby(np.floor(x.index.to_numpy(dtype=float) / bin_s) * bin_s).mean()
@@ -73,7 +75,9 @@ def band_stats(series: Sequence[pd.Series], bin_s: float = 0.1) -> pd.DataFrame:
         sd = np.nanstd(frame, axis=1, ddof=1)
         half = np.where(n >= 2, stats.t.ppf(0.975, np.maximum(n - 1, 1)) * sd / np.sqrt(n), 0.0)
     index = pd.concat(binned, axis=1).index
-    return pd.DataFrame({"mean": mean, "lo": mean - half, "hi": mean + half}, index=index)
+    lo = np.maximum(mean - half, domain[0])
+    hi = np.minimum(mean + half, domain[1])
+    return pd.DataFrame({"mean": mean, "lo": lo, "hi": hi}, index=index)
 
 
 def bands(curves: Mapping[str, tuple[pd.DataFrame, str]], ylabel: str, title: str, out: Path,
