@@ -22,6 +22,16 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from l4slab.columnar import (  # noqa: E402
+    Categorical,
+    ColumnTable,
+    chunk_slices,
+    distinct_times,
+    grouped_by_time,
+    per_flow_mean,
+    select_rows,
+)
+
 __all__ = ["plot_run", "render_run", "plot_sweep", "run_figures", "sweep_figures", "numeric_axis",
            "CLASS_COLORS", "QUEUE_COLORS"]
 
@@ -42,10 +52,42 @@ def _flow_meta(run: Any) -> dict[int, tuple[str, str]]:
     meta: dict[int, tuple[str, str]] = {}
     for f in run.summary.get("flows", []) or []:
         meta[int(f.get("id", len(meta)))] = (str(f.get("cc", "?")), str(f.get("class", "?")))
-    if not meta and len(run.flows):
-        for fid, g in run.flows.groupby("flow", observed=True):
-            meta[int(fid)] = (str(g["cc"].iloc[0]), str(g["class"].iloc[0]))
+    if not meta:
+        t = _flow_table(run)
+        if t is not None and len(t) and "cc" in t and "class" in t:
+            # First row of each flow (as a groupby's .iloc[0]), found a chunk at a time.
+            fid = t.numeric("flow")
+            cc, cls = t.categorical("cc"), t.categorical("class")
+            for s in chunk_slices(len(t)):
+                ids, first = np.unique(fid[s], return_index=True)
+                for i, r in zip(ids.tolist(), (first + s.start).tolist(), strict=True):
+                    if i not in meta:
+                        meta[i] = (_category(cc, r), _category(cls, r))
     return meta
+
+
+def _category(c: Categorical, row: int) -> str:
+    code = int(c.codes[row])
+    return c.categories[code] if code >= 0 else "nan"
+
+
+def _flow_table(run: Any) -> ColumnTable | None:
+    """The per-flow table as columns: the run's own (fresh from the simulator), or a view of
+    its DataFrame (loaded, or edited)."""
+    cols = getattr(run, "flow_columns", None)
+    if cols is not None:
+        return cols
+    df = run.flows
+    if df is None:
+        return None
+    out: dict[str, Any] = {}
+    for k in df.columns:
+        if isinstance(df[k].dtype, pd.CategoricalDtype):
+            out[k] = Categorical(df[k].cat.codes.to_numpy(), [str(c) for c in
+                                                              df[k].cat.categories])
+        else:
+            out[k] = df[k].to_numpy()
+    return ColumnTable(out)
 
 
 def _flow_color(cls: str, k: int) -> str:
@@ -59,62 +101,82 @@ def _warmup(ax: Any, run: Any) -> None:
         ax.axvspan(0, w, color="0.9", zorder=0, label="_warmup")
 
 
-def _smooth_samples(run: Any, window_s: float) -> tuple[int, float]:
-    """(samples in a ~`window_s` moving average (1 = raw), sample interval in s)."""
+def _smooth_samples(run: Any, window_s: float, t: np.ndarray) -> tuple[int, float]:
+    """(samples in a ~`window_s` moving average (1 = raw), sample interval in s); `t` are the
+    per-flow rows' times, used when the summary does not say the interval."""
     dt = run.summary.get("sample_interval_s")
     if not isinstance(dt, (int, float)) or dt <= 0:
-        t = run.flows["t_s"].drop_duplicates().to_numpy()
-        dt = float(np.median(np.diff(t))) if t.size > 1 else 0.0
+        u = distinct_times(t)
+        dt = float(np.median(np.diff(u))) if u.size > 1 else 0.0
     return (max(1, round(window_s / dt)) if dt > 0 else 1), float(dt)
 
 
 def _per_flow(run: Any, column: str, ylabel: str, title: str, total: bool,
               smooth_s: float = 0.0) -> Figure | None:
-    df = run.flows
-    if df is None or not len(df) or column not in df or not df[column].notna().any():
+    """Per-flow lines of `column` over time (the busiest MAX_FLOWS_DRAWN and per-class
+    aggregates when there are more flows). Works on the columns with numpy, a chunk of rows
+    at a time, so a 10 000-flow run is never copied into a DataFrame here."""
+    tab = _flow_table(run)
+    if tab is None or not len(tab) or column not in tab:
+        return None
+    y_all = tab.numeric(column)
+    if bool(np.all([np.isnan(y_all[s]).all() for s in chunk_slices(len(tab))])):
         return None  # e.g. cwnd of CBR sources
+    t_all, fid = tab.numeric("t_s"), tab.numeric("flow")
     fig = _figure()
     ax = fig.add_subplot()
     _warmup(ax, run)
     meta = _flow_meta(run)
     count = {"L4S": 0, "Classic": 0}
-    win, dt = _smooth_samples(run, smooth_s) if smooth_s > 0 else (1, 0.0)
+    win, dt = _smooth_samples(run, smooth_s, t_all) if smooth_s > 0 else (1, 0.0)
     if win > 1:
         title += f" ({win} × {dt * 1000:g} ms moving average)"
 
-    def smooth(y: pd.Series) -> np.ndarray:
-        return y.rolling(win, min_periods=1).mean().to_numpy() if win > 1 else y.to_numpy()
+    def smooth(y: np.ndarray) -> np.ndarray:
+        return (pd.Series(y).rolling(win, min_periods=1).mean().to_numpy() if win > 1
+                else np.asarray(y))
 
-    n_flows = int(df["flow"].nunique())
-    shown = df
+    n_ids = int(fid.max()) + 1
+    present = np.zeros(n_ids, dtype=bool)
+    for s in chunk_slices(len(fid)):
+        present[fid[s]] = True
+    ids = np.flatnonzero(present)
+    n_flows = int(ids.size)
+    shown = ids
     if n_flows > MAX_FLOWS_DRAWN:
         # Thousands of lines take minutes to draw and show nothing: per-class aggregates
         # plus the busiest flows (largest mean of the column), said in the title.
-        busiest = (df.groupby("flow", observed=True)[column].mean()
-                   .nlargest(MAX_FLOWS_DRAWN).index)
-        shown = df[df["flow"].isin(busiest)]
+        mean = per_flow_mean(fid, y_all, n_ids)[ids]
+        ok = ~np.isnan(mean)
+        # Largest first; equal means keep the lower flow id first (pandas' nlargest).
+        order = np.argsort(-mean[ok], kind="stable")[:MAX_FLOWS_DRAWN]
+        shown = ids[ok][order]
         how = "sum" if total else "mean"
         title += f"\n{MAX_FLOWS_DRAWN} busiest of {n_flows} flows, per-class {how} dashed"
-        cls_of = df["flow"].map({f: meta.get(int(f), ("?", "?"))[1]
-                                 for f in df["flow"].unique()})
-        for cls, g in df.groupby(cls_of, sort=True):
-            agg = g.groupby("t_s", sort=True)[column].agg(how)
-            ax.plot(agg.index.to_numpy(), smooth(agg), lw=1.6, ls="--",
-                    color=CLASS_COLORS.get(str(cls), "0.5"),
-                    label=f"{cls}: {how} of {g['flow'].nunique()} flows")
-    for fid, g in shown.groupby("flow", observed=True, sort=True):
-        cc, cls = meta.get(int(fid), ("?", "?"))
+        cls_of = [meta.get(int(f), ("?", "?"))[1] for f in range(n_ids)]
+        names = sorted({cls_of[i] for i in ids.tolist()})
+        code_of = np.asarray([names.index(c) if c in names else -1 for c in cls_of])
+        for k, cls in enumerate(names):
+            tt, agg = grouped_by_time(t_all, y_all, how,
+                                      lambda s, k=k: code_of[fid[s]] == k)  # type: ignore[misc]
+            n_cls = int(np.count_nonzero(code_of[ids] == k))
+            ax.plot(tt, smooth(agg), lw=1.6, ls="--", color=CLASS_COLORS.get(str(cls), "0.5"),
+                    label=f"{cls}: {how} of {n_cls} flows")
+    sel = select_rows(fid, shown)
+    sel_f = fid[sel]
+    for f in np.sort(shown).tolist():
+        r = sel[sel_f == f]
+        cc, cls = meta.get(int(f), ("?", "?"))
         k = count.get(cls, 0)
         count[cls] = k + 1
-        ax.plot(g["t_s"].to_numpy(), smooth(g[column]), lw=1.0,
-                color=_flow_color(cls, k), label=f"flow {fid} {cc} ({cls})")
+        ax.plot(t_all[r], smooth(y_all[r]), lw=1.0,
+                color=_flow_color(cls, k), label=f"flow {f} {cc} ({cls})")
     if total:
         # Goodput (payload delivered in order) is below the wire rate by the headers and can
         # exceed it for a moment when a retransmission releases the bytes held behind a hole:
         # both lines say what they are.
-        tot = df.groupby("t_s", sort=True)[column].sum()
-        ax.plot(tot.index.to_numpy(), smooth(tot), color="black", lw=1.2,
-                label="total goodput (payload)")
+        tt, tot = grouped_by_time(t_all, y_all, "sum")
+        ax.plot(tt, smooth(tot), color="black", lw=1.2, label="total goodput (payload)")
         cap = (run.summary.get("link") or {}).get("capacity_mbps")
         if isinstance(cap, (int, float)) and cap > 0:
             ax.axhline(cap, color="0.4", ls="--", lw=0.8,
@@ -122,7 +184,7 @@ def _per_flow(run: Any, column: str, ylabel: str, title: str, total: bool,
     ax.set_xlabel("time [s]")
     ax.set_ylabel(ylabel)
     ax.set_title(title)
-    ax.set_xlim(0, float(df["t_s"].max()))
+    ax.set_xlim(0, float(max(np.max(t_all[s]) for s in chunk_slices(len(t_all)))))
     ax.set_ylim(0, ax.get_ylim()[1] * 1.05)
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
@@ -205,20 +267,36 @@ def fig_sojourn_cdf(run: Any) -> Figure | None:
     """Empirical CDF per queue after warm-up; a second, log-scaled panel when the queues'
     delays differ by more than 10× (L vs C), so the L queue is not a vertical line at 0."""
     warm = run.summary.get("warmup_s") or 0.0
-    if run.packets is not None and len(run.packets):
-        df = run.packets[(run.packets["t_s"] >= warm) & (run.packets["verdict"] != "drop")]
+    pk = getattr(run, "packet_columns", None)
+    by_queue: list[tuple[str, np.ndarray]] = []
+    if pk is not None and len(pk):
+        # Columns fresh from the simulator: no DataFrame of every packet.
+        q, v = pk.categorical("queue"), pk.categorical("verdict")
+        keep = (pk.numeric("t_s") >= warm) & (v.codes != v.categories.index("drop"))
+        codes = q.codes[keep]
+        soj = pk.numeric("sojourn_ms")[keep]
+        # Queues in order of first appearance (as groupby(sort=False)).
+        _, first = np.unique(codes[codes >= 0], return_index=True)
+        for c in codes[codes >= 0][np.sort(first)].tolist():
+            by_queue.append((q.categories[c], soj[codes == c]))
         source = "per packet"
-    elif run.samples is not None and len(run.samples):
-        df = run.samples[run.samples["t_s"] >= warm]
-        source = "sampled"
     else:
-        return None
+        if run.packets is not None and len(run.packets):
+            df = run.packets[(run.packets["t_s"] >= warm) & (run.packets["verdict"] != "drop")]
+            source = "per packet"
+        elif run.samples is not None and len(run.samples):
+            df = run.samples[run.samples["t_s"] >= warm]
+            source = "sampled"
+        else:
+            return None
+        by_queue = [(str(q), g["sojourn_ms"].to_numpy())
+                    for q, g in df.groupby("queue", observed=True, sort=False)]
     curves = []
-    for q, g in df.groupby("queue", observed=True, sort=False):
-        x = np.sort(g["sojourn_ms"].to_numpy())
+    for q, x in by_queue:
+        x = np.sort(x)
         x = x[np.isfinite(x)]
         if x.size:
-            curves.append((str(q), x, np.arange(1, x.size + 1) / x.size))
+            curves.append((q, x, np.arange(1, x.size + 1) / x.size))
     if not curves:
         return None
     p99 = [float(np.quantile(x, 0.99)) for _, x, _ in curves]

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from l4slab.columnar import Categorical, Column, ColumnTable
 from l4slab.scenario import dumps_toml
 
 __all__ = ["RunData", "from_core", "load", "load_run", "write_run_dir", "VERDICTS",
@@ -31,39 +31,122 @@ PACKET_COLUMNS = ["t_s", "flow", "queue", "sojourn_ms", "verdict"]
 VERDICTS = ["pass", "mark", "drop"]
 
 
-@dataclass
 class RunData:
     """One run: `.samples`, `.flows`, `.packets` (or None) DataFrames, `.summary` dict and the
-    effective `.scenario` dict; `.path` is the run directory when it was written or loaded."""
+    effective `.scenario` dict; `.path` is the run directory when it was written or loaded.
 
-    samples: pd.DataFrame
-    flows: pd.DataFrame
-    summary: dict[str, Any]
-    scenario: dict[str, Any] = field(default_factory=dict)
-    packets: pd.DataFrame | None = None
-    path: Path | None = None
-    events: int | None = None
+    Fresh from the simulator, the per-flow and per-packet tables stay numpy columns
+    (`.flow_columns`, `.packet_columns`, see `l4slab.columnar`): the run directory is written
+    and the figures are drawn from them, and the `.flows` / `.packets` DataFrame is built the
+    first time it is read (from then on it is the table: edits to it are what gets written)."""
+
+    def __init__(self, samples: pd.DataFrame, flows: pd.DataFrame | ColumnTable,
+                 summary: dict[str, Any], scenario: dict[str, Any] | None = None,
+                 packets: pd.DataFrame | ColumnTable | None = None, path: Path | None = None,
+                 events: int | None = None):
+        self.samples = samples
+        self.summary = summary
+        self.scenario = scenario if scenario is not None else {}
+        self.path = path
+        self.events = events
+        self.flows = flows  # type: ignore[assignment]
+        self.packets = packets  # type: ignore[assignment]
+
+    @property
+    def flows(self) -> pd.DataFrame:
+        """Per-flow samples (flows.parquet's rows) as a DataFrame, built on first access."""
+        if self._flows is None:
+            assert self.flow_columns is not None
+            self._flows = self.flow_columns.to_pandas()
+            self.flow_columns = None
+        return self._flows
+
+    @flows.setter
+    def flows(self, value: pd.DataFrame | ColumnTable) -> None:
+        self._flows: pd.DataFrame | None = None if isinstance(value, ColumnTable) else value
+        self.flow_columns: ColumnTable | None = value if isinstance(value, ColumnTable) else None
+
+    @property
+    def packets(self) -> pd.DataFrame | None:
+        """Per-packet records as a DataFrame (None unless recorded), built on first access."""
+        if self._packets is None and self.packet_columns is not None:
+            self._packets = self.packet_columns.to_pandas()
+            self.packet_columns = None
+        return self._packets
+
+    @packets.setter
+    def packets(self, value: pd.DataFrame | ColumnTable | None) -> None:
+        self._packets: pd.DataFrame | None = None if isinstance(value, ColumnTable) else value
+        self.packet_columns: ColumnTable | None = (value if isinstance(value, ColumnTable)
+                                                   else None)
+
+    def flow_rows(self) -> int:
+        """Rows of the per-flow table, without building its DataFrame."""
+        return len(self.flow_columns) if self.flow_columns is not None else len(self.flows)
+
+    def has_packets(self) -> bool:
+        """Whether per-packet records exist (without building their DataFrame)."""
+        return self.packet_columns is not None or self._packets is not None
+
+    def packet_rows(self) -> int:
+        """Rows of the per-packet table (0 when not recorded), without building a DataFrame."""
+        if self.packet_columns is not None:
+            return len(self.packet_columns)
+        return 0 if self._packets is None else len(self._packets)
 
     def __repr__(self) -> str:
         where = f" at {self.path}" if self.path else ""
-        return (f"RunData({len(self.samples)} samples, {len(self.flows)} flow rows, "
-                f"{'no' if self.packets is None else len(self.packets)} packets{where})")
+        return (f"RunData({len(self.samples)} samples, {self.flow_rows()} flow rows, "
+                f"{self.packet_rows() if self.has_packets() else 'no'} packets{where})")
 
 
 def _array(col: Any) -> np.ndarray:
-    """`(dtype, bytes)` from `_core` → a read-only numpy view of the bytes (no copy)."""
+    """A column from `_core` (a numpy array owning the simulator's buffer), or a
+    `(dtype, bytes)` pair (the emulator's JSON columns) viewed as a read-only array."""
+    if isinstance(col, np.ndarray):
+        return col
     dtype, raw = col
     return np.frombuffer(raw, dtype=np.dtype(dtype))
 
 
-def _codes(codes: np.ndarray, names: list[str], what: str) -> pd.Categorical:
+def _check_codes(codes: np.ndarray, names: list[str], what: str) -> None:
     if codes.size and int(codes.max()) >= len(names):
         raise ValueError(f"{what} code {int(codes.max())} has no name in {names}")
+
+
+def _codes(codes: np.ndarray, names: list[str], what: str) -> pd.Categorical:
+    _check_codes(codes, names, what)
     return pd.Categorical.from_codes(codes.astype(np.int16), categories=names)
 
 
+def _category_codes(codes: np.ndarray, names: list[str], what: str) -> Categorical:
+    """Simulator codes into `names` → a Categorical column with pandas' code width."""
+    _check_codes(codes, names, what)
+    return Categorical(codes.astype(_code_dtype(len(names))), list(names))
+
+
+def _code_dtype(n: int) -> np.dtype:
+    """The integer width pandas gives the codes of `n` categories."""
+    return pd.Categorical.from_codes([], categories=[str(i) for i in range(n)]).codes.dtype
+
+
+def _per_flow_category(ids: np.ndarray, per_flow: list[str], categories: list[str] | None,
+                       ) -> Categorical:
+    """A per-row categorical from a per-flow name: categories are `categories`, or (as
+    `pd.Categorical(values)` gives) the sorted names of the flows present in `ids`."""
+    present = np.zeros(len(per_flow), dtype=bool)
+    present[ids] = True
+    if categories is None:
+        categories = sorted({per_flow[i] for i in np.flatnonzero(present)})
+    index = {c: i for i, c in enumerate(categories)}
+    dt = _code_dtype(len(categories))
+    of_flow = np.asarray([index.get(c, -1) for c in per_flow], dtype=dt)
+    return Categorical(of_flow[ids] if ids.size else np.empty(0, dtype=dt), categories)
+
+
 def from_core(raw: dict[str, Any], scenario: dict[str, Any] | None = None) -> RunData:
-    """Build a RunData from the dict `_core.run_scenario` returns."""
+    """Build a RunData from the dict `_core.run_scenario` returns. The per-flow and
+    per-packet columns are kept as they came (no copy); see `RunData`."""
     queue_names = list(raw["queue_names"])
     flow_cc = list(raw["flow_cc"])
     flow_class = list(raw["flow_class"])
@@ -73,24 +156,27 @@ def from_core(raw: dict[str, Any], scenario: dict[str, Any] | None = None) -> Ru
     samples.insert(1, "queue", _codes(s["queue"], queue_names, "queue"))
 
     f = {k: _array(v) for k, v in raw["flows"].items()}
-    flow_ids = f["flow"]
-    flows = pd.DataFrame({k: f[k] for k in FLOW_COLUMNS if k in f})
-    ids = flow_ids.astype(np.int64)
+    ids = f["flow"]
     if ids.size and int(ids.max()) >= len(flow_cc):
         raise ValueError(f"flow id {int(ids.max())} has no cc name ({len(flow_cc)} flows)")
-    flows.insert(2, "cc", pd.Categorical(np.asarray(flow_cc, dtype=object)[ids]
-                                         if ids.size else []))
-    flows.insert(3, "class", pd.Categorical(np.asarray(flow_class, dtype=object)[ids]
-                                            if ids.size else [],
-                                            categories=["L4S", "Classic"]))
+    fc: dict[str, Column] = {}
+    for k in FLOW_COLUMNS:
+        if k == "cc":
+            fc[k] = _per_flow_category(ids, flow_cc, None)
+        elif k == "class":
+            fc[k] = _per_flow_category(ids, flow_class, ["L4S", "Classic"])
+        elif k in f:
+            fc[k] = f[k]
+    flows = ColumnTable(fc)
 
     packets = None
     if raw.get("packets") is not None:
         p = {k: _array(v) for k, v in raw["packets"].items()}
-        packets = pd.DataFrame({"t_s": p["t_s"], "flow": p["flow"]})
-        packets["queue"] = _codes(p["queue"], queue_names, "queue")
-        packets["sojourn_ms"] = p["sojourn_ms"]
-        packets["verdict"] = _codes(p["verdict"], VERDICTS, "verdict")
+        packets = ColumnTable({
+            "t_s": p["t_s"], "flow": p["flow"],
+            "queue": _category_codes(p["queue"], queue_names, "queue"),
+            "sojourn_ms": p["sojourn_ms"],
+            "verdict": _category_codes(p["verdict"], VERDICTS, "verdict")})
 
     summary = json.loads(raw["summary_json"])
     return RunData(samples=samples, flows=flows, summary=summary, scenario=scenario or {},
@@ -172,8 +258,14 @@ def write_run_dir(run: RunData, out_dir: str | Path, figures: bool = True,
     out.mkdir(parents=True, exist_ok=True)
     (out / "summary.json").unlink(missing_ok=True)
     run.samples.to_parquet(out / "samples.parquet", index=False)
-    run.flows.to_parquet(out / "flows.parquet", index=False)
-    if run.packets is not None:
+    # Columns straight to Parquet (no DataFrame) unless the DataFrame has been built.
+    if run.flow_columns is not None:
+        run.flow_columns.write_parquet(out / "flows.parquet")
+    else:
+        run.flows.to_parquet(out / "flows.parquet", index=False)
+    if run.packet_columns is not None:
+        run.packet_columns.write_parquet(out / "packets.parquet")
+    elif run.packets is not None:
         run.packets.to_parquet(out / "packets.parquet", index=False)
     else:
         (out / "packets.parquet").unlink(missing_ok=True)
@@ -196,8 +288,16 @@ def write_run_dir(run: RunData, out_dir: str | Path, figures: bool = True,
     return out
 
 
+def _open_table(path: Path) -> ColumnTable | pd.DataFrame:
+    """A large table opened column by column (read when a column is first used), or, when
+    it holds columns `ColumnTable` does not, the DataFrame."""
+    return ColumnTable.from_parquet(path) or pd.read_parquet(path)
+
+
 def load_run(run_dir: str | Path) -> RunData:
-    """Read a run directory written by `write_run_dir` (or by the emulator)."""
+    """Read a run directory written by `write_run_dir` (or by the emulator). flows.parquet
+    and packets.parquet are opened, not read: figures read the columns they draw, and
+    `.flows` / `.packets` read the whole table when first used."""
     import tomllib
 
     d = Path(run_dir)
@@ -206,8 +306,8 @@ def load_run(run_dir: str | Path) -> RunData:
         raise FileNotFoundError(f"{d} is not a finished run directory (no summary.json)")
     summary = json.loads(summary_path.read_text())
     samples = pd.read_parquet(d / "samples.parquet")
-    flows = pd.read_parquet(d / "flows.parquet")
-    packets = pd.read_parquet(d / "packets.parquet") if (d / "packets.parquet").exists() else None
+    flows = _open_table(d / "flows.parquet")
+    packets = _open_table(d / "packets.parquet") if (d / "packets.parquet").exists() else None
     scenario: dict[str, Any] = {}
     if (d / "scenario.toml").exists():
         scenario = tomllib.loads((d / "scenario.toml").read_text())

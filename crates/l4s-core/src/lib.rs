@@ -23,7 +23,7 @@
 //! | [`aqm::pie`] | PIE drop probability from queue delay | RFC 8033 §4–5; Linux `pie.c` (`pie_calculate_probability`, `pie_drop_early`, `pie_process_dequeue`) |
 //! | [`aqm::fifo`] | tail drop; step ECN marking | Linux pfifo/bfifo; RFC 8257 §3.1 (mark above K) |
 //! | [`cc`] | the congestion-control trait [`cc::CongestionControl`], [`cc::CcState`], [`cc::AckSample`], slow start and AIMD helpers | Linux `struct tcp_congestion_ops`, `tcp_slow_start`, `tcp_cong_avoid_ai` (tcp_cong.c) |
-//! | [`cc::prague`] | TCP Prague (scalable, L4S), v0.7 with its rate mode (`prague_cwnd_mode`) | L4STeam `tcp_prague.c` (`prague_update_alpha`, `prague_enter_cwr`, `prague_update_cwnd`, `prague_cwnd_transit`, ...) |
+//! | [`cc::prague`] | TCP Prague (scalable, L4S), v0.7 with its rate mode (`prague_cwnd_mode`) and MSS reduction | L4STeam `tcp_prague.c` (`prague_update_alpha`, `prague_enter_cwr`, `prague_update_cwnd`, `prague_cwnd_transit`, ...) |
 //! | [`cc::dctcp`] | DCTCP | RFC 8257 §3.3–3.5; Linux `tcp_dctcp.c` |
 //! | [`cc::reno`] | Reno / NewReno window | RFC 5681 §3.1; Linux `tcp_reno_cong_avoid`, `tcp_reno_ssthresh` |
 //! | [`cc::cubic`] | CUBIC with HyStart | RFC 9438; Linux `tcp_cubic.c` (`bictcp_update`, `hystart_update`) |
@@ -32,6 +32,7 @@
 //! | [`tcp::accecn`] | Accurate ECN: handshake codepoints, ACE counter, option byte counters | RFC 9768 / draft-ietf-tcpm-accurate-ecn; Linux `tcp_accecn_process` |
 //! | [`tcp::rtt`] | srtt, rttvar and RTO | RFC 6298 §2, §5 |
 //! | [`tcp::tso`] | TSO burst sizing and a burst's departures at the NIC rate (opt-in host model) | Linux `tcp_tso_autosize`, `tcp_tso_segs`, Prague's `prague_tso_segs` |
+//! | [`tcp::fq_pacing`] | fq qdisc under the sender: EDT holding queue and TCP Small Queues | Linux `tcp_small_queue_check`, `tcp_write_xmit`, `sch_fq.c` `fq_dequeue` |
 //! | [`link`] | bottleneck rate ([`link::ConstantRate`], [`link::MahimahiTrace`], [`link::Txop1ms`]), loss ([`link::RandomLoss`], [`link::GilbertElliott`]), [`link::Jitter`], rate steps | Mahimahi `link_queue.cc`; netem `loss gemodel` |
 //! | [`cbr`] | constant-bit-rate UDP source and sink | iperf3 UDP mode (no RFC) |
 //! | [`packet`] | [`Packet`], [`Ecn`], the TCP header fields the models use | RFC 3168 §5, RFC 9331 (ECT(1)), RFC 9293 §3.1 |

@@ -158,6 +158,8 @@ pub fn flow_config(o: &ClientOpts, mss: u32) -> Result<FlowConfig, FlowError> {
         gro: None,
         rx_usecs: None,
         rx_frames: None,
+        // This TCP runs in user space and paces itself; no EDT qdisc sits below it.
+        qdisc: Some(l4s_sim::scenario::FlowQdisc::None),
     };
     if !CCS.contains(&fl.cc.as_str()) {
         return Err(FlowError::Usage {

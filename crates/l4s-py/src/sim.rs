@@ -1,14 +1,15 @@
 //! Simulator bindings: run or validate a scenario from Python (issue "Python front end").
-//! Columns cross into Python as little-endian `bytes` that numpy views with `np.frombuffer`.
+//! Columns cross into Python as numpy arrays that own the simulator's column buffers (no copy).
 
 use std::path::PathBuf;
 
 use l4s_sim::results::{FlowColumns, PacketColumns, QueueColumns};
 use l4s_sim::{RunResults, Scenario, SimError};
+use numpy::{Element, PyArray1};
 use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyTuple};
+use pyo3::types::PyDict;
 
 create_exception!(
     l4slab,
@@ -17,107 +18,60 @@ create_exception!(
     "A scenario (or sweep, or override) is invalid; the message names the field path."
 );
 
-/// A column element that can be written as little-endian bytes, with its numpy dtype string.
-trait LeColumn: Copy {
-    const DTYPE: &'static str;
-    const WIDTH: usize;
-    fn write_le(self, out: &mut [u8]);
+/// A column moved into a 1-D numpy array: the array takes over the `Vec`'s buffer, so a column
+/// exists once (no copy into a Python `bytes`, no Python object per sample).
+fn column<'py, T: Element>(py: Python<'py>, values: Vec<T>) -> Bound<'py, PyAny> {
+    PyArray1::from_vec(py, values).into_any()
 }
 
-impl LeColumn for f64 {
-    const DTYPE: &'static str = "<f8";
-    const WIDTH: usize = 8;
-    fn write_le(self, out: &mut [u8]) {
-        out.copy_from_slice(&self.to_le_bytes());
-    }
-}
-
-impl LeColumn for u64 {
-    const DTYPE: &'static str = "<u8";
-    const WIDTH: usize = 8;
-    fn write_le(self, out: &mut [u8]) {
-        out.copy_from_slice(&self.to_le_bytes());
-    }
-}
-
-impl LeColumn for u32 {
-    const DTYPE: &'static str = "<u4";
-    const WIDTH: usize = 4;
-    fn write_le(self, out: &mut [u8]) {
-        out.copy_from_slice(&self.to_le_bytes());
-    }
-}
-
-impl LeColumn for u8 {
-    const DTYPE: &'static str = "u1";
-    const WIDTH: usize = 1;
-    fn write_le(self, out: &mut [u8]) {
-        out[0] = self;
-    }
-}
-
-/// `(dtype, bytes)`: one pass over the column straight into the Python bytes object, so no
-/// Python object is created per sample.
-fn column<'py, T: LeColumn>(py: Python<'py>, values: &[T]) -> PyResult<Bound<'py, PyTuple>> {
-    let bytes = PyBytes::new_with(py, values.len() * T::WIDTH, |buf| {
-        for (chunk, v) in buf.chunks_exact_mut(T::WIDTH).zip(values) {
-            v.write_le(chunk);
-        }
-        Ok(())
-    })?;
-    PyTuple::new(
-        py,
-        [T::DTYPE.into_pyobject(py)?.into_any(), bytes.into_any()],
-    )
-}
-
-fn queue_table<'py>(py: Python<'py>, c: &QueueColumns) -> PyResult<Bound<'py, PyDict>> {
+fn queue_table(py: Python<'_>, c: QueueColumns) -> PyResult<Bound<'_, PyDict>> {
     let d = PyDict::new(py);
-    d.set_item("t_s", column(py, &c.t_s)?)?;
-    d.set_item("queue", column(py, &c.queue)?)?;
-    d.set_item("backlog_pkts", column(py, &c.backlog_pkts)?)?;
-    d.set_item("backlog_bytes", column(py, &c.backlog_bytes)?)?;
-    d.set_item("sojourn_ms", column(py, &c.sojourn_ms)?)?;
-    d.set_item("marks", column(py, &c.marks)?)?;
-    d.set_item("drops", column(py, &c.drops)?)?;
-    d.set_item("p_prime", column(py, &c.p_prime)?)?;
-    d.set_item("p_c", column(py, &c.p_c)?)?;
-    d.set_item("p_cl", column(py, &c.p_cl)?)?;
+    d.set_item("t_s", column(py, c.t_s))?;
+    d.set_item("queue", column(py, c.queue))?;
+    d.set_item("backlog_pkts", column(py, c.backlog_pkts))?;
+    d.set_item("backlog_bytes", column(py, c.backlog_bytes))?;
+    d.set_item("sojourn_ms", column(py, c.sojourn_ms))?;
+    d.set_item("marks", column(py, c.marks))?;
+    d.set_item("drops", column(py, c.drops))?;
+    d.set_item("p_prime", column(py, c.p_prime))?;
+    d.set_item("p_c", column(py, c.p_c))?;
+    d.set_item("p_cl", column(py, c.p_cl))?;
     Ok(d)
 }
 
-fn flow_table<'py>(py: Python<'py>, c: &FlowColumns) -> PyResult<Bound<'py, PyDict>> {
+fn flow_table(py: Python<'_>, c: FlowColumns) -> PyResult<Bound<'_, PyDict>> {
     let d = PyDict::new(py);
-    d.set_item("t_s", column(py, &c.t_s)?)?;
-    d.set_item("flow", column(py, &c.flow)?)?;
-    d.set_item("delivered_bytes", column(py, &c.delivered_bytes)?)?;
-    d.set_item("tput_mbps", column(py, &c.tput_mbps)?)?;
-    d.set_item("cwnd_pkts", column(py, &c.cwnd_pkts)?)?;
-    d.set_item("srtt_ms", column(py, &c.srtt_ms)?)?;
-    d.set_item("pacing_mbps", column(py, &c.pacing_mbps)?)?;
-    d.set_item("ce_acked", column(py, &c.ce_acked)?)?;
+    d.set_item("t_s", column(py, c.t_s))?;
+    d.set_item("flow", column(py, c.flow))?;
+    d.set_item("delivered_bytes", column(py, c.delivered_bytes))?;
+    d.set_item("tput_mbps", column(py, c.tput_mbps))?;
+    d.set_item("cwnd_pkts", column(py, c.cwnd_pkts))?;
+    d.set_item("srtt_ms", column(py, c.srtt_ms))?;
+    d.set_item("pacing_mbps", column(py, c.pacing_mbps))?;
+    d.set_item("ce_acked", column(py, c.ce_acked))?;
     Ok(d)
 }
 
-fn packet_table<'py>(py: Python<'py>, c: &PacketColumns) -> PyResult<Bound<'py, PyDict>> {
+fn packet_table(py: Python<'_>, c: PacketColumns) -> PyResult<Bound<'_, PyDict>> {
     let d = PyDict::new(py);
-    d.set_item("t_s", column(py, &c.t_s)?)?;
-    d.set_item("flow", column(py, &c.flow)?)?;
-    d.set_item("queue", column(py, &c.queue)?)?;
-    d.set_item("sojourn_ms", column(py, &c.sojourn_ms)?)?;
-    d.set_item("verdict", column(py, &c.verdict)?)?;
+    d.set_item("t_s", column(py, c.t_s))?;
+    d.set_item("flow", column(py, c.flow))?;
+    d.set_item("queue", column(py, c.queue))?;
+    d.set_item("sojourn_ms", column(py, c.sojourn_ms))?;
+    d.set_item("verdict", column(py, c.verdict))?;
     Ok(d)
 }
 
-/// The dict `l4slab.results` turns into DataFrames.
-fn results_dict<'py>(py: Python<'py>, r: &RunResults) -> PyResult<Bound<'py, PyDict>> {
+/// The dict `l4slab.results` turns into tables; the results are consumed so every column
+/// moves into Python instead of being copied while the simulator's copy is still alive.
+fn results_dict(py: Python<'_>, r: RunResults) -> PyResult<Bound<'_, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("queue_names", &r.queue_names)?;
     d.set_item("flow_cc", &r.flow_cc)?;
     d.set_item("flow_class", &r.flow_class)?;
-    d.set_item("samples", queue_table(py, &r.samples)?)?;
-    d.set_item("flows", flow_table(py, &r.flows)?)?;
-    match &r.packets {
+    d.set_item("samples", queue_table(py, r.samples)?)?;
+    d.set_item("flows", flow_table(py, r.flows)?)?;
+    match r.packets {
         Some(p) => d.set_item("packets", packet_table(py, p)?)?,
         None => d.set_item("packets", py.None())?,
     }
@@ -163,8 +117,7 @@ fn parse(text: &str, fmt: &str, base_dir: &str) -> Result<Scenario, SimError> {
     Ok(s)
 }
 
-/// Run a scenario; returns the columns as `(dtype, bytes)` pairs plus names and the
-/// summary JSON. The GIL is released for the whole parse + simulation.
+/// Run a scenario; returns the columns as numpy arrays plus names and the summary JSON. The GIL is released for the whole parse + simulation.
 #[pyfunction]
 #[pyo3(signature = (text, fmt = "toml", base_dir = "."))]
 fn run_scenario<'py>(
@@ -176,7 +129,7 @@ fn run_scenario<'py>(
     let res = py
         .detach(|| parse(text, fmt, base_dir).and_then(|s| l4s_sim::run(&s)))
         .map_err(scenario_error)?;
-    results_dict(py, &res)
+    results_dict(py, res)
 }
 
 /// Check a scenario without running it: parse, validate, and build the simulated world

@@ -8,9 +8,10 @@
 //! with the CC's usual codepoint; "l4s" AccECN + ECT(1) (Prague, DCTCP, BBRv3 only).
 
 use crate::error::SimError;
-use crate::scenario::{FlowConfig, FlowEcn};
+use crate::scenario::{FlowConfig, FlowEcn, FlowQdisc};
 use l4s_core::cbr::{CbrConfig, CbrSink, CbrSource};
 use l4s_core::cc::{by_name_with, prague::CwndMode, CcParams, EcnMode};
+use l4s_core::tcp::fq_pacing::HostQdisc;
 use l4s_core::tcp::gro::{GroConfig, GroReceiver};
 use l4s_core::tcp::{TcpConfig, TcpReceiver, TcpSender};
 use l4s_core::{Ecn, Endpoint, Rng};
@@ -76,6 +77,7 @@ pub fn validate_flow(i: usize, fl: &FlowConfig) -> Result<(), SimError> {
             ("gro", fl.gro.is_some()),
             ("rx_usecs", fl.rx_usecs.is_some()),
             ("rx_frames", fl.rx_frames.is_some()),
+            ("qdisc", fl.qdisc.is_some()),
         ] {
             if set {
                 return Err(SimError::field(
@@ -192,6 +194,7 @@ fn tcp_config(fl: &FlowConfig) -> TcpConfig {
         pacing: fl.pacing.unwrap_or(d.pacing),
         tso_nic_rate: (fl.tso == Some(true))
             .then(|| fl.nic_rate.unwrap_or(l4s_core::Rate::from_mbps(1000))),
+        qdisc: host_qdisc(fl),
         ..d
     }
 }
@@ -203,6 +206,18 @@ fn gro_config(fl: &FlowConfig) -> Option<GroConfig> {
         rx_usecs: fl.rx_usecs.unwrap_or(d.rx_usecs),
         rx_frames: fl.rx_frames.unwrap_or(d.rx_frames),
     })
+}
+
+/// The sender host's qdisc: as set, else fq for Prague (tcp_prague.c asks for the fq qdisc
+/// on every interface that carries Prague, and the L4S team's testbeds run it) and none for
+/// the others (distributions default to fq_codel, which does not pace).
+fn host_qdisc(fl: &FlowConfig) -> HostQdisc {
+    match fl.qdisc {
+        Some(FlowQdisc::Fq) => HostQdisc::Fq,
+        Some(FlowQdisc::None) => HostQdisc::None,
+        None if fl.cc == "prague" => HostQdisc::Fq,
+        None => HostQdisc::None,
+    }
 }
 
 fn cc_params(fl: &FlowConfig, seed: u64) -> CcParams {

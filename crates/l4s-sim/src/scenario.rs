@@ -93,6 +93,16 @@ fn default_ack_limit() -> u64 {
     1000
 }
 
+/// Sender host qdisc of a TCP flow (`[[flows]] qdisc`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FlowQdisc {
+    /// No pacing qdisc: a pacing CC paces inside TCP (`tcp_wstamp_ns` internal pacing).
+    None,
+    /// fq with EDT: paced segments wait in fq, count as in flight, TSQ bounds them.
+    Fq,
+}
+
 /// ECN use of a flow.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -156,6 +166,9 @@ pub struct FlowConfig {
     pub rx_usecs: Option<Nanos>,
     /// TCP with `gro`: interrupt once this many packets are pending (default 32, mlx5).
     pub rx_frames: Option<u32>,
+    /// TCP: sender host qdisc, "fq" (EDT pacing, TSQ) or "none" (default "fq" for Prague,
+    /// as the L4S team's kernels run it; "none" for the others).
+    pub qdisc: Option<FlowQdisc>,
 }
 
 fn one_u64() -> u64 {

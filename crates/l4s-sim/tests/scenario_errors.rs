@@ -365,3 +365,16 @@ fn dualpi2_duration_ranges_read_as_durations_not_raw_u32_counts() {
     assert!(msg.contains("[1us, 4.294s]"), "{msg}");
     assert!(!msg.contains("4294967295"), "{msg}");
 }
+
+#[test]
+fn host_qdisc_lists_its_values_and_is_tcp_only() {
+    let t = BASE.replace("rate = \"1mbit\"", "rate = \"1mbit\"\nqdisc = \"pfifo\"");
+    assert_names(&err(&t), "flows[0].qdisc", &["pfifo", "none", "fq"]);
+    let t = BASE.replace("rate = \"1mbit\"", "rate = \"1mbit\"\nqdisc = \"fq\"");
+    assert_names(&err(&t), "flows[0].qdisc", &["TCP flows only"]);
+    let t = BASE.replace(
+        "cc = \"cbr\"\nrtt = \"20ms\"\nrate = \"1mbit\"",
+        "cc = \"cubic\"\nrtt = \"20ms\"\nqdisc = \"fq\"",
+    );
+    assert!(Scenario::from_toml_str(&t).is_ok(), "{t}");
+}

@@ -126,7 +126,9 @@ def read_run_dir(path: Path, warmup_s: float = 0.0) -> Run:
     run = Run(Path(path))
     samples_path, flows_path = path / "samples.parquet", path / "flows.parquet"
     if flows_path.is_file():
-        flows = pd.read_parquet(flows_path)
+        # Only the columns the metrics use: a 10 000-flow run's flows.parquet has 6.25 M rows.
+        flows = pd.read_parquet(flows_path, columns=_present(
+            flows_path, ("t_s", "flow", "tput_mbps", "ce_acked")))
         _require(flows, ("t_s", "flow", "tput_mbps"), flows_path)
         flows = flows[flows["t_s"] >= warmup_s]
         total = flows.groupby("t_s", sort=True)["tput_mbps"].sum()
@@ -151,6 +153,14 @@ def read_run_dir(path: Path, warmup_s: float = 0.0) -> Run:
     if not run.metrics:
         raise ValidationInputError(f"{path}: no samples.parquet or flows.parquet with data")
     return run
+
+
+def _present(path: Path, cols: Sequence[str]) -> list[str]:
+    """The columns of `cols` that the Parquet file at `path` has (read from its footer)."""
+    import pyarrow.parquet as pq
+
+    names = set(pq.ParquetFile(path).schema_arrow.names)
+    return [c for c in cols if c in names]
 
 
 def _require(df: pd.DataFrame, cols: Sequence[str], where: Path) -> None:

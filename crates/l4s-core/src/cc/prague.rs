@@ -56,10 +56,14 @@
 //!   for the first half vrtt after an α update and −3.125 % after; frac_cwnd follows as
 //!   ⌈rate·hsrtt/mtu⌉ (hsrtt: srtt averaged with gain 1/128 at each α update). Undo (both
 //!   modes) restores max(rate_bytes, rate at loss) and derives frac_cwnd from it.
-//! - Not modelled (0.7): the packet-size reduction at tiny windows (`prague_valid_mtu`:
-//!   MSS down to 150 B when rate·vrtt < 2 packets, i.e. below about 1 Mb/s at a 25 ms
-//!   target); the TSO burst sizing (`max_tso_burst`). 0.6's classic-ECN AQM detection (off by
-//!   default) is not modelled either. `mtu` = mss + 52 header bytes (with timestamps).
+//! - Packet size (0.7, `prague_update_alpha`): at each α update of an RTT-independent flow
+//!   not in loss the MSS becomes `prague_valid_mtu(prague_pacing_rate_to_max_mtu)` − 52: half
+//!   the window at vrtt in bytes, between 150 + 52 and the initial packet size, so that a
+//!   flow below about 1 Mb/s (at vrtt 25 ms) still has 2 packets per vrtt (150 B at 100 kb/s).
+//!   frac_cwnd and ssthresh are rescaled by old/new size; the sender sends new segments at
+//!   the new MSS (`tcp_sync_mss`) but retransmits old segments whole (Linux fragments them).
+//! - Not modelled (0.7): 0.6's classic-ECN AQM detection (off by default). `mtu` = mss + 52
+//!   header bytes (with timestamps).
 
 use super::{
     reno::Reno, tcp_slow_start, AckSample, CaState, CcState, CongestionControl, CwndEvent, EcnMode,
@@ -104,6 +108,11 @@ pub const RATE_OFFSET: u64 = 4;
 pub const OFFSET_UNIT: u32 = 7;
 /// `prague_cwnd_transit` default: rate mode at or below 4 packets of `MTU_SYS` bytes.
 pub const DEFAULT_CWND_TRANSIT: u32 = 4;
+/// `MIN_MSS`: the smallest MSS 0.7's packet-size reduction goes down to (bytes).
+pub const MIN_MSS: u32 = 150;
+/// `MIN_CWND_VIRT`: the packet size is chosen so that the window at the virtual RTT holds
+/// at least this many packets.
+pub const MIN_CWND_VIRT: u64 = 2;
 /// `prague_burst_shift`: the largest TSO burst lasts 2^-12 s at the pacing rate.
 pub const PRAGUE_BURST_SHIFT: u32 = 12;
 
@@ -237,6 +246,8 @@ pub struct Prague {
     mode_transit: bool,
     /// `max_tso_burst`: max(1, pacing rate in packets/s >> `prague_burst_shift` 12), ~250 µs.
     max_tso_burst: u32,
+    /// `mtu_cache`: the packet size at init, the largest the MSS reduction may return to.
+    mtu_cache: u64,
 }
 
 impl Default for Prague {
@@ -293,6 +304,7 @@ impl Prague {
             rate_mode: params.cwnd_mode == CwndMode::Rate,
             mode_transit: params.cwnd_mode == CwndMode::Switch,
             max_tso_burst: 1,
+            mtu_cache: MTU_SYS,
         }
     }
 
@@ -447,8 +459,51 @@ impl Prague {
         self.update_ai_ack_increase(tp);
     }
 
+    /// `prague_pacing_rate_to_max_mtu`: half the window at the virtual RTT, in bytes: in
+    /// rate mode rate_bytes·vrtt (vrtt in 1/8 µs, seconds as 2^23), else frac_cwnd·mtu
+    /// scaled up by target/srtt below the target; rounded up.
+    fn max_mtu(&self, tp: &CcState) -> u64 {
+        let cwnd_bytes = if self.rate_control(tp) {
+            (self.rate_bytes as u128 * self.virtual_rtt8(tp) as u128) >> RTT2SEC_SHIFT
+        } else {
+            let target8 = self.params.rtt_target.as_ns() / 125;
+            let rtt8 = Self::srtt8(tp);
+            let mut scaled = self.frac_cwnd as u128;
+            if rtt8 > 0 && rtt8 < target8 {
+                scaled = scaled * target8 as u128 / rtt8 as u128;
+            }
+            (scaled * Self::mtu(tp) as u128) >> CWND_UNIT
+        };
+        cwnd_bytes.div_ceil(MIN_CWND_VIRT as u128) as u64
+    }
+
+    /// `prague_valid_mtu`: at most the initial packet size, at least `MIN_MSS` + headers.
+    fn valid_mtu(&self, mtu: u64) -> u64 {
+        mtu.min(self.mtu_cache).max((MIN_MSS + HEADER_BYTES) as u64)
+    }
+
+    /// 0.7's packet-size change at each α update of an RTT-independent flow not in loss:
+    /// the MSS becomes `prague_valid_mtu(max_mtu)` − headers (`tcp_sync_mss`), frac_cwnd
+    /// and ssthresh are rescaled by old/new packet size, and snd_cwnd follows frac_cwnd.
+    fn resize_mss(&mut self, tp: &mut CcState) {
+        let used = Self::mtu(tp);
+        let mtu = self.valid_mtu(self.max_mtu(tp));
+        if used == mtu {
+            return;
+        }
+        self.frac_cwnd = (self.frac_cwnd as u128 * used as u128 / mtu as u128) as u64;
+        tp.mss = (mtu - HEADER_BYTES as u64) as u32;
+        let new_cwnd = self.frac_to_snd_cwnd(tp);
+        if tp.snd_cwnd != new_cwnd {
+            tp.snd_cwnd = new_cwnd;
+            let ss = tp.snd_ssthresh as u128 * used as u128 / mtu as u128;
+            tp.snd_ssthresh = ss.min(u32::MAX as u128) as u32;
+            self.update_ai_ack_increase(tp);
+        }
+    }
+
     /// `prague_update_alpha`: α ← α·(1 − g) + g·F, F = CE fraction of this round.
-    fn update_alpha(&mut self, tp: &CcState, now: Nanos) {
+    fn update_alpha(&mut self, tp: &mut CcState, now: Nanos) {
         if self.saw_ce {
             let mut ecn_segs = self.delivered_ce - self.old_delivered_ce;
             if ecn_segs > 0 {
@@ -459,6 +514,9 @@ impl Prague {
             let a = a - (a >> PRAGUE_SHIFT_G) + ecn_segs;
             self.alpha_stamp = now;
             self.upscaled_alpha = a.min(PRAGUE_MAX_ALPHA << PRAGUE_SHIFT_G);
+            if self.is_rtt_indep(tp) && !self.in_loss {
+                self.resize_mss(tp);
+            }
         }
         // 0.7: hsrtt += srtt − hsrtt/128 at every α update, marks or not.
         self.hsrtt = self.hsrtt + Self::srtt8(tp) - (self.hsrtt >> HSRTT_SHIFT);
@@ -655,6 +713,7 @@ impl CongestionControl for Prague {
         self.saw_ce = tp.delivered_ce > 0;
         self.ca_state = tp.ca_state;
         self.frac_cwnd = (tp.snd_cwnd as u64) << CWND_UNIT;
+        self.mtu_cache = Self::mtu(tp);
         if tp.srtt > Nanos::ZERO {
             let per_pkt = 8_000_000 * Self::mtu(tp) / Self::srtt8(tp).max(1);
             let w = tp.snd_cwnd.max(tp.packets_in_flight) as u64;
@@ -1260,6 +1319,84 @@ mod tests {
         assert!(!cc.in_rate_mode());
         let want = ((150_000u128 * cc.frac_cwnd as u128) >> CWND_UNIT) as u64;
         assert_eq!(cc.rate_bytes(), want.max(MINIMUM_RATE_BYTES_PER_S));
+    }
+
+    /// A flow past its RTT transition with a CE seen, after `init` at `rtt` (mtu 1500).
+    fn rtt_indep(rate_mode: bool, rtt: Nanos) -> (Prague, CcState) {
+        let (mut cc, d) = accecn(PragueParams::default(), rtt, 2, 2);
+        cc.round = DEFAULT_RTT_TRANSITION;
+        cc.saw_ce = true;
+        cc.rate_mode = rate_mode;
+        (cc, d.tp)
+    }
+
+    /// MSS after one α update: `prague_valid_mtu(prague_pacing_rate_to_max_mtu)` − 52.
+    fn mss_after_alpha_update(cc: &mut Prague, tp: &mut CcState) -> u32 {
+        cc.update_alpha(tp, Nanos::from_secs(1));
+        tp.mss
+    }
+
+    #[test]
+    fn mss_shrinks_so_that_two_packets_fit_the_virtual_rtt() {
+        // Rate mode: half of rate·vrtt bytes, vrtt = max(25 ms, srtt) in 1/8 µs and seconds
+        // as 2^23 (not 8·10^6), rounded up; then at most the initial 1500 B, at least
+        // MIN_MSS 150 + 52 headers.
+        let want = |rate: u64, vrtt_us: u64| -> u32 {
+            let bytes = ((rate as u128 * (vrtt_us * 8) as u128) >> 23) as u64;
+            (bytes.div_ceil(2).clamp(202, 1500) - 52) as u32
+        };
+        let cases = [
+            // 100 kb/s (the floor) at 60 ms: 12500·480000 >> 23 = 715 → 358 → mss 306.
+            (12_500u64, Nanos::from_ms(60), 306u32),
+            // 100 kb/s at 10 ms: vrtt 25 ms, 298 B → 149 < 202: mss 150 (MIN_MSS).
+            (12_500, Nanos::from_ms(10), 150),
+            // 1 Mb/s at 25 ms: 2980 → 1490 → mss 1438.
+            (125_000, Nanos::from_ms(25), 1438),
+            // 2 Mb/s at 25 ms: 5960 → 2980 → capped at the initial 1500: mss 1448.
+            (250_000, Nanos::from_ms(25), 1448),
+        ];
+        for (rate, rtt, mss) in cases {
+            let (mut cc, mut tp) = rtt_indep(true, rtt);
+            cc.rate_bytes = rate;
+            let vrtt_us = (rtt.as_ns() / 1000).max(25_000);
+            assert_eq!(want(rate, vrtt_us), mss);
+            assert_eq!(
+                mss_after_alpha_update(&mut cc, &mut tp),
+                mss,
+                "{rate} B/s {rtt}"
+            );
+        }
+        // Window mode: frac_cwnd·mtu scaled by target/srtt below the target. 3 packets at
+        // 5 ms → 15 packets of 1500 B: no change; 1.5 packets at 100 ms → 2250 B → 1125.
+        let (mut cc, mut tp) = rtt_indep(false, Nanos::from_ms(5));
+        cc.frac_cwnd = 3 << CWND_UNIT;
+        assert_eq!(mss_after_alpha_update(&mut cc, &mut tp), 1448);
+        let (mut cc, mut tp) = rtt_indep(false, Nanos::from_ms(100));
+        cc.frac_cwnd = 3 << (CWND_UNIT - 1);
+        assert_eq!(mss_after_alpha_update(&mut cc, &mut tp), 1125 - 52);
+        // frac_cwnd is rescaled to the new size: 1.5 · 1500/1125 = 2 packets; snd_cwnd
+        // (2) already holds it, so ssthresh stays.
+        assert_eq!(cc.frac_cwnd, 2 << CWND_UNIT);
+        assert_eq!((tp.snd_cwnd, tp.snd_ssthresh), (2, 2));
+        // Back up once the rate allows: 2 Mb/s in rate mode returns to the initial 1500 B.
+        cc.rate_mode = true;
+        cc.rate_bytes = 250_000;
+        assert_eq!(mss_after_alpha_update(&mut cc, &mut tp), 1448);
+        // Not before a CE, not in loss, not before RTT independence.
+        for setup in [0, 1, 2] {
+            let (mut cc, mut tp) = rtt_indep(true, Nanos::from_ms(60));
+            cc.rate_bytes = 12_500;
+            match setup {
+                0 => cc.saw_ce = false,
+                1 => cc.in_loss = true,
+                _ => cc.round = 0,
+            }
+            assert_eq!(
+                mss_after_alpha_update(&mut cc, &mut tp),
+                1448,
+                "case {setup}"
+            );
+        }
     }
 
     /// One single-packet ACK for a `cong_control` CC with `in_flight` packets left in flight

@@ -9,13 +9,14 @@
 //! it returns None, then sleep until `poll_timeout()` (or the next arriving packet).
 //!
 //! Not modelled (named here so that nothing is hidden): FIN/close, receive-window updates
-//! (the sender is limited by a fixed `rwnd_bytes`), TSO/GSO/TSQ, the SACK-permitted option
+//! (the sender is limited by a fixed `rwnd_bytes`), TSQ without fq, the SACK-permitted option
 //! (each side uses its own `sack` setting: the receiver sends SACK blocks when its config says
 //! so and the sender uses them when its own does), PAWS, re-entering quick-ACK mode after
 //! idle, DSACK, undo, RACK (a simplified tail loss probe is modelled), cwnd restart after
 //! idle, connection abort after too many retransmissions (`tcp_retries2`). Details per file.
 
 pub mod accecn;
+pub mod fq_pacing;
 pub mod gro;
 #[cfg(test)]
 mod gro_tests;
@@ -94,6 +95,9 @@ pub struct TcpConfig {
     /// Sender host with TSO: paced data leaves in bursts of `tcp_tso_segs` segments, back to
     /// back at this NIC rate ([`tso`]); None = one segment at a time (no host burstiness).
     pub tso_nic_rate: Option<crate::time::Rate>,
+    /// Sender host qdisc: none (a pacing CC paces inside TCP) or fq with EDT and TSQ
+    /// ([`fq_pacing`]).
+    pub qdisc: fq_pacing::HostQdisc,
 }
 
 impl Default for TcpConfig {
@@ -117,6 +121,7 @@ impl Default for TcpConfig {
             pacing: true,
             tlp: true,
             tso_nic_rate: None,
+            qdisc: fq_pacing::HostQdisc::None,
         }
     }
 }

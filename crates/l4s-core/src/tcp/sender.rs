@@ -41,6 +41,8 @@
 //! data codepoint with AccECN. SYN retransmissions fall back from ECN as Linux does.
 //! Pacing: each packet leaves no earlier than `tcp_wstamp_ns`, advanced by len/rate with len
 //! the payload (`skb->len` in `tcp_update_skb_after_send`), from the 10th data segment on.
+//! With `qdisc = fq` ([`super::fq_pacing`]) TCP hands segments down at once within TSQ,
+//! stamped with that departure time, and they wait in fq while counting as in flight.
 //! Not modelled: undo of spurious recoveries (DSACK, F-RTO), RACK beyond the probe rule,
 //! cwnd restart after idle (CwndRestart is never raised), TSO/GSO.
 
@@ -52,6 +54,7 @@ mod tlp;
 
 pub use tlp::{TLP_TIMEOUT_MIN, TLP_WC_DELACK};
 
+use super::fq_pacing::{self, FqHost, HostQdisc};
 use super::rtt::{RttEstimator, INITIAL_RTO};
 use super::{accecn, packet_id, TcpConfig, DATA_SEQ_START, SYN_BYTES, TCP_IP_HEADER_BYTES};
 use crate::cc::{CaState, CcState, CongestionControl, CwndEvent, EcnMode};
@@ -174,6 +177,8 @@ pub struct TcpSender {
     wstamp: Nanos,
     /// TSO host: bursts and NIC spacing (`cfg.tso_nic_rate`).
     tso: Option<super::tso::TsoHost>,
+    /// fq qdisc under the sender (`cfg.qdisc`): EDT holding queue and TSQ.
+    fq: Option<FqHost>,
     last_now: Nanos,
     // Statistics.
     sent_pkts: u64,
@@ -254,6 +259,7 @@ impl TcpSender {
             cwnd_usage_seq: 0,
             wstamp: Nanos::ZERO,
             tso: cfg.tso_nic_rate.map(super::tso::TsoHost::new),
+            fq: (cfg.qdisc == HostQdisc::Fq).then(FqHost::new),
             last_now: Nanos::ZERO,
             sent_pkts: 0,
             retransmits: 0,
@@ -290,6 +296,10 @@ impl TcpSender {
     /// Oldest unacknowledged sequence number (`snd_una`).
     pub fn snd_una(&self) -> u64 {
         self.snd_una
+    }
+    /// The fq host under the sender (`qdisc = fq`): its held packets and TSQ bytes.
+    pub fn fq_host(&self) -> Option<&FqHost> {
+        self.fq.as_ref()
     }
     /// `tcp_packets_in_flight()`: packets_out − (sacked_out + lost_out) + retrans_out.
     pub fn in_flight(&self) -> u32 {
@@ -410,7 +420,7 @@ impl TcpSender {
         self.tp.app_limited = self.app_limited_until != 0;
         self.tp.is_cwnd_limited = self.is_cwnd_limited;
         self.tp.max_packets_out = self.max_packets_out;
-        self.tp.internal_pacing = self.cfg.pacing;
+        self.tp.internal_pacing = self.cfg.pacing && self.fq.is_none();
         self.tp.write_queue_empty = !self.new_data_available();
     }
 
@@ -433,7 +443,7 @@ impl TcpSender {
             return false;
         }
         // Receive window: bytes outstanding after sending one more segment.
-        self.snd_nxt + self.cfg.mss as u64 - self.snd_una <= self.cfg.rwnd_bytes
+        self.snd_nxt + self.tp.mss as u64 - self.snd_una <= self.cfg.rwnd_bytes
     }
 
     /// Index of the lowest lost segment not yet retransmitted.
@@ -450,16 +460,72 @@ impl TcpSender {
     }
 
     fn pacing_rate(&self) -> Option<u64> {
-        if self.cfg.pacing {
-            self.tp.pacing_rate_bps.filter(|&r| r > 0)
-        } else {
-            None
+        if !self.cfg.pacing {
+            return None;
+        }
+        match self.tp.pacing_rate_bps.filter(|&r| r > 0) {
+            // fq paces every socket: without a CC rate, the one tcp_update_pacing_rate sets.
+            None if self.fq.is_some() => fq_pacing::tcp_update_pacing_rate(
+                self.tp.mss,
+                self.tp.snd_cwnd,
+                self.packets_out,
+                self.tp.snd_ssthresh,
+                self.tp.srtt,
+            ),
+            r => r,
         }
     }
 
-    /// Departures wait for `wstamp`: the pacer, or a TSO host's NIC spacing.
+    /// TCP itself waits for `wstamp` (internal pacing, or a TSO host's NIC spacing); under
+    /// fq it never does: the segment waits in fq instead.
     fn send_gated(&self) -> bool {
-        self.pacing_rate().is_some() || self.tso.is_some()
+        (self.pacing_rate().is_some() || self.tso.is_some()) && self.fq.is_none()
+    }
+
+    /// `tcp_pacing_check` without fq, `tcp_small_queue_check` (and, for a retransmission of
+    /// the segment at `seq`, `skb_still_in_host_queue`) with it.
+    fn xmit_blocked(&self, now: Nanos, payload: u32, retransmit_seq: Option<u64>) -> bool {
+        let Some(fq) = &self.fq else {
+            return self.send_gated() && now < self.wstamp;
+        };
+        if retransmit_seq.is_some_and(|seq| fq.holds_seq(seq)) {
+            return true;
+        }
+        let rate_bytes = self.pacing_rate().unwrap_or(0) / 8;
+        let factor = retransmit_seq.is_some() as u32;
+        let limit = fq_pacing::tsq_limit(fq_pacing::truesize(payload), rate_bytes, factor);
+        fq.small_queue_throttled(limit, self.packets_out)
+    }
+
+    /// The time stamp of a transmission: now, or under fq its departure time `tcp_wstamp_ns`
+    /// (`skb->tstamp` and `skb_mstamp_ns` in `__tcp_transmit_skb`).
+    fn tx_stamp(&self, now: Nanos) -> Nanos {
+        match self.fq {
+            Some(_) => self.wstamp.max(now),
+            None => now,
+        }
+    }
+
+    /// `tcp_write_xmit` under fq: hand segments down while cwnd and TSQ allow, then release
+    /// the packet fq holds whose time has come.
+    fn fq_xmit(&mut self, now: Nanos) -> Option<Packet> {
+        if self.tlp_pending {
+            self.tlp_pending = false;
+            if let Some(p) = self.send_loss_probe(self.tx_stamp(now)) {
+                self.fq_enqueue(p);
+            }
+        }
+        while let Some(p) = self.transmit_data(now) {
+            self.fq_enqueue(p);
+        }
+        self.fq.as_mut()?.dequeue(now)
+    }
+
+    fn fq_enqueue(&mut self, p: Packet) {
+        let payload = p.tcp().map_or(0, |h| h.payload_bytes);
+        if let Some(fq) = self.fq.as_mut() {
+            fq.enqueue(p.sent_at, payload, p);
+        }
     }
 
     /// `tcp_tso_segs` for the next burst, at most the window's room (`tcp_write_xmit` builds
@@ -479,13 +545,13 @@ impl TcpSender {
                     } else {
                         120
                     };
-                    let b = self.tp.snd_cwnd as u128 * self.cfg.mss as u128 * 1_000_000_000
+                    let b = self.tp.snd_cwnd as u128 * self.tp.mss as u128 * 1_000_000_000
                         / self.tp.srtt.as_ns() as u128;
                     (b * pct / 100) as u64
                 }
                 None => 0,
             };
-            super::tso::tso_autosize(bytes_per_s, self.cfg.mss, self.tp.min_rtt)
+            super::tso::tso_autosize(bytes_per_s, self.tp.mss, self.tp.min_rtt)
         });
         // in_flight() already counts this segment: the room it had before it left.
         let room = self.tp.snd_cwnd.saturating_sub(self.in_flight()) + 1;
@@ -633,10 +699,12 @@ impl TcpSender {
         let idle = self.packets_out == 0;
         let no_flight = in_flight == 0;
         if let Some(idx) = self.next_lost() {
-            self.retransmit_hint = self.segs[idx].seq;
-            if self.send_gated() && now < self.wstamp {
+            let (seq, len) = (self.segs[idx].seq, self.segs[idx].len);
+            self.retransmit_hint = seq;
+            if self.xmit_blocked(now, len, Some(seq)) {
                 return None;
             }
+            let tx = self.tx_stamp(now);
             let snd_nxt = self.snd_nxt;
             let s = &mut self.segs[idx];
             s.retrans = true;
@@ -644,7 +712,7 @@ impl TcpSender {
             s.retrans_nxt = snd_nxt;
             self.retrans_out += 1;
             self.retransmits += 1;
-            return Some(self.data_packet(idx, now, true, idle, no_flight));
+            return Some(self.data_packet(idx, tx, true, idle, no_flight));
         }
         if !self.new_data_available() {
             // tcp_rate_check_app_limited: nothing to send while the window has room.
@@ -652,10 +720,11 @@ impl TcpSender {
             self.tp.app_limited = true;
             return None;
         }
-        if self.send_gated() && now < self.wstamp {
+        if self.xmit_blocked(now, self.tp.mss, None) {
             return None;
         }
-        let p = self.send_new_segment(now, idle, no_flight);
+        let tx = self.tx_stamp(now);
+        let p = self.send_new_segment(tx, idle, no_flight);
         // tcp_write_xmit -> tcp_schedule_loss_probe after new data.
         self.schedule_loss_probe(now, false);
         Some(p)
@@ -664,7 +733,8 @@ impl TcpSender {
     /// Put the next new segment on the wire (cwnd and pacing already checked by the caller).
     fn send_new_segment(&mut self, now: Nanos, idle: bool, no_flight: bool) -> Packet {
         let end = self.app_end.unwrap_or(u64::MAX);
-        let len = (end - self.snd_nxt).min(self.cfg.mss as u64) as u32;
+        // The current MSS (`mss_cache`): a CC may lower it mid-flow (Prague 0.7).
+        let len = (end - self.snd_nxt).min(self.tp.mss as u64) as u32;
         self.segs.push_back(Seg {
             seq: self.snd_nxt,
             len,
@@ -734,11 +804,20 @@ impl TcpSender {
         }
     }
 
-    /// Segment index holding byte `seq` (all segments are full-sized except possibly the last).
+    /// Segment index holding byte `seq` (the number of segments when `seq` lies beyond them).
+    /// Segments are full-sized for the MSS they were sent with; the MSS may change mid-flow,
+    /// so the guess from the configured MSS is checked and a binary search used otherwise.
     fn seg_index(&self, seq: u64) -> usize {
-        match self.segs.front() {
-            Some(f) if seq > f.seq => ((seq - f.seq) / self.cfg.mss as u64) as usize,
-            _ => 0,
+        let Some(f) = self.segs.front() else {
+            return 0;
+        };
+        if seq <= f.seq {
+            return 0;
+        }
+        let guess = ((seq - f.seq) / self.cfg.mss as u64) as usize;
+        match self.segs.get(guess) {
+            Some(s) if s.seq <= seq && seq < s.end() => guess,
+            _ => self.segs.partition_point(|s| s.end() <= seq),
         }
     }
 }
@@ -793,6 +872,9 @@ impl Endpoint for TcpSender {
                 if let Some(ace) = self.handshake_ack.take() {
                     return Some(self.handshake_ack_packet(ace, now));
                 }
+                if self.fq.is_some() {
+                    return self.fq_xmit(now);
+                }
                 if self.tlp_pending {
                     self.tlp_pending = false;
                     if let Some(p) = self.send_loss_probe(now) {
@@ -815,6 +897,9 @@ impl Endpoint for TcpSender {
                 }
                 if self.send_gated() && self.wstamp > self.last_now && self.can_send_data() {
                     t = Some(t.map_or(self.wstamp, |r| r.min(self.wstamp)));
+                }
+                if let Some(d) = self.fq.as_ref().and_then(FqHost::next_departure) {
+                    t = Some(t.map_or(d, |r| r.min(d)));
                 }
                 if let Some(stop) = self.cfg.stop {
                     // Wake at stop so that the application-limited state is recorded.

@@ -58,7 +58,7 @@ impl TcpSender {
             return 0;
         }
         let received_upto = self.highest_sacked_end;
-        let margin = DUP_THRESH as u64 * self.cfg.mss as u64;
+        let margin = DUP_THRESH as u64 * self.tp.mss as u64;
         let mut seen = 0;
         let mut newly = 0u32;
         let from = self.seg_index(self.snd_una);

@@ -19,6 +19,7 @@ const MSS: u64 = 1448;
 mod accecn_feedback;
 mod ecn;
 mod every_cc;
+mod fq_pacing;
 mod handshake;
 mod pacing;
 mod recovery;
