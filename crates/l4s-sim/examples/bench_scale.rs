@@ -3,8 +3,8 @@
 //!
 //! `cargo run --release -p l4s-sim --example bench_scale` prints the whole table (each
 //! configuration runs in its own child process so its peak RSS is its own);
-//! `... -- one CC FLOWS RATE RTT DURATION [SAMPLE_INTERVAL]` measures one configuration and
-//! prints one line;
+//! `... -- one CC FLOWS RATE RTT DURATION [SAMPLE_INTERVAL [FLOW_SAMPLE_INTERVAL]]` measures one
+//! configuration and prints one line;
 //! `... -- study [RUNS]` runs the study (3 regimes x 3 mixes x RUNS seeds, 30 s each) on all cores.
 
 use l4s_sim::{run, Scenario};
@@ -65,17 +65,21 @@ fn process_cpu_s() -> f64 {
 /// Measure one configuration in this process: prints `cc flows rate rtt duration
 /// bottleneck_pkts events wall_s ns_per_pkt peak_rss_mb cpu_s cpu_ns_per_pkt`.
 fn one(args: &[String]) {
-    let (Some([cc, flows, rate, rtt, duration]), sample) = (
+    let (Some([cc, flows, rate, rtt, duration]), sample, flow_sample) = (
         args.get(..5).and_then(|a| <&[String; 5]>::try_from(a).ok()),
         args.get(5),
+        args.get(6),
     ) else {
-        eprintln!("usage: one CC FLOWS RATE RTT DURATION [SAMPLE_INTERVAL]");
+        eprintln!("usage: one CC FLOWS RATE RTT DURATION [SAMPLE_INTERVAL [FLOW_SAMPLE_INTERVAL]]");
         std::process::exit(2);
     };
     let flows: u32 = flows.parse().expect("FLOWS is a number");
     let mut text = dumbbell(cc, flows, rate, rtt, duration, 1);
     if let Some(si) = sample {
         text = format!("sample_interval = \"{si}\"\n{text}");
+    }
+    if let Some(fsi) = flow_sample {
+        text = format!("{text}[output]\nflow_sample_interval = \"{fsi}\"\n");
     }
     let s = Scenario::from_toml_str(&text).expect("bench scenario");
     let c0 = cpu_ns();

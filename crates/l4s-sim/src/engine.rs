@@ -3,12 +3,11 @@
 //! function of the scenario and seed.
 //!
 //! Events are 24-byte records with no payload pointers; packets in propagation wait in per-flow
-//! delay lines (a constant delay keeps them in order), so the heap holds a few events per flow
-//! instead of one per packet in flight, and nothing is allocated per packet once the buffers
-//! have grown.
+//! delay lines (a constant delay keeps them in order) stored in one shared slab, so the heap
+//! holds a few events per flow instead of one per packet in flight, and nothing is allocated
+//! per packet once the slab has grown.
 
 use l4s_core::{Nanos, Packet};
-use std::collections::VecDeque;
 
 /// What an event does; `arg` is the flow index where one applies.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -228,57 +227,182 @@ impl TimerSlots {
     }
 }
 
-/// Packets in propagation on one path, ordered by arrival time. `armed` is the arrival time
-/// for which an event is in the queue (events for other times are stale and skipped).
+/// No slot (end of a list, or an empty line).
+const NIL: u32 = u32::MAX;
+
+/// One packet in propagation: its arrival time, the next packet of its line and the packet.
+#[derive(Debug)]
+struct Slot {
+    at: Nanos,
+    next: u32,
+    pkt: Packet,
+}
+
+/// Storage of every packet in propagation on every path, shared by all delay lines. A freed
+/// slot is reused first (LIFO free list), so the packets in flight stay in a compact, recently
+/// touched block of memory whatever the number of flows; one buffer per line scattered those
+/// copies over as many cache lines and pages as there are flows.
 #[derive(Debug, Default)]
+pub struct PacketSlab {
+    slots: Vec<Slot>,
+    /// Head of the free list (threaded through `Slot::next`).
+    free: u32,
+    /// Slots in use.
+    used: usize,
+}
+
+impl PacketSlab {
+    /// An empty slab (the free list starts empty: slots are created on demand).
+    pub fn new() -> Self {
+        PacketSlab {
+            slots: Vec::new(),
+            free: NIL,
+            used: 0,
+        }
+    }
+    #[inline(always)]
+    fn alloc(&mut self, at: Nanos, pkt: Packet) -> u32 {
+        self.used += 1;
+        if self.free != NIL {
+            let i = self.free;
+            let s = &mut self.slots[i as usize];
+            self.free = s.next;
+            s.at = at;
+            s.next = NIL;
+            s.pkt = pkt;
+            i
+        } else {
+            self.slots.push(Slot { at, next: NIL, pkt });
+            (self.slots.len() - 1) as u32
+        }
+    }
+    /// The packet in slot `i` (as handed out by [`DelayLine::pop_due`]).
+    #[inline(always)]
+    pub fn packet(&self, i: u32) -> &Packet {
+        &self.slots[i as usize].pkt
+    }
+    /// Packets held (on all lines).
+    pub fn len(&self) -> usize {
+        self.used
+    }
+    /// No packet held.
+    pub fn is_empty(&self) -> bool {
+        self.used == 0
+    }
+}
+
+/// Packets in propagation on one path, ordered by arrival time: a list through a
+/// [`PacketSlab`] (the line itself is a few words inline in its flow). `armed` is the arrival
+/// time for which an event is in the queue (events for other times are stale and skipped).
+#[derive(Debug)]
 pub struct DelayLine {
-    q: VecDeque<(Nanos, Packet)>,
+    head: u32,
+    tail: u32,
+    len: u32,
+    /// Arrival time of the head (valid when `len > 0`): checked without touching the slab.
+    head_at: Nanos,
+    /// Arrival time of the tail (valid when `len > 0`).
+    tail_at: Nanos,
     /// Arrival time for which an event is queued.
     pub armed: Option<Nanos>,
 }
 
+impl Default for DelayLine {
+    fn default() -> Self {
+        DelayLine {
+            head: NIL,
+            tail: NIL,
+            len: 0,
+            head_at: Nanos::ZERO,
+            tail_at: Nanos::ZERO,
+            armed: None,
+        }
+    }
+}
+
 impl DelayLine {
-    /// Arrival time of the last packet (for order-keeping jitter).
+    /// Arrival time of the last packet (for order-keeping jitter); zero when empty.
     pub fn back_time(&self) -> Nanos {
-        self.q.back().map_or(Nanos::ZERO, |x| x.0)
+        if self.len == 0 {
+            Nanos::ZERO
+        } else {
+            self.tail_at
+        }
     }
     /// Add a packet arriving at `at`; returns the time an event must be scheduled for, if the
     /// head changed to an earlier time than the armed one.
-    #[inline]
-    pub fn push(&mut self, at: Nanos, pkt: Packet) -> Option<Nanos> {
-        if self.q.back().is_none_or(|b| b.0 <= at) {
-            self.q.push_back((at, pkt));
+    #[inline(always)]
+    pub fn push(&mut self, slab: &mut PacketSlab, at: Nanos, pkt: Packet) -> Option<Nanos> {
+        let i = slab.alloc(at, pkt);
+        if self.len == 0 {
+            self.head = i;
+            self.tail = i;
+            self.head_at = at;
+            self.tail_at = at;
+        } else if self.tail_at <= at {
+            slab.slots[self.tail as usize].next = i;
+            self.tail = i;
+            self.tail_at = at;
+        } else if at < self.head_at {
+            // Reordering jitter: a new head.
+            slab.slots[i as usize].next = self.head;
+            self.head = i;
+            self.head_at = at;
         } else {
-            // Reordering jitter: keep the line sorted (stable for equal times).
-            let idx = self.q.partition_point(|x| x.0 <= at);
-            self.q.insert(idx, (at, pkt));
+            // Reordering jitter: after the last packet due at or before `at` (stable for equal
+            // times), found by walking from the head (lines are short, and this is rare).
+            let mut prev = self.head;
+            loop {
+                let nx = slab.slots[prev as usize].next;
+                if nx == NIL || slab.slots[nx as usize].at > at {
+                    slab.slots[i as usize].next = nx;
+                    slab.slots[prev as usize].next = i;
+                    break;
+                }
+                prev = nx;
+            }
         }
-        let head = self.q.front().map(|x| x.0)?;
+        self.len += 1;
+        let head = self.head_at;
         if self.armed.is_none_or(|a| head < a) {
             self.armed = Some(head);
             return Some(head);
         }
         None
     }
-    /// Take the head if it has arrived by `now`.
-    #[inline]
-    pub fn pop_due(&mut self, now: Nanos) -> Option<Packet> {
-        if self.q.front()?.0 <= now {
-            return self.q.pop_front().map(|x| x.1);
+    /// Take the head if it has arrived by `now`: its slot in `slab`, already freed, whose
+    /// packet ([`PacketSlab::packet`]) stays valid until the next push. Handing out the slot
+    /// instead of the packet lets the caller pass the packet on with one copy.
+    #[inline(always)]
+    pub fn pop_due(&mut self, slab: &mut PacketSlab, now: Nanos) -> Option<u32> {
+        if self.len == 0 || self.head_at > now {
+            return None;
         }
-        None
+        let i = self.head;
+        let s = &mut slab.slots[i as usize];
+        self.head = s.next;
+        s.next = slab.free;
+        slab.free = i;
+        slab.used -= 1;
+        self.len -= 1;
+        if self.len == 0 {
+            self.tail = NIL;
+        } else {
+            self.head_at = slab.slots[self.head as usize].at;
+        }
+        Some(i)
     }
     /// Arrival time of the head packet.
     pub fn head_time(&self) -> Option<Nanos> {
-        self.q.front().map(|x| x.0)
+        (self.len > 0).then_some(self.head_at)
     }
     /// Packets on the line.
     pub fn len(&self) -> usize {
-        self.q.len()
+        self.len as usize
     }
     /// No packet on the line.
     pub fn is_empty(&self) -> bool {
-        self.q.is_empty()
+        self.len == 0
     }
 }
 
@@ -380,18 +504,57 @@ mod tests {
 
     #[test]
     fn delay_line_arms_only_for_an_earlier_head() {
+        let mut slab = PacketSlab::new();
         let mut d = DelayLine::default();
-        let p = Packet::default();
-        assert_eq!(d.push(Nanos(10), p), Some(Nanos(10)));
-        assert_eq!(d.push(Nanos(20), p), None);
+        let p = |id| Packet::new(id, 0, 100, l4s_core::Ecn::NotEct);
+        assert_eq!(d.push(&mut slab, Nanos(10), p(1)), Some(Nanos(10)));
+        assert_eq!(d.push(&mut slab, Nanos(20), p(2)), None);
         // A reordered packet ahead of the head needs an earlier event.
-        assert_eq!(d.push(Nanos(5), p), Some(Nanos(5)));
-        assert_eq!(d.push(Nanos(15), p), None);
-        let times: Vec<u64> = std::iter::from_fn(|| {
+        assert_eq!(d.push(&mut slab, Nanos(5), p(3)), Some(Nanos(5)));
+        assert_eq!(d.push(&mut slab, Nanos(15), p(4)), None);
+        // Equal times keep their insertion order.
+        assert_eq!(d.push(&mut slab, Nanos(15), p(5)), None);
+        assert_eq!(d.push(&mut slab, Nanos(10), p(6)), None);
+        assert_eq!((d.len(), slab.len(), d.back_time()), (6, 6, Nanos(20)));
+        let got: Vec<(u64, u64)> = std::iter::from_fn(|| {
             let t = d.head_time()?;
-            d.pop_due(t).map(|_| t.0)
+            d.pop_due(&mut slab, t).map(|i| (t.0, slab.packet(i).id))
         })
         .collect();
-        assert_eq!(times, vec![5, 10, 15, 20]);
+        assert_eq!(
+            got,
+            vec![(5, 3), (10, 1), (10, 6), (15, 4), (15, 5), (20, 2)]
+        );
+        assert!(d.is_empty() && slab.is_empty() && d.back_time() == Nanos::ZERO);
+        assert!(d.pop_due(&mut slab, Nanos(100)).is_none());
+    }
+
+    #[test]
+    fn delay_lines_share_the_slab_and_reuse_freed_slots() {
+        // Two lines interleaved over one slab: each hands back its own packets in order, and
+        // the slab never holds more slots than the most packets in flight at once.
+        let mut slab = PacketSlab::new();
+        let (mut a, mut b) = (DelayLine::default(), DelayLine::default());
+        let mut next_id = 0u64;
+        let (mut got_a, mut got_b) = (Vec::new(), Vec::new());
+        for t in 0..1000u64 {
+            for (line, flow) in [(&mut a, 0u32), (&mut b, 1u32)] {
+                next_id += 1;
+                let pkt = Packet::new(next_id, flow, 100, l4s_core::Ecn::NotEct);
+                line.push(&mut slab, Nanos(t + 5 + flow as u64), pkt);
+            }
+            while let Some(i) = a.pop_due(&mut slab, Nanos(t)) {
+                got_a.push(slab.packet(i).id);
+            }
+            while let Some(i) = b.pop_due(&mut slab, Nanos(t)) {
+                got_b.push(slab.packet(i).id);
+            }
+            assert_eq!(slab.len(), a.len() + b.len());
+        }
+        assert!(got_a.windows(2).all(|w| w[0] < w[1]) && got_a.iter().all(|i| i % 2 == 1));
+        assert!(got_b.windows(2).all(|w| w[0] < w[1]) && got_b.iter().all(|i| i % 2 == 0));
+        assert_eq!((got_a.len(), got_b.len()), (995, 994));
+        // 5 + 6 packets in flight at most, plus the two just pushed before the pops.
+        assert!(slab.slots.len() <= 13, "{} slots", slab.slots.len());
     }
 }

@@ -174,6 +174,17 @@ impl Recorder {
         aqm: &dyn l4s_core::aqm::Aqm,
         flows: &[(FlowStats, FlowStats)],
     ) {
+        self.sample_queues(now, aqm);
+        for (i, (s, r)) in flows.iter().enumerate() {
+            self.sample_flow(now, i, s, r);
+        }
+        self.end_sample(now);
+    }
+
+    /// A sampling instant, part 1: one row per queue. Then [`Recorder::sample_flow`] for each
+    /// flow in order, then [`Recorder::end_sample`] (the engine feeds each flow's stats as it
+    /// reads them instead of gathering them all first).
+    pub fn sample_queues(&mut self, now: Nanos, aqm: &dyn l4s_core::aqm::Aqm) {
         let t_s = now.as_secs_f64();
         self.scratch.clear();
         aqm.sample(now, &mut self.scratch);
@@ -191,28 +202,36 @@ impl Recorder {
             self.samples.p_cl.push(q.p_cl);
         }
         std::mem::swap(&mut self.prev_q, &mut self.scratch);
+    }
+
+    /// A sampling instant, part 2: the row of flow `i` from its sender's and receiver's stats.
+    #[inline]
+    pub fn sample_flow(&mut self, now: Nanos, i: usize, s: &FlowStats, r: &FlowStats) {
+        let t_s = now.as_secs_f64();
         let dt = (now - self.prev_t).as_secs_f64();
-        for (i, (s, r)) in flows.iter().enumerate() {
-            let d = delivered(s, r);
-            self.flows.t_s.push(t_s);
-            self.flows.flow.push(i as u32);
-            self.flows.delivered_bytes.push(d);
-            let tput = if dt > 0.0 {
-                d.saturating_sub(self.prev_delivered[i]) as f64 * 8.0 / dt / 1e6
-            } else {
-                0.0
-            };
-            self.flows.tput_mbps.push(tput);
-            self.flows.cwnd_pkts.push(s.cwnd_pkts);
-            self.flows.srtt_ms.push(s.srtt.as_ms_f64());
-            self.flows.pacing_mbps.push(s.pacing_bps as f64 / 1e6);
-            self.flows.ce_acked.push(ce_count(s, r));
-            self.prev_delivered[i] = d;
-            if now >= self.warmup && s.srtt.0 > 0 {
-                self.srtt_acc[i].0 += s.srtt.as_ms_f64();
-                self.srtt_acc[i].1 += 1;
-            }
+        let d = delivered(s, r);
+        self.flows.t_s.push(t_s);
+        self.flows.flow.push(i as u32);
+        self.flows.delivered_bytes.push(d);
+        let tput = if dt > 0.0 {
+            d.saturating_sub(self.prev_delivered[i]) as f64 * 8.0 / dt / 1e6
+        } else {
+            0.0
+        };
+        self.flows.tput_mbps.push(tput);
+        self.flows.cwnd_pkts.push(s.cwnd_pkts);
+        self.flows.srtt_ms.push(s.srtt.as_ms_f64());
+        self.flows.pacing_mbps.push(s.pacing_bps as f64 / 1e6);
+        self.flows.ce_acked.push(ce_count(s, r));
+        self.prev_delivered[i] = d;
+        if now >= self.warmup && s.srtt.0 > 0 {
+            self.srtt_acc[i].0 += s.srtt.as_ms_f64();
+            self.srtt_acc[i].1 += 1;
         }
+    }
+
+    /// A sampling instant, part 3: every flow's row is in.
+    pub fn end_sample(&mut self, now: Nanos) {
         self.prev_t = now;
     }
 

@@ -181,6 +181,9 @@ fn one_u64() -> u64 {
 pub struct OutputConfig {
     /// Record one row per packet leaving or dropped at the bottleneck (large).
     pub packets: bool,
+    /// Per-flow rows (flows.csv) every this much, a multiple of the sample interval (default:
+    /// the sample interval). Queue rows keep the sample interval.
+    pub flow_sample_interval: Option<Nanos>,
 }
 
 /// The document as written, before the `[aqm]` table is read by kind.
@@ -348,6 +351,14 @@ impl Scenario {
             .unwrap_or_else(|| self.aqm.default_sample_interval())
     }
 
+    /// Per-flow rows are written at every `flow_sample_every()`-th sample.
+    pub fn flow_sample_every(&self) -> u64 {
+        let p = self.sample_period().0.max(1);
+        self.output
+            .flow_sample_interval
+            .map_or(1, |f| (f.0 / p).max(1))
+    }
+
     /// Total number of flows after expanding `count`.
     pub fn n_flows(&self) -> u64 {
         self.flows.iter().map(|f| f.count).sum()
@@ -375,6 +386,19 @@ impl Scenario {
                 "sample_interval",
                 "\"0s\" must be > 0, e.g. \"16ms\"",
             ));
+        }
+        if let Some(f) = self.output.flow_sample_interval {
+            let p = self.sample_period();
+            if f.0 == 0 || f.0 % p.0.max(1) != 0 {
+                return Err(SimError::field(
+                    "output.flow_sample_interval",
+                    format!(
+                        "\"{f}\" is not a positive multiple of the sample interval \"{p}\"; \
+                         expected e.g. \"{}\"",
+                        Nanos(p.0 * 10)
+                    ),
+                ));
+            }
         }
         let n_samples = self.duration.0 / self.sample_period().0.max(1);
         if n_samples > MAX_SAMPLES {

@@ -12,7 +12,7 @@
 //!   CE), and DualPI2 packets are attributed to L or C by their codepoint (CE by their flow's).
 
 use crate::aqm_config::AqmConfig;
-use crate::engine::{DelayLine, EventQueue, Kind, TimerSlots};
+use crate::engine::{DelayLine, EventQueue, Kind, PacketSlab, TimerSlots};
 use crate::error::SimError;
 use crate::flows::{build_flow, FlowEnds};
 use crate::recorder::{Recorder, SummaryCtx};
@@ -218,6 +218,8 @@ pub struct World {
     flows: Vec<Flow>,
     net: Net,
     ev: EventQueue,
+    /// The packets on every flow's delay lines.
+    slab: PacketSlab,
     rec: Recorder,
     now: Nanos,
     /// End of the run.
@@ -226,6 +228,8 @@ pub struct World {
     abort: Option<SimError>,
     events: u64,
     sample_period: Nanos,
+    /// Per-flow rows at every this-many-th sample (`[output] flow_sample_interval`).
+    flow_every: u64,
     stats_buf: Vec<(FlowStats, FlowStats)>,
     labels: FlowLabels,
 }
@@ -244,12 +248,14 @@ impl World {
             flows,
             net,
             ev: EventQueue::with_capacity(8 * n + 16),
+            slab: PacketSlab::new(),
             rec,
             now: Nanos::ZERO,
             end: s.duration,
             abort: None,
             events: 0,
             sample_period: Nanos::from_ms(16),
+            flow_every: s.flow_sample_every(),
             stats_buf: Vec::with_capacity(n),
             labels,
         })
@@ -346,14 +352,16 @@ impl World {
         }
         self.events += 1;
         self.flows[f].fwd.armed = None;
-        while let Some(p) = self.flows[f].fwd.pop_due(t) {
+        while let Some(i) = self.flows[f].fwd.pop_due(&mut self.slab, t) {
             self.net.totals.delivered_pkts += 1;
-            let owd = t - p.sent_at;
+            let owd = t - self.slab.packet(i).sent_at;
             let c = &mut self.rec.counters[f];
             if c.min_owd.is_none_or(|m| owd < m) {
                 c.min_owd = Some(owd);
             }
-            self.flows[f].receiver.handle_packet(p, t);
+            self.flows[f]
+                .receiver
+                .handle_packet(*self.slab.packet(i), t);
             // Each arrival's answer leaves before the next arrival is processed, as
             // with one event per packet.
             self.drain_receiver(f);
@@ -373,9 +381,9 @@ impl World {
         }
         self.events += 1;
         self.flows[f].rev.armed = None;
-        while let Some(p) = self.flows[f].rev.pop_due(t) {
+        while let Some(i) = self.flows[f].rev.pop_due(&mut self.slab, t) {
             self.net.totals.acks_delivered += 1;
-            self.flows[f].sender.handle_packet(p, t);
+            self.flows[f].sender.handle_packet(*self.slab.packet(i), t);
             self.drain_sender(f);
         }
         self.arm_sender(f);
@@ -407,8 +415,16 @@ impl World {
         let k = t.0 / self.sample_period.0 + 1;
         self.ev
             .push(Nanos(self.sample_period.0 * k), Kind::Sample, 0);
-        self.collect_stats();
-        self.rec.sample(t, self.net.aqm.as_ref(), &self.stats_buf);
+        self.rec.sample_queues(t, self.net.aqm.as_ref());
+        // This is sample k - 1 (at (k - 1)·period): it carries per-flow rows when k - 1 is a
+        // multiple of flow_every, i.e. at multiples of the flow sample interval.
+        if (k - 1).is_multiple_of(self.flow_every) {
+            for (i, fl) in self.flows.iter().enumerate() {
+                self.rec
+                    .sample_flow(t, i, &fl.sender.stats(), &fl.receiver.stats());
+            }
+            self.rec.end_sample(t);
+        }
     }
 
     /// An endpoint whose timer keeps firing at one instant without moving on would hang the
@@ -524,7 +540,7 @@ impl World {
                 self.ack_enqueue(p);
             } else {
                 let at = now + self.flows[f].rev_delay;
-                if let Some(h) = self.flows[f].rev.push(at, p) {
+                if let Some(h) = self.flows[f].rev.push(&mut self.slab, at, p) {
                     self.ev.push(h, Kind::RevArrive, f as u32);
                 }
             }
@@ -593,7 +609,7 @@ impl World {
         if let Some(j) = &mut self.net.jitter {
             at = j.arrival(at, fl.fwd.back_time());
         }
-        if let Some(h) = fl.fwd.push(at, p) {
+        if let Some(h) = fl.fwd.push(&mut self.slab, at, p) {
             self.ev.push(h, Kind::FwdArrive, f as u32);
         }
     }
@@ -647,7 +663,7 @@ impl World {
         }
         let f = p.flow as usize;
         let at = now + self.flows[f].rev_delay;
-        if let Some(h) = self.flows[f].rev.push(at, p) {
+        if let Some(h) = self.flows[f].rev.push(&mut self.slab, at, p) {
             self.ev.push(h, Kind::RevArrive, f as u32);
         }
     }

@@ -223,3 +223,58 @@ packet_size = 125
     assert!((share - 0.038_46).abs() < 0.006, "{share}");
     assert_eq!(t.aqm_dropped_pkts, 0);
 }
+
+#[test]
+fn coarser_flow_samples_keep_queue_rows_and_give_goodput_over_their_own_interval() {
+    // The 12 Mb/s CBR flow of `cbr_samples_are_exact` with per-flow rows every 64 ms (4 sample
+    // intervals): the queue keeps its 62 rows at 16 ms; the flow gets rows at 64, 128, ...,
+    // 960 ms (floor(1000 / 64) = 15), each the same cumulative bytes the 16 ms run has at that
+    // instant, and a goodput over 64 ms that is again exactly 12 Mb/s after the first rows.
+    let base = r#"
+duration = "1s"
+sample_interval = "16ms"
+[link]
+rate = "24mbit"
+[aqm]
+kind = "fifo"
+[[flows]]
+cc = "cbr"
+rtt = "20ms"
+rate = "12mbit"
+"#;
+    let fine = run_toml(base).unwrap();
+    let coarse = run_toml(&format!(
+        "{base}[output]\nflow_sample_interval = \"64ms\"\n"
+    ))
+    .unwrap();
+    assert_eq!(coarse.samples.t_s.len(), 62);
+    assert_eq!(coarse.samples.backlog_pkts, fine.samples.backlog_pkts);
+    assert_eq!(coarse.flows.t_s.len(), 15);
+    for (j, t) in coarse.flows.t_s.iter().enumerate() {
+        assert!((t - 0.064 * (j + 1) as f64).abs() < 1e-12, "{j}: {t}");
+        // Row 4j + 3 of the fine run is at the same instant.
+        assert_eq!(
+            coarse.flows.delivered_bytes[j],
+            fine.flows.delivered_bytes[4 * j + 3]
+        );
+    }
+    for j in 1..15 {
+        assert!(
+            (coarse.flows.tput_mbps[j] - 12.0).abs() < 1e-9,
+            "{j}: {}",
+            coarse.flows.tput_mbps[j]
+        );
+    }
+    // Not a multiple of the sample interval, or zero: refused, naming the field.
+    for bad in ["40ms", "0s"] {
+        let e = run_toml(&format!(
+            "{base}[output]\nflow_sample_interval = \"{bad}\"\n"
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("output.flow_sample_interval") && e.contains("16ms"),
+            "{e}"
+        );
+    }
+}
