@@ -240,3 +240,28 @@ def test_a_table_with_other_column_types_loads_as_a_dataframe(tmp_path):
     t = ColumnTable.from_parquet(tmp_path / "n.parquet")
     np.testing.assert_array_equal(t.numeric("x"), pd.read_parquet(tmp_path / "n.parquet")["x"])
     assert t.numeric("x").dtype == np.float64
+
+
+@pytest.mark.parametrize("victim", ["flows.parquet", "samples.parquet", "summary.json"])
+def test_plot_of_a_corrupt_run_file_is_one_error_naming_it(sim_raw, tmp_path, victim):
+    from cli_helpers import invoke
+
+    write_run_dir(from_core(sim_raw, scenario=SCEN), tmp_path, figures=False, report=False)
+    data = (tmp_path / victim).read_bytes()
+    (tmp_path / victim).write_bytes(data[: len(data) // 2])  # cut short
+    res = invoke("plot", tmp_path)
+    assert res.exit_code == 2
+    assert f"{tmp_path / victim}: cannot be read" in " ".join(res.output.split())
+    assert "Traceback" not in res.output
+
+
+def test_a_column_that_cannot_be_read_names_the_file(sim_raw, tmp_path):
+    from l4slab.columnar import ColumnTable, UnreadableFileError
+
+    write_run_dir(from_core(sim_raw, scenario=SCEN), tmp_path, figures=False, report=False)
+    t = ColumnTable.from_parquet(tmp_path / "flows.parquet")
+    data = bytearray((tmp_path / "flows.parquet").read_bytes())
+    data[4:200] = b"\xff" * 196  # the first column chunk's pages, footer intact
+    (tmp_path / "flows.parquet").write_bytes(bytes(data))
+    with pytest.raises(UnreadableFileError, match=r"flows\.parquet: column 't_s'"):
+        t.numeric("t_s")

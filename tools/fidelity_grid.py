@@ -110,10 +110,15 @@ def main() -> None:
         ratios = [r["flows"][0]["tput_mbps"] / max(r["flows"][1]["tput_mbps"], 1e-9) for r in runs]
         util = [r["link"]["utilisation"] for r in runs]
         lmarks = [r["queues"][0]["marks"] / max(r["queues"][0]["packets"], 1) for r in runs]
-        step = [
-            r["queues"][0].get("step_marks", float("nan")) / max(r["queues"][0]["marks"], 1)
-            for r in runs
+        # Marks by cause (summary.json `aqm_counters`, since warmup): shares of marked L packets.
+        ac = [r.get("aqm_counters", {}) for r in runs]
+        step = [c.get("step_marks", math.nan) / max(c.get("marked_l", 0), 1) for c in ac]
+        step_only = [
+            (c.get("step_marks", math.nan) - c.get("step_marks_also_coupled", 0))
+            / max(c.get("marked_l", 0), 1)
+            for c in ac
         ]
+        overload = [c.get("overload_marks_l", math.nan) / max(c.get("marked_l", 0), 1) for c in ac]
         t0 = [r["flows"][0]["tput_mbps"] for r in runs]
         t1 = [r["flows"][1]["tput_mbps"] for r in runs]
         print(
@@ -132,6 +137,9 @@ def main() -> None:
                     "util": statistics.mean(util),
                     "l_mark_frac": statistics.mean(lmarks),
                     "step_share": statistics.mean(step),
+                    "step_share_ci": half_width(step),
+                    "step_only_share": statistics.mean(step_only),
+                    "overload_share": statistics.mean(overload),
                     "tput0": statistics.mean(t0),
                     "tput1": statistics.mean(t1),
                 }

@@ -19,7 +19,7 @@ from rich.table import Table
 
 from l4slab import __version__
 from l4slab.console import make_console, os_error_message
-from l4slab.results import OutputDirError
+from l4slab.results import OutputDirError, UnreadableFileError
 from l4slab.scenario import ScenarioError
 
 console = make_console()
@@ -42,7 +42,7 @@ def _friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        except (ScenarioError, OutputDirError) as e:
+        except (ScenarioError, OutputDirError, UnreadableFileError) as e:
             _fail(_escape(str(e)))
         except UnicodeDecodeError as e:
             _fail(_escape(f"not a text file ({e.reason} at byte {e.start})"))

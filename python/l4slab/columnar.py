@@ -19,8 +19,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["Categorical", "ColumnTable", "CHUNK_ROWS", "chunk_slices", "distinct_times",
-           "grouped_by_time", "per_flow_mean", "select_rows"]
+__all__ = ["Categorical", "ColumnTable", "UnreadableFileError", "CHUNK_ROWS", "chunk_slices",
+           "distinct_times", "grouped_by_time", "per_flow_mean", "select_rows"]
+
+class UnreadableFileError(ValueError):
+    """A result file that cannot be read (corrupt, or not what its name says); the message
+    names the file."""
+
 
 #: Rows per chunk in aggregations: bounds the temporaries (an index array of this many
 #: 8-byte entries is 2 MB) whatever the table's length.
@@ -118,8 +123,13 @@ class ColumnTable:
         nulls become float64 with NaN), dictionaries as codes + categories."""
         import pyarrow as pa
 
+
         assert self._source is not None
-        col = _parquet_file(self._source).read(columns=[name]).column(0)
+        try:
+            col = _parquet_file(self._source).read(columns=[name]).column(0)
+        except (pa.ArrowException, ValueError, OSError) as e:  # corrupt pages: OSError
+            where = self._source if isinstance(self._source, Path) else "Parquet bytes"
+            raise UnreadableFileError(f"{where}: column {name!r} cannot be read ({e})") from None
         if pa.types.is_dictionary(col.type):
             cat = col.to_pandas()
             return Categorical(cat.cat.codes.to_numpy(),

@@ -10,17 +10,21 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
+from pyarrow import ArrowException
 
-from l4slab.columnar import Categorical, Column, ColumnTable
+from l4slab.columnar import Categorical, Column, ColumnTable, UnreadableFileError
 from l4slab.scenario import dumps_toml
 
-__all__ = ["RunData", "from_core", "load", "load_run", "write_run_dir", "VERDICTS",
-           "OutputDirError", "prepare_run_dir"]
+T = TypeVar("T")
+
+__all__ = ["UnreadableFileError", "RunData", "from_core", "load", "load_run", "write_run_dir",
+           "VERDICTS", "OutputDirError", "prepare_run_dir"]
 
 SAMPLE_COLUMNS = ["t_s", "queue", "backlog_pkts", "backlog_bytes", "sojourn_ms", "marks",
                   "drops", "p_prime", "p_c", "p_cl"]
@@ -288,6 +292,17 @@ def write_run_dir(run: RunData, out_dir: str | Path, figures: bool = True,
     return out
 
 
+def _readable(path: Path, read: Callable[[Path], T]) -> T:
+    """`read(path)`, with a corrupt file (bad JSON/TOML, not Parquet) reported as one
+    UnreadableFileError naming it; a missing file stays an OSError."""
+    try:
+        return read(path)
+    except UnreadableFileError:
+        raise
+    except (ValueError, ArrowException) as e:  # JSON, TOML and Arrow errors are ValueErrors
+        raise UnreadableFileError(f"{path}: cannot be read ({e})") from None
+
+
 def _open_table(path: Path) -> ColumnTable | pd.DataFrame:
     """A large table opened column by column (read when a column is first used), or, when
     it holds columns `ColumnTable` does not, the DataFrame."""
@@ -304,13 +319,14 @@ def load_run(run_dir: str | Path) -> RunData:
     summary_path = d / "summary.json"
     if not summary_path.exists():
         raise FileNotFoundError(f"{d} is not a finished run directory (no summary.json)")
-    summary = json.loads(summary_path.read_text())
-    samples = pd.read_parquet(d / "samples.parquet")
-    flows = _open_table(d / "flows.parquet")
-    packets = _open_table(d / "packets.parquet") if (d / "packets.parquet").exists() else None
+    summary = _readable(summary_path, lambda p: json.loads(p.read_text()))
+    samples = _readable(d / "samples.parquet", pd.read_parquet)
+    flows = _readable(d / "flows.parquet", _open_table)
+    packets = (_readable(d / "packets.parquet", _open_table)
+               if (d / "packets.parquet").exists() else None)
     scenario: dict[str, Any] = {}
     if (d / "scenario.toml").exists():
-        scenario = tomllib.loads((d / "scenario.toml").read_text())
+        scenario = _readable(d / "scenario.toml", lambda p: tomllib.loads(p.read_text()))
     return RunData(samples=samples, flows=flows, summary=summary, scenario=scenario,
                    packets=packets, path=d)
 

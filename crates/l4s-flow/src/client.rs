@@ -155,6 +155,9 @@ pub fn flow_config(o: &ClientOpts, mss: u32) -> Result<FlowConfig, FlowError> {
         prague_cwnd_mode: None,
         tso: None,
         nic_rate: None,
+        gro: None,
+        rx_usecs: None,
+        rx_frames: None,
         // This TCP runs in user space and paces itself; no EDT qdisc sits below it.
         qdisc: Some(l4s_sim::scenario::FlowQdisc::None),
     };

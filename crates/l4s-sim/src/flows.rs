@@ -12,6 +12,7 @@ use crate::scenario::{FlowConfig, FlowEcn, FlowQdisc};
 use l4s_core::cbr::{CbrConfig, CbrSink, CbrSource};
 use l4s_core::cc::{by_name_with, prague::CwndMode, CcParams, EcnMode};
 use l4s_core::tcp::fq_pacing::HostQdisc;
+use l4s_core::tcp::gro::{GroConfig, GroReceiver};
 use l4s_core::tcp::{TcpConfig, TcpReceiver, TcpSender};
 use l4s_core::{Ecn, Endpoint, Rng};
 
@@ -73,6 +74,9 @@ pub fn validate_flow(i: usize, fl: &FlowConfig) -> Result<(), SimError> {
             ("pacing", fl.pacing.is_some()),
             ("tso", fl.tso.is_some()),
             ("nic_rate", fl.nic_rate.is_some()),
+            ("gro", fl.gro.is_some()),
+            ("rx_usecs", fl.rx_usecs.is_some()),
+            ("rx_frames", fl.rx_frames.is_some()),
             ("qdisc", fl.qdisc.is_some()),
         ] {
             if set {
@@ -133,6 +137,22 @@ pub fn validate_flow(i: usize, fl: &FlowConfig) -> Result<(), SimError> {
             "applies with tso = true only",
         ));
     }
+    for (name, set) in [
+        ("rx_usecs", fl.rx_usecs.is_some()),
+        ("rx_frames", fl.rx_frames.is_some()),
+    ] {
+        if set && fl.gro != Some(true) {
+            return Err(SimError::field(p(name), "applies with gro = true only"));
+        }
+    }
+    if let Some(g) = gro_config(fl) {
+        g.validate().map_err(|e| {
+            SimError::field(
+                p(&e.param),
+                format!("{} is out of range; expected {}", e.value, e.expected),
+            )
+        })?;
+    }
     if let Some(m) = fl.prague_cwnd_mode {
         if fl.cc != "prague" {
             return Err(SimError::field(
@@ -177,6 +197,15 @@ fn tcp_config(fl: &FlowConfig) -> TcpConfig {
         qdisc: host_qdisc(fl),
         ..d
     }
+}
+
+/// The receiver host's GRO settings for a flow entry (None without `gro = true`).
+fn gro_config(fl: &FlowConfig) -> Option<GroConfig> {
+    let d = GroConfig::default();
+    (fl.gro == Some(true)).then(|| GroConfig {
+        rx_usecs: fl.rx_usecs.unwrap_or(d.rx_usecs),
+        rx_frames: fl.rx_frames.unwrap_or(d.rx_frames),
+    })
 }
 
 /// The sender host's qdisc: as set, else fq for Prague (tcp_prague.c asks for the fq qdisc
@@ -261,7 +290,10 @@ pub fn build_flow(i: usize, id: u32, fl: &FlowConfig, seed: u64) -> Result<FlowE
     };
     Ok(FlowEnds {
         sender: Box::new(TcpSender::new(id, cfg, cc)),
-        receiver: Box::new(TcpReceiver::new(id, &rcv_cfg)),
+        receiver: match gro_config(fl) {
+            Some(g) => Box::new(GroReceiver::new(TcpReceiver::new(id, &rcv_cfg), g)),
+            None => Box::new(TcpReceiver::new(id, &rcv_cfg)),
+        },
         l4s,
     })
 }

@@ -36,6 +36,8 @@ pub struct FlowCounters {
 #[derive(Clone, Debug, Default)]
 struct WarmupSnap {
     queues: Vec<QueueSample>,
+    /// The AQM's named counters (`Aqm::counters`, e.g. DualPI2's marks by cause).
+    aqm_counters: Vec<(&'static str, u64)>,
     /// (sender stats, delivered bytes, CE count, engine counters) per flow.
     flows: Vec<(FlowStats, u64, u64, FlowCounters)>,
     unused_txops: u64,
@@ -64,6 +66,21 @@ pub struct Recorder {
     pub link_bytes_after_warmup: u64,
     snap: Option<WarmupSnap>,
     scratch: Vec<QueueSample>,
+}
+
+/// summary.json's `aqm_counters`: each named AQM counter's increase since warmup (an empty
+/// object for AQMs without named counters).
+fn aqm_counters(aqm: &dyn l4s_core::aqm::Aqm, snap: &WarmupSnap) -> Value {
+    let mut m = serde_json::Map::new();
+    for (name, end) in aqm.counters() {
+        let start = snap
+            .aqm_counters
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or(0, |(_, v)| *v);
+        m.insert(name.to_string(), json!(end.saturating_sub(start)));
+    }
+    Value::Object(m)
 }
 
 /// Delivered bytes as the receiver reports them (falling back to the sender's view).
@@ -230,6 +247,7 @@ impl Recorder {
         aqm.sample(now, &mut queues);
         self.snap = Some(WarmupSnap {
             queues,
+            aqm_counters: aqm.counters(),
             flows: flows
                 .iter()
                 .enumerate()
@@ -278,6 +296,7 @@ impl Recorder {
             },
             "aqm": ctx.aqm_kind,
             "aqm_params": ctx.aqm_params,
+            "aqm_counters": aqm_counters(aqm, &snap),
             "flows": flow_docs,
             "queues": queue_docs,
             "jain": num(jain(&tputs)),
@@ -296,6 +315,7 @@ impl Recorder {
                 "link": "after_warmup",
                 "flows": "after_warmup",
                 "queues": "after_warmup",
+                "aqm_counters": "after_warmup",
                 "jain": "after_warmup",
                 "packets": "whole_run",
             },
@@ -329,6 +349,7 @@ impl Recorder {
                 .iter()
                 .map(|q| QueueSample::empty(q.name))
                 .collect(),
+            aqm_counters: Vec::new(),
             flows: vec![(FlowStats::default(), 0, 0, FlowCounters::default()); n_flows],
             unused_txops: 0,
         })

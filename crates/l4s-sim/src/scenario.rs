@@ -159,6 +159,13 @@ pub struct FlowConfig {
     pub tso: Option<bool>,
     /// TCP with `tso`: the host NIC's line rate (default "1gbit").
     pub nic_rate: Option<Rate>,
+    /// TCP: the receiver host batches arrivals (NIC moderation) and merges them with GRO,
+    /// ACKing once per super-segment (default false).
+    pub gro: Option<bool>,
+    /// TCP with `gro`: interrupt delay after the first pending packet (default "16us", mlx5).
+    pub rx_usecs: Option<Nanos>,
+    /// TCP with `gro`: interrupt once this many packets are pending (default 32, mlx5).
+    pub rx_frames: Option<u32>,
     /// TCP: sender host qdisc, "fq" (EDT pacing, TSQ) or "none" (default "fq" for Prague,
     /// as the L4S team's kernels run it; "none" for the others).
     pub qdisc: Option<FlowQdisc>,

@@ -156,6 +156,12 @@ pub trait Aqm: Send {
     fn xstats(&self, _now: Nanos) -> Vec<(&'static str, f64)> {
         Vec::new()
     }
+
+    /// Cumulative event counters by name (e.g. DualPI2's marks by cause), which summary.json
+    /// reports as differences since warmup. None by default.
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
 }
 
 /// Byte-or-packet buffer limit shared by the AQMs. Linux qdiscs count `limit` in packets;

@@ -17,6 +17,9 @@
 
 pub mod accecn;
 pub mod fq_pacing;
+pub mod gro;
+#[cfg(test)]
+mod gro_tests;
 pub mod receiver;
 pub mod rtt;
 pub mod sender;

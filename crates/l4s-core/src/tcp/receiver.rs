@@ -201,7 +201,8 @@ impl TcpReceiver {
         self.sack_recent.retain(|&(_, b)| b > nxt);
     }
 
-    fn on_data(&mut self, pkt: &Packet, h: &TcpHeader, now: Nanos) {
+    /// `segs`: the original segments a GRO super-segment carries (1 without GRO).
+    fn on_data(&mut self, pkt: &Packet, h: &TcpHeader, segs: u32, now: Nanos) {
         let mut ack_now = false;
         if !self.saw_data {
             // tcp_event_data_recv: the first data packet starts in quick-ACK mode.
@@ -214,7 +215,8 @@ impl TcpReceiver {
             EcnMode::AccEcn => {
                 match pkt.ecn {
                     Ecn::Ce => {
-                        self.r_cep += 1;
+                        // `tcp_ecn_received_counters`: pcount = max(1, gso_segs) CE packets.
+                        self.r_cep += segs.max(1) as u64;
                         self.r_bytes.ceb = (self.r_bytes.ceb + len as u32) & 0xFF_FFFF;
                     }
                     Ecn::Ect0 => self.r_bytes.e0b = (self.r_bytes.e0b + len as u32) & 0xFF_FFFF,
@@ -270,7 +272,9 @@ impl TcpReceiver {
             let had_ooo = !self.ooo.is_empty();
             self.rcv_nxt = end;
             self.absorb_ooo();
-            self.unacked_segs += 1;
+            // A super-segment of n ≥ 2 leaves more than one rcv_mss unacknowledged, so
+            // `__tcp_ack_snd_check` ACKs it at once (delack_segments 2).
+            self.unacked_segs += segs.max(1);
             if had_ooo {
                 // Filling (part of) a hole: ACK every segment while reordering is visible.
                 ack_now = true;
@@ -325,14 +329,22 @@ impl TcpReceiver {
     }
 }
 
-impl Endpoint for TcpReceiver {
-    fn handle_packet(&mut self, pkt: Packet, now: Nanos) {
+impl TcpReceiver {
+    /// Handle one packet that stands for `segs` original segments: a GRO super-segment
+    /// (`tcp/gro.rs`) whose header is its first segment's with `payload_bytes` the total.
+    pub fn handle_segments(&mut self, pkt: &Packet, segs: u32, now: Nanos) {
         // Borrowed, not copied: the header is most of the packet's bytes.
         let Some(h) = pkt.tcp() else {
             return;
         };
-        self.on_packet(&pkt, h, now);
+        self.on_packet(pkt, h, segs, now);
         self.prev_ecnfield = pkt.ecn;
+    }
+}
+
+impl Endpoint for TcpReceiver {
+    fn handle_packet(&mut self, pkt: Packet, now: Nanos) {
+        self.handle_segments(&pkt, 1, now);
     }
 
     fn poll_transmit(&mut self, _now: Nanos) -> Option<Packet> {
@@ -363,7 +375,7 @@ impl Endpoint for TcpReceiver {
 }
 
 impl TcpReceiver {
-    fn on_packet(&mut self, pkt: &Packet, h: &TcpHeader, now: Nanos) {
+    fn on_packet(&mut self, pkt: &Packet, h: &TcpHeader, segs: u32, now: Nanos) {
         if h.has(tcp_flags::SYN) {
             if !h.has(tcp_flags::ACK) && self.state != RcvState::Established {
                 self.on_syn(pkt, h, now);
@@ -382,7 +394,7 @@ impl TcpReceiver {
             RcvState::Established => {}
         }
         if h.payload_bytes > 0 {
-            self.on_data(pkt, h, now);
+            self.on_data(pkt, h, segs, now);
         }
     }
 }

@@ -22,6 +22,8 @@
 //!   with `drop_early` the overload rules run at enqueue but the ramp roll stays at dequeue.
 //! - `xstats` `prob` is p' as a fraction (Linux reports p'·(2^32−1)); `memory_used` is omitted.
 
+#[cfg(test)]
+mod cause_tests;
 pub mod classifier;
 pub mod coupling;
 pub mod params;
@@ -53,6 +55,34 @@ struct Meta {
     apply_step: bool,
     /// CE-marked at enqueue (drop_early).
     marked: bool,
+}
+
+/// Marks and drops by cause, cumulative (l4slab's own counters; Linux keeps only `ecn_mark`
+/// and `step_marks`). Every CE-mark action counted by Linux `ecn_mark` lands in exactly one of
+/// `coupled_marks_l`, `overload_marks_l`, `ramp_marks_l`, `classic_marks` or `step_marks`.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct MarkCauses {
+    /// L packets CE-marked by the coupled roll k·p' (`dualpi2_scalable_marking`, no overload).
+    pub coupled_marks_l: u64,
+    /// L packets CE-marked because k·p' > 1 (overload: every L packet is marked).
+    pub overload_marks_l: u64,
+    /// L packets dropped under overload (drop_overload: the p'² roll hit).
+    pub overload_drops_l: u64,
+    /// Not-ECT L packets dropped by the coupled roll (only with a wider `ecn_mask`).
+    pub coupled_drops_l: u64,
+    /// Not-ECT L packets dropped by the step (`do_step_aqm`'s drop).
+    pub step_drops_l: u64,
+    /// L packets the step marked that the coupled or overload rule had already marked
+    /// (Linux counts such a packet twice in `ecn_mark`).
+    pub step_marks_also_coupled: u64,
+    /// L packets CE-marked by the RFC ramp variant (one roll at max(ramp, k·p')).
+    pub ramp_marks_l: u64,
+    /// Not-ECT L packets dropped by the RFC ramp variant.
+    pub ramp_drops_l: u64,
+    /// C packets CE-marked by the p'² roll (`dualpi2_classic_marking`).
+    pub classic_marks: u64,
+    /// C packets dropped by the p'² roll (Not-ECT, or any under overload).
+    pub classic_drops: u64,
 }
 
 /// One of the two queues with its per-packet metadata and counters.
@@ -102,6 +132,8 @@ pub struct DualPi2 {
     maxq: u64,
     ecn_mark: u64,
     step_marks: u64,
+    /// l4slab's counters by cause.
+    causes: MarkCauses,
 }
 
 impl DualPi2 {
@@ -135,6 +167,7 @@ impl DualPi2 {
             maxq: 0,
             ecn_mark: 0,
             step_marks: 0,
+            causes: MarkCauses::default(),
             params,
         })
     }
@@ -171,6 +204,10 @@ impl DualPi2 {
     pub fn step_marks(&self) -> u64 {
         self.step_marks
     }
+    /// Marks and drops by cause (l4slab's own counters, see [`MarkCauses`]).
+    pub fn mark_causes(&self) -> MarkCauses {
+        self.causes
+    }
     /// Linux `maxq`: largest total queue length found by an accepted packet.
     pub fn maxq(&self) -> u64 {
         self.maxq
@@ -203,12 +240,30 @@ impl DualPi2 {
             return false;
         }
         let p = self.pi2.p_prime();
+        let c = &mut self.causes;
         let action = match class {
-            QueueId::C => self.coupling.classic(p, pkt.ecn, &mut self.rng),
+            QueueId::C => {
+                let a = self.coupling.classic(p, pkt.ecn, &mut self.rng);
+                match a {
+                    Action::Mark => c.classic_marks += 1,
+                    Action::Drop => c.classic_drops += 1,
+                    Action::Pass => {}
+                }
+                a
+            }
             QueueId::L => {
                 let roll_coupled = matches!(self.l_aqm, LAqm::Step(_));
-                self.coupling
-                    .scalable(p, pkt.ecn, &mut self.rng, roll_coupled)
+                let a = self
+                    .coupling
+                    .scalable(p, pkt.ecn, &mut self.rng, roll_coupled);
+                match (a, self.coupling.overloaded(p)) {
+                    (Action::Mark, true) => c.overload_marks_l += 1,
+                    (Action::Mark, false) => c.coupled_marks_l += 1,
+                    (Action::Drop, true) => c.overload_drops_l += 1,
+                    (Action::Drop, false) => c.coupled_drops_l += 1,
+                    (Action::Pass, _) => {}
+                }
+                a
             }
         };
         self.apply(action, pkt)
@@ -248,9 +303,13 @@ impl DualPi2 {
                     return false;
                 }
                 if !pkt.ecn.is_ecn_capable() {
+                    self.causes.step_drops_l += 1;
                     return true;
                 }
                 self.step_marks += 1;
+                if *marked {
+                    self.causes.step_marks_also_coupled += 1;
+                }
                 Action::Mark
             }
             LAqm::Ramp(r) => {
@@ -262,7 +321,13 @@ impl DualPi2 {
                     0.0 // overload is handled by `must_drop`
                 };
                 let p_l = r.prob(sojourn, self.l.q.len() + 1).max(p_cl);
-                Coupling::roll_l(p_l, pkt.ecn, &mut self.rng)
+                let a = Coupling::roll_l(p_l, pkt.ecn, &mut self.rng);
+                match a {
+                    Action::Mark => self.causes.ramp_marks_l += 1,
+                    Action::Drop => self.causes.ramp_drops_l += 1,
+                    Action::Pass => {}
+                }
+                a
             }
         };
         *marked |= action == Action::Mark;
@@ -400,6 +465,27 @@ impl Aqm for DualPi2 {
         }
     }
 
+    /// Linux `ecn_mark` and `step_marks`, then l4slab's [`MarkCauses`].
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        let c = &self.causes;
+        vec![
+            ("ecn_mark", self.ecn_mark),
+            ("step_marks", self.step_marks),
+            ("coupled_marks_l", c.coupled_marks_l),
+            ("overload_marks_l", c.overload_marks_l),
+            ("overload_drops_l", c.overload_drops_l),
+            ("coupled_drops_l", c.coupled_drops_l),
+            ("step_drops_l", c.step_drops_l),
+            ("step_marks_also_coupled", c.step_marks_also_coupled),
+            ("ramp_marks_l", c.ramp_marks_l),
+            ("ramp_drops_l", c.ramp_drops_l),
+            ("classic_marks", c.classic_marks),
+            ("classic_drops", c.classic_drops),
+            ("marked_l", self.l.marks),
+            ("marked_c", self.c.marks),
+        ]
+    }
+
     fn xstats(&self, now: Nanos) -> Vec<(&'static str, f64)> {
         // Linux `convert_ns_to_usec`: whole microseconds, rounded down.
         let us = |t: Nanos| (t.as_ns() / 1_000) as f64;
@@ -413,6 +499,13 @@ impl Aqm for DualPi2 {
             ("ecn_mark", self.ecn_mark as f64),
             ("step_marks", self.step_marks as f64),
         ];
+        // l4slab's counters after Linux's (the first two are `ecn_mark` and `step_marks`).
+        v.extend(
+            self.counters()
+                .into_iter()
+                .skip(2)
+                .map(|(n, x)| (n, x as f64)),
+        );
         if let Some(c) = self.credit() {
             v.push(("credit", c as f64));
         }
