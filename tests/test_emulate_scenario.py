@@ -84,6 +84,12 @@ def test_an_emulator_delay_in_the_scenario_wins(tmp_path):
     ('[[flows]]\ncc = "cubic"\nrtt = "20ms"\npacing = false\n', {}, "flows[2].pacing",
      "always uses true"),
     ('[[flows]]\ncc = "cubic"\nrtt = "20ms"\nmss = 80\n', {}, "flows[2].mss", "mss ≥ 84"),
+    ('[[flows]]\ncc = "cubic"\nrtt = "20ms"\ntso = true\n', {}, "flows[2].tso", "no TSO"),
+    ('[[flows]]\ncc = "cubic"\nrtt = "20ms"\ngro = true\n', {}, "flows[2].gro", "no GRO"),
+    ('[[flows]]\ncc = "prague"\nrtt = "20ms"\nqdisc = "fq"\n', {}, "flows[2].qdisc",
+     "paces inside the sender"),
+    ('[[flows]]\ncc = "prague"\nrtt = "20ms"\nprague_cwnd_mode = 0\n', {},
+     "flows[2].prague_cwnd_mode", "mode 2"),
     ("", {"ack_link": {"rate": "1mbit"}}, "ack_link", "[emulator.downlink]"),
 ])
 def test_what_l4s_flow_cannot_honour_is_refused_naming_the_field(tmp_path, extra, top, field,

@@ -12,7 +12,8 @@ direction is the flows' `rtt`/2 unless `[emulator]` sets a delay.
 
 What l4s-flow cannot do as the simulator would is refused with one error naming the field
 (`flows[1].rtt: ...`), never approximated: per-flow RTTs, cbr flows, an initial window other
-than 10, SACK or pacing turned off, an `[ack_link]`, and `[link]` features the emulator would
+than 10, SACK or pacing turned off, TSO, GRO, an fq qdisc or another Prague mode, an
+`[ack_link]`, and `[link]` features the emulator would
 apply to both directions (loss, Gilbert-Elliott loss, jitter, rate steps, 1 ms txops).
 
 Afterwards `scenario_flows` turns the senders' rows into the simulator's flows.parquet layout
@@ -50,6 +51,14 @@ UNLIMITED_RATE = "1000gbit"
 MSS_OFFSET = 20
 #: l4s-flow's TCP model runs with the simulator's defaults for these (l4s-core TcpConfig).
 _TCP_DEFAULTS = {"init_cwnd": 10, "sack": True, "pacing": True}
+#: Host models of the simulator that l4s-flow (a user-space TCP over UDP) does not have: the
+#: value it always runs with, and why another cannot be honoured.
+_HOST_DEFAULTS = {
+    "tso": (False, "l4slab flow sends one datagram per segment (no TSO bursts)"),
+    "gro": (False, "the emulator's receiving namespace has no GRO ACK coalescing model"),
+    "qdisc": ("none", "l4slab flow paces inside the sender; no fq/EDT qdisc sits below it"),
+    "prague_cwnd_mode": (2, "l4slab flow runs Prague with 0.7's default mode 2"),
+}
 _L4S_FLOW_CCS = ("prague", "dctcp", "cubic", "reno", "bbr1", "bbr3")
 
 
@@ -175,6 +184,11 @@ def plan_scenario(doc: dict[str, Any], base_dir: Path) -> EmuPlan:
                     f"{p}.{key}: {fl[key]!r} cannot be honoured: l4slab flow has no option for "
                     f"it and always uses {json.dumps(default)}; remove the key to run through "
                     "the emulator")
+        for key, (value, why) in _HOST_DEFAULTS.items():
+            if key in fl and fl[key] != value:
+                raise ScenarioError(
+                    f"{p}.{key}: {fl[key]!r} cannot be honoured: {why}; expected "
+                    f"{json.dumps(value)} or no {key} key to run through the emulator")
         mss = None
         if "mss" in fl:
             mss = int(fl["mss"]) - MSS_OFFSET
