@@ -117,6 +117,19 @@ pub fn from_doc(doc: &Map<String, Value>) -> Result<EmuScenario, EmuError> {
         .map(|v| duration_at(v, "warmup"))
         .transpose()?
         .unwrap_or(Nanos::ZERO);
+    // The emulator writes per-flow rows at every sample; a coarser per-flow interval is the
+    // simulator's alone, so it is refused rather than silently not applied.
+    if doc
+        .get("output")
+        .and_then(|o| o.get("flow_sample_interval"))
+        .is_some()
+    {
+        return Err(field(
+            "output.flow_sample_interval",
+            "not available in the emulator, which writes per-flow rows at every \
+             sample_interval; remove the key to emulate this scenario",
+        ));
+    }
     let per_packet = match doc.get("output").and_then(|o| o.get("packets")) {
         None => false,
         Some(v) => v
@@ -243,5 +256,16 @@ mod tests {
         assert!(e.to_string().starts_with("emulator.delay:"), "{e}");
         let e = from_doc(&doc("bogus = 1")).unwrap_err();
         assert!(e.to_string().starts_with("bogus: unknown field"), "{e}");
+    }
+
+    #[test]
+    fn a_coarser_flow_sample_interval_is_refused() {
+        let e = from_doc(&doc("[output]\nflow_sample_interval = \"160ms\"")).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("output.flow_sample_interval: not available in the emulator"),
+            "{e}"
+        );
+        assert!(from_doc(&doc("[output]\npackets = true")).is_ok());
     }
 }
