@@ -386,6 +386,7 @@ impl PathRecorder {
             flow_class: &flow_class,
             base_rtt_ms: &base_rtt_ms,
             flow_start: &flow_start,
+            flow_host: &[],
             raw: ctx.scenario,
             // Effective kernel-profile values are resolved by the simulator's loader only.
             aqm_params: &serde_json::Value::Null,

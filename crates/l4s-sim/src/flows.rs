@@ -208,6 +208,29 @@ fn gro_config(fl: &FlowConfig) -> Option<GroConfig> {
     })
 }
 
+/// summary.json's `host` of a flow: the effective sender and receiver host settings, defaults
+/// resolved (Prague's qdisc is fq unless set), so a run says which host model produced it.
+/// Null for cbr sources, which have no TCP host.
+pub fn host_summary(fl: &FlowConfig) -> serde_json::Value {
+    if is_cbr(fl) {
+        return serde_json::Value::Null;
+    }
+    let qdisc = match host_qdisc(fl) {
+        HostQdisc::Fq => "fq",
+        HostQdisc::None => "none",
+    };
+    let mut h = serde_json::json!({"qdisc": qdisc, "tso": fl.tso == Some(true),
+                                   "gro": fl.gro == Some(true)});
+    if let Some(t) = tcp_config(fl).tso_nic_rate {
+        h["nic_rate_mbps"] = serde_json::json!(t.mbps());
+    }
+    if let Some(g) = gro_config(fl) {
+        h["rx_usecs"] = serde_json::json!(g.rx_usecs.as_us_f64());
+        h["rx_frames"] = serde_json::json!(g.rx_frames);
+    }
+    h
+}
+
 /// The sender host's qdisc: as set, else fq for Prague (tcp_prague.c asks for the fq qdisc
 /// on every interface that carries Prague, and the L4S team's testbeds run it) and none for
 /// the others (distributions default to fq_codel, which does not pace).

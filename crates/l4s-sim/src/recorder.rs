@@ -382,6 +382,7 @@ impl Recorder {
                 "drops": (c.aqm_drops + c.link_losses) - (c0.aqm_drops + c0.link_losses),
                 "retransmits": s.retransmits.saturating_sub(s0.retransmits),
                 "base_rtt_ms": ctx.base_rtt_ms[i],
+                "host": ctx.flow_host.get(i).cloned().unwrap_or(Value::Null),
                 "fct_s": c.done_at.map_or(Value::Null, |d| json!((d - ctx.flow_start[i]).as_secs_f64())),
             }));
         }
@@ -434,6 +435,9 @@ pub struct SummaryCtx<'a> {
     pub base_rtt_ms: &'a [f64],
     /// Start time per flow (for flow completion times).
     pub flow_start: &'a [Nanos],
+    /// The effective host settings of each flow (`flows::host_summary`; empty when unknown,
+    /// as for the emulator's real programs, which then report null).
+    pub flow_host: &'a [Value],
     /// The scenario document as given.
     pub raw: &'a Value,
     /// Effective values of the AQM settings a kernel profile decides (Null if none).

@@ -160,6 +160,7 @@ struct FlowLabels {
     class: Vec<String>,
     base_rtt_ms: Vec<f64>,
     start: Vec<Nanos>,
+    host: Vec<serde_json::Value>,
 }
 
 /// Every instance (`count` of each `[[flows]]` entry) in order, with its labels.
@@ -175,6 +176,7 @@ fn build_flows(s: &Scenario) -> Result<(Vec<Flow>, FlowLabels), SimError> {
                 .class
                 .push(if ends.l4s { "L4S" } else { "Classic" }.to_string());
             labels.base_rtt_ms.push(fc.rtt.as_ms_f64());
+            labels.host.push(crate::flows::host_summary(fc));
             flows.push(Flow::new(ends, fc));
         }
     }
@@ -693,6 +695,7 @@ impl World {
             flow_class: &self.labels.class,
             base_rtt_ms: &self.labels.base_rtt_ms,
             flow_start: &self.labels.start,
+            flow_host: &self.labels.host,
             raw: &raw,
             aqm_params: &aqm_params,
         };

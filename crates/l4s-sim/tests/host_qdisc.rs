@@ -39,3 +39,25 @@ fn prague_defaults_to_fq_and_the_others_to_none() {
     // Under fq even Cubic is paced (at tcp_update_pacing_rate), so its run changes.
     assert_ne!(cubic, summary("cubic", "qdisc = \"fq\""));
 }
+
+#[test]
+fn summary_records_each_flows_effective_host() {
+    // Defaults resolved: Prague over fq, Cubic over none, no TSO or GRO.
+    let s = summary("prague", "");
+    let host = |s: &serde_json::Value, i: usize| s["flows"][i]["host"].clone();
+    assert_eq!(
+        host(&s, 0),
+        serde_json::json!({"qdisc": "fq", "tso": false, "gro": false})
+    );
+    assert_eq!(
+        host(&s, 1),
+        serde_json::json!({"qdisc": "none", "tso": false, "gro": false})
+    );
+    // Set values, with the TSO NIC rate and GRO moderation defaults filled in.
+    let s = summary("cubic", "qdisc = \"fq\"\ntso = true\ngro = true");
+    assert_eq!(
+        host(&s, 0),
+        serde_json::json!({"qdisc": "fq", "tso": true, "gro": true, "nic_rate_mbps": 1000.0,
+                           "rx_usecs": 16.0, "rx_frames": 32})
+    );
+}
