@@ -49,11 +49,12 @@ UNLIMITED_RATE = "1000gbit"
 #: against 32 with timestamps): a scenario `mss` becomes `--mss mss - 20`, so the packets on the
 #: wire have the scenario's size (the default: 1448 -> 1428, both 1500-byte IP packets).
 MSS_OFFSET = 20
-#: l4s-flow's TCP model runs with the simulator's defaults for these (l4s-core TcpConfig).
-_TCP_DEFAULTS = {"init_cwnd": 10, "sack": True, "pacing": True}
-#: Host models of the simulator that l4s-flow (a user-space TCP over UDP) does not have: the
-#: value it always runs with, and why another cannot be honoured.
-_HOST_DEFAULTS = {
+#: Flow keys l4slab flow (a user-space TCP over UDP) cannot vary: the value it always runs
+#: with, and why another cannot be honoured.
+_FIXED_IN_L4S_FLOW = {
+    "init_cwnd": (10, "l4slab flow has no option for it"),
+    "sack": (True, "l4slab flow has no option for it"),
+    "pacing": (True, "l4slab flow has no option for it"),
     "tso": (False, "l4slab flow sends one datagram per segment (no TSO bursts)"),
     "gro": (False, "the emulator's receiving namespace has no GRO ACK coalescing model"),
     "qdisc": ("none", "l4slab flow paces inside the sender; no fq/EDT qdisc sits below it"),
@@ -178,17 +179,11 @@ def plan_scenario(doc: dict[str, Any], base_dir: Path) -> EmuPlan:
             raise ScenarioError(
                 f"{p}.rtt: \"{fl['rtt']}\" differs from flows[0].rtt \"{doc['flows'][0]['rtt']}\"; "
                 "the emulator has one path delay for all flows, so every flow needs the same rtt")
-        for key, default in _TCP_DEFAULTS.items():
-            if key in fl and fl[key] != default:
-                raise ScenarioError(
-                    f"{p}.{key}: {fl[key]!r} cannot be honoured: l4slab flow has no option for "
-                    f"it and always uses {json.dumps(default)}; remove the key to run through "
-                    "the emulator")
-        for key, (value, why) in _HOST_DEFAULTS.items():
+        for key, (value, why) in _FIXED_IN_L4S_FLOW.items():
             if key in fl and fl[key] != value:
                 raise ScenarioError(
-                    f"{p}.{key}: {fl[key]!r} cannot be honoured: {why}; expected "
-                    f"{json.dumps(value)} or no {key} key to run through the emulator")
+                    f"{p}.{key}: {fl[key]!r} cannot be honoured: {why} and always uses "
+                    f"{json.dumps(value)}; remove the key to run through the emulator")
         mss = None
         if "mss" in fl:
             mss = int(fl["mss"]) - MSS_OFFSET
