@@ -80,6 +80,22 @@ pub struct AccEcnOption {
 /// A SACK block [start, end) in absolute byte sequence space (RFC 2018).
 pub type SackBlock = (u64, u64);
 
+/// Up to three SACK blocks of one header, stored as signed 32-bit offsets of each edge from the
+/// header's `ack` (read and written through [`TcpHeader::sack_block`] and
+/// [`TcpHeader::set_sack`], which speak absolute sequence numbers). 32 bits are enough because
+/// real TCP carries SACK edges as 32-bit sequence numbers that only make sense within 2^31 of
+/// the cumulative ACK (RFC 2018 §3 with RFC 7323 §2.3's window of at most 2^30 bytes); storing
+/// offsets instead of two u64 per block keeps [`Packet`] under 128 bytes, so the simulator
+/// copies fewer cache lines per packet.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct SackOffsets([(i32, i32); 3]);
+
+/// A SACK block that [`TcpHeader::set_sack`] cannot store: too many blocks, or an edge 2^31
+/// bytes or more away from the header's `ack`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("SACK blocks: {0}")]
+pub struct SackError(&'static str);
+
 /// The fields of a TCP header the models use. Sequence numbers are 64-bit and never wrap:
 /// wrap-around is a wire-format concern handled by the emulator's header parser.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -92,8 +108,9 @@ pub struct TcpHeader {
     pub flags: u16,
     /// TCP payload bytes carried (0 for a pure ACK).
     pub payload_bytes: u32,
-    /// Up to three SACK blocks, most recent first; `n_sack` says how many are valid.
-    pub sack: [SackBlock; 3],
+    /// Up to three SACK blocks relative to `ack`, most recent first; `n_sack` says how many
+    /// are valid. Set `ack` first, then write them with [`TcpHeader::set_sack`].
+    pub sack: SackOffsets,
     /// How many of `sack` are valid.
     pub n_sack: u8,
     /// Timestamp option (RFC 7323): sender's clock at transmission and the echoed value.
@@ -108,6 +125,40 @@ impl TcpHeader {
     /// Is `flag` (one of [`tcp_flags`]) set?
     pub fn has(&self, flag: u16) -> bool {
         self.flags & flag != 0
+    }
+    /// SACK block `i` (0 = most recent) in absolute sequence space; `i` must be below 3, and
+    /// only blocks below `n_sack` are meaningful.
+    pub fn sack_block(&self, i: usize) -> SackBlock {
+        let (s, e) = self.sack.0[i];
+        // Sign-extend, then add modulo 2^64: the exact inverse of `rel` below.
+        (
+            self.ack.wrapping_add(s as i64 as u64),
+            self.ack.wrapping_add(e as i64 as u64),
+        )
+    }
+    /// The valid SACK blocks (the first `n_sack`, at most 3), most recent first.
+    pub fn sack_blocks(&self) -> impl Iterator<Item = SackBlock> + '_ {
+        (0..(self.n_sack as usize).min(3)).map(|i| self.sack_block(i))
+    }
+    /// Store `blocks` (at most 3, most recent first) relative to the current `ack` and set
+    /// `n_sack`; unused slots are zeroed. Refused, leaving the header unchanged, when there are
+    /// more than 3 or an edge is 2^31 bytes or more away from `ack` (see [`SackOffsets`]).
+    pub fn set_sack(&mut self, blocks: &[SackBlock]) -> Result<(), SackError> {
+        if blocks.len() > 3 {
+            return Err(SackError("at most 3 blocks fit in a header"));
+        }
+        let mut out = [(0i32, 0i32); 3];
+        for (o, &(s, e)) in out.iter_mut().zip(blocks) {
+            *o = (self.rel(s)?, self.rel(e)?);
+        }
+        self.sack = SackOffsets(out);
+        self.n_sack = blocks.len() as u8;
+        Ok(())
+    }
+    /// `x - ack` as a signed 32-bit offset, if it fits.
+    fn rel(&self, x: u64) -> Result<i32, SackError> {
+        i32::try_from(x.wrapping_sub(self.ack) as i64)
+            .map_err(|_| SackError("an edge is 2^31 bytes or more away from the cumulative ACK"))
     }
     /// The 3-bit ACE field carried in AE, CWR, ECE (AccECN §3.2.2).
     pub fn ace(&self) -> u8 {
@@ -144,6 +195,10 @@ pub enum Transport {
         seq: u64,
     },
 }
+
+// The simulator copies packets through delay lines, queues and endpoints: keep them under two
+// 64-byte cache lines.
+const _: () = assert!(std::mem::size_of::<Packet>() < 128);
 
 /// One packet. `bytes` is the IP length that links serialise and byte-mode AQMs count.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -212,6 +267,43 @@ mod tests {
         }
         assert!(!Ecn::NotEct.is_ecn_capable());
         assert!(Ecn::Ce.is_ecn_capable());
+    }
+
+    #[test]
+    fn sack_blocks_round_trip_relative_to_ack() {
+        let mut h = TcpHeader {
+            ack: 5_000_000_000,
+            ..Default::default()
+        };
+        // Above the ACK, below it (a D-SACK-like stale block) and at the limits of the range.
+        let lo = h.ack - (1 << 31);
+        let hi = h.ack + (1 << 31) - 1;
+        let blocks = [
+            (h.ack + 10, h.ack + 1_000_000),
+            (h.ack - 20, h.ack - 10),
+            (lo, hi),
+        ];
+        h.set_sack(&blocks).expect("in range");
+        assert_eq!(h.n_sack, 3);
+        assert_eq!(h.sack_blocks().collect::<Vec<_>>(), blocks);
+        // Out of range by one byte either way, or too many blocks: refused, header unchanged.
+        let before = h;
+        assert!(h.set_sack(&[(lo - 1, h.ack)]).is_err());
+        assert!(h.set_sack(&[(h.ack, hi + 1)]).is_err());
+        assert!(h.set_sack(&[(h.ack, h.ack + 1); 4]).is_err());
+        assert_eq!(h, before);
+        // Fewer blocks: n_sack follows and the unused slots are cleared.
+        h.set_sack(&blocks[..1]).expect("in range");
+        assert_eq!(h.n_sack, 1);
+        assert_eq!(h.sack_block(1), (h.ack, h.ack));
+        // Near the top of the 64-bit space the offsets wrap exactly as they were computed.
+        let mut w = TcpHeader {
+            ack: u64::MAX - 5,
+            ..Default::default()
+        };
+        w.set_sack(&[(u64::MAX - 2, 3)])
+            .expect("in range modulo 2^64");
+        assert_eq!(w.sack_block(0), (u64::MAX - 2, 3));
     }
 
     #[test]

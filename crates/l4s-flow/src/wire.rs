@@ -151,7 +151,7 @@ fn header(buf: &mut Vec<u8>, conn: u32, h: &TcpHeader, control: bool) {
     put_u64(buf, h.ack);
     put_u64(buf, h.ts_val.as_ns());
     put_u64(buf, h.ts_ecr.as_ns());
-    for &(s, e) in &h.sack[..n_sack as usize] {
+    for (s, e) in h.sack_blocks() {
         put_u64(buf, s);
         put_u64(buf, e);
     }
@@ -230,16 +230,19 @@ pub fn decode(b: &[u8]) -> Result<Decoded<'_>, Reject> {
         ..Default::default()
     };
     let mut at = BASE_HEADER_BYTES;
-    for i in 0..n_sack as usize {
+    let mut blocks = [(0u64, 0u64); 3];
+    for blk in blocks.iter_mut().take(n_sack as usize) {
         let s = u64_at(b, at).ok_or(m)?;
         let e = u64_at(b, at + 8).ok_or(m)?;
         if e < s {
             return Err(m);
         }
-        h.sack[i] = (s, e);
+        *blk = (s, e);
         at += SACK_BLOCK_BYTES;
     }
-    h.n_sack = n_sack;
+    // A block 2^31 bytes or more from the ACK is no SACK a TCP receiver sends (l4s-core keeps
+    // blocks as 32-bit offsets from the ACK, as the TCP wire does).
+    h.set_sack(&blocks[..n_sack as usize]).map_err(|_| m)?;
     if hf & HF_ACCECN != 0 {
         h.accecn = Some(AccEcnOption {
             e0b: u24_at(b, at).ok_or(m)?,
@@ -300,13 +303,11 @@ mod tests {
     use l4s_core::packet::tcp_flags;
 
     fn sample() -> TcpHeader {
-        TcpHeader {
+        let mut h = TcpHeader {
             seq: 1 + (1 << 40),
             ack: 77,
             flags: tcp_flags::ACK | tcp_flags::AE | tcp_flags::ECE,
             payload_bytes: 0,
-            sack: [(100, 200), (300, 400), (500, 600)],
-            n_sack: 2,
             ts_val: Nanos(123_456_789),
             ts_ecr: Nanos(42),
             accecn: Some(AccEcnOption {
@@ -314,7 +315,10 @@ mod tests {
                 ceb: 0xFF_FFFF,
                 e1b: 7,
             }),
-        }
+            ..Default::default()
+        };
+        h.set_sack(&[(100, 200), (300, 400)]).expect("near the ack");
+        h
     }
 
     #[test]
@@ -332,12 +336,36 @@ mod tests {
         let Body::Segment(got, payload) = d.body else {
             panic!("not a segment")
         };
-        // The third SACK block is not sent (n_sack = 2).
-        let mut want = h;
-        want.sack[2] = (0, 0);
-        assert_eq!(got, want);
+        assert_eq!(got, h);
+        assert_eq!(
+            got.sack_blocks().collect::<Vec<_>>(),
+            [(100, 200), (300, 400)]
+        );
         assert!(check_pattern(payload, 5));
         assert!(!check_pattern(payload, 6));
+    }
+
+    #[test]
+    fn sack_block_far_from_the_ack_is_malformed() {
+        let mut buf = Vec::new();
+        encode_segment(&mut buf, 1, &sample(), |_| {});
+        let far = 77u64 + (1 << 31);
+        let mut bad = buf.clone();
+        bad[BASE_HEADER_BYTES..BASE_HEADER_BYTES + 8].copy_from_slice(&far.to_be_bytes());
+        bad[BASE_HEADER_BYTES + 8..BASE_HEADER_BYTES + 16].copy_from_slice(&far.to_be_bytes());
+        assert_eq!(decode(&bad), Err(Reject::Malformed));
+        // One byte nearer and it is a block like any other.
+        let mut ok = buf;
+        ok[BASE_HEADER_BYTES..BASE_HEADER_BYTES + 8].copy_from_slice(&(far - 1).to_be_bytes());
+        ok[BASE_HEADER_BYTES + 8..BASE_HEADER_BYTES + 16].copy_from_slice(&(far - 1).to_be_bytes());
+        let Ok(Decoded {
+            body: Body::Segment(h, _),
+            ..
+        }) = decode(&ok)
+        else {
+            panic!("in-range block refused")
+        };
+        assert_eq!(h.sack_block(0), (far - 1, far - 1));
     }
 
     #[test]

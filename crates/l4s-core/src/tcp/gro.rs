@@ -114,7 +114,7 @@ fn same_options(a: &TcpHeader, b: &TcpHeader) -> bool {
     ts_tick(a.ts_val) == ts_tick(b.ts_val)
         && ts_tick(a.ts_ecr) == ts_tick(b.ts_ecr)
         && a.n_sack == b.n_sack
-        && a.sack[..a.n_sack as usize] == b.sack[..b.n_sack as usize]
+        && a.sack_blocks().eq(b.sack_blocks())
         && a.accecn == b.accecn
 }
 

@@ -309,11 +309,13 @@ impl TcpReceiver {
         }
         let mut bytes = TCP_IP_HEADER_BYTES;
         if self.sack {
-            let n = self.sack_recent.len().min(3);
-            for i in 0..n {
-                h.sack[i] = self.sack_recent[i];
+            let mut n = self.sack_recent.len().min(3);
+            // Blocks lie above rcv_nxt within the flight, far inside the 2^31 bytes a header
+            // can carry; should a flight ever exceed that (rwnd_bytes beyond Linux's 2^30
+            // cap), send the blocks that fit, as a 32-bit wire would have to.
+            while h.set_sack(&self.sack_recent[..n]).is_err() {
+                n -= 1;
             }
-            h.n_sack = n as u8;
             if n > 0 {
                 // kind + length (2) + 8 per block, padded with 2 NOPs to a 4-byte multiple.
                 bytes += 4 + 8 * n as u32;

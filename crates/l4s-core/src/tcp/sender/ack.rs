@@ -165,16 +165,17 @@ impl TcpSender {
 
     /// `tcp_sacktag_write_queue`: tag the segments that this ACK's SACK blocks newly cover.
     fn sacktag_write_queue(&mut self, h: &TcpHeader, a: &mut AckState) {
-        let n = (h.n_sack as usize).min(3);
         let mut ranges = Ranges::default();
-        for &(start, end) in &h.sack[..n] {
+        for (start, end) in h.sack_blocks() {
             if end > self.snd_una.max(a.ack) && start < end {
                 // Only the parts not already tagged through last ACK's blocks.
                 subtract_ranges(start, end, &self.sack_cache, &mut ranges);
             }
         }
         self.sack_cache = [(0, 0); 3];
-        self.sack_cache[..n].copy_from_slice(&h.sack[..n]);
+        for (c, b) in self.sack_cache.iter_mut().zip(h.sack_blocks()) {
+            *c = b;
+        }
         for &(start, end) in ranges.as_slice() {
             self.sacktag_walk(start, end, a);
         }

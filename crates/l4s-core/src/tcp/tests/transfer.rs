@@ -188,7 +188,7 @@ fn out_of_order_data_is_acked_at_once_with_sack_blocks_most_recent_first() {
         assert_eq!(a.len(), 1);
         assert_eq!(a[0].ack, seq_of(1));
         assert_eq!(
-            a[0].sack[0],
+            a[0].sack_block(0),
             (seq_of(k), seq_of(k + 1)),
             "newest block first"
         );
@@ -201,7 +201,7 @@ fn out_of_order_data_is_acked_at_once_with_sack_blocks_most_recent_first() {
     let a = drain(&mut r, t);
     assert_eq!(a[0].n_sack, 3);
     assert_eq!(
-        a[0].sack,
+        a[0].sack_blocks().collect::<Vec<_>>(),
         [
             (seq_of(4), seq_of(6)),
             (seq_of(8), seq_of(9)),
@@ -215,7 +215,7 @@ fn out_of_order_data_is_acked_at_once_with_sack_blocks_most_recent_first() {
     assert_eq!(a[0].ack, seq_of(3));
     assert_eq!(a[0].n_sack, 2);
     assert_eq!(
-        a[0].sack[..2],
+        a[0].sack_blocks().collect::<Vec<_>>(),
         [(seq_of(4), seq_of(6)), (seq_of(8), seq_of(9))]
     );
     // A duplicate is acked at once.
