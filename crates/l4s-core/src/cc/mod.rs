@@ -61,19 +61,20 @@ pub enum CwndEvent {
 }
 
 /// The part of Linux `struct tcp_sock` a congestion control reads and writes. The TCP sender
-/// owns it and hands it to every hook, as the kernel hands `sk`.
+/// owns it and hands it to every hook, as the kernel hands `sk`. Laid out by hand (`repr(C)`)
+/// so that the hot fields share one cache line inside the sender (see `TcpSender`).
 #[derive(Clone, Debug)]
+#[repr(C)]
 pub struct CcState {
-    /// Sender maximum segment size (payload bytes).
-    pub mss: u32,
+    // The first 64 bytes: what the samples and every CC read on each ACK.
     /// Congestion window in packets (`tp->snd_cwnd`).
     pub snd_cwnd: u32,
     /// Slow-start threshold in packets (`tp->snd_ssthresh`); `u32::MAX` = infinite.
     pub snd_ssthresh: u32,
+    /// Sender maximum segment size (payload bytes).
+    pub mss: u32,
     /// Additive-increase counter (`tp->snd_cwnd_cnt`).
     pub snd_cwnd_cnt: u32,
-    /// Upper bound on cwnd (`tp->snd_cwnd_clamp`).
-    pub snd_cwnd_clamp: u32,
     /// Smoothed RTT (RFC 6298), zero before the first sample.
     pub srtt: Nanos,
     /// Minimum RTT seen (windowed min in Linux; lifetime min here unless the TCP model says otherwise).
@@ -82,30 +83,33 @@ pub struct CcState {
     pub delivered: u64,
     /// Of those, delivered with CE feedback (`tp->delivered_ce`).
     pub delivered_ce: u64,
-    /// Packets in flight now (`tcp_packets_in_flight`).
-    pub packets_in_flight: u32,
-    /// The window was fully used in the current window of data (`tp->is_cwnd_limited`), kept
-    /// by the sender at send time as Linux `tcp_cwnd_validate` does. After an ACK the
-    /// in-flight count is always below cwnd, so only this send-time record can tell.
-    pub is_cwnd_limited: bool,
-    /// Most packets out in the current window of data (`tp->max_packets_out`).
-    pub max_packets_out: u32,
-    /// The TCP sender paces by itself (`tcp_needs_internal_pacing`: no fq qdisc below it).
-    pub internal_pacing: bool,
-    /// No data waits to be sent for the first time (`tcp_write_queue_empty`).
-    pub write_queue_empty: bool,
-    /// Loss-recovery state (`inet_csk(sk)->icsk_ca_state`).
-    pub ca_state: CaState,
-    /// What the handshake negotiated.
-    pub ecn: EcnMode,
     /// Pacing rate the CC asks for in bits/s (`sk->sk_pacing_rate`); None = no pacing.
     pub pacing_rate_bps: Option<u64>,
-    /// The sender is application-limited (`tp->app_limited` non-zero).
-    pub app_limited: bool,
+    // Then the rest (field order is layout: `repr(C)`).
     /// Bytes sent but not yet acknowledged start here (`tp->snd_una`), next new byte (`tp->snd_nxt`).
     pub snd_una: u64,
     /// Next new byte to send (`tp->snd_nxt`).
     pub snd_nxt: u64,
+    /// Upper bound on cwnd (`tp->snd_cwnd_clamp`).
+    pub snd_cwnd_clamp: u32,
+    /// Packets in flight now (`tcp_packets_in_flight`).
+    pub packets_in_flight: u32,
+    /// Most packets out in the current window of data (`tp->max_packets_out`).
+    pub max_packets_out: u32,
+    /// The window was fully used in the current window of data (`tp->is_cwnd_limited`), kept
+    /// by the sender at send time as Linux `tcp_cwnd_validate` does. After an ACK the
+    /// in-flight count is always below cwnd, so only this send-time record can tell.
+    pub is_cwnd_limited: bool,
+    /// The TCP sender paces by itself (`tcp_needs_internal_pacing`: no fq qdisc below it).
+    pub internal_pacing: bool,
+    /// No data waits to be sent for the first time (`tcp_write_queue_empty`).
+    pub write_queue_empty: bool,
+    /// The sender is application-limited (`tp->app_limited` non-zero).
+    pub app_limited: bool,
+    /// Loss-recovery state (`inet_csk(sk)->icsk_ca_state`).
+    pub ca_state: CaState,
+    /// What the handshake negotiated.
+    pub ecn: EcnMode,
 }
 
 impl CcState {

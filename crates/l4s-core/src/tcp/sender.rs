@@ -103,33 +103,76 @@ impl Seg {
 
 /// TCP data sender: the handshake, the retransmission queue, loss recovery, ECN feedback and
 /// pacing, around one `CongestionControl`.
+///
+/// The fields are laid out by hand (`repr(C)`, 64-byte aligned) so that what every event
+/// touches sits in the first cache lines and the rarely read state after it: with thousands
+/// of flows each event meets a sender that is not in cache, and every extra line is a miss.
+#[repr(C, align(64))]
 pub struct TcpSender {
-    flow: u32,
-    cfg: TcpConfig,
+    // Cache line 0: what every ACK, every send and every sample (`stats`) reads.
     cc: Box<dyn CongestionControl>,
-    tp: CcState,
-    state: SndState,
-    requested_ecn: EcnMode,
-    next_id: u64,
-    // Handshake.
-    syn_deadline: Option<Nanos>,
-    syn_rto: Nanos,
-    syn_sent_at: Nanos,
-    syn_retransmitted: bool,
-    /// SYN retransmissions so far (Linux `icsk_retransmits` in SYN-SENT).
-    syn_retries: u32,
-    syn_pending: bool,
-    /// Third handshake ACK to send, with its AccECN ACE reflection.
-    handshake_ack: Option<u8>,
-    // Sequence space (bytes).
     snd_una: u64,
     snd_nxt: u64,
-    app_end: Option<u64>,
-    segs: VecDeque<Seg>,
+    sent_pkts: u64,
+    retransmits: u64,
+    lost_pkts: u64,
     packets_out: u32,
+    state: SndState,
+    /// `cfg.pacing`, copied here because every send, timer poll and sample reads it.
+    pacing: bool,
+    /// `fq.is_some()` and `tso.is_some()`, copied here (both are fixed at construction)
+    /// because every send and timer poll asks.
+    has_fq: bool,
+    has_tso: bool,
+    // Lines 1-2: the CC's view (its first 64 bytes are what `stats` and the CCs read most), then
+    // the timer state every event polls.
+    tp: CcState,
+    rto_deadline: Option<Nanos>,
+    last_now: Nanos,
+    // Lines 3-5: the rest of the per-ACK state: retransmission queue, counts, rate sampling, RTT.
+    segs: VecDeque<Seg>,
     sacked_out: u32,
     lost_out: u32,
     retrans_out: u32,
+    max_packets_out: u32,
+    /// Pacing: earliest departure of the next packet (`tp->tcp_wstamp_ns`).
+    wstamp: Nanos,
+    /// Recovery point (`tp->high_seq`).
+    high_seq: u64,
+    /// Tail loss probe: when the probe timer fires, the probe to send, the end of the
+    /// outstanding probe episode (`tp->tlp_high_seq`), whether the probe was a retransmission,
+    /// and the probe's send time and segment end (for marking the holes below it lost).
+    tlp_deadline: Option<Nanos>,
+    delivered_mstamp: Nanos,
+    first_tx_mstamp: Nanos,
+    /// `tp->app_limited`: delivered count at which the app-limited bubble ends (0 = none).
+    app_limited_until: u64,
+    ts_recent: Nanos,
+    /// AccECN s.cep: CE packets the peer has reported (+5), wrapping like ACE mod 8.
+    s_cep: u64,
+    cwnd_usage_seq: u64,
+    rtt: RttEstimator,
+    next_id: u64,
+    flow: u32,
+    ack_thinning: accecn::AckThinning,
+    /// Linux `tcp_cwnd_validate` state: was the window the limit when data was last sent,
+    /// the most packets out in this window, and the window's end.
+    is_cwnd_limited: bool,
+    tlp_pending: bool,
+    tlp_retrans: bool,
+    /// Classic ECN: put CWR on the next new data segment (`TCP_ECN_QUEUE_CWR`).
+    cwr_pending: bool,
+    // Then what only some configurations or events touch: the host models, the tail loss probe
+    // episode, recovery and SACK bookkeeping, the handshake, the configuration.
+    /// fq qdisc under the sender (`cfg.qdisc`): EDT holding queue and TSQ.
+    fq: Option<FqHost>,
+    /// TSO host: bursts and NIC spacing (`cfg.tso_nic_rate`).
+    tso: Option<super::tso::TsoHost>,
+    tlp_high_seq: Option<u64>,
+    tlp_probe: Option<(Nanos, u64)>,
+    prior_cwnd: u32,
+    prr_delivered: u32,
+    prr_out: u32,
     /// NewReno duplicate-ACK count standing in for `sacked_out` (`tcp_add_reno_sack`).
     reno_sacked: u32,
     /// End of the highest SACKed segment seen.
@@ -141,50 +184,20 @@ pub struct TcpSender {
     lost_mark_seq: u64,
     /// SACK blocks of the previous ACK: ranges already tagged (Linux `recv_sack_cache`).
     sack_cache: [(u64, u64); 3],
-    /// Recovery point (`tp->high_seq`).
-    high_seq: u64,
-    prior_cwnd: u32,
-    prr_delivered: u32,
-    prr_out: u32,
-    /// Classic ECN: put CWR on the next new data segment (`TCP_ECN_QUEUE_CWR`).
-    cwr_pending: bool,
-    /// AccECN s.cep: CE packets the peer has reported (+5), wrapping like ACE mod 8.
-    s_cep: u64,
-    ack_thinning: accecn::AckThinning,
-    rtt: RttEstimator,
-    rto_deadline: Option<Nanos>,
-    /// Tail loss probe: when the probe timer fires, the probe to send, the end of the
-    /// outstanding probe episode (`tp->tlp_high_seq`), whether the probe was a retransmission,
-    /// and the probe's send time and segment end (for marking the holes below it lost).
-    tlp_deadline: Option<Nanos>,
-    tlp_pending: bool,
-    tlp_high_seq: Option<u64>,
-    tlp_retrans: bool,
-    tlp_probe: Option<(Nanos, u64)>,
+    app_end: Option<u64>,
+    syn_deadline: Option<Nanos>,
+    syn_rto: Nanos,
+    syn_sent_at: Nanos,
+    /// SYN retransmissions so far (Linux `icsk_retransmits` in SYN-SENT).
+    syn_retries: u32,
+    syn_retransmitted: bool,
+    syn_pending: bool,
+    /// Third handshake ACK to send, with its AccECN ACE reflection.
+    requested_ecn: EcnMode,
+    handshake_ack: Option<u8>,
     tlp_probes: u64,
-    ts_recent: Nanos,
-    // Rate sampling (tcp_rate.c).
-    delivered_mstamp: Nanos,
-    first_tx_mstamp: Nanos,
-    /// `tp->app_limited`: delivered count at which the app-limited bubble ends (0 = none).
-    app_limited_until: u64,
-    /// Linux `tcp_cwnd_validate` state: was the window the limit when data was last sent,
-    /// the most packets out in this window, and the window's end.
-    is_cwnd_limited: bool,
-    max_packets_out: u32,
-    cwnd_usage_seq: u64,
-    /// Pacing: earliest departure of the next packet (`tp->tcp_wstamp_ns`).
-    wstamp: Nanos,
-    /// TSO host: bursts and NIC spacing (`cfg.tso_nic_rate`).
-    tso: Option<super::tso::TsoHost>,
-    /// fq qdisc under the sender (`cfg.qdisc`): EDT holding queue and TSQ.
-    fq: Option<FqHost>,
-    last_now: Nanos,
-    // Statistics.
-    sent_pkts: u64,
-    retransmits: u64,
-    lost_pkts: u64,
     rto_count: u64,
+    cfg: TcpConfig,
 }
 
 impl TcpSender {
@@ -210,6 +223,9 @@ impl TcpSender {
         let app_end = cfg.bytes.map(|b| DATA_SEQ_START + b);
         TcpSender {
             flow,
+            pacing: cfg.pacing,
+            has_fq: cfg.qdisc == HostQdisc::Fq,
+            has_tso: cfg.tso_nic_rate.is_some(),
             rtt: RttEstimator::new(cfg.min_rto, cfg.max_rto),
             cc,
             tp,
@@ -420,7 +436,7 @@ impl TcpSender {
         self.tp.app_limited = self.app_limited_until != 0;
         self.tp.is_cwnd_limited = self.is_cwnd_limited;
         self.tp.max_packets_out = self.max_packets_out;
-        self.tp.internal_pacing = self.cfg.pacing && self.fq.is_none();
+        self.tp.internal_pacing = self.pacing && !self.has_fq;
         self.tp.write_queue_empty = !self.new_data_available();
     }
 
@@ -460,12 +476,12 @@ impl TcpSender {
     }
 
     fn pacing_rate(&self) -> Option<u64> {
-        if !self.cfg.pacing {
+        if !self.pacing {
             return None;
         }
         match self.tp.pacing_rate_bps.filter(|&r| r > 0) {
             // fq paces every socket: without a CC rate, the one tcp_update_pacing_rate sets.
-            None if self.fq.is_some() => fq_pacing::tcp_update_pacing_rate(
+            None if self.has_fq => fq_pacing::tcp_update_pacing_rate(
                 self.tp.mss,
                 self.tp.snd_cwnd,
                 self.packets_out,
@@ -479,7 +495,7 @@ impl TcpSender {
     /// TCP itself waits for `wstamp` (internal pacing, or a TSO host's NIC spacing); under
     /// fq it never does: the segment waits in fq instead.
     fn send_gated(&self) -> bool {
-        (self.pacing_rate().is_some() || self.tso.is_some()) && self.fq.is_none()
+        (self.pacing_rate().is_some() || self.has_tso) && !self.has_fq
     }
 
     /// `tcp_pacing_check` without fq, `tcp_small_queue_check` (and, for a retransmission of
@@ -610,7 +626,7 @@ impl TcpSender {
         // runs (payload + headers)/payload faster than a rate computed on wire bytes.
         let prior = self.wstamp;
         self.wstamp = self.wstamp.max(now);
-        if self.tso.is_some() {
+        if self.has_tso {
             self.wstamp = self.tso_after_send(now, payload_bytes);
             return;
         }
@@ -872,7 +888,7 @@ impl Endpoint for TcpSender {
                 if let Some(ace) = self.handshake_ack.take() {
                     return Some(self.handshake_ack_packet(ace, now));
                 }
-                if self.fq.is_some() {
+                if self.has_fq {
                     return self.fq_xmit(now);
                 }
                 if self.tlp_pending {
@@ -898,7 +914,12 @@ impl Endpoint for TcpSender {
                 if self.send_gated() && self.wstamp > self.last_now && self.can_send_data() {
                     t = Some(t.map_or(self.wstamp, |r| r.min(self.wstamp)));
                 }
-                if let Some(d) = self.fq.as_ref().and_then(FqHost::next_departure) {
+                let fq_next = if self.has_fq {
+                    self.fq.as_ref().and_then(FqHost::next_departure)
+                } else {
+                    None
+                };
+                if let Some(d) = fq_next {
                     t = Some(t.map_or(d, |r| r.min(d)));
                 }
                 if let Some(stop) = self.cfg.stop {
@@ -978,6 +999,66 @@ impl Endpoint for TcpSender {
         match self.app_end {
             Some(end) => self.state == SndState::Established && self.snd_una >= end,
             None => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod layout_tests {
+    use super::*;
+    use std::mem::{align_of, offset_of, size_of};
+
+    /// What `stats` and every event read must stay in the sender's first cache line and the
+    /// first 64 bytes of the CC state right behind it (two lines per sample instead of five).
+    #[test]
+    fn hot_fields_stay_in_the_first_cache_lines() {
+        assert_eq!(align_of::<TcpSender>(), 64);
+        for end in [
+            offset_of!(TcpSender, cc) + size_of::<Box<dyn CongestionControl>>(),
+            offset_of!(TcpSender, snd_una) + 8,
+            offset_of!(TcpSender, snd_nxt) + 8,
+            offset_of!(TcpSender, sent_pkts) + 8,
+            offset_of!(TcpSender, retransmits) + 8,
+            offset_of!(TcpSender, lost_pkts) + 8,
+            offset_of!(TcpSender, packets_out) + 4,
+            offset_of!(TcpSender, state) + 1,
+            offset_of!(TcpSender, pacing) + 1,
+            offset_of!(TcpSender, has_fq) + 1,
+            offset_of!(TcpSender, has_tso) + 1,
+        ] {
+            assert!(end <= 64, "a line-0 field ends at byte {end}");
+        }
+        assert_eq!(offset_of!(TcpSender, tp), 64);
+        for end in [
+            offset_of!(CcState, snd_cwnd) + 4,
+            offset_of!(CcState, snd_ssthresh) + 4,
+            offset_of!(CcState, mss) + 4,
+            offset_of!(CcState, srtt) + 8,
+            offset_of!(CcState, delivered_ce) + 8,
+            offset_of!(CcState, pacing_rate_bps) + size_of::<Option<u64>>(),
+        ] {
+            assert!(end <= 64, "a hot CcState field ends at byte {end}");
+        }
+    }
+
+    /// The copies kept in line 0 agree with what they copy.
+    #[test]
+    fn hot_copies_match_the_configuration() {
+        for (qdisc, tso) in [
+            (HostQdisc::None, None),
+            (HostQdisc::Fq, None),
+            (HostQdisc::None, Some(crate::time::Rate::from_mbps(1000))),
+        ] {
+            let cfg = TcpConfig {
+                qdisc,
+                tso_nic_rate: tso,
+                pacing: qdisc == HostQdisc::None,
+                ..Default::default()
+            };
+            let s = TcpSender::new(0, cfg.clone(), Box::new(crate::cc::reno::Reno::default()));
+            assert_eq!(s.has_fq, s.fq.is_some());
+            assert_eq!(s.has_tso, s.tso.is_some());
+            assert_eq!(s.pacing, cfg.pacing);
         }
     }
 }
