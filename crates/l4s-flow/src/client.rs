@@ -256,7 +256,7 @@ pub fn run(o: &ClientOpts, emu: &EmuEnv) -> Result<serde_json::Value, FlowError>
             sock,
             peer,
             flow_name: format!("udp {la}>{peer}"),
-            sender: ends.sender,
+            sender: Box::new(ends.sender),
             l4s: ends.l4s,
             phase: Phase::Sending,
             pending: None,

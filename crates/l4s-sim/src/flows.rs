@@ -14,18 +14,69 @@ use l4s_core::cc::{by_name_with, prague::CwndMode, CcParams, EcnMode};
 use l4s_core::tcp::fq_pacing::HostQdisc;
 use l4s_core::tcp::gro::{GroConfig, GroReceiver};
 use l4s_core::tcp::{TcpConfig, TcpReceiver, TcpSender};
-use l4s_core::{Ecn, Endpoint, Rng};
+use l4s_core::{Ecn, Endpoint, FlowStats, Nanos, Packet, Rng};
 
 /// Allowed `cc` values.
 pub const CC_NAMES: &str = "prague, dctcp, reno, cubic, bbr1, bbr3, cbr";
 const TCP_CCS: [&str; 6] = ["prague", "dctcp", "reno", "cubic", "bbr1", "bbr3"];
 
+/// A flow's sender, stored inline when it is TCP. With thousands of flows the simulator's
+/// per-event working set is the flows' state; a `Box<dyn Endpoint>` adds a dependent cache
+/// miss (slot, then object) on every event and every per-flow sample.
+// The TCP variant is meant to be large: it is the point of storing it inline.
+#[allow(clippy::large_enum_variant)]
+pub enum SimSender {
+    /// A TCP sender, inline.
+    Tcp(TcpSender),
+    /// Any other endpoint (the CBR source, test doubles).
+    Dyn(Box<dyn Endpoint>),
+}
+
+/// A flow's receiver, stored inline when it is TCP (with or without GRO); see [`SimSender`].
+#[allow(clippy::large_enum_variant)]
+pub enum SimReceiver {
+    /// A TCP receiver, inline.
+    Tcp(TcpReceiver),
+    /// A TCP receiver behind NIC moderation and GRO, inline.
+    Gro(GroReceiver),
+    /// Any other endpoint (the CBR sink, test doubles).
+    Dyn(Box<dyn Endpoint>),
+}
+
+/// Forward every `Endpoint` method to the variant: static calls instead of a vtable.
+macro_rules! forward_endpoint {
+    ($t:ty, $($v:ident),+) => {
+        impl Endpoint for $t {
+            fn handle_packet(&mut self, pkt: Packet, now: Nanos) {
+                match self { $(Self::$v(e) => e.handle_packet(pkt, now)),+ }
+            }
+            fn poll_transmit(&mut self, now: Nanos) -> Option<Packet> {
+                match self { $(Self::$v(e) => e.poll_transmit(now)),+ }
+            }
+            fn poll_timeout(&self) -> Option<Nanos> {
+                match self { $(Self::$v(e) => e.poll_timeout()),+ }
+            }
+            fn handle_timeout(&mut self, now: Nanos) {
+                match self { $(Self::$v(e) => e.handle_timeout(now)),+ }
+            }
+            fn stats(&self) -> FlowStats {
+                match self { $(Self::$v(e) => e.stats()),+ }
+            }
+            fn is_done(&self) -> bool {
+                match self { $(Self::$v(e) => e.is_done()),+ }
+            }
+        }
+    };
+}
+forward_endpoint!(SimSender, Tcp, Dyn);
+forward_endpoint!(SimReceiver, Tcp, Gro, Dyn);
+
 /// The two ends of one flow plus what the recorders need to know about it.
 pub struct FlowEnds {
     /// Sends data (a TCP sender or a CBR source).
-    pub sender: Box<dyn Endpoint>,
+    pub sender: SimSender,
     /// Answers it (a TCP receiver or a CBR sink).
-    pub receiver: Box<dyn Endpoint>,
+    pub receiver: SimReceiver,
     /// Packets of this flow carry ECT(1) ("L4S") — else "Classic".
     pub l4s: bool,
 }
@@ -289,8 +340,8 @@ pub fn build_flow(i: usize, id: u32, fl: &FlowConfig, seed: u64) -> Result<FlowE
             )
         })?;
         return Ok(FlowEnds {
-            sender: Box::new(src),
-            receiver: Box::new(CbrSink::new()),
+            sender: SimSender::Dyn(Box::new(src)),
+            receiver: SimReceiver::Dyn(Box::new(CbrSink::new())),
             l4s,
         });
     }
@@ -312,10 +363,10 @@ pub fn build_flow(i: usize, id: u32, fl: &FlowConfig, seed: u64) -> Result<FlowE
         ..cfg.clone()
     };
     Ok(FlowEnds {
-        sender: Box::new(TcpSender::new(id, cfg, cc)),
+        sender: SimSender::Tcp(TcpSender::new(id, cfg, cc)),
         receiver: match gro_config(fl) {
-            Some(g) => Box::new(GroReceiver::new(TcpReceiver::new(id, &rcv_cfg), g)),
-            None => Box::new(TcpReceiver::new(id, &rcv_cfg)),
+            Some(g) => SimReceiver::Gro(GroReceiver::new(TcpReceiver::new(id, &rcv_cfg), g)),
+            None => SimReceiver::Tcp(TcpReceiver::new(id, &rcv_cfg)),
         },
         l4s,
     })

@@ -14,7 +14,7 @@
 use crate::aqm_config::AqmConfig;
 use crate::engine::{DelayLine, EventQueue, Kind, PacketSlab, TimerSlots};
 use crate::error::SimError;
-use crate::flows::{build_flow, FlowEnds};
+use crate::flows::{build_flow, FlowEnds, SimReceiver, SimSender};
 use crate::recorder::{Recorder, SummaryCtx};
 use crate::results::{RunResults, Totals};
 use crate::scenario::{FlowConfig, LinkConfig, LinkModelKind, Scenario};
@@ -30,8 +30,8 @@ use std::collections::VecDeque;
 const LIVELOCK_LIMIT: u32 = 1_000_000;
 
 struct Flow {
-    sender: Box<dyn Endpoint>,
-    receiver: Box<dyn Endpoint>,
+    sender: SimSender,
+    receiver: SimReceiver,
     fwd_delay: Nanos,
     rev_delay: Nanos,
     fwd: DelayLine,
@@ -737,7 +737,7 @@ mod tests {
         )
         .unwrap();
         let mut w = World::new(&s).unwrap();
-        w.flows[0].sender = Box::new(Stuck);
+        w.flows[0].sender = SimSender::Dyn(Box::new(Stuck));
         let e = w.run(&s).unwrap_err().to_string();
         assert!(e.contains("flow 0 sender") && e.contains("5ms"), "{e}");
     }
