@@ -437,6 +437,7 @@ impl TcpSender {
         self.tp.is_cwnd_limited = self.is_cwnd_limited;
         self.tp.max_packets_out = self.max_packets_out;
         self.tp.internal_pacing = self.pacing && !self.has_fq;
+        self.tp.fq_paced = self.has_fq;
         self.tp.write_queue_empty = !self.new_data_available();
     }
 
