@@ -85,7 +85,7 @@ ecn = "l4s"
 {chr(10).join(a.flow0 or [])}
 [[flows]]
 cc = "cubic"
-rtt = "{rtt}ms"
+rtt = "{round(rtt + a.cubic_rtt_offset, 6)}ms"
 ecn = "none"
 {chr(10).join(a.flow1 or [])}
 """
@@ -152,6 +152,8 @@ def decompose(out: Path, k: float) -> dict:
         "soj_C_ms": soj[1],
         "rho_P": rho[0],
         "rho_C": rho[1],
+        # L packets that waited more than the 1 ms step threshold (the phase probe at 10 Mb/s)
+        "l_over_1ms": float((lq.sojourn_ms > 1.0).mean()),
         "step_share": ac.get("step_marks", 0) / max(ac.get("marked_l", 0), 1),
         "util": summ["link"]["utilisation"],
     }
@@ -228,6 +230,9 @@ def main() -> None:
     ap.add_argument("--warmup", type=float, default=5)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--k", type=float, default=2.0, help="DualPI2 coupling factor (default 2)")
+    ap.add_argument(
+        "--cubic-rtt-offset", type=float, default=0.0, help="ms added to Cubic's base RTT"
+    )
     ap.add_argument("--link", action="append", help='extra [link] key, e.g. jitter = "50us"')
     ap.add_argument("--flow0", action="append", help="extra key for the L4S flow")
     ap.add_argument("--flow1", action="append", help="extra key for the Cubic flow")
@@ -253,6 +258,7 @@ def main() -> None:
             "seeds": a.seeds,
             "duration": a.duration,
             "link": a.link,
+            "cubic_rtt_offset": a.cubic_rtt_offset,
         }
         ratios = [r["ratio"] for r in runs]
         row["ratio"] = statistics.mean(ratios)
