@@ -91,6 +91,30 @@ ecn = "none"
 """
 
 
+def phase_probe(pk: pd.DataFrame, lq: pd.DataFrame, rate_mbps: float) -> dict:
+    """Where L packets arrive within the service of the packet on the link.
+
+    An L packet's arrival is its dequeue time minus its sojourn; the service under way then
+    started at the latest dequeue (of any packet) at or before it. With 1500-B packets on a
+    busy constant-rate link every service lasts s = 12000 b / rate, so the arrival phase
+    (arrival − service start) in [0, s) sets how long the L packet waits behind a C packet.
+    Returns the shares of L arrivals in 12 equal phase bins of s, and of L sojourns in 0.2 ms
+    bins up to 1.2 ms (the last bin: above).
+    """
+    ser_ms = 12000 / (rate_mbps * 1e3)
+    deq = np.sort(pk[pk.verdict != "dropped"].t_s.to_numpy())
+    arr = (lq.t_s - lq.sojourn_ms / 1e3).to_numpy()
+    i = np.clip(np.searchsorted(deq, arr, side="right") - 1, 0, None)
+    ph = (arr - deq[i]) * 1e3
+    n = max(len(arr), 1)
+    ph_h, _ = np.histogram(ph, bins=np.linspace(0, ser_ms, 13))
+    soj_h, _ = np.histogram(lq.sojourn_ms, bins=[0, 0.2, 0.4, 0.6, 0.8, 1.0, 1.2, np.inf])
+    return {
+        "l_phase_hist": [float(x) / n for x in ph_h],
+        "l_soj_hist": [float(x) / n for x in soj_h],
+    }
+
+
 def decompose(out: Path, k: float) -> dict:
     """The factors of one run from its output directory."""
     summ = json.loads((out / "summary.json").read_text())
@@ -154,6 +178,7 @@ def decompose(out: Path, k: float) -> dict:
         "rho_C": rho[1],
         # L packets that waited more than the 1 ms step threshold (the phase probe at 10 Mb/s)
         "l_over_1ms": float((lq.sojourn_ms > 1.0).mean()),
+        **phase_probe(pk, lq, summ["link"]["capacity_mbps"]),
         "step_share": ac.get("step_marks", 0) / max(ac.get("marked_l", 0), 1),
         "util": summ["link"]["utilisation"],
     }
@@ -268,6 +293,9 @@ def main() -> None:
             if key == "ratio":
                 continue
             xs = [r[key] for r in runs]
+            if isinstance(xs[0], list):
+                row[key] = [statistics.mean(v) for v in zip(*xs, strict=True)]
+                continue
             if key in dict(FACTORS) and all(x > 0 for x in xs):
                 row[key] = gmean(xs)
             else:
