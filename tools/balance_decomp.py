@@ -169,6 +169,9 @@ def decompose(out: Path, k: float) -> dict:
         "E_t_p": e_t1,
         "E_t_p2": e_t2,
         "var_ratio": e_t2 / e_t1**2,
+        # W·√p of RFC 9438 §5.1's average CUBIC window at this srtt and p_C (C = 0.4,
+        # β = 0.7), or the Reno-friendly 1.22 where that is larger.
+        "c_C_cubic": max(1.22, 1.054 * rtt[1] ** 0.75 * p_c**-0.25),
         "srtt_P_ms": rtt[0] * 1e3,
         "srtt_C_ms": rtt[1] * 1e3,
         "rtt_base_soj_ratio": (base[1] + soj[1]) / (base[0] + soj[0]),
@@ -195,11 +198,13 @@ def run_one(binary: str, text: str, seed: int, k: float) -> dict:
         p = Path(d) / "s.toml"
         p.write_text(text)
         out = Path(d) / "out"
-        subprocess.run(
+        r = subprocess.run(
             [binary, "run", str(p), "-o", str(out), "--seed", str(seed)],
-            check=True,
             capture_output=True,
+            text=True,
         )
+        if r.returncode != 0:
+            raise SystemExit(f"balance_decomp: seed {seed}: {r.stderr.strip()}")
         return decompose(out, k)
 
 
@@ -211,32 +216,26 @@ def gmean(xs: list[float]) -> float:
 def table(path: Path) -> None:
     """Print the cells of a JSON-lines file (this tool's output) as a Markdown table."""
     rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
-    cols = [
-        "ratio",
-        "c_P",
-        "c_C",
-        "f_mark",
-        "f_Lw",
-        "f_var",
-        "f_Cw",
-        "f_drop",
-        "rtt_ratio",
-        "rho_ratio",
-    ]
     print(
-        "| rate, RTT | ratio ± CI | W_P·p_L | W_C·√p_C | f_mark | f_Lw | f_var | f_Cw | f_drop "
-        "| RTT_C/RTT_P | ρ_P/ρ_C | E[p′²]/E[p′]² | srtt P / C (ms) | p_L | p_C | step |"
+        "| cell | ratio ± CI (geo. mean) | W_P·p_L | W_C·√p_C (Cubic law) | f_mark·f_Lw "
+        "| f_Cw·f_drop | f_var (E[p′²]/E[p′]²) | RTT_C/RTT_P (srtt ms) | ρ_P/ρ_C | product |"
     )
-    print("|" + "---|" * 16)
+    print("|" + "---|" * 10)
     for r in rows:
-        cells = [f"{r['rate']:g} Mb/s, {r['rtt']:g} ms", f"{r['ratio']:.2f} ± {r['ratio_ci']:.2f}"]
-        cells += [f"{r[c]:.3f}" for c in cols[1:]]
-        cells += [
-            f"{r['var_ratio']:.2f}",
-            f"{r['srtt_P_ms']:.1f} / {r['srtt_C_ms']:.1f}",
-            f"{r['p_L']:.4f}",
-            f"{r['p_C']:.5f}",
-            f"{r['step_share']:.2f}",
+        prod = r["c_P"] / r["c_C"] / 2
+        for name, _ in FACTORS[2:]:
+            prod *= r[name]
+        cells = [
+            f"{r['rate']:g} Mb/s, {r['rtt']:g} ms",
+            f"{r['ratio']:.2f} ± {r['ratio_ci']:.2f} ({r['ratio_gmean']:.2f})",
+            f"{r['c_P']:.2f}",
+            f"{r['c_C']:.2f} ({r['c_C_cubic']:.2f})",
+            f"{r['f_mark'] * r['f_Lw']:.3f}",
+            f"{r['f_Cw'] * r['f_drop']:.3f}",
+            f"{r['f_var']:.3f} ({r['var_ratio']:.2f})",
+            f"{r['rtt_ratio']:.2f} ({r['srtt_P_ms']:.1f} / {r['srtt_C_ms']:.1f})",
+            f"{r['rho_ratio']:.3f}",
+            f"{prod:.2f}",
         ]
         print("| " + " | ".join(cells) + " |")
 
