@@ -28,6 +28,15 @@ updates, read from the 1 ms samples). The identity holds exactly per seed; a cel
 geometric mean of every factor over seeds (so the product still holds) and the arithmetic mean
 ± 95 % CI of the ratio as the grid does.
 
+Each run also reports a phase probe (`l_phase_hist`: where each L packet arrived within the
+service under way, in 12 bins of one 1500-B serialisation time; `l_soj_hist`: L sojourns in
+0.2 ms bins), which locates the 10 Mb/s RTT cliff (FIDELITY.md).
+
+    .venv/bin/python tools/balance_decomp.py [--rates 50,100,200 --rtts 10,25,40,80]
+        [--points 10:25.25,...] [--profile mainline|l4steam] [--seeds 10 --duration 60]
+        [--link 'jitter = "200us"'] [--cubic-rtt-offset -13.5] > cells.jsonl
+    .venv/bin/python tools/balance_decomp.py --table cells.jsonl
+
 Not part of `make test`. Needs numpy and pandas (the project's pinned .venv).
 """
 
@@ -47,7 +56,6 @@ import pandas as pd
 from fidelity_grid import half_width
 
 MSS = 1448  # payload bytes per segment (the simulator's default mss)
-SAMPLE = 0.001  # sample interval (s)
 
 # Factors in the order of the identity, with their design value (RFC 9332 §2.1 balance).
 FACTORS = [
