@@ -9,7 +9,8 @@
 //! the target is recomputed at most every 1/32 s unless cwnd changed. HyStart (Linux default
 //! on, both detectors): a round starts on the first RTT sample with snd_una past `end_seq`
 //! (in `hystart_update`, for any window); ACK-train (ACKs ≤ 2 ms apart spanning more than
-//! `(delay_min + hystart_ack_delay)/2` since the round start — the un-paced threshold, with
+//! `(delay_min + hystart_ack_delay)/2` since the round start — not halved when fq paces
+//! the flow (`sk_pacing_status` = `SK_PACING_FQ`), with
 //! `hystart_ack_delay` = min(1 ms, 4·64 KiB / Linux's default pacing rate)) and delay increase
 //! (minimum of the first 8 RTT samples of a round above `delay_min + clamp(delay_min/8, 4 ms,
 //! 16 ms)`), only for cwnd ≥ 16 (`hystart_low_window`); on detection ssthresh = cwnd. RTT samples in the first second after
@@ -247,9 +248,13 @@ impl Cubic {
         if let Some(round_start) = self.round_start {
             if now.saturating_sub(self.last_ack) <= HYSTART_ACK_DELTA {
                 self.last_ack = now;
-                // Not paced (SK_PACING_NONE): the train must span more than
-                // (delay_min + hystart_ack_delay)/2.
-                let threshold = Nanos((self.delay_min + Self::hystart_ack_delay(tp)).as_ns() / 2);
+                // Pacing may have delayed packets by up to RTT/2 in slow start, so only an
+                // unpaced socket (SK_PACING_NONE) halves delay_min + hystart_ack_delay. CUBIC
+                // never asks for internal pacing (SK_PACING_NEEDED); only fq paces it.
+                let mut threshold = self.delay_min + Self::hystart_ack_delay(tp);
+                if !tp.fq_paced {
+                    threshold = Nanos(threshold.as_ns() / 2);
+                }
                 if now.saturating_sub(round_start) > threshold {
                     self.found = true;
                     tp.snd_ssthresh = tp.snd_cwnd;
@@ -577,6 +582,31 @@ mod tests {
             let ack = sample(t0 + Nanos::from_us(500 * k), rtt);
             cc.pkts_acked(&mut tp, &ack);
             assert_eq!(cc.found, k == 12, "k = {k}");
+            if cc.found {
+                break;
+            }
+            cc.cong_avoid(&mut tp, &ack);
+            tp.snd_una += 1448;
+        }
+        assert_eq!(tp.snd_ssthresh, tp.snd_cwnd);
+    }
+
+    #[test]
+    fn hystart_ack_train_threshold_is_not_halved_under_fq() {
+        // fq_classify sets SK_PACING_FQ, so hystart_update keeps threshold = delay_min +
+        // hystart_ack_delay = 10 + 1 = 11 ms. ACKs every 0.5 ms from the round start t0: the
+        // 22nd (t0 + 11 ms) is not past it, the 23rd (t0 + 11.5 ms) is. Unpaced, the 12th
+        // would fire (previous test).
+        let (mut cc, mut tp) = hystart_setup();
+        tp.fq_paced = true;
+        // Keep the round open for all 24 ACKs: it ends once snd_una passes end_seq = snd_nxt.
+        tp.snd_nxt = 80 * 1448;
+        let t0 = Nanos::from_secs(1);
+        let rtt = Nanos::from_ms(10);
+        for k in 0..=23u64 {
+            let ack = sample(t0 + Nanos::from_us(500 * k), rtt);
+            cc.pkts_acked(&mut tp, &ack);
+            assert_eq!(cc.found, k == 23, "k = {k}");
             if cc.found {
                 break;
             }

@@ -92,6 +92,8 @@ pub struct CcState {
     pub max_packets_out: u32,
     /// The TCP sender paces by itself (`tcp_needs_internal_pacing`: no fq qdisc below it).
     pub internal_pacing: bool,
+    /// An fq qdisc paces the flow (`sk_pacing_status == SK_PACING_FQ`, set by `fq_classify`).
+    pub fq_paced: bool,
     /// No data waits to be sent for the first time (`tcp_write_queue_empty`).
     pub write_queue_empty: bool,
     /// Loss-recovery state (`inet_csk(sk)->icsk_ca_state`).
@@ -125,6 +127,7 @@ impl CcState {
             is_cwnd_limited: false,
             max_packets_out: 0,
             internal_pacing: false,
+            fq_paced: false,
             write_queue_empty: true,
             ca_state: CaState::Open,
             ecn: EcnMode::None,

@@ -1,5 +1,6 @@
 //! Round-trip time estimation and retransmission timeout (RFC 6298 §2, §5.5–5.7).
-//! srtt/rttvar updated with α = 1/8, β = 1/4 in integer nanoseconds; RTO with binary backoff.
+//! srtt/rttvar updated with α = 1/8, β = 1/4 in integer nanoseconds; RTO = srtt + max(4·rttvar,
+//! min_rto) as Linux `tcp_rtt_estimator`/`__tcp_set_rto` floor it, with binary backoff.
 
 use crate::time::Nanos;
 
@@ -71,15 +72,22 @@ impl RttEstimator {
         self.backoff
     }
 
-    /// RTO without backoff: srtt + max(G, 4·rttvar) clamped to [min_rto, max_rto]
-    /// (RFC 6298 §2.2–2.5); 1 s before the first sample.
+    /// RTO without backoff: srtt + max(G, 4·rttvar, min_rto), at most max_rto; 1 s (at least
+    /// min_rto) before the first sample. Linux floors the variance term, not the sum
+    /// (`tcp_rtt_estimator`: `rttvar_us` ≥ `mdev_max_us` ≥ `tcp_rto_min_us`; `__tcp_set_rto`
+    /// = srtt + rttvar_us), so the timer never fires within min_rto of one srtt; RFC 6298
+    /// §2.4's max(min_rto, srtt + 4·rttvar) would fire during every fast recovery once srtt
+    /// approaches min_rto.
     pub fn base_rto(&self) -> Nanos {
         let rto = if self.has_sample {
-            self.srtt + CLOCK_GRANULARITY.max(Nanos(4 * self.rttvar.0))
+            self.srtt
+                + CLOCK_GRANULARITY
+                    .max(Nanos(4 * self.rttvar.0))
+                    .max(self.min_rto)
         } else {
-            INITIAL_RTO
+            INITIAL_RTO.max(self.min_rto)
         };
-        rto.max(self.min_rto).min(self.max_rto)
+        rto.min(self.max_rto)
     }
 
     /// The timer to arm now: base RTO doubled per backoff step, at most max_rto.
@@ -125,9 +133,10 @@ mod tests {
     #[test]
     fn min_rto_and_granularity_apply() {
         let mut e = est();
-        // R = 10 ms: srtt + 4·rttvar = 10 + 20 = 30 ms < min_rto -> 200 ms.
+        // R = 10 ms: 4·rttvar = 20 ms < min_rto, so RTO = srtt + min_rto = 210 ms (Linux
+        // floors rttvar_us at tcp_rto_min; RFC 6298 §2.4 would give max(200, 30) = 200 ms).
         e.on_sample(Nanos::from_ms(10));
-        assert_eq!(e.rto(), Nanos::from_ms(200));
+        assert_eq!(e.rto(), Nanos::from_ms(210));
         // Many identical samples drive rttvar to 0: RTO = srtt + G, still floored at min_rto.
         let mut e = RttEstimator::new(Nanos::ZERO, Nanos::from_secs(120));
         for _ in 0..200 {
@@ -151,7 +160,21 @@ mod tests {
         assert_eq!(e.rto(), Nanos::from_secs(120));
         e.on_sample(Nanos::from_ms(100));
         assert_eq!(e.backoff(), 0);
-        // rttvar = 3/4·50 + 0 = 37.5; RTO = 100 + 150 = 250 ms.
-        assert_eq!(e.rto(), Nanos::from_ms(250));
+        // rttvar = 3/4·50 + 0 = 37.5; 4·rttvar = 150 < min_rto: RTO = 100 + 200 = 300 ms.
+        assert_eq!(e.rto(), Nanos::from_ms(300));
+    }
+
+    #[test]
+    fn rto_stays_min_rto_above_srtt_at_long_rtt() {
+        // 200 identical samples of 200 ms drive rttvar to 0. Linux keeps rttvar_us ≥
+        // tcp_rto_min (200 ms), so RTO = 200 + 200 = 400 ms. RFC 6298's max(min_rto, srtt +
+        // max(G, 4·rttvar)) gives 201 ms: one srtt, so the timer fired before the fast
+        // retransmission of a single drop could be acknowledged.
+        let mut e = est();
+        for _ in 0..200 {
+            e.on_sample(Nanos::from_ms(200));
+        }
+        assert_eq!(e.rttvar(), Nanos::ZERO);
+        assert_eq!(e.rto(), Nanos::from_ms(400));
     }
 }

@@ -421,6 +421,7 @@ impl TcpSender {
         self.tp.is_cwnd_limited = self.is_cwnd_limited;
         self.tp.max_packets_out = self.max_packets_out;
         self.tp.internal_pacing = self.cfg.pacing && self.fq.is_none();
+        self.tp.fq_paced = self.fq.is_some();
         self.tp.write_queue_empty = !self.new_data_available();
     }
 

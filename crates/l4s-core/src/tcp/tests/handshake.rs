@@ -161,9 +161,9 @@ fn sender_takes_accecn_synack_and_reflects_it_in_first_ack() {
     assert_eq!(d.tcp().unwrap().ace(), 0b101);
     assert_eq!(d.bytes, 1448 + TCP_IP_HEADER_BYTES);
     assert_eq!(d.bytes, 1500);
-    // SYN RTT sample: 30 ms -> RTO = 30 + 4·15 = 90 ms, floored to min_rto 200 ms.
+    // SYN RTT sample: 30 ms -> 4·rttvar = 60 ms, floored to min_rto: RTO = 30 + 200 ms.
     assert_eq!(s.cc_state().srtt, Nanos::from_ms(30));
-    assert_eq!(s.rto(), Nanos::from_ms(200));
+    assert_eq!(s.rto(), Nanos::from_ms(230));
 }
 
 #[test]

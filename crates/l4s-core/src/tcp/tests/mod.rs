@@ -17,6 +17,7 @@ use crate::Endpoint;
 const MSS: u64 = 1448;
 
 mod accecn_feedback;
+mod cubic_frozen;
 mod ecn;
 mod every_cc;
 mod fq_pacing;

@@ -81,9 +81,9 @@ fn rto_recovers_go_back_n_in_slow_start() {
 fn tail_loss_probe_repairs_a_lost_tail_without_rto() {
     // 20 segments over a 100 ms RTT; the last two (18, 19) are lost. Segments 10..19 leave
     // at 200 ms; the ACK for 17 arrives at 300 ms with 2 packets out, so the probe timer is
-    // min(2·srtt + 2 ms, RTO) = min(202, 200) ms (srtt 100 ms, RTO floored at min_rto):
-    // the probe (a retransmission of 19, no new data) leaves at 500 ms; its SACK at 600 ms
-    // shows 18, sent before it, lost: fast recovery resends 18 at 600 ms, acked at 700 ms.
+    // min(2·srtt + 2 ms, RTO) = min(202, 300) ms (srtt 100 ms, RTO = srtt + min_rto):
+    // the probe (a retransmission of 19, no new data) leaves at 502 ms; its SACK at 602 ms
+    // shows 18, sent before it, lost: fast recovery resends 18 at 602 ms, acked at 702 ms.
     let (cc, log) = Probe::boxed(false);
     let mut s = TcpSender::new(0, sized(20 * MSS), cc);
     let mut r = TcpReceiver::new(0, &TcpConfig::default());
@@ -102,12 +102,12 @@ fn tail_loss_probe_repairs_a_lost_tail_without_rto() {
         .filter(|d| d.h().seq >= seq_of(18))
         .map(|d| ((d.h().seq - 1) / MSS, d.t.as_ns() / 1_000_000))
         .collect();
-    assert_eq!(tx, vec![(18, 200), (19, 200), (19, 500), (18, 600)]);
-    assert_eq!(done_at, Some(Nanos::from_ms(700)));
+    assert_eq!(tx, vec![(18, 200), (19, 200), (19, 502), (18, 602)]);
+    assert_eq!(done_at, Some(Nanos::from_ms(702)));
     let log = log.lock().unwrap();
     assert_eq!(log.ssthresh_calls, 1);
     assert!(log.states.contains(&CaState::Recovery));
-    // Without the probe the same losses wait for the RTO (500 ms) and restart from cwnd 1.
+    // Without the probe the same losses wait for the RTO (600 ms) and restart from cwnd 1.
     let (cc, _log) = Probe::boxed(false);
     let cfg = TcpConfig {
         tlp: false,

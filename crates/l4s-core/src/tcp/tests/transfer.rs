@@ -74,11 +74,12 @@ fn rtt_samples_follow_rfc6298_end_to_end() {
     let mut pipe = Pipe::new(Nanos::from_ms(50));
     pipe.run(&mut s, &mut r, Nanos::from_secs(5), |_, _| {});
     // Two samples of 100 ms (SYN, one data segment): srtt = 100, rttvar = 3/4·50 = 37.5 ms,
-    // RTO = 100 + 150 = 250 ms.
+    // 4·rttvar = 150 ms < min_rto, so RTO = 100 + 200 = 300 ms (Linux floors rttvar_us at
+    // tcp_rto_min).
     let e = s.rtt_estimator();
     assert_eq!(e.srtt(), Nanos::from_ms(100));
     assert_eq!(e.rttvar(), Nanos::from_us(37_500));
-    assert_eq!(s.rto(), Nanos::from_ms(250));
+    assert_eq!(s.rto(), Nanos::from_ms(300));
     assert_eq!(s.cc_state().min_rtt, Nanos::from_ms(100));
 }
 
