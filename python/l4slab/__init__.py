@@ -25,10 +25,18 @@ except PackageNotFoundError:  # running from a source tree without an install
 from l4slab._core import ScenarioError  # noqa: E402
 from l4slab.results import RunData, load, load_run  # noqa: E402
 from l4slab.runner import run, validate  # noqa: E402
-from l4slab.sweeps import SweepData, SweepResult, derive_seed, load_sweep, sweep  # noqa: E402
+from l4slab.sweeps import (  # noqa: E402
+    SweepData,
+    SweepFailed,
+    SweepResult,
+    derive_seed,
+    load_sweep,
+    sweep,
+)
 from l4slab.validation import compare_runs as compare  # noqa: E402
 from l4slab.validation import validate_groups  # noqa: E402
 
-__all__ = ["__version__", "ScenarioError", "RunData", "SweepData", "SweepResult", "run",
+__all__ = ["__version__", "ScenarioError", "RunData", "SweepData", "SweepResult", "SweepFailed",
+           "run",
            "sweep", "load", "load_run", "load_sweep", "validate", "derive_seed", "compare",
            "validate_groups"]

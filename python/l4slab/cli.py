@@ -112,6 +112,9 @@ def run(scenario: Path, out_dir: Path | None, overrides: tuple[str, ...], unset:
 @click.option("--dask", "dask_address", metavar="ADDRESS", default=None,
               help="Run on a Dask cluster (scheduler address, e.g. tcp://host:8786).")
 @click.option("--dask-local", is_flag=True, help="Run on a local Dask cluster (-j workers).")
+@click.option("--dask-wait", "dask_wait_s", type=click.FloatRange(min=0), default=60.0,
+              show_default=True, metavar="SECONDS",
+              help="How long to wait for a worker when the Dask scheduler has none.")
 @click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Sweep directory (default: results/<sweep file name>); rerun to resume.")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
@@ -121,13 +124,17 @@ def run(scenario: Path, out_dir: Path | None, overrides: tuple[str, ...], unset:
                    "--unset`; applied before --set).")
 @click.option("--figures", is_flag=True, help="Also draw figures for every run.")
 @click.option("--no-resume", is_flag=True, help="Rerun runs that already finished.")
+@click.option("--force", is_flag=True,
+              help="-o holds a different sweep: replace its runs (those of this sweep's plan "
+                   "are kept and resumed).")
 @click.option("--emulate", is_flag=True,
               help="Run the grid through the emulator (the scenario's flows as l4slab flow "
                    "senders, real time), one run at a time; default -o results/<name>-emu.")
 @_friendly
 def sweep(sweep_file: Path, jobs: int | None, dask_address: str | None, dask_local: bool,
-          out_dir: Path | None, overrides: tuple[str, ...], unset: tuple[str, ...],
-          figures: bool, no_resume: bool, emulate: bool) -> None:
+          dask_wait_s: float, out_dir: Path | None, overrides: tuple[str, ...],
+          unset: tuple[str, ...],
+          figures: bool, no_resume: bool, force: bool, emulate: bool) -> None:
     """Run SWEEP_FILE: a grid over scenario keys × replications (format: `l4slab.sweeps`)."""
     from rich.progress import (
         BarColumn,
@@ -153,7 +160,7 @@ def sweep(sweep_file: Path, jobs: int | None, dask_address: str | None, dask_loc
                         MofNCompleteColumn(), TextColumn("[red]{task.fields[failed]}"),
                         TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
                         console=console, transient=False)
-    state: dict[str, Any] = {"task": None, "failed": 0}
+    state: dict[str, Any] = {"task": None, "failed": 0, "line_t": 0.0}
 
     def on_start(total: int, skipped: int) -> None:
         if skipped:
@@ -166,12 +173,23 @@ def sweep(sweep_file: Path, jobs: int | None, dask_address: str | None, dask_loc
             state["failed"] += 1
         progress.update(state["task"], completed=done,
                         failed=f"{state['failed']} failed" if state["failed"] else "")
+        if not console.is_terminal:
+            # No live bar in a log: a line as results arrive (every failure, else at most
+            # one per 5 s, and the last).
+            now = time.monotonic()
+            if outcome.status == "failed" or done == total or now - state["line_t"] >= 5:
+                state["line_t"] = now
+                fails = f", {state['failed']} failed" if state["failed"] else ""
+                console.print(f"runs: {done}/{total} done{fails} (last {outcome.task.name} "
+                              f"{outcome.status})", highlight=False)
 
     try:
         res = run_sweep(sweep_file, out_dir, jobs=jobs, dask=dask_address,
                         dask_local=dask_local, figures=figures, resume=not no_resume,
                         overrides=list(overrides), unset=unset, engine=engine,
-                        on_start=on_start, on_progress=on_progress)
+                        on_start=on_start, on_progress=on_progress, force=force,
+                        raise_on_failure=False, dask_wait_s=dask_wait_s,
+                        on_note=lambda msg: err_console.print(msg, highlight=False))
     except KeyboardInterrupt:
         if state["task"] is not None:
             progress.stop()

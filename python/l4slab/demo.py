@@ -161,7 +161,8 @@ def main(argv: list[str] | None = None) -> int:
         console.print(f"    {mark} {outcome.task.name} {outcome.task.params} "
                       f"({outcome.elapsed_s:.1f} s) [{done}/{total}]", highlight=False)
 
-    res = sweep(sweep_file, sweep_dir, jobs=args.jobs, on_progress=progress)
+    res = sweep(sweep_file, sweep_dir, jobs=args.jobs, on_progress=progress,
+                raise_on_failure=False)
     console.print(f"    done in {time.perf_counter() - t0:.1f} s → {sweep_dir}")
     if res.failed:
         for o in res.failed:

@@ -101,6 +101,9 @@ def run(scenario: str | Path | Mapping[str, Any], out_dir: str | Path | None = N
     dotted keys or a list of ``"key=value"`` strings, as `l4slab run --set`. An `out_dir`
     that holds another run raises `OutputDirError` before anything runs, unless `force`
     (then that run's files are removed first). `unset` keys are removed first (`--unset`)."""
+    from l4slab.sweeps import refuse_while_a_worker_imports
+
+    refuse_while_a_worker_imports("l4slab.run")
     src = load_scenario(scenario, Path(base_dir) if base_dir else None)
     data = effective_scenario(src, overrides, unset)
     if out_dir is not None:

@@ -95,7 +95,10 @@ def parse_override(item: str) -> tuple[str, Any]:
 
 def set_path(data: dict[str, Any], key: str, value: Any) -> None:
     """Set a dotted key in a nested dict/list; missing tables are created, list indices
-    must exist. Errors name the key."""
+    must exist. Errors name the key. A table or list value is stored as a copy: the caller's
+    object (a sweep grid's value, shared by every grid point) must never be changed by a
+    later key under it (``aqm`` then ``aqm.limit``)."""
+    value = copy.deepcopy(value)
     parts = key.split(".")
     node: Any = data
     for depth, part in enumerate(parts):

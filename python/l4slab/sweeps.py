@@ -42,6 +42,8 @@ import itertools
 import json
 import multiprocessing
 import os
+import re
+import shutil
 import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -63,8 +65,9 @@ from l4slab.scenario import (
     parse_override,
 )
 
-__all__ = ["SweepSpec", "RunTask", "RunOutcome", "SweepResult", "SweepData", "derive_seed",
-           "load_sweep_spec", "plan", "execute_task", "flatten_summary", "sweep", "load_sweep"]
+__all__ = ["SweepFailed", "plan_digest", "SweepSpec", "RunTask", "RunOutcome", "SweepResult",
+           "SweepData", "derive_seed", "load_sweep_spec", "plan", "execute_task",
+           "flatten_summary", "sweep", "load_sweep"]
 
 _MASK64 = (1 << 64) - 1
 
@@ -290,6 +293,27 @@ def execute_task(task: RunTask) -> RunOutcome:
 
 # --- executors --------------------------------------------------------------------------------
 
+def _dask_ready(client: Any, where: str, wait_s: float,
+                note: Callable[[str], None] | None) -> None:
+    """Say what the cluster has (workers, threads); with no worker, say so, wait up to
+    `wait_s` for one and then give up with an error, instead of queueing runs that nothing
+    will ever pick up."""
+    note = note or (lambda _msg: None)
+    nthreads = client.nthreads()
+    if not nthreads:
+        note(f"dask {where}: the scheduler has no workers; waiting up to {wait_s:g} s for one "
+             "(--dask-wait SECONDS)")
+        try:
+            client.wait_for_workers(1, timeout=wait_s)
+        except (TimeoutError, OSError):
+            raise ScenarioError(f"--dask {where}: no worker joined the scheduler within "
+                                f"{wait_s:g} s; start workers (`dask worker ADDRESS`) or wait "
+                                "longer with --dask-wait SECONDS") from None
+        nthreads = client.nthreads()
+    note(f"dask {where}: {len(nthreads)} worker{'s' if len(nthreads) != 1 else ''}, "
+         f"{sum(nthreads.values())} threads")
+
+
 Executor = Callable[[list[RunTask]], Iterator[RunOutcome]]
 
 
@@ -466,7 +490,9 @@ def sweep(sweep_file: str | Path | Mapping[str, Any], out_dir: str | Path, *,
           overrides: Mapping[str, Any] | Iterable[str] | None = None,
           on_progress: Callable[[RunOutcome, int, int], None] | None = None,
           on_start: Callable[[int, int], None] | None = None,
-          unset: Iterable[str] = (), engine: Any = None) -> SweepResult:
+          unset: Iterable[str] = (), engine: Any = None, force: bool = False,
+          raise_on_failure: bool | None = None, dask_wait_s: float = 60.0,
+          on_note: Callable[[str], None] | None = None) -> SweepResult:
     """Run a sweep. `jobs` workers (default: all cores) in a local process pool, or on Dask:
     `dask` is a scheduler address or a `distributed.Client`; `dask_local=True` starts a
     LocalCluster with `jobs` single-threaded worker processes. `figures` also draws per-run
@@ -475,8 +501,15 @@ def sweep(sweep_file: str | Path | Mapping[str, Any], out_dir: str | Path, *,
     `run`) apply to every run on top of the sweep file's [set]; `unset` keys are removed from
     the base scenario first (`--unset`). Finished runs are skipped. `engine` runs the grid
     elsewhere than the simulator (`l4slab.emulate.EmulatorEngine`: one run at a time through
-    the emulator, its own checks first). Raises ScenarioError on bad input before any run
-    starts."""
+    the emulator, its own checks first). On Dask, `on_note` hears the cluster's size
+    (workers, threads); a scheduler without workers is waited on for `dask_wait_s` seconds,
+    then ScenarioError. Raises ScenarioError on bad input before any run
+    starts. A directory holding a different sweep (another plan digest) raises OutputDirError
+    unless `force` (then that sweep's runs this plan does not have are removed); the same
+    sweep resumes. When runs fail, raises SweepFailed (its message names the first failure,
+    `.result` is the SweepResult) unless `raise_on_failure=False`; the default (None) raises
+    except with an `engine`, whose caller lists the failures itself."""
+    refuse_while_a_worker_imports("l4slab.sweep")
     t_start = time.perf_counter()
     spec = load_sweep_spec(sweep_file)
     _apply_unset(spec, unset)
@@ -497,12 +530,105 @@ def sweep(sweep_file: str | Path | Mapping[str, Any], out_dir: str | Path, *,
         t.engine = engine.name if engine is not None else "simulator"
     out = Path(out_dir)
     _check_engine(out, tasks[0].engine)
+    _previous_sweep(out, tasks, force)  # refuse before creating anything
     (out / "runs").mkdir(parents=True, exist_ok=True)
     with _sweep_lock(out):
-        return _sweep_locked(spec, tasks, out, t_start, jobs=jobs, dask=dask,
-                             dask_local=dask_local, figures=figures, resume=resume,
-                             report=report, on_progress=on_progress, on_start=on_start,
-                             engine=engine)
+        # Again under the lock: only now may stale runs be removed.
+        for stale in _previous_sweep(out, tasks, force):
+            shutil.rmtree(stale)
+        res = _sweep_locked(spec, tasks, out, t_start, jobs=jobs, dask=dask,
+                            dask_local=dask_local, figures=figures, resume=resume,
+                            report=report, on_progress=on_progress, on_start=on_start,
+                            engine=engine, dask_wait_s=dask_wait_s, on_note=on_note)
+    if res.failed and (raise_on_failure or (raise_on_failure is None and engine is None)):
+        raise SweepFailed(res)
+    return res
+
+
+class SweepFailed(RuntimeError):
+    """Some runs of a sweep failed (`sweep(..., raise_on_failure=True)`, the default). The
+    finished runs are kept; `.result` is the SweepResult, the message names the first
+    failure."""
+
+    def __init__(self, result: SweepResult) -> None:
+        first = min(result.failed, key=lambda o: o.task.index)
+        hint = f"; {MAIN_GUARD}" if "BrokenProcessPool" in (first.error or "") else ""
+        super().__init__(f"{len(result.failed)} of {len(result.index)} sweep runs failed "
+                         f"(finished runs are kept in {result.out_dir}); first: "
+                         f"{first.task.name} ({_fmt_params(first.task.params)}): {first.error}"
+                         f"{hint}")
+        self.result = result
+
+
+#: What a script that starts a sweep must do, named wherever its absence shows.
+MAIN_GUARD = ("a script that runs a sweep must keep its code under "
+              "`if __name__ == \"__main__\":` (sweep workers start by importing the script)")
+
+
+def refuse_while_a_worker_imports(what: str) -> None:
+    """Raise when called while a spawned worker imports the main script (multiprocessing's
+    bootstrapping phase): an unguarded script would otherwise rerun its runs and sweeps in
+    every worker, which then collide on the sweep lock."""
+    if getattr(multiprocessing.current_process(), "_inheriting", False):
+        raise RuntimeError(f"{what} called while a sweep worker imports the main script: "
+                           f"{MAIN_GUARD}")
+
+
+def plan_digest(tasks: list[RunTask]) -> str:
+    """SHA-256 of every run's identity (parameters, seed, effective-scenario digest, engine):
+    two sweeps with the same digest run exactly the same experiments."""
+    idents = [t.identity() for t in tasks]
+    return hashlib.sha256(json.dumps(idents, sort_keys=True, default=str).encode()).hexdigest()
+
+
+_RUN_DIR = re.compile(r"^p\d{3,}-r\d{2,}$")
+
+
+def _previous_sweep(out: Path, tasks: list[RunTask], force: bool) -> list[Path]:
+    """What `out` holds before this sweep writes to it. Empty or the same sweep (same plan
+    digest): nothing to do. Another sweep: OutputDirError unless `force`; with `force`, the run
+    directories this plan does not have (other names or other identities) are returned to be
+    removed, so no stale `p00N` dir outlives its sweep. Files that are no sweep's: refused
+    (even with `force`, nothing of them is removed)."""
+    if not out.is_dir():
+        return []
+    entries = [p for p in out.iterdir() if p.name != LOCK_FILE
+               and not (p.name == "runs" and p.is_dir() and not any(p.iterdir()))]
+    if not entries:
+        return []
+    try:
+        meta = json.loads((out / "sweep.json").read_text())
+    except (OSError, ValueError):
+        meta = None
+    if not isinstance(meta, dict):
+        if force:
+            return []
+        raise OutputDirError(f"{out}: not empty and holds no sweep (no readable sweep.json); "
+                             "choose another -o, or pass --force (force=True) to write the "
+                             "sweep beside those files")
+    if meta.get("plan_sha256") == plan_digest(tasks):
+        return []
+    want = {t.name: json.loads(json.dumps(t.identity(), default=str)) for t in tasks}
+    stale = []
+    runs = out / "runs"
+    for rd in sorted(runs.iterdir()) if runs.is_dir() else []:
+        if not (rd.is_dir() and _RUN_DIR.match(rd.name)):
+            continue
+        try:
+            have = json.loads((rd / "params.json").read_text())
+        except (OSError, ValueError):
+            have = None
+        if want.get(rd.name) != have:
+            stale.append(rd)
+    if "plan_sha256" not in meta and not stale:
+        return []  # written before plans had digests, and every run is one of this plan
+    if force:
+        return stale
+    raise OutputDirError(
+        f"{out}: holds a different sweep ({meta.get('origin', '?')}, {meta.get('runs', '?')} "
+        f"runs; {len(stale)} of its run directories are not runs of this sweep); choose another "
+        "-o, or pass --force (force=True) to replace those runs (results are never "
+        "overwritten silently)")
 
 
 def _check_engine(out: Path, engine: str) -> None:
@@ -574,7 +700,8 @@ def _sweep_locked(spec: SweepSpec, tasks: list[RunTask], out: Path, t_start: flo
                   resume: bool, report: bool,
                   on_progress: Callable[[RunOutcome, int, int], None] | None,
                   on_start: Callable[[int, int], None] | None,
-                  engine: Any = None) -> SweepResult:
+                  engine: Any = None, dask_wait_s: float = 60.0,
+                  on_note: Callable[[str], None] | None = None) -> SweepResult:
     params = list(spec.grid)
     meta = _write_sweep_meta(spec, tasks, out)
     status, todo = _resume_split(tasks, out, resume)
@@ -600,6 +727,8 @@ def _sweep_locked(spec: SweepSpec, tasks: list[RunTask], out: Path, t_start: flo
                                         ) from None
             else:
                 client = dask
+            _dask_ready(client, dask if isinstance(dask, str) else "cluster", dask_wait_s,
+                        on_note)
             executor = _dask(client)
         elif engine is not None:
             executor = engine.executor(out)
@@ -639,7 +768,7 @@ def _write_sweep_meta(spec: SweepSpec, tasks: list[RunTask], out: Path) -> dict[
     meta = {"origin": spec.origin, "base": spec.base.origin, "params": list(spec.grid),
             "grid": spec.grid, "set": spec.fixed, "replications": spec.replications,
             "seed": spec.seed, "seed_derivation": "splitmix64(seed, rep) >> 1",
-            "runs": len(tasks), "engine": tasks[0].engine}
+            "runs": len(tasks), "engine": tasks[0].engine, "plan_sha256": plan_digest(tasks)}
     (out / "sweep.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
     return meta
 

@@ -1,0 +1,219 @@
+"""Trust, round 2: a sweep runs what its index says, nothing is replaced without --force, and
+errors, reports and verdicts say what happened."""
+
+import json
+import tomllib
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from cli_helpers import SHORT_BASE
+from cli_helpers import invoke as cli_invoke
+from l4slab.scenario import apply_overrides, dumps_toml, set_path
+from l4slab.sweeps import load_sweep_spec, plan
+
+SHORT = {**SHORT_BASE, "duration": "1s", "aqm": {"kind": "fifo"}}
+
+
+def invoke(*args):
+    return cli_invoke(*args, width=200)
+
+
+def one_error(res, *needles):
+    """Exit 2, exactly one line of output (the error), no traceback, every needle in it."""
+    assert res.exit_code == 2, res.output
+    assert "Traceback" not in res.output
+    lines = [ln for ln in res.output.splitlines() if ln.strip()]
+    assert len(lines) == 1, res.output
+    for n in needles:
+        assert n in lines[0], (n, res.output)
+    return lines[0]
+
+
+# --- item 1: a grid over a table (or list) and one of its sub-keys ----------------------------
+
+ALIAS_SWEEP = """base = "{base}"
+replications = 1
+[grid]
+"aqm" = [{{kind = "fifo"}}, {{kind = "codel", ecn = true}}]
+"aqm.limit" = [20, 400]
+"flows" = [[{{cc = "prague", rtt = "20ms"}}], [{{cc = "cubic", rtt = "20ms"}}]]
+"flows.0.rtt" = ["10ms", "30ms"]
+"""
+
+
+def _expected(params: dict, base: dict) -> dict:
+    """The scenario a run's params mean, built from scratch (fresh copies, key by key)."""
+    want = json.loads(json.dumps(base))
+    for k, v in params.items():
+        set_path(want, k, json.loads(json.dumps(v)))
+    return want
+
+
+def test_grid_over_a_table_and_its_sub_key_runs_what_the_index_says(tmp_path):
+    """Every grid point used to get the *last* sub-key value: set_path stored the grid's own
+    dict, so later points mutated earlier ones."""
+    base = tmp_path / "base.toml"
+    base.write_text(dumps_toml({**SHORT, "duration": "0.3s", "warmup": "0.1s"}))
+    sw = tmp_path / "sw.toml"
+    sw.write_text(ALIAS_SWEEP.format(base=base))
+    out = tmp_path / "out"
+    res = invoke("sweep", sw, "-j", "1", "-o", out)
+    assert res.exit_code == 0, res.output
+    fresh = {t.name: t for t in plan(load_sweep_spec(sw))}
+    assert len(fresh) == 16
+    hashes = set()
+    for name, task in fresh.items():
+        rd = out / "runs" / name
+        ident = json.loads((rd / "params.json").read_text())
+        ran = tomllib.loads((rd / "scenario.toml").read_text())
+        params = ident["params"]
+        assert ran["aqm"]["kind"] == params["aqm"]["kind"], name
+        assert ran["aqm"]["limit"] == params["aqm.limit"], name
+        assert ran["flows"][0]["cc"] == params["flows"][0]["cc"], name
+        assert ran["flows"][0]["rtt"] == params["flows.0.rtt"], name
+        # The grid value itself is recorded as given, not as later points changed it.
+        assert "limit" not in params["aqm"] and params["flows"][0]["rtt"] == "20ms", name
+        assert ident["scenario_sha256"] == task.identity()["scenario_sha256"], name
+        want = _expected(params, {**SHORT, "duration": "0.3s", "warmup": "0.1s",
+                                  "seed": task.seed})
+        assert task.scenario == want, name
+        hashes.add(ident["scenario_sha256"])
+    assert len(hashes) == 16  # sixteen different experiments, sixteen digests
+    idx = pd.read_parquet(out / "sweep.parquet")
+    assert sorted(idx["aqm.limit"]) == [20] * 8 + [400] * 8
+
+
+def test_set_path_and_overrides_never_share_the_value_given():
+    value = {"kind": "fifo"}
+    a: dict = {}
+    set_path(a, "aqm", value)
+    set_path(a, "aqm.limit", 20)
+    assert value == {"kind": "fifo"}
+    base = {"aqm": {"kind": "fifo"}, "flows": [{"cc": "prague"}]}
+    over = {"flows": [{"cc": "cubic"}]}
+    x = apply_overrides(base, over)
+    x["flows"][0]["rtt"] = "1ms"
+    assert over == {"flows": [{"cc": "cubic"}]}
+    assert base == {"aqm": {"kind": "fifo"}, "flows": [{"cc": "prague"}]}
+
+
+def test_sweep_spec_fixed_tables_are_not_shared_between_runs(tmp_path):
+    """A [set] table plus a grid over one of its sub-keys: each run its own value."""
+    base = tmp_path / "base.toml"
+    base.write_text(dumps_toml(SHORT))
+    spec = load_sweep_spec({"base": str(base), "set": {"flows": [{"cc": "cubic"}]},
+                            "grid": {"flows.0.rtt": ["5ms", "50ms"]}})
+    tasks = plan(spec)
+    assert [t.scenario["flows"][0]["rtt"] for t in tasks] == ["5ms", "50ms"]
+    assert spec.fixed["flows"] == [{"cc": "cubic"}]
+
+
+# --- item 2: a sweep into a directory holding another sweep ----------------------------------
+
+def _sweep_file(tmp_path: Path, name: str, values: list[str], reps: int = 1) -> Path:
+    base = tmp_path / "base.toml"
+    base.write_text(dumps_toml({**SHORT, "aqm": {"kind": "dualpi2"}, "duration": "0.3s",
+                                "warmup": "0.1s"}))
+    sw = tmp_path / name
+    sw.write_text(f'base = "{base}"\nreplications = {reps}\n[grid]\n"aqm.step_thresh" = '
+                  f"{json.dumps(values)}\n")
+    return sw
+
+
+def test_a_different_sweep_is_refused_and_force_removes_its_stale_runs(tmp_path):
+    a = _sweep_file(tmp_path, "a.toml", ["1ms", "5ms"], reps=2)
+    b = _sweep_file(tmp_path, "b.toml", ["2ms"], reps=1)
+    out = tmp_path / "out"
+    assert invoke("sweep", a, "-j", "1", "-o", out).exit_code == 0
+    before = sorted(p.name for p in (out / "runs").iterdir())
+    assert before == ["p000-r00", "p000-r01", "p001-r00", "p001-r01"]
+    one_error(invoke("sweep", b, "-j", "1", "-o", out),
+              "holds a different sweep", "--force")
+    assert sorted(p.name for p in (out / "runs").iterdir()) == before  # nothing touched
+    # The identical sweep resumes.
+    res = invoke("sweep", a, "-j", "1", "-o", out)
+    assert res.exit_code == 0 and "4 resumed" in res.output, res.output
+    # --force: the other sweep's runs go, so no `runs/p00*` glob can pick them up.
+    res = invoke("sweep", b, "-j", "1", "-o", out, "--force")
+    assert res.exit_code == 0, res.output
+    assert sorted(p.name for p in (out / "runs").iterdir()) == ["p000-r00"]
+    ident = json.loads((out / "runs" / "p000-r00" / "params.json").read_text())
+    assert ident["params"] == {"aqm.step_thresh": "2ms"}
+    assert tomllib.loads((out / "runs" / "p000-r00" / "scenario.toml").read_text())[
+        "aqm"]["step_thresh"] == "2ms"
+
+
+def test_force_keeps_the_runs_the_new_plan_shares(tmp_path):
+    """Going from 1 to 2 replications is another plan: refused, then with --force the run both
+    plans share is resumed, not redone."""
+    a = _sweep_file(tmp_path, "a.toml", ["1ms"], reps=1)
+    a2 = _sweep_file(tmp_path, "a2.toml", ["1ms"], reps=2)
+    out = tmp_path / "out"
+    assert invoke("sweep", a, "-j", "1", "-o", out).exit_code == 0
+    one_error(invoke("sweep", a2, "-j", "1", "-o", out), "different sweep")
+    res = invoke("sweep", a2, "-j", "1", "-o", out, "--force")
+    assert res.exit_code == 0 and "1 resumed" in res.output, res.output
+
+
+def test_a_sweep_into_a_directory_of_other_files_is_refused(tmp_path):
+    a = _sweep_file(tmp_path, "a.toml", ["1ms"])
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "thesis.tex").write_text("x")
+    one_error(invoke("sweep", a, "-j", "1", "-o", out), "holds no sweep")
+    assert sorted(p.name for p in out.iterdir()) == ["thesis.tex"]
+
+
+# --- item 3: sweep() raises when runs fail; the README's examples run as written --------------
+
+def test_sweep_raises_naming_the_first_failed_run(tmp_path, monkeypatch):
+    import l4slab
+    import l4slab.runner
+
+    real = l4slab.runner.simulate
+
+    def flaky(data, base_dir):
+        if data["aqm"]["step_thresh"] == "5ms":
+            raise RuntimeError("disk on fire")
+        return real(data, base_dir)
+
+    monkeypatch.setattr(l4slab.runner, "simulate", flaky)
+    a = _sweep_file(tmp_path, "a.toml", ["1ms", "5ms"], reps=2)
+    with pytest.raises(l4slab.SweepFailed) as e:
+        l4slab.sweep(a, tmp_path / "out", jobs=1, report=False)
+    msg = str(e.value)
+    assert "2 of 4 sweep runs failed" in msg and "p001-r00" in msg and "disk on fire" in msg
+    assert [o.task.name for o in e.value.result.failed] == ["p001-r00", "p001-r01"]
+    assert (tmp_path / "out" / "runs" / "p000-r00" / "summary.json").exists()  # kept
+    res = l4slab.sweep(a, tmp_path / "out2", jobs=1, report=False, raise_on_failure=False)
+    assert len(res.failed) == 2 and not res.ok
+
+
+# --- item 4: Dask says what it has, and does not wait forever on an empty cluster ------------
+
+def test_dask_scheduler_without_workers_times_out_then_reports_the_cluster(tmp_path):
+    distributed = pytest.importorskip("distributed")
+    import l4slab
+
+    a = _sweep_file(tmp_path, "a.toml", ["1ms", "5ms"])
+    with distributed.LocalCluster(n_workers=0, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster:
+        res = invoke("sweep", a, "--dask", cluster.scheduler_address, "--dask-wait", "1",
+                     "-o", tmp_path / "out")
+        assert res.exit_code == 2 and "Traceback" not in res.output, res.output
+        warn, err = [ln for ln in res.output.splitlines() if ln.strip()]
+        assert "has no workers; waiting up to 1 s" in warn, warn
+        assert "no worker joined" in err and "--dask-wait" in err, err
+        assert cluster.scheduler_address in err
+        cluster.scale(1)
+        notes: list[str] = []
+        seen: list[tuple[str, int, int]] = []
+        with distributed.Client(cluster) as client:
+            out = l4slab.sweep(a, tmp_path / "out2", dask=client, report=False,
+                               on_note=notes.append,
+                               on_progress=lambda o, d, t: seen.append((o.status, d, t)))
+    assert out.ok
+    assert notes and notes[-1].endswith("1 worker, 1 threads"), notes
+    assert sorted(seen) == [("ok", 1, 2), ("ok", 2, 2)]  # one call per result, as it came
