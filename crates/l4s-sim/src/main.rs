@@ -3,7 +3,7 @@
 //! validates only. Errors print one line and exit with status 2.
 
 use clap::{Parser, Subcommand};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -19,12 +19,16 @@ enum Cmd {
     Run {
         /// Scenario file (TOML, or JSON with a .json extension).
         scenario: PathBuf,
-        /// Output directory (created if missing).
+        /// Output directory (created if missing). A non-empty one must hold this very run
+        /// (same scenario and seed: a rerun), unless --force.
         #[arg(short, long, default_value = "results")]
         out: PathBuf,
         /// Override the scenario's seed.
         #[arg(long)]
         seed: Option<u64>,
+        /// Replace the run files of a directory holding another run (other files are kept).
+        #[arg(long)]
+        force: bool,
     },
     /// Parse and validate a scenario file without running it.
     Check { scenario: PathBuf },
@@ -57,13 +61,24 @@ fn main() -> ExitCode {
             scenario,
             out,
             seed,
+            force,
         } => {
             let res = l4s_sim::Scenario::load(&scenario).and_then(|mut s| {
                 if let Some(seed) = seed {
                     s.seed = seed;
                 }
-                l4s_sim::run(&s)
+                Ok(s)
             });
+            let res = match res {
+                Ok(s) => match prepare_out_dir(&out, &s, force) {
+                    Ok(()) => l4s_sim::run(&s),
+                    Err(msg) => {
+                        eprintln!("l4s-sim: {}: {msg}", out.display());
+                        return ExitCode::from(2);
+                    }
+                },
+                Err(e) => Err(e),
+            };
             match res {
                 Ok(r) => {
                     if let Err(e) = l4s_sim::output::write_dir(&r, &out) {
@@ -79,4 +94,50 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// The files `l4s-sim run` writes into its output directory.
+const RUN_FILES: [&str; 4] = ["samples.csv", "flows.csv", "summary.json", "packets.csv"];
+
+/// Make `out` ready for a run of `s` before it runs: a missing or empty directory, or one
+/// holding this very run (summary.json with the same scenario and seed), is fine; with
+/// `force` another run's files are removed (other files stay); anything else is refused,
+/// so no result is ever replaced silently.
+fn prepare_out_dir(out: &Path, s: &l4s_sim::Scenario, force: bool) -> Result<(), String> {
+    let entries: Vec<String> = match std::fs::read_dir(out) {
+        Ok(rd) => rd
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e.to_string()),
+    };
+    if entries.is_empty() {
+        return Ok(());
+    }
+    let previous: Option<serde_json::Value> = std::fs::read_to_string(out.join("summary.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok());
+    let same_run = previous.as_ref().is_some_and(|v| {
+        v.get("scenario") == Some(&s.raw) && v.get("seed").and_then(|x| x.as_u64()) == Some(s.seed)
+    });
+    let only_run_files = entries.iter().all(|e| RUN_FILES.contains(&e.as_str()));
+    if (same_run && only_run_files) || force {
+        for f in RUN_FILES {
+            match std::fs::remove_file(out.join(f)) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.to_string()),
+                _ => {}
+            }
+        }
+        return Ok(());
+    }
+    let what = if previous.is_some() {
+        "another run (its summary.json has another scenario or seed)"
+    } else {
+        "other files"
+    };
+    Err(format!(
+        "not empty, it holds {what}; choose another output directory, or pass --force to \
+         replace its run files"
+    ))
 }

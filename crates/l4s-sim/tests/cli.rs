@@ -82,3 +82,53 @@ fn bad_scenario_prints_one_line_and_exits_2() {
     assert_eq!(o.status.code(), Some(2));
     std::fs::remove_dir_all(&d).ok();
 }
+
+/// `l4s-sim run -o DIR` reruns into its own run, refuses another run or foreign files, and
+/// with --force replaces only its run files.
+#[test]
+fn run_refuses_a_directory_holding_something_else() {
+    let d = tmp("outdir");
+    let sc = d.join("s.toml");
+    let text = "duration = \"100ms\"\n[link]\nrate = \"10mbit\"\n[aqm]\nkind = \"fifo\"\n\
+                [[flows]]\ncc = \"cbr\"\nrtt = \"10ms\"\nrate = \"2mbit\"\n";
+    std::fs::write(&sc, text).unwrap();
+    let out = d.join("out");
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", sc.to_str().unwrap(), "-o", out.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        Command::new(env!("CARGO_BIN_EXE_l4s-sim"))
+            .args(&args)
+            .output()
+            .unwrap()
+    };
+    assert!(run(&[]).status.success());
+    assert!(run(&[]).status.success(), "a rerun of the same run is fine");
+    // Another seed is another run: refused, the first run untouched.
+    let before = std::fs::read_to_string(out.join("summary.json")).unwrap();
+    let o = run(&["--seed", "9"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("another run") && err.contains("--force"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert_eq!(
+        std::fs::read_to_string(out.join("summary.json")).unwrap(),
+        before
+    );
+    assert!(run(&["--seed", "9", "--force"]).status.success());
+    let after = std::fs::read_to_string(out.join("summary.json")).unwrap();
+    assert!(after.contains("\"seed\": 9"), "{after}");
+    // A directory of other files is refused; --force keeps them.
+    let other = d.join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("thesis.tex"), "x").unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_l4s-sim"))
+        .args(["run", sc.to_str().unwrap(), "-o", other.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("other files"));
+    std::fs::remove_dir_all(&d).ok();
+}
