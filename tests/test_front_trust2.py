@@ -1,7 +1,9 @@
 """Trust, round 2: a sweep runs what its index says, nothing is replaced without --force, and
 errors, reports and verdicts say what happened."""
 
+import contextlib
 import json
+import os
 import tomllib
 from pathlib import Path
 
@@ -217,3 +219,71 @@ def test_dask_scheduler_without_workers_times_out_then_reports_the_cluster(tmp_p
     assert out.ok
     assert notes and notes[-1].endswith("1 worker, 1 threads"), notes
     assert sorted(seen) == [("ok", 1, 2), ("ok", 2, 2)]  # one call per result, as it came
+
+
+# --- item 5: pool workers die with their sweep ------------------------------------------------
+
+def _children(pid: int) -> list[int]:
+    """Pool workers (multiprocessing spawn children) of process `pid`."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            stat = (d / "stat").read_text()
+            cmd = (d / "cmdline").read_bytes()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == pid and b"spawn_main" in cmd:
+            out.append(int(d.name))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = (Path("/proc") / str(pid) / "stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+def test_killing_a_sweep_with_sigkill_takes_its_pool_workers_with_it(tmp_path):
+    """Each run simulates 600 s at 100 Mb/s (tens of seconds of CPU), so a worker that
+    outlived its parent would still be running long after the 10 s bound; with
+    PR_SET_PDEATHSIG it gets SIGTERM at once (the parent watch, polling every 1 s, is the
+    fallback)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    base = tmp_path / "base.toml"
+    base.write_text(dumps_toml({**SHORT, "duration": "600s", "link": {"rate": "100mbit"}}))
+    sw = tmp_path / "sw.toml"
+    sw.write_text(f'base = "{base}"\nreplications = 4\n')
+    cli = Path(sys.executable).parent / "l4slab"
+    parent = subprocess.Popen([str(cli), "sweep", str(sw), "-j", "2", "-o",
+                               str(tmp_path / "out")], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    workers: list[int] = []
+    try:
+        deadline = time.monotonic() + 120
+        while len(workers) < 2 and time.monotonic() < deadline and parent.poll() is None:
+            time.sleep(0.2)
+            workers = _children(parent.pid)
+        assert len(workers) == 2, "the sweep did not start its two workers"
+        time.sleep(1.0)  # into their runs
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+        deadline = time.monotonic() + 10
+        while any(_alive(w) for w in workers) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not [w for w in workers if _alive(w)], "pool workers outlived their sweep"
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+        for w in workers:
+            with contextlib.suppress(OSError):
+                os.kill(w, signal.SIGKILL)

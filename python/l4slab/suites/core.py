@@ -441,7 +441,10 @@ def _execute(suite: Suite, specs: list[tuple[Part, dict[str, Any]]], out: Path, 
     import multiprocessing
 
     ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=min(jobs, len(specs)), mp_context=ctx) as pool:
+    from l4slab.sweeps import die_with_parent
+
+    with ProcessPoolExecutor(max_workers=min(jobs, len(specs)), mp_context=ctx,
+                             initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
         futs = {pool.submit(run_part, suite.name, p.name, s, str(out / "parts" / p.name), 1): p
                 for p, s in specs}
         try:
