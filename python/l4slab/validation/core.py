@@ -6,7 +6,9 @@ eps_max = max of the two within-group 95th percentiles (numpy "linear"); p_hat_m
 (#{cross > eps_max} + 1) / (n_cross + 1); "similar" when p_hat_max < alpha (0.05). A bootstrap
 over runs (B = 2000, seeded) gives a 95 % percentile CI of p_hat_max; "significant" when the CI's
 upper end < alpha. Distances and the bootstrap run in Rust (``l4slab._core``); the bootstrap
-only indexes the precomputed distance sets.
+only indexes the precomputed distance sets. Beside them, interpret.py says what p̂_max means at
+these n (its value under identical groups, a permutation test, effect sizes) and words the
+verdict.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from l4slab import _core
+from l4slab.validation.interpret import Interpretation, interp_row, interpret
 from l4slab.validation.io import (
     Run,
     ValidationInputError,
@@ -75,6 +78,9 @@ class MetricResult:
     min_p_hat: float | None = None
     undecidable: bool = False
     needed: int | None = None
+    #: What the p̂_max means at these n: null p̂_max, permutation test, effect sizes, verdict
+    #: (validation/interpret.py); None for two single runs.
+    interp: Interpretation | None = None
 
     @property
     def n_cross(self) -> int:
@@ -105,6 +111,7 @@ class MetricResult:
             "bootstrap": self.bootstrap,
             "seed": self.seed,
             "band": self.band,
+            **(interp_row(self.interp) if self.interp is not None else {}),
         }
 
 
@@ -184,6 +191,10 @@ def validate_groups(
         )
         min_p = min_attainable_p_hat(na, nb)
         undecidable = min_p >= alpha
+        values = ([np.concatenate([metric_values(r, metric, g)[0] for r in runs])
+                   for g, runs in (("A", runs_a), ("B", runs_b))] if kind == "scalar"
+                  else [None, None])
+        interp = interpret(wa, wb, cross, na, nb, alpha, seed, values[0], values[1])
         results.append(
             MetricResult(
                 metric=metric,
@@ -210,6 +221,7 @@ def validate_groups(
                 min_p_hat=min_p,
                 undecidable=undecidable,
                 needed=runs_needed(alpha),
+                interp=interp,
             )
         )
     return results

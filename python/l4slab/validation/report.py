@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from l4slab.validation.core import MetricResult
+from l4slab.validation.interpret import effect_text
 
 
 def _f(x: float | None, digits: int = 4) -> str:
@@ -29,13 +30,41 @@ def _verdict(r: MetricResult, value: bool | None) -> str:
     return _yn(value)
 
 
-#: What the two verdict columns mean (printed under the table and in validation.md).
+#: What the columns mean (printed under the table and in validation.md).
 COLUMNS_NOTE = (
-    "similar: p̂_max < 0.05, i.e. cross-group distances rarely exceed the larger within-group"
-    " 95th percentile ε_max. signif.: the bootstrap 95 % CI of p̂_max has its upper end < 0.05,"
-    " i.e. 'similar' survives resampling the runs. With n_a·n_b cross pairs p̂_max ≥"
-    " 1/(n_a·n_b + 1), so groups smaller than 5 runs each cannot reach 0.05: undecidable."
+    "p̂<0.05 (the published test's 'similar'): p̂_max < 0.05, i.e. cross-group distances"
+    " rarely exceed the larger within-group 95th percentile ε_max. signif.: the bootstrap 95 %"
+    " CI of p̂_max has its upper end < 0.05, i.e. that survives resampling the runs. With"
+    " n_a·n_b cross pairs p̂_max ≥ 1/(n_a·n_b + 1), so groups smaller than 5 runs each cannot"
+    " reach 0.05: undecidable. Identical groups give p̂_max near 0.05 by construction (ε_max"
+    " is a 95th percentile), so p̂_max alone cannot say 'same' or 'different'. null p̂_max: the"
+    " median [95th percentile] p̂_max of the pooled runs split at random into groups of these"
+    " sizes, i.e. what identical groups give at this n. perm. p: permutation test of cross-"
+    " vs within-group distances (energy distance); effect: median cross / median within"
+    " distance, and for scalars the difference of means B − A with its Welch 95 % CI. verdict:"
+    " 'different' when perm. p < 0.05, else 'indistinguishable at this n'; 'too few runs'"
+    " when no split can reach p < 0.05."
 )
+
+
+def _null(r: MetricResult) -> str:
+    i = r.interp
+    return "-" if i is None else f"{_f(i.null_p_hat_median, 3)} [{_f(i.null_p_hat_p95, 3)}]"
+
+
+def _perm(r: MetricResult) -> str:
+    i = r.interp
+    if i is None:
+        return "-"
+    return f"{_f(i.perm_p, 3)}" + ("" if i.exact else f" ({i.permutations - 1} perm.)")
+
+
+def _effect(r: MetricResult) -> str:
+    return "-" if r.interp is None else effect_text(r.interp, r.kind, metric_unit(r.metric))
+
+
+def _reading(r: MetricResult) -> str:
+    return "-" if r.interp is None else r.interp.verdict
 
 
 def _ci(r: MetricResult) -> str:
@@ -56,8 +85,10 @@ def results_table(results: list[MetricResult], name_a: str = "A", name_b: str = 
     t.add_column("metric")
     t.add_column("distance")
     if tests:
-        for c in ("ε_max", "p̂_max", "95% CI", "similar", "signif."):
+        for c in ("ε_max", "p̂_max", "95% CI", "p̂<0.05", "signif.", "null p̂_max", "perm. p"):
             t.add_column(c, justify="right")
+        t.add_column("effect")
+        t.add_column("verdict")
         for r in results:
             t.add_row(
                 r.metric,
@@ -67,6 +98,10 @@ def results_table(results: list[MetricResult], name_a: str = "A", name_b: str = 
                 _ci(r),
                 _verdict(r, r.similar),
                 "undecidable" if r.undecidable else _yn(r.significant),
+                _null(r),
+                _perm(r),
+                _effect(r),
+                _reading(r),
             )
     else:
         t.add_column("d(A, B)", justify="right")
@@ -95,14 +130,16 @@ def to_markdown(results: list[MetricResult], name_a: str, name_b: str) -> str:
             "ε_max = max of the within-group 95th percentiles; p̂_max = (#{cross > ε_max} + 1)"
             " / (n_cross + 1). " + COLUMNS_NOTE,
             "",
-            "| metric | distance | ε_max | p̂_max | 95% CI | similar | significant |",
-            "|---|---|---:|---:|---:|---:|---:|",
+            "| metric | distance | ε_max | p̂_max | 95% CI | p̂<0.05 | significant | null p̂_max"
+            " | perm. p | effect | verdict |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|",
         ]
         for r in results:
             lines.append(
                 f"| {r.metric} | {r.kind} | {_f(r.eps_max)} | {_f(r.p_hat)} | {_ci(r)} | "
                 f"{_verdict(r, r.similar)} | "
-                f"{'undecidable' if r.undecidable else _yn(r.significant)} |"
+                f"{'undecidable' if r.undecidable else _yn(r.significant)} | {_null(r)} | "
+                f"{_perm(r)} | {_effect(r)} | {_reading(r)} |"
             )
     else:
         lines += ["| metric | distance | d(A, B) |", "|---|---|---:|"]
