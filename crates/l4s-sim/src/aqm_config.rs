@@ -4,6 +4,7 @@
 
 use crate::error::SimError;
 use crate::scenario::path_error;
+use l4s_core::aqm::dualpi2::step::StepThresh;
 use l4s_core::aqm::dualpi2::{DualPi2, DualPi2Params, KernelProfile, QueueId};
 use l4s_core::aqm::{
     Aqm, Codel, CodelParams, Fifo, FifoEcn, FifoEcnParams, FifoParams, FqCodel, FqCodelParams, Pie,
@@ -63,18 +64,27 @@ impl AqmConfig {
     /// Null for AQMs without profiles.
     pub fn profile_json(&self) -> Value {
         match self {
-            AqmConfig::DualPi2(p) => serde_json::json!({
+            AqmConfig::DualPi2(p) => {
+                // The threshold the step AQM applies: the 1 ms default when neither key is
+                // given (Linux `dualpi2_reset_default`), not two nulls.
+                let (step_us, step_pkts) = match p.step_threshold() {
+                    StepThresh::Time(t) => (Some(t.as_ns() as f64 / 1e3), None),
+                    StepThresh::Packets(n) => (None, Some(n)),
+                };
+                serde_json::json!({
                 "profile": p.profile.name(),
                 "min_qlen_step": p.min_qlen_step,
                 "pi_qdelay": p.pi_qdelay.name(),
-                "step_thresh_us": p.step_thresh.map(|t| t.as_ns() as f64 / 1e3),
-                "step_thresh_pkts": p.step_thresh_pkts,
+                "step_thresh_us": step_us,
+                "step_thresh_pkts": step_pkts,
+                "step_thresh_default": p.step_thresh.is_none() && p.step_thresh_pkts.is_none(),
                 "target_ms": p.target.as_ns() as f64 / 1e6,
                 "tupdate_ms": p.tupdate.as_ns() as f64 / 1e6,
                 "alpha_hz": p.alpha,
                 "beta_hz": p.beta,
                 "k": p.k,
-            }),
+                })
+            }
             _ => Value::Null,
         }
     }

@@ -327,3 +327,24 @@ fn summary_records_the_effective_kernel_profile_values() {
     let o = run("profile = \"l4steam\"\nmin_qlen_step = 0");
     assert_eq!(o["min_qlen_step"].as_u64(), Some(0));
 }
+
+#[test]
+fn summary_records_the_effective_step_threshold() {
+    let run = |aqm: &str| {
+        let (_, v) = summary(&format!(
+            "duration = \"200ms\"\n[link]\nrate = \"10mbit\"\n[aqm]\nkind = \"dualpi2\"\n{aqm}\n[[flows]]\ncc = \"prague\"\nrtt = \"20ms\"\n"
+        ));
+        v["aqm_params"].clone()
+    };
+    // Neither key given: Linux's default of 1 ms applies, and is what summary.json says.
+    let d = run("");
+    assert_eq!(d["step_thresh_us"].as_f64(), Some(1000.0));
+    assert!(d["step_thresh_pkts"].is_null());
+    assert_eq!(d["step_thresh_default"].as_bool(), Some(true));
+    let t = run("step_thresh = \"5ms\"");
+    assert_eq!(t["step_thresh_us"].as_f64(), Some(5000.0));
+    assert_eq!(t["step_thresh_default"].as_bool(), Some(false));
+    let p = run("step_thresh_pkts = 7");
+    assert_eq!(p["step_thresh_pkts"].as_u64(), Some(7));
+    assert!(p["step_thresh_us"].is_null());
+}
