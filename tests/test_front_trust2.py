@@ -287,3 +287,34 @@ def test_killing_a_sweep_with_sigkill_takes_its_pool_workers_with_it(tmp_path):
         for w in workers:
             with contextlib.suppress(OSError):
                 os.kill(w, signal.SIGKILL)
+
+
+# --- item 7: a CI that cannot be one says why -------------------------------------------------
+
+def test_single_runs_and_identical_runs_are_named_not_shown_as_intervals():
+    import numpy as np
+
+    from l4slab.plots import mean_ci_text
+    from l4slab.suites.core import Table, aggregate
+    from l4slab.suites.report import display_frame
+
+    assert mean_ci_text(np.array([3.0])) == "3 (n = 1)"
+    assert mean_ci_text(np.array([3.0, 3.0, 3.0])) == "3 (identical runs)"
+    # Student t, 2 runs: 12.706 · s / √2 with s = √2 → 12.71.
+    assert mean_ci_text(np.array([2.0, 4.0])) == "3 ± 13"
+    runs = pd.DataFrame({"k": ["one", "same", "same", "spread", "spread"],
+                         "x": [5.0, 2.0, 2.0, 1.0, 3.0]})
+    t = Table("t", "t", aggregate(runs, ["k"], {"x": "x"}), ["k"], ["x"])
+    cells = dict(zip(display_frame(t)["k"], display_frame(t)["x"], strict=True))
+    assert cells["one"] == "5 (n = 1)"
+    assert cells["same"] == "2 (identical runs)"
+    assert cells["spread"].startswith("2 [0, ")  # CI cut at 0 (the metric's domain)
+
+
+def test_sweep_report_says_n1_and_identical_runs(tmp_path):
+    """A sweep with one replication: the report's table says n = 1, not "± 0"."""
+    sw = _sweep_file(tmp_path, "a.toml", ["1ms", "5ms"], reps=1)
+    out = tmp_path / "out"
+    assert invoke("sweep", sw, "-j", "1", "-o", out).exit_code == 0
+    html = (out / "report.html").read_text()
+    assert "(n = 1)" in html and "± 0" not in html

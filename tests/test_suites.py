@@ -243,6 +243,19 @@ def test_pvc_tables_are_means_of_their_runs(pvc: Path) -> None:
     assert lk["p_prime"] > 0 and lk["p_cl"] == pytest.approx(2 * lk["p_prime"], rel=1e-9)
 
 
+def test_quick_report_says_what_ran_not_the_full_size(pvc: Path) -> None:
+    """The description states the full study (60 s, 30 seeds); the quick form ran 10 s runs
+    with 2 s warm-up and 4 seeds, and the report says so, from the runs' own summaries."""
+    md = (pvc / "report.md").read_text()
+    assert "60 s (5 s warm-up), 30 seeds" in md  # the description, unchanged
+    assert ("This is the quick form (--quick): runs of 10 s (2 s warm-up), 4 seeds per grid "
+            "point") in md
+    assert "**what ran**: runs of 10 s (2 s warm-up), 4 seeds per grid point" in md
+    assert "**kernel profile (aqm.profile)**: mainline" in md
+    html = (pvc / "report.html").read_text()
+    assert "This is the quick form" in html
+
+
 def test_pvc_time_series_band_is_the_mean_over_seeds(pvc: Path) -> None:
     band = pd.read_csv(pvc / "figures" / "10_Mb_s_30_ms_tput_mbps.csv", index_col="t_s")
     dirs = _run_dirs(pvc, "10M30ms")
@@ -339,8 +352,11 @@ def test_coexistence_matrix_and_harm(coex: Path) -> None:
     assert row["l4s_mbps"] == pytest.approx(l4s)
     assert row["classic_mbps"] == pytest.approx(np.mean(classic))
     share = (l4s + sum(classic)) / 5
-    assert row["short_l4s"] == pytest.approx(max(0.0, 1 - l4s / share))
-    assert row["short_classic"] == pytest.approx(max(0.0, 1 - np.mean(classic) / share))
+    sh = pd.read_csv(coex / "tables" / "share.csv")
+    srow = sh[(sh["aqm"] == "DualPI2") & (sh["buffer_bdp"] == 1.0) & (sh["classic_flows"] == 4)
+              & (sh["l4s_cc"] == "prague") & (sh["classic_cc"] == "cubic")].iloc[0]
+    assert srow["short_l4s"] == pytest.approx(max(0.0, 1 - l4s / share))
+    assert srow["short_classic"] == pytest.approx(max(0.0, 1 - np.mean(classic) / share))
     # Harm against solo runs (Ware et al.): Prague alone, and the 4 Cubic flows alone, at the
     # same AQM and buffer, same seed.
     harm = pd.read_csv(coex / "tables" / "harm.csv")
@@ -362,6 +378,27 @@ def test_coexistence_matrix_and_harm(coex: Path) -> None:
     md = (coex / "report.md").read_text()
     assert "Ware et al." in md
     assert f"{l4s:.1f} ({np.mean(classic):.1f})" in md
+
+
+def test_coexistence_tables_each_hold_their_own_columns(coex: Path) -> None:
+    """harm.csv, share.csv and throughput.csv were byte-identical (each table got the whole
+    aggregate frame)."""
+    keys = ["aqm", "buffer_bdp", "classic_flows", "l4s_cc", "classic_cc"]
+    want = {"throughput": ["l4s_mbps", "classic_mbps", "jain", "utilisation"],
+            "harm": ["harm_to_l4s", "harm_to_classic"],
+            "share": ["short_l4s", "short_classic"]}
+    texts = set()
+    for name, values in want.items():
+        text = (coex / "tables" / f"{name}.csv").read_text()
+        texts.add(text)
+        cols = list(pd.read_csv(coex / "tables" / f"{name}.csv").columns)
+        assert cols == keys + [c for v in values for c in (v, f"{v}_lo", f"{v}_hi")] + ["n"]
+    assert len(texts) == 3
+    # The profile is that of the DualPI2 runs; the other AQMs have none.
+    md = (coex / "report.md").read_text()
+    prov = json.loads((coex / "suite.json").read_text())["provenance"]
+    assert "mainline" in prov["kernel_profile"] and "no aqm.profile" not in md
+    assert prov["ran"] == [{"duration_s": 8.0, "warmup_s": 2.0, "seeds_per_point": 1}]
 
 
 # --- cellular -----------------------------------------------------------------------------------

@@ -81,7 +81,7 @@ def _print_sweep_means(console: Any, index: Any) -> None:
     """Mean ± 95% CI over replications per step threshold."""
     from rich.table import Table
 
-    from l4slab.plots import _ci95
+    from l4slab.plots import mean_ci_text
 
     ok = index[index["status"] == "ok"]
     metrics = [(m, h) for m, h in (("queues.L.sojourn_ms.p99", "L p99 ms"),
@@ -98,8 +98,7 @@ def _print_sweep_means(console: Any, index: Any) -> None:
     for value, g in ok.groupby("aqm.step_thresh", sort=False):
         cells = [str(value)]
         for m, _ in metrics:
-            mean, half = _ci95(g[m].to_numpy(dtype=float))
-            cells.append(f"{mean:.2f} ± {half:.2f}")
+            cells.append(mean_ci_text(g[m].to_numpy(dtype=float), ".2f", ".2f"))
         table.add_row(*cells)
     console.print(table)
 

@@ -424,6 +424,22 @@ def _ci95(x: np.ndarray) -> tuple[float, float]:
     return m, half
 
 
+def mean_ci_text(x: np.ndarray, mean_fmt: str = ".4g", half_fmt: str = ".2g") -> str:
+    """"mean ± half-width" of the 95 % CI over runs, or what stands in for a CI that cannot
+    be one: "(n = 1)" for a single run, "(identical runs)" when every run gave the same value
+    (deterministic replications); "" without finite values."""
+    x = np.asarray(x, dtype=float)
+    x = x[np.isfinite(x)]
+    if not x.size:
+        return ""
+    mean, half = _ci95(x)
+    if x.size == 1:
+        return f"{mean:{mean_fmt}} (n = 1)"
+    if half == 0:
+        return f"{mean:{mean_fmt}} (identical runs)"
+    return f"{mean:{mean_fmt}} ± {half:{half_fmt}}"
+
+
 def sweep_figures(data: Any) -> dict[str, Figure]:
     """One figure per swept parameter: each available metric against it, a line per
     combination of the other parameters, mean ± 95% CI over replications."""

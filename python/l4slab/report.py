@@ -156,7 +156,7 @@ def run_report(run: Any, out_dir: str | Path, embed_figures: bool = True) -> Pat
 
 
 def _grid_table(index: pd.DataFrame, params: list[str]) -> tuple[list[str], list[list[Any]]]:
-    from l4slab.plots import SWEEP_METRICS, _ci95
+    from l4slab.plots import SWEEP_METRICS, mean_ci_text
 
     ok = index[index["status"] == "ok"]
     metrics = [m for m, _ in SWEEP_METRICS if m in ok
@@ -168,8 +168,7 @@ def _grid_table(index: pd.DataFrame, params: list[str]) -> tuple[list[str], list
         key = key if isinstance(key, tuple) else (key,)
         row: list[Any] = list(key) + [len(g)]
         for m in metrics:
-            mean, half = _ci95(pd.to_numeric(g[m], errors="coerce").to_numpy(dtype=float))
-            row.append(f"{mean:.4g} ± {half:.2g}" if np.isfinite(mean) else "")
+            row.append(mean_ci_text(pd.to_numeric(g[m], errors="coerce").to_numpy(dtype=float)))
         rows.append(row)
     return header, rows
 

@@ -125,21 +125,29 @@ def analyse(data: SuiteData) -> Analysis:
                                 zip(res["harm_to_l4s"], res["harm_to_classic"], strict=True)])
     sdisp = _matrix(res, pair, [_harm_cell(a, b) for a, b in
                                 zip(res["short_l4s"], res["short_classic"], strict=True)])
+    def only(values: list[str]) -> pd.DataFrame:
+        # Each table's CSV holds its own columns (they all came out identical when each
+        # table was handed the whole `res`).
+        return res[KEYS + [c for v in values for c in (v, f"{v}_lo", f"{v}_hi")] + ["n"]]
+
     tables = [
-        Table("throughput", "Throughput matrix: L4S flow Mb/s (mean Classic flow Mb/s)", res,
+        Table("throughput", "Throughput matrix: L4S flow Mb/s (mean Classic flow Mb/s)",
+              only(["l4s_mbps", "classic_mbps", "jain", "utilisation"]),
               KEYS, ["l4s_mbps", "classic_mbps", "jain", "utilisation"],
               display=disp,
               note="Rows: number of Classic flows, AQM, buffer in BDPs; columns: L4S sender vs "
                    "Classic sender. Means over runs; CIs in tables/throughput.csv."),
         Table("harm", "Harm (Ware et al.): 1 − throughput with the competitor / throughput "
-              "alone, for the more harmed side", res, KEYS, ["harm_to_l4s", "harm_to_classic"],
+              "alone, for the more harmed side", only(["harm_to_l4s", "harm_to_classic"]), KEYS,
+              ["harm_to_l4s", "harm_to_classic"],
               display=hdisp,
               note="Throughput alone: the same sender (and number of Classic flows) alone at "
                    "the same AQM and buffer, the same seeds (parts solo-*). 'C 0.60' means the "
                    "mean Classic flow got 40 % of what it gets alone; '0' means neither side "
                    "lost throughput. Both harms are in tables/harm.csv."),
         Table("share", "Below the equal share: 1 − throughput / equal share, for the side "
-              "below it", res, KEYS, ["short_l4s", "short_classic"], display=sdisp,
+              "below it", only(["short_l4s", "short_classic"]), KEYS,
+              ["short_l4s", "short_classic"], display=sdisp,
               note="Equal share = delivered total / (1 + Classic flows): a fairness view that "
                    "needs no solo run."),
     ]

@@ -238,8 +238,13 @@ def git_commit() -> str | None:
 
 def kernel_profile(summary: Mapping[str, Any]) -> str:
     """The DualPI2 code line a run modelled, as its summary.json or effective scenario records
-    it (``aqm.profile``); runs without the key used the default (Linux mainline)."""
-    for where in (summary.get("aqm"), (summary.get("scenario") or {}).get("aqm")):
+    it (``aqm.profile``); runs without the key used the default (Linux mainline). Only
+    DualPI2 has profiles: other AQMs give "n/a (<kind>)"."""
+    kind = summary.get("aqm")
+    if isinstance(kind, str) and kind != "dualpi2":
+        return f"n/a ({kind})"
+    for where in (summary.get("aqm_params"), summary.get("aqm"),
+                  (summary.get("scenario") or {}).get("aqm")):
         if isinstance(where, Mapping) and where.get("profile"):
             return str(where["profile"])
     for k in ("aqm_profile", "profile", "kernel_profile"):
@@ -595,7 +600,11 @@ def provenance(runs: pd.DataFrame, out: Path, elapsed: float, n_runs: int,
     seeds = sorted({int(s) for s in runs["seed"]}) if len(runs) else []
     versions: set[str] = set()
     profiles: set[str] = set()
-    for _, r in runs.head(50).iterrows():  # every run of a suite shares version and profile
+    # What ran: the run length and warm-up (one run per part: a part's runs share them, the
+    # sweep's [set] or base) and the seeds per grid point (one per replication).
+    ran: set[tuple[float, float, int]] = set()
+    firsts = runs.groupby("part", sort=False).head(1) if len(runs) else runs
+    for _, r in pd.concat([firsts, runs.head(50)]).iterrows():
         try:
             s = json.loads((out / "parts" / str(r["part"]) / str(r["run_dir"]) / "summary.json")
                            .read_text())
@@ -603,6 +612,8 @@ def provenance(runs: pd.DataFrame, out: Path, elapsed: float, n_runs: int,
             continue
         versions.add(str(s.get("l4slab_version", "?")))
         profiles.add(kernel_profile(s))
+        reps = int(runs.loc[runs["part"] == r["part"], "seed"].nunique())
+        ran.add((float(s.get("duration_s", float("nan"))), float(s.get("warmup_s", 0.0)), reps))
     return {"l4slab_version": __version__,
             "run_versions": sorted(versions),
             "git_commit": git_commit(),
@@ -614,6 +625,8 @@ def provenance(runs: pd.DataFrame, out: Path, elapsed: float, n_runs: int,
             "runs_resumed": sum(o.skipped for o in outcomes),
             "runs_failed": sum(len(o.failed) for o in outcomes),
             "seeds": seeds,
+            "ran": [{"duration_s": d, "warmup_s": w, "seeds_per_point": k}
+                    for d, w, k in sorted(ran)],
             "wall_time_s": round(elapsed, 2),
             "run_time_s": round(sum(o.elapsed_s for o in outcomes), 2),
             "finished_at_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())}

@@ -39,16 +39,29 @@ def fmt(v: Any) -> str:
     return str(v)
 
 
+def _mean_ci_cell(mean: Any, lo: Any, hi: Any, n: Any) -> str:
+    """"mean [lo, hi]"; a single run says "n = 1" and runs that all gave the same value say
+    "identical runs" instead of an interval of zero width."""
+    if mean is None or (isinstance(mean, float) and np.isnan(mean)):
+        return "–"
+    if n is not None and not pd.isna(n) and int(n) == 1:
+        return f"{fmt(mean)} (n = 1)"
+    if lo == hi:
+        return f"{fmt(mean)} (identical runs)"
+    return f"{fmt(mean)} [{fmt(lo)}, {fmt(hi)}]"
+
+
 def display_frame(t: Table) -> pd.DataFrame:
     """What the report shows: `t.display`, else keys + "mean [lo, hi]" per metric + n."""
     if t.display is not None:
         return t.display
     df = t.df
     out = df[t.keys].copy()
+    n = df["n"] if "n" in df else pd.Series([None] * len(df), index=df.index)
     for m in t.values:
-        if f"{m}_lo" in df and (df[f"{m}_lo"] != df[f"{m}_hi"]).any():
-            out[m] = [f"{fmt(a)} [{fmt(b)}, {fmt(c)}]"
-                      for a, b, c in zip(df[m], df[f"{m}_lo"], df[f"{m}_hi"], strict=True)]
+        if f"{m}_lo" in df:
+            out[m] = [_mean_ci_cell(a, b, c, k)
+                      for a, b, c, k in zip(df[m], df[f"{m}_lo"], df[f"{m}_hi"], n, strict=True)]
         else:
             out[m] = df[m].map(fmt)
     if "n" in df and "n" not in out:
@@ -98,9 +111,28 @@ def provenance_lines(prov: dict[str, Any]) -> list[tuple[str, str]]:
             ("runs", f"{prov['runs_finished']} finished of {prov['runs_planned']} planned "
                      f"({prov['runs_ran_now']} ran now, {prov['runs_resumed']} resumed, "
                      f"{prov['runs_failed']} failed)"),
+            ("what ran", ran_text(prov)),
             ("seeds", seed_txt),
             ("wall time", f"{prov['wall_time_s']:.1f} s (this invocation)"),
             ("finished", f"{prov['finished_at_utc']} UTC")]
+
+
+def ran_text(prov: dict[str, Any]) -> str:
+    """"runs of 8 s (2 s warm-up), 1 seed per grid point", from the runs' own summaries."""
+    ran = prov.get("ran") or []
+    if not ran:
+        return "no finished run"
+    return "; ".join(f"runs of {r['duration_s']:g} s ({r['warmup_s']:g} s warm-up), "
+                     f"{r['seeds_per_point']} seed{'s' if r['seeds_per_point'] != 1 else ''} "
+                     "per grid point" for r in ran)
+
+
+def _size_note(prov: dict[str, Any]) -> str | None:
+    """For the quick form: what ran instead of the full size the description states."""
+    if prov.get("size") != "quick":
+        return None
+    return (f"This is the quick form (--quick): {ran_text(prov)}. The description gives the "
+            "full-size study; its run length and seed count do not apply to these numbers.")
 
 
 def write_reports(suite: Suite, analysis: Analysis, prov: dict[str, Any],
@@ -108,10 +140,16 @@ def write_reports(suite: Suite, analysis: Analysis, prov: dict[str, Any],
     """Write report.md and report.html of a suite; returns both paths."""
     title = f"l4slab suite {suite.name}: {suite.title}"
     md = [f"# {title}", "", suite.description, ""]
+    note = _size_note(prov)
+    if note:
+        md += [f"**{note}**", ""]
     md += [f"- **{k}**: {v}" for k, v in provenance_lines(prov)]
     for n in analysis.notes:
         md += ["", f"> {n}"]
-    body = [f"<p>{html.escape(suite.description)}</p>", "<table>"]
+    body = [f"<p>{html.escape(suite.description)}</p>"]
+    if note:
+        body.append(f"<p><strong>{html.escape(note)}</strong></p>")
+    body.append("<table>")
     body += [f'<tr><th class="l">{html.escape(k)}</th><td class="l">{html.escape(v)}</td></tr>'
              for k, v in provenance_lines(prov)]
     body.append("</table>")
