@@ -499,3 +499,32 @@ def test_ci_is_cut_to_the_metric_domain():
     assert r["harm_lo"] == 0.0 and r["harm_hi"] <= 1.0
     bands = band_stats([pd.Series([v], index=[0.0]) for v in x])
     assert bands["lo"].iloc[0] == 0.0 and bands["hi"].iloc[0] == pytest.approx(2.0 + half)
+
+
+@pytest.mark.parametrize("csv, needle", [
+    ("foo,bar\n1,2\n", "match no result table"),
+    ("link,flow,tput_mbps,goodput\n10 Mb/s 30 ms,0 prague,5.0,1\n",
+     "column 'goodput' is neither a key nor a metric of table flows"),
+    ("link,flow,tput_mbps\n10 Mb/s 30 ms,0 prague,fast\n",
+     "column tput_mbps is not numeric (row 2: 'fast')"),
+])
+def test_bad_reference_is_refused_before_anything_runs(tmp_path: Path, csv: str,
+                                                       needle: str) -> None:
+    """A bad --reference used to be reported only after the whole suite had run."""
+    (tmp_path / "ref.csv").write_text(csv)
+    out = tmp_path / "pvc"
+    r = _suite(out, "prague-vs-cubic", "--reference", str(tmp_path / "ref.csv"))
+    assert r.exit_code == 2 and needle in r.output, r.output
+    assert not (out / "parts").exists()
+
+
+def test_declared_table_shapes_are_the_tables_written(bdp: Path, pvc: Path, coex: Path,
+                                                     rob: Path, cell: Path) -> None:
+    """The shapes a --reference is checked against early are the tables analyse() writes."""
+    from l4slab.suites import get_suite
+
+    for out, name in ((bdp, "bdp-regimes"), (pvc, "prague-vs-cubic"), (coex, "coexistence"),
+                      (rob, "robustness"), (cell, "cellular")):
+        for shape in get_suite(name).tables:
+            cols = list(pd.read_csv(out / "tables" / f"{shape.name}.csv", nrows=1).columns)
+            assert set(shape.keys) | set(shape.values) <= set(cols), (name, shape.name, cols)

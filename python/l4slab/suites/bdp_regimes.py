@@ -20,7 +20,7 @@ from l4slab.suites.common import (
     totals,
     warmup_of,
 )
-from l4slab.suites.core import Analysis, Part, Suite, SuiteData, Table, aggregate
+from l4slab.suites.core import Analysis, Part, Suite, SuiteData, Table, TableShape, aggregate
 from l4slab.suites.figures import bars
 
 LINKS = [("12M20ms", "12 Mb/s 20 ms"), ("50M40ms", "50 Mb/s 40 ms"),
@@ -30,6 +30,12 @@ KEYS = ["link", "traffic", "link_model", "step_thresh", "target"]
 #: Validation metrics: time series of each run (`binned_series`), compared by normalised DTW.
 METRICS = ["tput_mbps", "backlog_pkts", "marks", "drops"]
 DEFAULT = {"step_thresh": "1ms", "target": "15ms"}
+#: The results table's metrics -> run columns.
+RESULT_VALUES = {"tput_mbps": "tput_mbps", "backlog_pkts": "backlog_pkts", "marks": "marks",
+                 "drops": "drops", "sojourn_L_ms": "queues.L.sojourn_ms.mean",
+                 "sojourn_C_ms": "queues.C.sojourn_ms.mean", "utilisation": "link.utilisation"}
+LINK_MODEL_VALUES = ["smooth", "txop1ms", "difference", "p_hat_max"]
+VARIANT_VALUES = ["default", "variant", "difference", "p_hat_max"]
 
 
 def extract(run_dir: Path, scenario: dict[str, Any]) -> dict[str, float]:
@@ -42,9 +48,7 @@ def analyse(data: SuiteData) -> Analysis:
     """Results table, link-model and variant validation tables, and figures of the suite."""
     runs = rename_params(data.runs)
     figs_dir = data.out / "figures"
-    vals = {"tput_mbps": "tput_mbps", "backlog_pkts": "backlog_pkts", "marks": "marks",
-            "drops": "drops", "sojourn_L_ms": "queues.L.sojourn_ms.mean",
-            "sojourn_C_ms": "queues.C.sojourn_ms.mean", "utilisation": "link.utilisation"}
+    vals = RESULT_VALUES
     res = aggregate(runs, KEYS, vals)
     results = Table("results", "Per configuration: mean over runs [95 % CI]", res, KEYS,
                     list(vals),
@@ -55,8 +59,7 @@ def analyse(data: SuiteData) -> Analysis:
                            "txop1ms")
     link_models = Table("link_models", "Link model: smooth vs Mahimahi-style 1 ms txops "
                         "(validation, p̂_max with bootstrap 95 % CI)", lm,
-                        other_keys() + ["metric"],
-                        ["smooth", "txop1ms", "difference", "p_hat_max"],
+                        other_keys() + ["metric"], LINK_MODEL_VALUES,
                         note="difference = txop1ms - smooth (means of each run's series); "
                              "similar when p̂_max < 0.05. Each run's measured interval is cut "
                              f"into {SERIES_BINS} bins (throughput and backlog: bin means; "
@@ -64,8 +67,7 @@ def analyse(data: SuiteData) -> Analysis:
                              "bootstrap B = 2000.")
     vf = _validation_frame(data.part_tables("variants"), KEYS, "default", "variant")
     variants = Table("variants", "Each variant against the default (step_thresh 1 ms, target "
-                     "15 ms)", vf, KEYS + ["metric"],
-                     ["default", "variant", "difference", "p_hat_max"],
+                     "15 ms)", vf, KEYS + ["metric"], VARIANT_VALUES,
                      note="difference = variant - default; p̂_max as above.")
     figs = []
     mixed = res[res["traffic"] == "Prague+Cubic"] if (res["traffic"] == "Prague+Cubic").any() \
@@ -154,6 +156,9 @@ SUITE = Suite(
     analyse=analyse,
     extract=extract,
     part_analyse=part_analyse,
+    tables=[TableShape("results", KEYS, list(RESULT_VALUES)),
+            TableShape("link_models", other_keys() + ["metric"], LINK_MODEL_VALUES),
+            TableShape("variants", KEYS + ["metric"], VARIANT_VALUES)],
     headline="results",
     emulate_not="its link-model comparison needs 1 ms txops on the data direction only, which "
                 "the emulator would apply to the ACKs too (and 16 200 runs of 30 s are 5.6 days "

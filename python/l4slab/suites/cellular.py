@@ -14,7 +14,16 @@ import numpy as np
 import pandas as pd
 
 from l4slab.suites.common import read_summary, warmup_of
-from l4slab.suites.core import Analysis, Part, Suite, SuiteData, SuiteError, Table, aggregate
+from l4slab.suites.core import (
+    Analysis,
+    Part,
+    Suite,
+    SuiteData,
+    SuiteError,
+    Table,
+    TableShape,
+    aggregate,
+)
 from l4slab.suites.figures import CLASSIC_ORANGE, L4S_BLUE, cdfs
 
 DELAYS = [5, 20, 100]
@@ -22,6 +31,18 @@ MM_OPPORTUNITY_BYTES = 1504
 #: Folder of the traces (same file names as the sweep files list); default: the relative paths
 #: of the sweep files (the excerpts shipped in scenarios/traces).
 TRACES_ENV = "L4SLAB_TRACES"
+KEYS = ["trace", "rtt", "step_thresh"]
+#: The results table's metrics -> run columns.
+RESULT_VALUES = {"tput_L4S_mbps": "class.L4S.tput_mbps",
+                 "tput_Classic_mbps": "class.Classic.tput_mbps",
+                 "capacity_mbps": "link.capacity_mbps", "utilisation": "link.utilisation",
+                 "unused_txops": "link.unused_txops",
+                 "sojourn_L_p99_ms": "queues.L.sojourn_ms.p99",
+                 "sojourn_C_p99_ms": "queues.C.sojourn_ms.p99"}
+QUEUE_VALUES = [f"backlog_{q}_p{p}" for q in ("L", "C") for p in (50, 95, 99)]
+TRACE_VALUES = ["lines", "txops", "mean_rate_mbps", "inter_txop_mean_ms", "inter_txop_p50_ms",
+                "inter_txop_p95_ms", "inter_txop_max_ms", "pkts_per_txop_mean",
+                "pkts_per_txop_p50", "pkts_per_txop_p95", "pkts_per_txop_max"]
 
 
 def prepare(spec: dict[str, Any], folder: Path) -> dict[str, Any]:
@@ -74,14 +95,10 @@ def analyse(data: SuiteData) -> Analysis:
     """Per-class throughput, queue-length and trace tables; inter-txop, packets-per-txop and
     queue-length CDFs."""
     runs = _label(data.runs)
-    keys = ["trace", "rtt", "step_thresh"]
-    cols = {"tput_L4S_mbps": "class.L4S.tput_mbps", "tput_Classic_mbps": "class.Classic.tput_mbps",
-            "capacity_mbps": "link.capacity_mbps", "utilisation": "link.utilisation",
-            "unused_txops": "link.unused_txops",
-            "sojourn_L_p99_ms": "queues.L.sojourn_ms.p99",
-            "sojourn_C_p99_ms": "queues.C.sojourn_ms.p99"}
+    keys = KEYS
+    cols = RESULT_VALUES
     res = aggregate(runs, keys, cols)
-    qcols = {f"backlog_{q}_p{p}": f"backlog_{q}_p{p}" for q in ("L", "C") for p in (50, 95, 99)}
+    qcols = {c: c for c in QUEUE_VALUES}
     ql = aggregate(runs, keys, qcols)
     tables = [Table("results", "Per-class throughput, unused txops and p99 sojourn [95 % CI]",
                     res, keys, list(cols),
@@ -108,9 +125,9 @@ def analyse(data: SuiteData) -> Analysis:
                       "pkts_per_txop_p50": float(np.percentile(counts, 50)),
                       "pkts_per_txop_p95": float(np.percentile(counts, 95)),
                       "pkts_per_txop_max": float(counts.max())})
-    tt = pd.DataFrame(trows)
+    tt = pd.DataFrame(trows)[["trace", *TRACE_VALUES]]
     tables.append(Table("traces", "The traces: txops, inter-txop time and packets per txop",
-                        tt, ["trace"], [c for c in tt.columns if c != "trace"],
+                        tt, ["trace"], TRACE_VALUES,
                         note="A txop is one distinct millisecond of the trace; packets per txop "
                              "= lines at that millisecond (1504 bytes each); mean rate over the "
                              "trace's span (last timestamp)."))
@@ -152,6 +169,9 @@ SUITE = Suite(
     analyse=analyse,
     extract=extract,
     prepare=prepare,
+    tables=[TableShape("results", KEYS, list(RESULT_VALUES)),
+            TableShape("queue_length", KEYS, QUEUE_VALUES),
+            TableShape("traces", ["trace"], TRACE_VALUES)],
     headline="results",
     # Real time: one trace, one replication per point (6 runs of 4 s).
     quick_emulate={"replications": 1,

@@ -24,6 +24,7 @@ from l4slab.suites.core import (
     Suite,
     SuiteData,
     Table,
+    TableShape,
     aggregate,
     suites_dir,
 )
@@ -34,6 +35,10 @@ AQMS = [("fifo", "FIFO"), ("fifo_ecn", "FIFO+ECN"), ("codel", "CoDel+ECN"), ("pi
 #: aqm.limit in packets -> buffer in BDPs (100 Mb/s x 20 ms = 166.7 packets of 1500 B).
 BDP_PKTS = 100e6 * 0.020 / 8 / 1500
 KEYS = ["aqm", "buffer_bdp", "classic_flows", "l4s_cc", "classic_cc"]
+#: Metric columns of the three result tables.
+THROUGHPUT = ["l4s_mbps", "classic_mbps", "jain", "utilisation"]
+HARM = ["harm_to_l4s", "harm_to_classic"]
+SHARE = ["short_l4s", "short_classic"]
 
 
 def solo_sweep(spec: dict[str, Any]) -> dict[str, Any]:
@@ -132,22 +137,19 @@ def analyse(data: SuiteData) -> Analysis:
 
     tables = [
         Table("throughput", "Throughput matrix: L4S flow Mb/s (mean Classic flow Mb/s)",
-              only(["l4s_mbps", "classic_mbps", "jain", "utilisation"]),
-              KEYS, ["l4s_mbps", "classic_mbps", "jain", "utilisation"],
+              only(THROUGHPUT), KEYS, THROUGHPUT,
               display=disp,
               note="Rows: number of Classic flows, AQM, buffer in BDPs; columns: L4S sender vs "
                    "Classic sender. Means over runs; CIs in tables/throughput.csv."),
         Table("harm", "Harm (Ware et al.): 1 − throughput with the competitor / throughput "
-              "alone, for the more harmed side", only(["harm_to_l4s", "harm_to_classic"]), KEYS,
-              ["harm_to_l4s", "harm_to_classic"],
+              "alone, for the more harmed side", only(HARM), KEYS, HARM,
               display=hdisp,
               note="Throughput alone: the same sender (and number of Classic flows) alone at "
                    "the same AQM and buffer, the same seeds (parts solo-*). 'C 0.60' means the "
                    "mean Classic flow got 40 % of what it gets alone; '0' means neither side "
                    "lost throughput. Both harms are in tables/harm.csv."),
         Table("share", "Below the equal share: 1 − throughput / equal share, for the side "
-              "below it", only(["short_l4s", "short_classic"]), KEYS,
-              ["short_l4s", "short_classic"], display=sdisp,
+              "below it", only(SHARE), KEYS, SHARE, display=sdisp,
               note="Equal share = delivered total / (1 + Classic flows): a fairness view that "
                    "needs no solo run."),
     ]
@@ -207,6 +209,8 @@ SUITE = Suite(
            "grid": {"aqm.limit": [167, 667], "flows.1.count": [1, 4],
                     "flows.1.cc": ["cubic", "bbr3"]}},
     analyse=analyse,
+    tables=[TableShape("throughput", KEYS, THROUGHPUT), TableShape("harm", KEYS, HARM),
+            TableShape("share", KEYS, SHARE)],
     headline="throughput",
     # Real time: one buffer size, one Classic Cubic flow (12 runs of 4 s).
     quick_emulate={"replications": 1, "grid": {"aqm.limit": [667], "flows.1.count": [1],

@@ -76,6 +76,15 @@ class Table:
 
 
 @dataclass
+class TableShape:
+    """A result table's name, key columns and metric columns, known before anything runs (so
+    a --reference CSV is checked before the suite runs)."""
+    name: str
+    keys: list[str]
+    values: list[str]
+
+
+@dataclass
 class Figure:
     """A figure a suite wrote: its file name stem, caption and path."""
     name: str
@@ -133,6 +142,8 @@ class Suite:
     part_analyse: Callable[[pd.DataFrame], dict[str, pd.DataFrame]] | None = None
     #: Rewrites a part's sweep dict before it runs (e.g. trace locations); gets the suite dir.
     prepare: Callable[[dict[str, Any], Path], dict[str, Any]] | None = None
+    #: The shapes of the result tables `analyse` builds (what a --reference can name).
+    tables: list[TableShape] = field(default_factory=list)
     headline: str = ""
     #: Why `--emulate` does not apply to this suite (one line), or "" when it does.
     emulate_not: str = ""
@@ -532,10 +543,12 @@ def _run_suite_locked(suite: Suite, out: Path, t0: float, *, quick: bool, jobs: 
                       dask: str | None, reference: str | Path | None,
                       on_part: Callable[[PartOutcome, int, int], None] | None,
                       engine: Any = None) -> SuiteResult:
-    from l4slab.suites.reference import compare_reference, read_reference
+    from l4slab.suites.reference import check_reference, compare_reference, read_reference
     from l4slab.suites.report import write_reports
 
     ref = read_reference(reference) if reference is not None else None
+    if ref is not None and suite.tables:
+        check_reference(ref, suite.tables, reference)  # before any run, not after all
     specs = [(p, part_spec(suite, p, quick, engine is not None)) for p in suite.parts]
     # Plan and validate every part before anything runs: bad input fails fast.
     from l4slab.sweeps import load_sweep_spec, plan, validate_tasks

@@ -11,11 +11,16 @@ from typing import Any
 import pandas as pd
 
 from l4slab.suites.common import read_summary, warmup_of
-from l4slab.suites.core import Analysis, Part, Suite, SuiteData, Table, aggregate
+from l4slab.suites.core import Analysis, Part, Suite, SuiteData, Table, TableShape, aggregate
 from l4slab.suites.figures import CLASSIC_ORANGE, L4S_BLUE, band_stats, bands
 
 LINKS = [("100M5ms", "100 Mb/s 5 ms"), ("10M30ms", "10 Mb/s 30 ms")]
 FLOWS = [(0, "prague"), (1, "cubic")]
+FLOW_T = TableShape("flows", ["link", "flow"],
+                    ["tput_mbps", "srtt_ms", "cwnd_pkts", "ce_marks", "retransmits"])
+QUEUE_T = TableShape("queues", ["link", "queue"],
+                     ["sojourn_mean_ms", "sojourn_p99_ms", "marks", "drops"])
+LINK_T = TableShape("link", ["link"], ["jain", "utilisation", "p_prime", "p_cl", "p_c"])
 
 
 def extract(run_dir: Path, scenario: dict[str, Any]) -> dict[str, float]:
@@ -59,13 +64,13 @@ def analyse(data: SuiteData) -> Analysis:
     link = aggregate(runs, ["link"], {"jain": "jain", "utilisation": "link.utilisation",
                                       "p_prime": "p_prime", "p_cl": "p_cl", "p_c": "p_c"})
     tables = [
-        Table("flows", "Per flow: mean over seeds [95 % CI]", flows, ["link", "flow"],
-              ["tput_mbps", "srtt_ms", "cwnd_pkts", "ce_marks", "retransmits"],
+        Table(FLOW_T.name, "Per flow: mean over seeds [95 % CI]", flows, FLOW_T.keys,
+              FLOW_T.values,
               note="After the warm-up; cwnd is the mean of the sampled cwnd (flows.parquet)."),
-        Table("queues", "Per DualPI2 queue: sojourn, marks, drops [95 % CI]", queues,
-              ["link", "queue"], ["sojourn_mean_ms", "sojourn_p99_ms", "marks", "drops"]),
-        Table("link", "Per link: Jain's index, utilisation, PI probabilities [95 % CI]", link,
-              ["link"], ["jain", "utilisation", "p_prime", "p_cl", "p_c"],
+        Table(QUEUE_T.name, "Per DualPI2 queue: sojourn, marks, drops [95 % CI]", queues,
+              QUEUE_T.keys, QUEUE_T.values),
+        Table(LINK_T.name, "Per link: Jain's index, utilisation, PI probabilities [95 % CI]",
+              link, LINK_T.keys, LINK_T.values,
               note="p_cl = k·p' is the coupled L4S marking probability, p_c = p'² the Classic "
                    "one; means of the 16 ms samples after the warm-up."),
     ]
@@ -109,5 +114,6 @@ SUITE = Suite(
     quick={"replications": 4, "set": {"duration": "10s", "warmup": "2s"}},
     analyse=analyse,
     extract=extract,
+    tables=[FLOW_T, QUEUE_T, LINK_T],
     headline="flows",
 )

@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from l4slab.suites.core import SuiteError, Table
+from l4slab.suites.core import SuiteError, Table, TableShape
 
-__all__ = ["read_reference", "compare_reference"]
+__all__ = ["read_reference", "check_reference", "compare_reference"]
 
 
 def read_reference(path: str | Path) -> pd.DataFrame:
@@ -32,6 +32,43 @@ def read_reference(path: str | Path) -> pd.DataFrame:
     if df.empty:
         raise SuiteError(f"--reference {p}: no rows")
     return df
+
+
+def _no_match(path: object, ref: pd.DataFrame, tables: list[Table] | list[TableShape]) -> str:
+    options = "; ".join(f"{t.name}: keys {', '.join(t.keys)}; metrics {', '.join(t.values)}"
+                        for t in tables if t.keys)
+    return (f"--reference {path}: its columns ({', '.join(ref.columns)}) match no result "
+            "table; a reference needs a table's key columns and at least one of its metrics: "
+            f"{options}")
+
+
+def check_reference(ref: pd.DataFrame, shapes: list[TableShape], path: object) -> None:
+    """What can be checked before the suite runs: the CSV names the keys and at least one
+    metric of a result table, every other column is a metric of such a table, metric columns
+    are numbers, and no two rows share their keys. SuiteError naming the column otherwise."""
+    cols = list(ref.columns)
+    matched = [t for t in shapes if t.keys and set(t.keys) <= set(cols)
+               and any(m in cols for m in t.values)]
+    if not matched:
+        raise SuiteError(_no_match(path, ref, shapes))
+    known = {c for t in matched for c in (*t.keys, *t.values)}
+    unknown = [c for c in cols if c not in known]
+    if unknown:
+        metrics = sorted({m for t in matched for m in t.values})
+        raise SuiteError(f"--reference {path}: column {unknown[0]!r} is neither a key nor a "
+                         f"metric of table {', '.join(t.name for t in matched)} (metrics: "
+                         f"{', '.join(metrics)})")
+    for t in matched:
+        for m in (m for m in t.values if m in cols):
+            if not pd.api.types.is_numeric_dtype(ref[m]):
+                bad = ref[m][pd.to_numeric(ref[m], errors="coerce").isna() & ref[m].notna()]
+                where = f" (row {int(bad.index[0]) + 2}: {bad.iloc[0]!r})" if len(bad) else ""
+                raise SuiteError(f"--reference {path}: column {m} is not numeric{where}")
+        keys = [k for k in t.keys]
+        dup = ref.astype({k: str for k in keys}).duplicated(keys)
+        if dup.any():
+            first = ref.loc[dup, keys].iloc[0].to_dict()
+            raise SuiteError(f"--reference {path}: two rows for the same keys {first}")
 
 
 def _key_str(v: object) -> str:
@@ -82,11 +119,7 @@ def compare_reference(tables: list[Table], ref: pd.DataFrame, path: object) -> T
                        "n": r.get("n", np.nan)}
                 rows.append(row)
     if not rows:
-        options = "; ".join(f"{t.name}: keys {', '.join(t.keys)}; metrics "
-                            f"{', '.join(t.values)}" for t in tables if t.keys)
-        raise SuiteError(f"--reference {path}: its columns ({', '.join(ref.columns)}) match no "
-                         f"result table; a reference needs a table's key columns and at least "
-                         f"one of its metrics: {options}")
+        raise SuiteError(_no_match(path, ref, tables))
     df = pd.DataFrame(rows)
     keys = [c for c in df.columns if c not in ("table", "metric", "l4slab", "l4slab_lo",
                                                "l4slab_hi", "reference", "difference", "n")]

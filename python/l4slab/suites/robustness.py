@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from l4slab.suites.common import read_summary, warmup_of
-from l4slab.suites.core import Analysis, Part, Suite, SuiteData, Table, aggregate
+from l4slab.suites.core import Analysis, Part, Suite, SuiteData, Table, TableShape, aggregate
 from l4slab.suites.figures import bars
 
 MIXES = [("prague", "Prague"), ("cubic", "Cubic"), ("prague_cubic", "Prague+Cubic"),
@@ -22,6 +22,14 @@ BIN_S = 0.1
 #: Conditions that must hold, bin after bin, for this long to count as adapted.
 HOLD_S = 1.0
 PRE_S = 5.0
+KEYS = ["traffic", "condition"]
+#: The results table's metrics -> run columns.
+RESULT_VALUES = {"tput_L4S_mbps": "class.L4S.tput_mbps",
+                 "tput_Classic_mbps": "class.Classic.tput_mbps",
+                 "tput_total_mbps": "tput_total_mbps",
+                 "delay_L_mean_ms": "queues.L.sojourn_ms.mean", "delay_L_p5_ms": "delay_L_p5_ms",
+                 "delay_C_mean_ms": "queues.C.sojourn_ms.mean", "delay_C_p5_ms": "delay_C_p5_ms",
+                 "utilisation": "link.utilisation"}
 
 _RATE = re.compile(r"^\s*([0-9.]+)\s*(bit|kbit|mbit|gbit)\s*$", re.IGNORECASE)
 
@@ -120,12 +128,8 @@ def analyse(data: SuiteData) -> Analysis:
             runs[c] = np.nan
     runs["tput_total_mbps"] = runs[["class.L4S.tput_mbps", "class.Classic.tput_mbps"]].sum(
         axis=1, min_count=1)
-    keys = ["traffic", "condition"]
-    cols = {"tput_L4S_mbps": "class.L4S.tput_mbps", "tput_Classic_mbps": "class.Classic.tput_mbps",
-            "tput_total_mbps": "tput_total_mbps",
-            "delay_L_mean_ms": "queues.L.sojourn_ms.mean", "delay_L_p5_ms": "delay_L_p5_ms",
-            "delay_C_mean_ms": "queues.C.sojourn_ms.mean", "delay_C_p5_ms": "delay_C_p5_ms",
-            "utilisation": "link.utilisation"}
+    keys = KEYS
+    cols = RESULT_VALUES
     main = aggregate(runs, keys, cols)
     tables = [Table("results", "Throughput and queueing delay per traffic mix and condition "
                     "[95 % CI]", main, keys, list(cols),
@@ -177,6 +181,9 @@ SUITE = Suite(
     parts=[Part(f"{m}-{i}", f"{m}-{i}.toml", {"traffic": md, "impairment": i})
            for m, md in MIXES for i in IMPAIRMENTS],
     quick=quick,
+    tables=[TableShape("results", KEYS, list(RESULT_VALUES)),
+            TableShape("adaptation", KEYS, ["adaptation_s"]),
+            TableShape("fairness", KEYS, ["jain"])],
     analyse=analyse,
     extract=extract,
     headline="results",
