@@ -318,3 +318,37 @@ def test_sweep_report_says_n1_and_identical_runs(tmp_path):
     assert invoke("sweep", sw, "-j", "1", "-o", out).exit_code == 0
     html = (out / "report.html").read_text()
     assert "(n = 1)" in html and "± 0" not in html
+
+
+# --- item 9: early errors name what is wrong --------------------------------------------------
+
+def _csv_runs(d: Path, n: int = 3) -> Path:
+    import numpy as np
+
+    d.mkdir()
+    t = np.arange(20) * 0.1
+    for i in range(n):
+        pd.DataFrame({"t_s": t, "tput": 10 + 0.1 * i + 0 * t}).to_csv(d / f"r{i}.csv",
+                                                                       index=False)
+    return d
+
+
+def test_validate_warmup_past_the_end_names_the_warmup(tmp_path):
+    g = _csv_runs(tmp_path / "g")
+    line = one_error(invoke("validate", g, g, "--warmup", "100", "-o", tmp_path / "o"),
+                     "warm-up of 100 s leaves no sample", "t = 1.9 s", "--warmup")
+    assert "empty" not in line
+    # A run directory (Parquet) says the same.
+    import l4slab
+
+    run = tmp_path / "run"
+    l4slab.run({**SHORT, "duration": "0.3s", "warmup": "0.1s"}, out_dir=run, figures=False)
+    one_error(invoke("validate", run, run, "--warmup", "5", "-o", tmp_path / "o2"),
+              "warm-up of 5 s leaves no sample")
+
+
+def test_validate_names_a_group_that_matches_nothing_by_the_path_given(tmp_path):
+    g = _csv_runs(tmp_path / "g")
+    pattern = str(tmp_path / "nothing-*")
+    line = one_error(invoke("validate", g, pattern, "-o", tmp_path / "o"), "empty group")
+    assert f"group B ({pattern})" in line and "[]" not in line

@@ -130,8 +130,8 @@ def validate_cmd(
         _check_out(out_dir, force)
         for (name_a, paths_a), (name_b, paths_b) in pairs:
             w = warmup_s if warmup_s is not None else scenario_warmup_s(paths_a + paths_b)
-            runs_a = load_group("A", paths_a, w)
-            runs_b = load_group("B", paths_b, w)
+            runs_a = load_group("A", paths_a, w, given=name_a)
+            runs_b = load_group("B", paths_b, w, given=name_b)
             with console.status(f"{name_a} vs {name_b}: distances and {n_boot} bootstrap "
                                 f"replicates per metric (warm-up {w:g} s) …"):
                 results = validate_groups(runs_a, runs_b, _split_metrics(metrics), n_boot,

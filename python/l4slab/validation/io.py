@@ -130,6 +130,7 @@ def read_run_dir(path: Path, warmup_s: float = 0.0) -> Run:
         flows = pd.read_parquet(flows_path, columns=_present(
             flows_path, ("t_s", "flow", "tput_mbps", "ce_acked")))
         _require(flows, ("t_s", "flow", "tput_mbps"), flows_path)
+        _check_warmup(flows["t_s"], warmup_s, flows_path)
         flows = flows[flows["t_s"] >= warmup_s]
         total = flows.groupby("t_s", sort=True)["tput_mbps"].sum()
         run.metrics["tput_total"] = _series(total.to_numpy())
@@ -140,6 +141,7 @@ def read_run_dir(path: Path, warmup_s: float = 0.0) -> Run:
     if samples_path.is_file():
         samples = pd.read_parquet(samples_path)
         _require(samples, ("t_s", "queue"), samples_path)
+        _check_warmup(samples["t_s"], warmup_s, samples_path)
         samples = samples[samples["t_s"] >= warmup_s]
         for q, g in samples.sort_values("t_s").groupby("queue", sort=True, observed=True):
             for col, name in (
@@ -153,6 +155,15 @@ def read_run_dir(path: Path, warmup_s: float = 0.0) -> Run:
     if not run.metrics:
         raise ValidationInputError(f"{path}: no samples.parquet or flows.parquet with data")
     return run
+
+
+def _check_warmup(t_s: Iterable[float], warmup_s: float, path: Path) -> None:
+    """A warm-up that leaves no sample is named as such (not as an empty metric later)."""
+    t = np.asarray(t_s, dtype=float)
+    if t.size and warmup_s > 0 and not (t >= warmup_s).any():
+        raise ValidationInputError(
+            f"{path}: the warm-up of {warmup_s:g} s leaves no sample (the last is at "
+            f"t = {t.max():g} s); choose a smaller --warmup")
 
 
 def _present(path: Path, cols: Sequence[str]) -> list[str]:
@@ -201,6 +212,7 @@ def read_csv_run(path: Path, warmup_s: float = 0.0) -> Run:
             f"{path}: line {i + 2}: t_s {what} ({t[i - 1]:g} then {t[i]:g}); t_s must strictly "
             "increase (one row per sampling instant)"
         )
+    _check_warmup(t, warmup_s, path)
     keep = t >= warmup_s
     run = Run(Path(path))
     for col in df.columns:
@@ -248,13 +260,16 @@ def resolve_group(spec: str | Path) -> list[Path]:
     )
 
 
-def load_group(name: str, spec: str | Path | list[Path], warmup_s: float = 0.0) -> list[Run]:
+def load_group(name: str, spec: str | Path | list[Path], warmup_s: float = 0.0,
+               given: str | None = None) -> list[Run]:
     """Read the runs of group ``name``: a spec as ``resolve_group`` takes, or a list of run
-    paths; none is an error."""
+    paths (then ``given``, the path the user gave, names the group in errors); none is an
+    error."""
     paths = list(spec) if isinstance(spec, list) else resolve_group(spec)
     if not paths:
         raise ValidationInputError(
-            f"group {name} ({spec}): empty group, no run directories or CSV files found"
+            f"group {name} ({given if given is not None else spec}): empty group, no run "
+            "directories or CSV files found"
         )
     return [read_run(p, warmup_s) for p in paths]
 
