@@ -82,7 +82,10 @@ def scenarios_copy(dest: Path, force: bool) -> None:
     click.echo(f"copied {len(files)} files to {dest}")
 
 
-def _write(trace, out: Path) -> None:
+def _write(trace, out: Path, force: bool) -> None:
+    if out.exists() and not force:
+        raise BadInput(f"{out}: exists; choose another -o, or pass --force to replace it "
+                       "(a trace is never overwritten silently)")
     try:
         write_trace(trace, out)
     except OSError as e:
@@ -107,6 +110,9 @@ def _guard(fn):
 
 _OUT = click.option("-o", "--out", type=click.Path(dir_okay=False, path_type=Path),
                     required=True, help="Trace file to write (Mahimahi format).")
+_FORCE = click.option("--force", is_flag=True, help="Replace an existing -o file.")
+#: A negative number is an argument (refused with its range), not an unknown option.
+_NUMBERS = {"ignore_unknown_options": True}
 
 
 @click.group("trace")
@@ -115,21 +121,23 @@ def trace_cmd() -> None:
     `link.trace`."""
 
 
-@trace_cmd.command("constant")
+@trace_cmd.command("constant", context_settings=_NUMBERS)
 @click.argument("rate_mbps", type=float)
 @click.option("--period-ms", type=int, default=1000, show_default=True)
 @_OUT
+@_FORCE
 @_guard
-def trace_constant(rate_mbps: float, period_ms: int, out: Path) -> None:
+def trace_constant(rate_mbps: float, period_ms: int, out: Path, force: bool) -> None:
     """A constant RATE_MBPS (Mb/s)."""
-    _write(constant(rate_mbps, period_ms), out)
+    _write(constant(rate_mbps, period_ms), out, force)
 
 
-@trace_cmd.command("steps")
+@trace_cmd.command("steps", context_settings=_NUMBERS)
 @click.argument("segments", nargs=-1, required=True)
 @_OUT
+@_FORCE
 @_guard
-def trace_steps(segments: tuple[str, ...], out: Path) -> None:
+def trace_steps(segments: tuple[str, ...], out: Path, force: bool) -> None:
     """Rate steps, each DURATION_MS:RATE_MBPS, e.g. `5000:20 5000:5 5000:0`."""
     parsed = []
     for s in segments:
@@ -141,23 +149,25 @@ def trace_steps(segments: tuple[str, ...], out: Path) -> None:
                            ) from None
         if not sep:
             raise BadInput(f"segment {s!r}: expected DURATION_MS:RATE_MBPS, e.g. 5000:20")
-    _write(steps(parsed), out)
+    _write(steps(parsed), out, force)
 
 
-@trace_cmd.command("onoff")
+@trace_cmd.command("onoff", context_settings=_NUMBERS)
 @click.argument("rate_mbps", type=float)
 @click.option("--on-ms", type=int, required=True)
 @click.option("--off-ms", type=int, required=True)
 @click.option("--cycles", type=int, default=1, show_default=True)
 @_OUT
+@_FORCE
 @_guard
-def trace_onoff(rate_mbps: float, on_ms: int, off_ms: int, cycles: int, out: Path) -> None:
+def trace_onoff(rate_mbps: float, on_ms: int, off_ms: int, cycles: int, out: Path,
+                force: bool) -> None:
     """RATE_MBPS for --on-ms, then nothing for --off-ms (one opportunity marks the end of the
     last off period so the loop keeps it)."""
-    _write(on_off(rate_mbps, on_ms, off_ms, cycles), out)
+    _write(on_off(rate_mbps, on_ms, off_ms, cycles), out, force)
 
 
-@trace_cmd.command("cellular")
+@trace_cmd.command("cellular", context_settings=_NUMBERS)
 @click.argument("mean_mbps", type=float)
 @click.option("--duration-ms", type=int, default=60_000, show_default=True)
 @click.option("--seed", type=int, default=1, show_default=True)
@@ -168,9 +178,11 @@ def trace_onoff(rate_mbps: float, on_ms: int, off_ms: int, cycles: int, out: Pat
 @click.option("--outage-prob", type=float, default=0.0, show_default=True,
               help="Probability that a 100 ms block is an outage.")
 @_OUT
+@_FORCE
 @_guard
 def trace_cellular(mean_mbps: float, duration_ms: int, seed: int, sigma: float,
-                   coherence_ms: float, outage_prob: float, out: Path) -> None:
+                   coherence_ms: float, outage_prob: float, out: Path, force: bool) -> None:
     """A synthetic cellular link with mean MEAN_MBPS: log-normal rate with AR(1)
     correlation, Poisson opportunities per millisecond, optional outages (seeded)."""
-    _write(cellular(mean_mbps, duration_ms, seed, sigma, coherence_ms, outage_prob), out)
+    _write(cellular(mean_mbps, duration_ms, seed, sigma, coherence_ms, outage_prob), out,
+           force)

@@ -249,16 +249,17 @@ pub fn parse_duration(s: &str) -> Result<Nanos, ParseError> {
         "ms" | "msec" => 1e6,
         "s" | "sec" | "secs" => 1e9,
         "min" => 60e9,
+        "h" | "hr" | "hour" | "hours" => 3600e9,
         "" => {
             return Err(ParseError::new(
                 s,
-                "missing unit; expected one of ns, us, ms, s, min",
+                "missing unit; expected one of ns, us, ms, s, min, h",
             ))
         }
         _ => {
             return Err(ParseError::new(
                 s,
-                "unknown unit; expected one of ns, us, ms, s, min",
+                "unknown unit; expected one of ns, us, ms, s, min, h",
             ))
         }
     };
@@ -428,6 +429,18 @@ mod tests {
             .contains("unknown unit"));
         assert!(parse_duration("ms").is_err());
         assert!(parse_duration("1.2.3ms").is_err());
+    }
+
+    #[test]
+    fn hours_are_a_duration_unit() {
+        assert_eq!(parse_duration("10h").unwrap(), Nanos::from_secs(36_000));
+        assert_eq!(
+            parse_duration("1.5h").unwrap(),
+            parse_duration("90min").unwrap()
+        );
+        assert_eq!(parse_duration("2 hours").unwrap(), Nanos::from_secs(7_200));
+        let e = parse_duration("3d").unwrap_err().to_string();
+        assert!(e.contains("min, h"), "{e}");
     }
 
     #[test]
