@@ -352,3 +352,30 @@ def test_validate_names_a_group_that_matches_nothing_by_the_path_given(tmp_path)
     pattern = str(tmp_path / "nothing-*")
     line = one_error(invoke("validate", g, pattern, "-o", tmp_path / "o"), "empty group")
     assert f"group B ({pattern})" in line and "[]" not in line
+
+
+# --- item 11: small ones ----------------------------------------------------------------------
+
+def test_trace_refuses_to_overwrite_and_names_a_negative_rate(tmp_path):
+    out = tmp_path / "c.down"
+    assert invoke("trace", "constant", "50", "-o", out).exit_code == 0
+    before = out.read_text()
+    res = invoke("trace", "constant", "5", "-o", out)
+    assert res.exit_code == 2 and "exists" in res.output and "--force" in res.output
+    assert out.read_text() == before
+    assert invoke("trace", "constant", "5", "-o", out, "--force").exit_code == 0
+    assert out.read_text() != before
+    res = invoke("trace", "constant", "-5", "-o", tmp_path / "n.down")
+    assert res.exit_code == 2 and "No such option" not in res.output
+    assert "rate_mbps = -5" in res.output and "0.01 ≤ rate_mbps" in res.output
+    assert not (tmp_path / "n.down").exists()
+
+
+def test_durations_accept_hours(tmp_path):
+    from l4slab import _core
+
+    import l4slab
+
+    assert _core.parse_duration_ns("10h") == 36_000 * 10**9
+    # A scenario may say hours (validated, not run: a 2 h run is not a unit test).
+    assert l4slab.validate({**SHORT, "duration": "2h"})["duration"] == "2h"
