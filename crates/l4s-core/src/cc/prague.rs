@@ -1321,6 +1321,33 @@ mod tests {
         assert_eq!(cc.rate_bytes(), want.max(MINIMUM_RATE_BYTES_PER_S));
     }
 
+    /// Both sides of the switch point `cwnd_bytes <= cwnd_transit·MTU` (tcp_prague.c 0.7
+    /// `prague_cong_control`). The CE's window cut runs before the mode decision, so to land
+    /// on cwnd 4 the flow starts at 5, and at 6 it lands on 5: exactly 4 packets of 1500 B
+    /// (6000 B) is rate mode, 5 (7500 B) is window mode. A `<` in place of `<=` fails the first.
+    #[test]
+    fn rate_mode_switch_is_inclusive_at_four_packets() {
+        let rtt = Nanos::from_ms(10);
+        for (start, after, rate_mode) in [(5u32, 4u32, true), (6, 5, false)] {
+            let (mut cc, mut d) = accecn(window_mode_switch(), rtt, start, start);
+            assert_eq!(
+                Prague::mtu(&d.tp),
+                MTU_SYS,
+                "1448 B of payload + 52 B of headers"
+            );
+            d.now += Nanos::from_ms(1);
+            d.ack(&mut cc, 1, 1, rtt);
+            assert_eq!(d.tp.snd_cwnd, after, "the CE cut from {start}");
+            assert_eq!(
+                cc.in_rate_mode(),
+                rate_mode,
+                "cwnd {after} = {} B against the switch point {} B",
+                after as u64 * MTU_SYS,
+                DEFAULT_CWND_TRANSIT as u64 * MTU_SYS
+            );
+        }
+    }
+
     /// A flow past its RTT transition with a CE seen, after `init` at `rtt` (mtu 1500).
     fn rtt_indep(rate_mode: bool, rtt: Nanos) -> (Prague, CcState) {
         let (mut cc, d) = accecn(PragueParams::default(), rtt, 2, 2);

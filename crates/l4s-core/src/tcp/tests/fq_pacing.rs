@@ -209,3 +209,49 @@ fn new_segments_take_a_lowered_mss_and_recovery_handles_mixed_sizes() {
         .data()
         .any(|d| d.h().seq == lost[0] && d.h().payload_bytes == 1448 && d.t > Nanos::from_ms(100)));
 }
+
+#[test]
+fn retransmissions_get_twice_the_tsq_allowance() {
+    // tcp_small_queue_check(sk, skb, 1) for a retransmission (`tcp_xmit_retransmit_queue`):
+    // the limit is doubled. At 12 Mb/s new data stops at 2·truesize = 4688 B (two skbs held
+    // in fq after a transmission: 1 + 2·2344 > 4688); a retransmission still goes down while
+    // 1 + k·2344 ≤ 9376, k ≤ 3, so with losses to repair fq holds three or four skbs (how
+    // many retransmissions one ACK releases is PRR's), never more. Without the doubling it
+    // would never hold more than two.
+    // cwnd 60 is three times the path's 20.7-packet BDP (12 Mb/s × 20 ms): the pacer, not
+    // the window, sets the pace, so fq always holds what TSQ lets down.
+    let cc = Fixed {
+        cwnd: 60,
+        pacing_bps: 12_000_000,
+    };
+    let mut s = TcpSender::new(0, fq(sized(200 * MSS)), Box::new(cc));
+    let mut r = TcpReceiver::new(0, &TcpConfig::default());
+    // The first transmission of segments 80..86 is lost: a burst SACK recovery repairs.
+    let lost: Vec<u64> = (80..86).map(|i| DATA_SEQ_START + i * MSS).collect();
+    let mut seen = std::collections::HashSet::new();
+    let mut pipe = Pipe::new(Nanos::from_ms(20)).fwd(move |p, _| {
+        let h = *p.tcp().expect("tcp");
+        let first = h.payload_bytes > 0 && seen.insert(h.seq);
+        !(first && lost.contains(&h.seq))
+    });
+    let t = truesize(1448);
+    let new_limit = tsq_limit(t, 1_500_000, 0);
+    let rtx_limit = tsq_limit(t, 1_500_000, 1);
+    assert_eq!((new_limit, rtx_limit), (2 * t, 4 * t));
+    let (mut max_held, mut max_wmem) = (0usize, 0u64);
+    pipe.run(&mut s, &mut r, Nanos::from_secs(10), |_, s| {
+        let h = s.fq_host().expect("fq");
+        max_held = max_held.max(h.len());
+        max_wmem = max_wmem.max(h.wmem_alloc());
+    });
+    assert!(s.is_done(), "transfer did not finish");
+    assert!(
+        s.stats().retransmits >= 6,
+        "{} retransmits",
+        s.stats().retransmits
+    );
+    // New data alone never leaves more than two skbs in fq (the other tests); a third or
+    // fourth is a retransmission let down by the doubled allowance, and four is its bound.
+    assert!((3..=4).contains(&max_held), "{max_held} skbs held");
+    assert!(max_wmem <= rtx_limit - 1 + t, "{max_wmem}");
+}
