@@ -372,10 +372,36 @@ def test_trace_refuses_to_overwrite_and_names_a_negative_rate(tmp_path):
 
 
 def test_durations_accept_hours(tmp_path):
-    from l4slab import _core
-
     import l4slab
+    from l4slab import _core
 
     assert _core.parse_duration_ns("10h") == 36_000 * 10**9
     # A scenario may say hours (validated, not run: a 2 h run is not a unit test).
     assert l4slab.validate({**SHORT, "duration": "2h"})["duration"] == "2h"
+
+
+# --- item 10: figures fit to publish ----------------------------------------------------------
+
+def test_sweep_figure_axes_have_no_offset_notation_and_no_negative_bands():
+    """Utilisation 0.99999 at every point read "1e−5+9.999e−1"; a delay's CI band went
+    below 0."""
+    import types
+
+    from matplotlib.collections import PolyCollection
+
+    from l4slab.plots import sweep_figures
+
+    rows = [{"status": "ok", "aqm.limit": lim, "link.utilisation": 0.99999 + 1e-9 * r,
+             "queues.C.sojourn_ms.mean": [0.1, 3.0, 0.2][r]}
+            for lim in (100, 200) for r in range(3)]
+    data = types.SimpleNamespace(index=pd.DataFrame(rows), params=["aqm.limit"],
+                                 meta={"grid": {"aqm.limit": [100, 200]}})
+    fig = sweep_figures(data)["sweep_aqm_limit"]
+    fig.canvas.draw()
+    for ax in fig.axes:
+        assert ax.yaxis.get_major_formatter().get_offset() == "", ax.get_title()
+        for band in (c for c in ax.collections if isinstance(c, PolyCollection)):
+            assert band.get_paths()[0].vertices[:, 1].min() >= 0.0, ax.get_title()
+    util = next(ax for ax in fig.axes if ax.get_title() == "link utilisation")
+    lo, hi = util.get_ylim()
+    assert lo < 0.99 and hi > 1.0  # ±1 % around the value, not a 1e-9 magnification

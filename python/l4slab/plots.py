@@ -181,6 +181,11 @@ def _per_flow(run: Any, column: str, ylabel: str, title: str, total: bool,
         if isinstance(cap, (int, float)) and cap > 0:
             ax.axhline(cap, color="0.4", ls="--", lw=0.8,
                        label=f"capacity {cap:g} Mb/s (wire rate, incl. headers)")
+            if np.nanmax(smooth(tot)) > cap:
+                # Say on the figure what a spike above capacity is, not only in the code.
+                ax.plot([], [], " ", label="spikes above capacity: a retransmission\n"
+                        "releases the bytes held behind a loss\n(in-order delivery); the dip "
+                        "before\na spike is that hole")
     ax.set_xlabel("time [s]")
     ax.set_ylabel(ylabel)
     ax.set_title(title)
@@ -460,6 +465,7 @@ def sweep_figures(data: Any) -> dict[str, Figure]:
             ax.plot(np.zeros_like(y), y, "o", alpha=0.5)
             ax.errorbar([0], [mean], yerr=[half], fmt="s", color="black", capsize=4)
             ax.set_title(label, fontsize="small")
+            _plain_y(ax)
             ax.set_xticks([])
         figs["sweep_replications"] = fig
         return figs
@@ -488,8 +494,10 @@ def sweep_figures(data: Any) -> dict[str, Figure]:
                 gk = gkey if isinstance(gkey, tuple) else (gkey,)
                 lab = ", ".join(f"{o}={val}" for o, val in zip(others, gk, strict=True))
                 color = f"C{gi % 10}"
-                lo, hi = ms - hs, ms + hs
-                if m in BOUNDED_METRICS:  # a fraction: its CI cannot leave [0, 1]
+                # Every sweep metric is a rate, delay, fraction or index: its CI cannot go
+                # below 0, and a fraction's cannot go above 1.
+                lo, hi = np.maximum(ms - hs, 0.0), ms + hs
+                if m in BOUNDED_METRICS:
                     lo, hi = np.clip(lo, 0.0, 1.0), np.clip(hi, 0.0, 1.0)
                 if ticks is not None:
                     # Categories (prague, dctcp, ...) have no order: points with error bars,
@@ -504,6 +512,7 @@ def sweep_figures(data: Any) -> dict[str, Figure]:
                     ax.plot(xs, ms, "o-", color=color, lw=1.2, ms=4, label=lab or None)
                     ax.fill_between(xs, lo, hi, color=color, alpha=0.2, lw=0)
             ax.set_title(label, fontsize="small")
+            _plain_y(ax)
             ax.set_xlabel(p + unit + (" (categories)" if ticks is not None else ""),
                           fontsize="small")
             if ticks is not None:
@@ -514,6 +523,19 @@ def sweep_figures(data: Any) -> dict[str, Figure]:
         fig.suptitle(f"Metrics vs {p} (mean, 95% CI over replications)", fontsize="medium")
         figs[f"sweep_{_safe(p)}"] = fig
     return figs
+
+
+def _plain_y(ax: Any) -> None:
+    """Tick labels a reader can read: no offset notation ("1e−5+9.999e−1"), and a metric that
+    barely moves (utilisation 0.99999 at every point) drawn on a ±1 % range around its value
+    instead of magnifying float noise."""
+    ax.ticklabel_format(axis="y", style="plain", useOffset=False)
+    y0, y1 = ax.dataLim.y0, ax.dataLim.y1
+    if np.isfinite(y0) and np.isfinite(y1):
+        mid = (y0 + y1) / 2
+        if y1 - y0 < 1e-3 * max(abs(mid), 1e-12):
+            pad = 0.01 * abs(mid) if mid != 0 else 1.0
+            ax.set_ylim(mid - pad, mid + pad)
 
 
 def _safe(name: str) -> str:

@@ -63,11 +63,11 @@ fn main() -> ExitCode {
             seed,
             force,
         } => {
-            let res = l4s_sim::Scenario::load(&scenario).and_then(|mut s| {
+            let res = l4s_sim::Scenario::load(&scenario).map(|mut s| {
                 if let Some(seed) = seed {
                     s.seed = seed;
                 }
-                Ok(s)
+                s
             });
             let res = match res {
                 Ok(s) => match prepare_out_dir(&out, &s, force) {
