@@ -405,3 +405,44 @@ def test_sweep_figure_axes_have_no_offset_notation_and_no_negative_bands():
     util = next(ax for ax in fig.axes if ax.get_title() == "link utilisation")
     lo, hi = util.get_ylim()
     assert lo < 0.99 and hi > 1.0  # ±1 % around the value, not a 1e-9 magnification
+
+
+def _drawn(monkeypatch, module) -> list:
+    """Figures a suite module saves, kept for inspection."""
+    figs: list = []
+    real = module.save
+    monkeypatch.setattr(module, "save", lambda f, *a: (figs.append(f), real(f, *a))[1])
+    return figs
+
+
+def test_reference_chart_and_share_heatmap_are_labelled(tmp_path, monkeypatch):
+    """The reference chart showed raw column names ("l4s_mbps") and unlabeled
+    "FIFO · 1 · 1 · prague · cubic" ticks; the share heatmap had 6-pt ticks and no values."""
+    import l4slab.suites.coexistence as coex
+    import l4slab.suites.figures as sfig
+    from l4slab.suites.core import Table
+
+    assert sfig.column_label("l4s_mbps") == "L4S throughput [Mb/s]"
+    assert sfig.column_label("sojourn_p99_ms") == "sojourn p99 [ms]"
+    assert sfig.column_label("buffer_bdp") == "buffer BDP"
+    cmp = pd.DataFrame({"table": "throughput", "aqm": ["FIFO", "DualPI2"],
+                        "buffer_bdp": [1.0, 1.0], "l4s_cc": ["prague", "prague"],
+                        "metric": "l4s_mbps", "l4slab": [40.0, 60.0], "l4slab_lo": [39.0, 59.0],
+                        "l4slab_hi": [41.0, 61.0], "reference": [30.0, 50.0]})
+    figs = _drawn(monkeypatch, sfig)
+    sfig.reference_bars(Table("reference", "r", cmp,
+                              ["table", "aqm", "buffer_bdp", "l4s_cc", "metric"],
+                              ["l4slab", "reference"]), tmp_path)
+    ax = figs[0].axes[0]
+    assert ax.get_ylabel() == "L4S throughput [Mb/s]"
+    # Only the key that varies labels the ticks, by name; the others are in the title.
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["AQM FIFO", "AQM DualPI2"]
+    assert "buffer BDP 1.0, L4S CC prague" in ax.get_title()
+    one = pd.DataFrame({"aqm": ["FIFO", "DualPI2"], "buffer_bdp": [1.0, 1.0],
+                        "l4s_cc": "prague", "classic_cc": "cubic",
+                        "l4s_mbps": [30.0, 40.0], "classic_mbps": [20.0, 10.0]})
+    figs = _drawn(monkeypatch, coex)
+    coex._heatmap(one, tmp_path)
+    ax = figs[0].axes[0]
+    assert sorted(t.get_text() for t in ax.texts) == ["0.60", "0.80"]  # 30/50, 40/50
+    assert min(t.get_fontsize() for t in ax.get_yticklabels()) >= 8

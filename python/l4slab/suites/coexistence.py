@@ -182,15 +182,21 @@ def _heatmap(one: pd.DataFrame, out: Path) -> Figure:
                      row=one["aqm"] + " " + one["buffer_bdp"].map(lambda b: f"{b:g} BDP"),
                      share=one["l4s_mbps"] / (one["l4s_mbps"] + one["classic_mbps"]))
     grid = one.pivot_table(index="row", columns="pair", values="share", sort=False)
-    fig = MplFigure(figsize=(1.3 * len(grid.columns) + 3, 0.22 * len(grid) + 1.5))
+    fig = MplFigure(figsize=(1.5 * len(grid.columns) + 3.5, 0.36 * len(grid) + 1.8))
     ax = fig.add_subplot()
-    im = ax.imshow(grid.to_numpy(dtype=float), cmap="coolwarm_r", vmin=0, vmax=1,
-                   aspect="auto")
-    ax.set_xticks(range(len(grid.columns)), list(grid.columns), rotation=30, ha="right",
-                  fontsize=7)
-    ax.set_yticks(range(len(grid.index)), list(grid.index), fontsize=6)
+    values = grid.to_numpy(dtype=float)
+    im = ax.imshow(values, cmap="coolwarm_r", vmin=0, vmax=1, aspect="auto")
+    ax.set_xticks(range(len(grid.columns)), list(grid.columns), rotation=20, ha="right",
+                  fontsize=9)
+    ax.set_yticks(range(len(grid.index)), list(grid.index), fontsize=9)
+    # Each cell's value written in it: a colour alone cannot be read to two digits.
+    for (i, j), v in np.ndenumerate(values):
+        if np.isfinite(v):
+            ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=8,
+                    color="white" if abs(v - 0.5) > 0.3 else "black")
     fig.colorbar(im, ax=ax, label="L4S share of throughput")
-    ax.set_title("L4S flow's share against one Classic flow (0.5 = equal)", fontsize=9)
+    ax.set_xlabel("L4S sender vs Classic sender", fontsize=9)
+    ax.set_title("L4S flow's share against one Classic flow (0.5 = equal)", fontsize=10)
     return save(fig, out, "l4s_share_1classic", "L4S flow's share against one Classic flow")
 
 

@@ -126,15 +126,40 @@ def cdfs(samples: Mapping[str, np.ndarray], xlabel: str, title: str, out: Path, 
     return save(fig, out, name, title)
 
 
+#: Column-name suffixes -> units, and words spelled as a reader writes them.
+_SUFFIX_UNITS = (("_mbps", "Mb/s"), ("_ms", "ms"), ("_pkts", "packets"), ("_s", "s"),
+                 ("_bytes", "bytes"))
+_WORDS = {"l4s": "L4S", "classic": "Classic", "tput": "throughput", "bdp": "BDP",
+          "cc": "CC", "aqm": "AQM", "p99": "p99", "jain": "Jain's index"}
+
+
+def column_label(name: str) -> str:
+    """``l4s_mbps`` -> "L4S [Mb/s]", ``buffer_bdp`` -> "buffer BDP": a column name as an axis
+    label (words spelled out, the unit from the suffix in brackets)."""
+    unit = ""
+    for suffix, u in _SUFFIX_UNITS:
+        if name.endswith(suffix):
+            name, unit = name[: -len(suffix)], u
+            break
+    words = " ".join(_WORDS.get(w, w) for w in name.split("_") if w)
+    if unit == "Mb/s" and not {"throughput", "capacity", "rate"} & set(words.split()):
+        words += " throughput"  # the suites' *_mbps columns are throughputs
+    return f"{words} [{unit}]" if unit else words
+
+
 def reference_bars(cmp: Table, out: Path) -> list[Figure]:
-    """Per metric: l4slab (with its CI) beside the reference, one pair of bars per row."""
+    """Per metric: l4slab (with its CI) beside the reference, one pair of bars per row. Tick
+    labels hold the keys that vary between rows, the axis label names them; keys equal on
+    every row go into the title."""
     figs = []
     df = cmp.df
     keys = [k for k in cmp.keys if k not in ("table", "metric")]
     for metric, g in df.groupby("metric", sort=False):
-        labels = [" · ".join(str(r[k]) for k in keys if pd.notna(r[k]))
+        varying = [k for k in keys if g[k].astype(str).nunique() > 1]
+        fixed = [k for k in keys if k not in varying and pd.notna(g[k].iloc[0])]
+        labels = ["\n".join(f"{column_label(k)} {r[k]}" for k in varying if pd.notna(r[k]))
                   for _, r in g.iterrows()]
-        fig = MplFigure(figsize=(max(6.0, 0.6 * len(g) + 3), 3.8))
+        fig = MplFigure(figsize=(max(6.0, 1.1 * len(g) + 3), 4.2))
         ax = fig.add_subplot()
         x = np.arange(len(g))
         y = g["l4slab"].to_numpy(dtype=float)
@@ -144,9 +169,11 @@ def reference_bars(cmp: Table, out: Path) -> list[Figure]:
                color=L4S_BLUE)
         ax.bar(x + 0.2, g["reference"].to_numpy(dtype=float), 0.4, label="reference",
                color="#999")
-        ax.set_xticks(x, labels, rotation=30, ha="right", fontsize=7)
-        ax.set_ylabel(str(metric))
-        ax.set_title(f"{metric}: l4slab vs reference", fontsize=10)
+        ax.set_xticks(x, labels, fontsize=8)
+        ax.set_ylabel(column_label(str(metric)))
+        where = ", ".join(f"{column_label(k)} {g[k].iloc[0]}" for k in fixed)
+        ax.set_title(f"{column_label(str(metric))}: l4slab (95 % CI) vs reference"
+                     + (f"\n{where}" if where else ""), fontsize=10)
         ax.legend(fontsize=8)
         ax.grid(axis="y", alpha=0.3)
         safe = "".join(c if c.isalnum() else "_" for c in str(metric))
