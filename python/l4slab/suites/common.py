@@ -70,7 +70,9 @@ def scalar_validation(a: pd.DataFrame, b: pd.DataFrame, metrics: dict[str, str],
         if len(xa) >= 2 and len(xb) >= 2 and np.isfinite(xa).all() and np.isfinite(xb).all():
             ra = [Run(Path(f"a{i}"), {out: np.array([v])}) for i, v in enumerate(xa)]
             rb = [Run(Path(f"b{i}"), {out: np.array([v])}) for i, v in enumerate(xb)]
-            res = validate_groups(ra, rb, [f"mean:{out}"], bootstrap=bootstrap, seed=seed)[0]
+            # The suite tables report p̂_max only: no permutation interpretation (its cost).
+            res = validate_groups(ra, rb, [f"mean:{out}"], bootstrap=bootstrap, seed=seed,
+                                  interpretation=False)[0]
             row.update(p_hat_max=_f(res.p_hat), ci_low=_f(res.ci_low), ci_high=_f(res.ci_high),
                        similar=res.similar)
         rows.append(row)
@@ -147,7 +149,8 @@ def series_validation(a: list[dict[str, np.ndarray]], b: list[dict[str, np.ndarr
         if len(xa) >= 2 and len(xb) >= 2 and finite:
             ra = [Run(Path(f"a{i}"), {m: x}) for i, x in enumerate(xa)]
             rb = [Run(Path(f"b{i}"), {m: x}) for i, x in enumerate(xb)]
-            res = validate_groups(ra, rb, [m], bootstrap=bootstrap, seed=seed)[0]
+            res = validate_groups(ra, rb, [m], bootstrap=bootstrap, seed=seed,
+                                  interpretation=False)[0]
             row.update(p_hat_max=_f(res.p_hat), ci_low=_f(res.ci_low), ci_high=_f(res.ci_high),
                        similar=res.similar, kind=res.kind)
         rows.append(row)

@@ -166,9 +166,12 @@ def validate_groups(
     band: int | None = None,
     alpha: float = ALPHA,
     level: float = LEVEL,
+    interpretation: bool = True,
 ) -> list[MetricResult]:
     """Exceedance test and bootstrap CI per metric for groups A and B (each >= 2 runs).
-    ``metrics`` None: every metric the runs share (mismatch is an error)."""
+    ``metrics`` None: every metric the runs share (mismatch is an error). ``interpretation``
+    adds the null p̂_max, permutation test, effect sizes and verdict (interpret.py); a caller
+    that reports only p̂_max may skip their cost (permutations of the pooled runs)."""
     _check_sizes(runs_a, runs_b)
     if not metrics:
         metrics = common_metrics({"A": runs_a, "B": runs_b})
@@ -191,10 +194,12 @@ def validate_groups(
         )
         min_p = min_attainable_p_hat(na, nb)
         undecidable = min_p >= alpha
-        values = ([np.concatenate([metric_values(r, metric, g)[0] for r in runs])
-                   for g, runs in (("A", runs_a), ("B", runs_b))] if kind == "scalar"
-                  else [None, None])
-        interp = interpret(wa, wb, cross, na, nb, alpha, seed, values[0], values[1])
+        interp = None
+        if interpretation:
+            values = ([np.concatenate([metric_values(r, metric, g)[0] for r in runs])
+                       for g, runs in (("A", runs_a), ("B", runs_b))] if kind == "scalar"
+                      else [None, None])
+            interp = interpret(wa, wb, cross, na, nb, alpha, seed, values[0], values[1])
         results.append(
             MetricResult(
                 metric=metric,
