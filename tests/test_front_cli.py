@@ -145,8 +145,11 @@ def test_sweep_then_resume_reruns_only_the_unfinished_run(scen, tmp_path):
     idx = pd.read_parquet(out / "sweep.parquet")
     assert idx["resumed"].tolist() == [True, True, False, True]
 
-    # a changed base scenario is a different sweep: nothing is reused
+    # a changed base scenario is a different sweep: refused without --force (its runs would
+    # be replaced), and with it nothing is reused
     res = invoke("sweep", sw, "-o", out, "-j", "1", "--set", "link.rate=8mbit")
+    assert_bad_input(res, "holds a different sweep", "--force")
+    res = invoke("sweep", sw, "-o", out, "-j", "1", "--set", "link.rate=8mbit", "--force")
     assert res.exit_code == 0 and "4 ran, 0 resumed" in res.output, res.output
     assert json.loads((out / "sweep.json").read_text())["set"]["link.rate"] == "8mbit"
     res = invoke("sweep", sw, "-o", out, "--set", "aqm.step_thresh=2ms")
