@@ -421,7 +421,10 @@ def emulate_doc(doc: dict[str, Any], base_dir: Path, out: Path, opts: list[str],
             plan_json = tmp / "plan.json"
             plan_json.write_text(json.dumps(plan.to_json()))
             plan_json.chmod(0o644)
-            server = f"exec {shlex.quote(str(flow_bin))} -s -q"
+            from l4slab.stacks import server_shell
+
+            server = server_shell([{"stack": "model", **(f.stack or {})} for f in plan.flows],
+                                  f"{shlex.quote(str(flow_bin))} -s -q", plan.duration_s)
             command = ["--server", server, "--", sys.executable, str(LAUNCHER), str(plan_json),
                        str(flow_bin)]
         rc = run_emulator([str(scen_json), *opts, "-o", str(out), *(command or [])],
