@@ -333,3 +333,26 @@ def scenario_flows(launch: dict[str, Any], senders: pd.DataFrame | None, grid: n
             "jain": _jain([r["tput_mbps"] for r in rows
                            if r["tput_mbps"] is not None and math.isfinite(r["tput_mbps"])])}
     return flows, rows, diag
+
+
+def port_rows(launch: dict[str, Any], senders: pd.DataFrame | None, bottleneck: pd.DataFrame,
+              flow_keys: list[str]) -> pd.DataFrame | None:
+    """Rows for `stack = "command"` flows whose program wrote no flow CSV: the bottleneck's
+    series of the 5-tuple whose destination port is the flow's `{port}` (tput counts the
+    transport payload that left the path, retransmissions included; cwnd/srtt unknown)."""
+    frames = [] if senders is None else [senders]
+    have = set() if senders is None else set(senders["_pid"].unique())
+    for f in launch["flows"]:
+        st = f.get("stack") or {}
+        if st.get("stack") != "command" or f.get("pid") is None or int(f["pid"]) in have:
+            continue
+        keys = [k for k in flow_keys if k.rsplit(":", 1)[-1] == str(st["port"])]
+        if not keys:
+            continue
+        g = bottleneck[bottleneck["flow"] == flow_keys.index(keys[0])].sort_values("t_s")
+        frames.append(pd.DataFrame({
+            "t_s": g["t_s"].to_numpy(), "flow": keys[0], "cc": f["cc"],
+            "delivered_bytes": g["delivered_bytes"].to_numpy(), "cwnd_pkts": np.nan,
+            "srtt_ms": np.nan, "pacing_mbps": np.nan, "ce_acked": g["ce_acked"].to_numpy(),
+            "_pid": int(f["pid"])}))
+    return pd.concat(frames, ignore_index=True) if frames else None

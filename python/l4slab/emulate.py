@@ -24,7 +24,7 @@ import click
 import numpy as np
 import pandas as pd
 
-from l4slab.emuflows import LAUNCH_FILE, scenario_flows
+from l4slab.emuflows import LAUNCH_FILE, port_rows, scenario_flows
 
 __all__ = ["emulate_cmd", "find_binary", "build_run_dir", "EmulateError"]
 
@@ -162,6 +162,7 @@ def build_run_dir(out: Path, *, figures: bool = True, report: bool = True) -> di
     if launch_path.exists():
         # Scenario mode: the senders' rows in the simulator's layout, by scenario flow index.
         launch = json.loads(launch_path.read_text())
+        senders = port_rows(launch, senders, run.flows, flow_keys)  # command flows
         warm = float(run.summary.get("warmup_s") or 0.0)
         # The senders run until the scenario's duration; the emulator stops a little later.
         # The flows' window is the simulator's, (warmup, duration].
