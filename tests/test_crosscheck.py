@@ -225,7 +225,11 @@ def test_crosscheck_kernel_cubic_against_the_model_and_a_wrong_model(tmp_path):
     assert [s["stack"] for s in rep["stacks"]] == ["kernel"]
     tput = next(r for r in rep["ratios"] if "throughput" in r["what"])
     assert abs(tput["ratio"] - 1.0) < 0.10, tput
-    assert not any("srtt" in d for d in rep["departures"]), rep["departures"]
+    # No mean departs by more than 10 % (the time series may still be "not similar": the
+    # test is strict at n = 5, and the simulator's runs of one Cubic flow are identical).
+    assert not any(" ms: the real stack" in d or "Mb/s: the real stack" in d
+                   for d in rep["departures"]), rep["departures"]
+    right_srtt = next(v for v in rep["validation"] if v["metric"] == "srtt_flow0")
     md = (out / "crosscheck.md").read_text()
     for section in ("## Stacks", "## Verdicts", "## Mean ratios", "## Time series",
                     "## Summary"):
@@ -243,4 +247,8 @@ def test_crosscheck_kernel_cubic_against_the_model_and_a_wrong_model(tmp_path):
     assert sum("finished earlier, kept" in m for m in said) == 5
     srtt = next(v for v in rep["validation"] if v["metric"] == "srtt_flow0")
     assert srtt["similar"] is False, srtt
+    # srtt ≈ 40 ms + queue against ≈ 20 ms + queue; the same 34-packet FIFO is half a BDP at
+    # 40 ms, so the simulated queue also shrinks (measured: ~11 ms against the right model's
+    # < 1 ms): several times the right model's distance and more than 5 ms.
+    assert srtt["mean_cross_distance"] > max(5 * right_srtt["mean_cross_distance"], 5.0)
     assert any(d.startswith("flow 0 (cubic) srtt ms") for d in rep["departures"])
