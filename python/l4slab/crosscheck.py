@@ -74,15 +74,16 @@ def plan_crosscheck(doc: dict[str, Any], stack: str = "kernel", command: str | N
             if server_command:
                 fl["server_command"] = server_command
         elif stack == "kernel":
-            try:
-                e = tcp_ecn_of(f"flows[{i}].ecn", fl.get("ecn"))
-            except StackError as err:
-                notes.append(f"flows[{i}] ({cc}): runs as the model: {err}")
-                e = None
-            if e is not None and kernel_cc(cc) not in have:
+            e = None
+            if kernel_cc(cc) not in have:
                 notes.append(f"flows[{i}] ({cc}): runs as the model (l4slab flow): this "
                              f"kernel offers {' '.join(have) or 'nothing readable'}")
-            elif e is not None and tcp_ecn is not None and e != tcp_ecn:
+            else:
+                try:
+                    e = tcp_ecn_of(f"flows[{i}].ecn", fl.get("ecn"))
+                except StackError as err:
+                    notes.append(f"flows[{i}] ({cc}): runs as the model: {err}")
+            if e is not None and tcp_ecn is not None and e != tcp_ecn:
                 notes.append(f"flows[{i}] ({cc}): runs as the model: the kernel flows share "
                              "one net.ipv4.tcp_ecn and an earlier one asks for another ecn")
             elif e is not None:
