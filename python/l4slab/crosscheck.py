@@ -357,6 +357,21 @@ def _markdown(rep: dict[str, Any], validation_md: str) -> str:
     return "\n".join(out) + "\n"
 
 
+def _table(rep: dict[str, Any]) -> str:
+    """The verdicts, mean ratios and departures as plain text (the command's output)."""
+    out = [f"{'metric':<22} {'p̂_max':>7}  similar"]
+    for v in rep["validation"]:
+        sim = v["similar"] if isinstance(v["similar"], str) else \
+            ("yes" if v["similar"] else "no")
+        out.append(f"{v['metric']:<22} {_f(v['p_hat_max']):>7}  {sim}")
+    out += ["", f"{'emulator / simulator':<36} {'sim':>7} {'emu':>7} {'ratio':>6}  95 % CI"]
+    for r in rep["ratios"]:
+        out.append(f"{r['what']:<36} {_f(r['sim_mean']):>7} {_f(r['emu_mean']):>7} "
+                   f"{_f(r['ratio']):>6}  {_f(r['ci_low'])}–{_f(r['ci_high'])}")
+    out += [""] + (rep["departures"] or ["no departure found"])
+    return "\n".join(out)
+
+
 def _cli() -> Any:
     import click
 
@@ -396,8 +411,7 @@ def _cli() -> Any:
         except (ScenarioError, EmulateError, ValidationInputError) as e:
             click.echo(f"error: {e}", err=True)
             sys.exit(2)
-        for d in rep["departures"] or ["no departure found"]:
-            click.echo(d)
+        click.echo(_table(rep))
         click.echo(f"report: {out / 'crosscheck.md'}")
 
     return crosscheck_cmd
