@@ -148,6 +148,40 @@ def test_crosscheck_plan_runs_what_the_kernel_lacks_as_the_model():
     assert "stack" not in p.sim_doc["flows"][0] and p.emu_doc["flows"][0]["stack"] == "kernel"
 
 
+def test_tcp_info_fields_are_read_at_the_kernels_offsets():
+    """Loopback TCP (no root): the sampled struct tcp_info fields are the kernel's."""
+    import socket
+    import time
+
+    from l4slab.kernel_flow import TCP_CONGESTION, tcp_info
+
+    if "reno" not in kernel_ccs():
+        pytest.skip("this kernel has no reno")
+    ls = socket.socket()
+    ls.bind(("127.0.0.1", 0))
+    ls.listen(1)
+    c = socket.socket()
+    c.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, b"reno")
+    c.connect(ls.getsockname())
+    a, _ = ls.accept()
+    n = 100_000
+    c.sendall(bytes(n))
+    got = 0
+    while got < n:
+        got += len(a.recv(1 << 16))
+    deadline = time.monotonic() + 5
+    while (i := tcp_info(c))["unacked"] and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert c.getsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, 16).rstrip(b"\0") == b"reno"
+    # bytes_acked counts the SYN's sequence number too (tcp_snd_una_update).
+    assert i["bytes_acked"] == n + 1, i
+    assert i["bytes_sent"] == n and i["unacked"] == 0 and i["total_retrans"] == 0
+    assert i["snd_cwnd"] >= 10 and 0 < i["snd_mss"] <= 65483
+    assert 0 < i["rtt_us"] < 1_000_000 and i["delivered"] >= 1 and i["delivered_ce"] == 0
+    for s in (a, c, ls):
+        s.close()
+
+
 # --- root: real runs ----------------------------------------------------------------------------
 
 def emulate(text: str, tmp_path: Path, name: str) -> tuple[dict, pd.DataFrame, pd.DataFrame]:

@@ -7,8 +7,8 @@ tcp.h) for the sampled fields. Standard library only: the emulator's launcher ru
 namespace. The client writes $L4SLAB_FLOW_DIR/flow-<pid>.csv with the columns of `l4slab
 flow`'s rows (the simulator's names and units) plus the kernel's own counters:
 
-- delivered_bytes = tcpi_bytes_acked: payload acknowledged (the simulator's goodput count,
-  headers excluded), cumulative;
+- delivered_bytes = tcpi_bytes_acked − 1 (it counts the SYN's sequence number): payload
+  acknowledged (the simulator's goodput count, headers excluded), cumulative;
 - cwnd_pkts = tcpi_snd_cwnd (segments), srtt_ms = tcpi_rtt / 1000, pacing_mbps =
   tcpi_pacing_rate·8/1e6 (bytes/s in the kernel);
 - ce_acked = tcpi_delivered_ce: packets delivered with ECE set on their ACK (classic ECN
@@ -118,15 +118,16 @@ def client(a: argparse.Namespace) -> int:
             now = _now_s(t0_ns)
             if now >= nxt:
                 i = tcp_info(s)
+                acked = max(0, i["bytes_acked"] - 1)  # the SYN's sequence number is not data
                 dt = now - prev_t
-                tput = (i["bytes_acked"] - prev_b) * 8 / dt / 1e6 if dt > 0 else 0.0
-                out.write(f"{now:.6f},{key},{a.model_cc},{i['bytes_acked']},{tput:.6f},"
+                tput = (acked - prev_b) * 8 / dt / 1e6 if dt > 0 else 0.0
+                out.write(f"{now:.6f},{key},{a.model_cc},{acked},{tput:.6f},"
                           f"{i['snd_cwnd']},{i['rtt_us'] / 1e3:.3f},"
                           f"{i['pacing_rate'] * 8 / 1e6:.6f},{i['delivered_ce']},"
                           f"{i['total_retrans']},{i['delivery_rate'] * 8 / 1e6:.6f},"
                           f"{i['bytes_sent']},{i['snd_mss']},"
                           f"{int(bool(i['options'] & TCPI_OPT_ECN))}\n")
-                prev_t, prev_b = now, i["bytes_acked"]
+                prev_t, prev_b = now, acked
                 nxt = (int(now / si_s) + 1) * si_s
                 if closed and i["unacked"] == 0:
                     break
