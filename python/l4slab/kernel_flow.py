@@ -14,7 +14,10 @@ flow`'s rows (the simulator's names and units) plus the kernel's own counters:
 - ce_acked = tcpi_delivered_ce: packets delivered with ECE set on their ACK (classic ECN
   repeats ECE until the sender's CWR, so this counts more than the CE marks themselves);
 - retransmits = tcpi_total_retrans, delivery_mbps = tcpi_delivery_rate·8/1e6, bytes_sent
-  (payload incl. retransmissions), snd_mss, ecn_ok (TCPI_OPT_ECN negotiated).
+  (payload incl. retransmissions), snd_mss, ecn_ok (TCPI_OPT_ECN negotiated), app_limited
+  (tcpi_delivery_rate_app_limited), busy_us / rwnd_limited_us / sndbuf_limited_us (time the
+  kernel spent sending / limited by the receive window / by the send buffer), realtime
+  (SCHED_FIFO granted).
 """
 
 from __future__ import annotations
@@ -35,7 +38,9 @@ _TCP_INFO_LEN = 232
 _OFF = {"options": (5, "B"), "snd_mss": (16, "I"), "rtt_us": (68, "I"),
         "snd_cwnd": (80, "I"), "total_retrans": (100, "I"), "pacing_rate": (104, "Q"),
         "bytes_acked": (120, "Q"), "unacked": (24, "I"), "delivery_rate": (160, "Q"),
-        "delivered": (192, "I"), "delivered_ce": (196, "I"), "bytes_sent": (200, "Q")}
+        "delivered": (192, "I"), "delivered_ce": (196, "I"), "bytes_sent": (200, "Q"),
+        "app_limited": (7, "B"), "busy_us": (168, "Q"), "rwnd_limited_us": (176, "Q"),
+        "sndbuf_limited_us": (184, "Q")}
 #: tcpi_options bit: ECN was negotiated on this connection.
 TCPI_OPT_ECN = 8
 #: Linux's TCP_CONGESTION / TCP_MAXSEG / TCP_INFO option numbers (socket module names them
@@ -48,7 +53,12 @@ TS_OPTION_BYTES = 12
 #: The client keeps trying to connect this long (the server may still be starting).
 CONNECT_WAIT_S = 3.0
 CSV_HEADER = ("t_s,flow,cc,delivered_bytes,tput_mbps,cwnd_pkts,srtt_ms,pacing_mbps,ce_acked,"
-              "retransmits,delivery_mbps,bytes_sent,snd_mss,ecn_ok")
+              "retransmits,delivery_mbps,bytes_sent,snd_mss,ecn_ok,app_limited,busy_us,"
+              "rwnd_limited_us,sndbuf_limited_us,realtime")
+#: SCHED_FIFO priority asked for (as `l4slab flow` and the emulator do when permitted): on a
+#: busy host a descheduled sender leaves the socket empty, the flow turns application-limited
+#: and Cubic/Reno stop growing cwnd (tcp_is_cwnd_limited), which no model does.
+RT_PRIORITY = 10
 
 _stop = False
 
@@ -70,6 +80,15 @@ def set_tcp_ecn(value: int) -> None:
     p = Path("/proc/sys/net/ipv4/tcp_ecn")
     if p.read_text().strip() != str(value):
         p.write_text(f"{value}\n")
+
+
+def realtime() -> bool:
+    """Ask for SCHED_FIFO; True when granted."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(RT_PRIORITY))
+        return True
+    except (OSError, AttributeError):
+        return False
 
 
 def _now_s(t0_ns: int) -> float:
@@ -98,6 +117,7 @@ def client(a: argparse.Namespace) -> int:
     t0_ns = int(os.environ.get("L4SLAB_T0_NS") or time.clock_gettime_ns(time.CLOCK_MONOTONIC))
     si_s = int(os.environ.get("L4SLAB_SAMPLE_INTERVAL_NS") or 16_000_000) / 1e9
     flow_dir = Path(os.environ.get("L4SLAB_FLOW_DIR") or ".")
+    rt = realtime()
     if a.tcp_ecn is not None:
         set_tcp_ecn(a.tcp_ecn)
     s = _connect(a.server, a.port, a.cc, a.mss)
@@ -126,7 +146,9 @@ def client(a: argparse.Namespace) -> int:
                           f"{i['pacing_rate'] * 8 / 1e6:.6f},{i['delivered_ce']},"
                           f"{i['total_retrans']},{i['delivery_rate'] * 8 / 1e6:.6f},"
                           f"{i['bytes_sent']},{i['snd_mss']},"
-                          f"{int(bool(i['options'] & TCPI_OPT_ECN))}\n")
+                          f"{int(bool(i['options'] & TCPI_OPT_ECN))},{i['app_limited'] & 1},"
+                          f"{i['busy_us']},{i['rwnd_limited_us']},{i['sndbuf_limited_us']},"
+                          f"{int(rt)}\n")
                 prev_t, prev_b = now, acked
                 nxt = (int(now / si_s) + 1) * si_s
                 if closed and i["unacked"] == 0:
@@ -162,6 +184,7 @@ def _drain(c: socket.socket) -> None:
 
 def server(a: argparse.Namespace) -> int:
     """Accept connections on `a.port` and discard what they send, until signalled."""
+    realtime()  # the receiver's threads too: a late reader shrinks the receive window
     ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     ls.bind(("0.0.0.0", a.port))
