@@ -211,6 +211,11 @@ def test_kernel_cubic_alone_through_fifo_fills_the_link_and_reports_tcp_info(tmp
     # A full FIFO of BDP_PKTS packets at 20 Mb/s holds at most 20.4 ms.
     assert q["sojourn_ms"].max() <= BDP_PKTS * 1500 * 8 / (RATE_MBPS * 1e3) + 1.0
     assert (w["cwnd_pkts"] > 10).all() and w["cwnd_pkts"].max() <= 4 * BDP_PKTS
+    # The sender kept the socket full (real-time, not application-limited after warm-up), so
+    # the throughput is the stack's, not the host's scheduling.
+    csv = pd.read_csv(next((tmp_path / "fifo" / "flows").glob("flow-*.csv")))
+    assert (csv["realtime"] == 1).all()
+    assert csv.loc[csv["t_s"] >= 2.0, "app_limited"].mean() <= 0.05
 
 
 def test_kernel_cubic_alone_through_dualpi2_holds_the_c_queue_at_target(tmp_path):

@@ -162,6 +162,35 @@ def _ratio_ci(emu: np.ndarray, sim: np.ndarray, rng: np.random.Generator
     return ratio, float(np.percentile(r, 2.5)), float(np.percentile(r, 97.5))
 
 
+#: A kernel flow application-limited in more than this share of its samples after warm-up
+#: is reported: its sender could not keep the socket full (tcp_is_cwnd_limited then stops
+#: cwnd growth), which the models never are.
+APP_LIMITED_SHARE = 0.05
+
+
+def kernel_warnings(paths: list[Path], warmup_s: float) -> list[str]:
+    """Kernel flows of emulator runs whose sender was application-limited or not real-time."""
+    import pandas as pd
+
+    out = []
+    for p in paths:
+        for csv in sorted((p / "flows").glob("flow-*.csv")):
+            try:
+                df = pd.read_csv(csv)
+            except (OSError, ValueError):
+                continue
+            if "app_limited" not in df.columns:
+                continue
+            w = df[df["t_s"] >= warmup_s]
+            share = float(w["app_limited"].mean()) if len(w) else 0.0
+            if share > APP_LIMITED_SHARE or not bool((df["realtime"] == 1).all()):
+                out.append(f"{p.name}: kernel flow {df['flow'].iloc[0]}: application-limited "
+                           f"in {share:.0%} of its samples after warm-up (SCHED_FIFO "
+                           f"{'granted' if (df['realtime'] == 1).all() else 'refused'}); its "
+                           "throughput is the host's, not the stack's")
+    return out
+
+
 def _summaries(paths: list[Path]) -> list[dict[str, Any]]:
     return [json.loads((p / "summary.json").read_text()) for p in paths]
 
@@ -307,13 +336,17 @@ def crosscheck(scenario: Path, out: Path, n: int = 5, *, stack: str = "kernel",
         names.append(f"flow {f['id']} {f['cc']}")
     fig = _figure(sim_paths, emu_paths, out, names)
     departures = _departures(results, ratios, plan.stacks)
+    warnings = kernel_warnings(emu_paths, warm)
+    for w in warnings:
+        echo(f"warning: {w}")
     stack_rows = []
     i = 0
     for e, fl in enumerate(plan.emu_doc.get("flows", [])):
         for _ in range(int(fl.get("count", 1))):
             stack_rows.append({"flow": i, "cc": fl["cc"], "stack": plan.stacks[e]})
             i += 1
-    report = {"scenario": str(scenario), "runs": n, "stacks": stack_rows, "notes": plan.notes,
+    report = {"scenario": str(scenario), "runs": n, "stacks": stack_rows,
+              "notes": plan.notes + [f"warning: {w}" for w in warnings],
               "sim_only": list(sim_sets or []),
               "validation": [r.row() for r in results], "ratios": ratios,
               "departures": departures, "figure": fig.name}
