@@ -99,6 +99,9 @@ def run(scenario: Path, out_dir: Path | None, overrides: tuple[str, ...], unset:
                               force=force, unset=unset)
     elapsed = time.perf_counter() - t0
     _print_summaries([(str(out_dir), result.summary, result.scenario)])
+    if any(f.get("stack", "model") != "model" for f in result.scenario.get("flows", [])):
+        console.print("note: [[flows]] stack applies to the emulator only; the simulator ran "
+                      "the model", highlight=False)
     console.print(f"run directory: [bold]{out_dir}[/] ({elapsed:.1f} s); "
                   f"report: {out_dir / 'report.html'}", highlight=False)
 
@@ -404,6 +407,9 @@ main.add_command(scenarios_cmd, name="scenarios")
 main.add_command(trace_cmd, name="trace")
 main.add_command(emulate_cmd, name="emulate")
 main.add_command(flow_cmd, name="flow")
+from l4slab.crosscheck import crosscheck_cmd  # noqa: E402
+
+main.add_command(crosscheck_cmd, name="crosscheck")
 main.add_command(suite_cmd, name="suite")
 
 

@@ -41,6 +41,10 @@ def _sleep_until(t0_ns: int, t_s: float) -> None:
 
 
 def _argv(flow_bin: str, server: str, f: dict[str, Any], secs: float) -> list[str]:
+    if f.get("stack"):  # a kernel or command flow (stacks.py, beside this file)
+        from stacks import client_argv
+
+        return client_argv({**f, **f["stack"]}, server, secs)
     argv = [flow_bin, "-c", server, "--cc", f["cc"], "-i", "0", "-q",
             "--seed", str(f["seed"])]
     if f.get("ecn"):

@@ -78,6 +78,7 @@ class EmuFlow:
     mss: int | None     # l4s-flow's --mss (None: its default, a 1500-byte datagram)
     seed: int           # --seed (the CC's random streams)
     rtt_ms: float
+    stack: dict[str, Any] | None = None  # kernel/command flows: l4slab.stacks.plan_stacks
 
 
 @dataclass
@@ -164,12 +165,17 @@ def plan_scenario(doc: dict[str, Any], base_dir: Path) -> EmuPlan:
     warmup_ns = _ns(doc["warmup"], "warmup") if "warmup" in doc else 0
     seed = int(doc.get("seed", 1))
     ccs, classes = _flow_classes(doc, base_dir)
+    from l4slab.stacks import COMMAND_PORT_BASE, StackError, plan_stacks
+    try:
+        stacks = plan_stacks(doc)
+    except StackError as e:
+        raise ScenarioError(str(e)) from None
     rtt0_ns = None
     flows: list[EmuFlow] = []
     for i, fl in enumerate(doc["flows"]):
         p = f"flows[{i}]"
         cc = fl["cc"]
-        if cc not in _L4S_FLOW_CCS:
+        if not stacks[i] and cc not in _L4S_FLOW_CCS:
             raise ScenarioError(f"{p}.cc: \"{cc}\" cannot run through the emulator: l4slab flow "
                                 f"carries TCP only; expected one of {', '.join(_L4S_FLOW_CCS)}")
         rtt_ns = _ns(fl["rtt"], f"{p}.rtt")
@@ -180,12 +186,12 @@ def plan_scenario(doc: dict[str, Any], base_dir: Path) -> EmuPlan:
                 f"{p}.rtt: \"{fl['rtt']}\" differs from flows[0].rtt \"{doc['flows'][0]['rtt']}\"; "
                 "the emulator has one path delay for all flows, so every flow needs the same rtt")
         for key, (value, why) in _FIXED_IN_L4S_FLOW.items():
-            if key in fl and fl[key] != value:
+            if not stacks[i] and key in fl and fl[key] != value:
                 raise ScenarioError(
                     f"{p}.{key}: {fl[key]!r} cannot be honoured: {why} and always uses "
                     f"{json.dumps(value)}; remove the key to run through the emulator")
         mss = None
-        if "mss" in fl:
+        if "mss" in fl and not stacks[i]:
             mss = int(fl["mss"]) - MSS_OFFSET
             if mss < 64:
                 raise ScenarioError(
@@ -201,7 +207,9 @@ def plan_scenario(doc: dict[str, Any], base_dir: Path) -> EmuPlan:
                 index=idx, entry=i, cc=cc, klass=classes[idx], ecn=fl.get("ecn"),
                 start_s=start_ns / 1e9, end_s=end_ns / 1e9,
                 bytes=int(fl["bytes"]) if "bytes" in fl else None, mss=mss,
-                seed=(seed + idx) % (1 << 63), rtt_ms=rtt_ns / 1e6))
+                seed=(seed + idx) % (1 << 63), rtt_ms=rtt_ns / 1e6,
+                stack={**stacks[i], "mss": fl.get("mss"), "port": COMMAND_PORT_BASE + idx}
+                if stacks[i] else None))
     assert ccs == [f.cc for f in flows], (ccs, flows)
     out = copy.deepcopy(doc)
     emu = out.setdefault("emulator", {})
@@ -299,13 +307,20 @@ def scenario_flows(launch: dict[str, Any], senders: pd.DataFrame | None, grid: n
         else:
             tput, ce_marks, srtt_ms, fct = 0.0, 0, None, None
         b = by_key.get(key, {})
+        retrans = None
+        if len(mine) and "retransmits" in mine and mine["retransmits"].notna().any():
+            # The kernel stack's tcpi_total_retrans; its classic-ECN delivered_ce counts ACKs
+            # with ECE (repeated until CWR), so CE marks are the bottleneck's count instead.
+            retrans = int(np.diff(np.round(_interp(np.array([warm, end]), mine,
+                                                   "retransmits")))[0])
+            ce_marks = int(b.get("ce_marks", ce_marks))
         if key is not None and key in by_key and b.get("class") != f["klass"]:
             problems.append(f"flow {idx} ({f['cc']}): the bottleneck saw {b.get('class')} "
                             f"packets, the simulator would send {f['klass']}")
         rows.append({"id": idx, "cc": f["cc"], "class": f["klass"], "tput_mbps": tput,
                      "srtt_ms": srtt_ms, "ce_marks": ce_marks, "drops": b.get("drops", 0),
                      # l4s-flow's per-sample rows carry no retransmit counter.
-                     "retransmits": None, "base_rtt_ms": f["rtt_ms"], "fct_s": fct,
+                     "retransmits": retrans, "base_rtt_ms": f["rtt_ms"], "fct_s": fct,
                      "flow": key})
     flows = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols)
     flows = flows.sort_values(["t_s", "flow"], kind="stable").reset_index(drop=True)
@@ -318,3 +333,26 @@ def scenario_flows(launch: dict[str, Any], senders: pd.DataFrame | None, grid: n
             "jain": _jain([r["tput_mbps"] for r in rows
                            if r["tput_mbps"] is not None and math.isfinite(r["tput_mbps"])])}
     return flows, rows, diag
+
+
+def port_rows(launch: dict[str, Any], senders: pd.DataFrame | None, bottleneck: pd.DataFrame,
+              flow_keys: list[str]) -> pd.DataFrame | None:
+    """Rows for `stack = "command"` flows whose program wrote no flow CSV: the bottleneck's
+    series of the 5-tuple whose destination port is the flow's `{port}` (tput counts the
+    transport payload that left the path, retransmissions included; cwnd/srtt unknown)."""
+    frames = [] if senders is None else [senders]
+    have = set() if senders is None else set(senders["_pid"].unique())
+    for f in launch["flows"]:
+        st = f.get("stack") or {}
+        if st.get("stack") != "command" or f.get("pid") is None or int(f["pid"]) in have:
+            continue
+        keys = [k for k in flow_keys if k.rsplit(":", 1)[-1] == str(st["port"])]
+        if not keys:
+            continue
+        g = bottleneck[bottleneck["flow"] == flow_keys.index(keys[0])].sort_values("t_s")
+        frames.append(pd.DataFrame({
+            "t_s": g["t_s"].to_numpy(), "flow": keys[0], "cc": f["cc"],
+            "delivered_bytes": g["delivered_bytes"].to_numpy(), "cwnd_pkts": np.nan,
+            "srtt_ms": np.nan, "pacing_mbps": np.nan, "ce_acked": g["ce_acked"].to_numpy(),
+            "_pid": int(f["pid"])}))
+    return pd.concat(frames, ignore_index=True) if frames else None

@@ -24,7 +24,7 @@ import click
 import numpy as np
 import pandas as pd
 
-from l4slab.emuflows import LAUNCH_FILE, scenario_flows
+from l4slab.emuflows import LAUNCH_FILE, port_rows, scenario_flows
 
 __all__ = ["emulate_cmd", "find_binary", "build_run_dir", "EmulateError"]
 
@@ -162,6 +162,7 @@ def build_run_dir(out: Path, *, figures: bool = True, report: bool = True) -> di
     if launch_path.exists():
         # Scenario mode: the senders' rows in the simulator's layout, by scenario flow index.
         launch = json.loads(launch_path.read_text())
+        senders = port_rows(launch, senders, run.flows, flow_keys)  # command flows
         warm = float(run.summary.get("warmup_s") or 0.0)
         # The senders run until the scenario's duration; the emulator stops a little later.
         # The flows' window is the simulator's, (warmup, duration].
@@ -421,7 +422,10 @@ def emulate_doc(doc: dict[str, Any], base_dir: Path, out: Path, opts: list[str],
             plan_json = tmp / "plan.json"
             plan_json.write_text(json.dumps(plan.to_json()))
             plan_json.chmod(0o644)
-            server = f"exec {shlex.quote(str(flow_bin))} -s -q"
+            from l4slab.stacks import server_shell
+
+            server = server_shell([{"stack": "model", **(f.stack or {})} for f in plan.flows],
+                                  f"{shlex.quote(str(flow_bin))} -s -q", plan.duration_s)
             command = ["--server", server, "--", sys.executable, str(LAUNCHER), str(plan_json),
                        str(flow_bin)]
         rc = run_emulator([str(scen_json), *opts, "-o", str(out), *(command or [])],

@@ -160,6 +160,9 @@ pub fn flow_config(o: &ClientOpts, mss: u32) -> Result<FlowConfig, FlowError> {
         rx_frames: None,
         // This TCP runs in user space and paces itself; no EDT qdisc sits below it.
         qdisc: Some(l4s_sim::scenario::FlowQdisc::None),
+        stack: None,
+        command: None,
+        server_command: None,
     };
     if !CCS.contains(&fl.cc.as_str()) {
         return Err(FlowError::Usage {

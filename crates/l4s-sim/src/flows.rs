@@ -91,6 +91,7 @@ pub fn validate_flow(i: usize, fl: &FlowConfig) -> Result<(), SimError> {
     if fl.count == 0 {
         return Err(SimError::field(p("count"), "0 must be ≥ 1"));
     }
+    crate::stack::validate_stack(i, fl)?;
     if fl.rtt.0 == 0 {
         return Err(SimError::field(
             p("rtt"),

@@ -169,6 +169,12 @@ pub struct FlowConfig {
     /// TCP: sender host qdisc, "fq" (EDT pacing, TSQ) or "none" (default "fq" for Prague,
     /// as the L4S team's kernels run it; "none" for the others).
     pub qdisc: Option<FlowQdisc>,
+    /// Emulator only: "model" (default), "kernel" or "command"; the simulator runs the model.
+    pub stack: Option<crate::stack::FlowStack>,
+    /// stack = "command": client program template ({server}, {port}, {duration}).
+    pub command: Option<String>,
+    /// stack = "command": server program template (optional).
+    pub server_command: Option<String>,
 }
 
 fn one_u64() -> u64 {
