@@ -107,6 +107,7 @@ pub fn read_scenario(path: &std::path::Path) -> Result<Map<String, Value>, EmuEr
 pub fn parse(args: &[String]) -> Result<Options, EmuError> {
     let mut o = Options::default();
     let mut flags: Vec<(String, String)> = Vec::new();
+    let mut once_seen: Vec<String> = Vec::new();
     let mut i = 0;
     let need = |i: usize, flag: &str| -> Result<String, EmuError> {
         args.get(i + 1)
@@ -151,11 +152,18 @@ pub fn parse(args: &[String]) -> Result<Options, EmuError> {
         } else {
             None
         };
-        match flag {
-            "--" => {
-                o.command = args[i + 1..].to_vec();
-                break;
+        if flag == "--" {
+            o.command = args[i + 1..].to_vec();
+            break;
+        }
+        // A flag that sets one value, given twice, is refused (the last would win silently).
+        if flag.starts_with('-') && !REPEATABLE.contains(&flag) {
+            if once_seen.iter().any(|f| f == flag) {
+                return Err(bad(flag, "given twice; give it once"));
             }
+            once_seen.push(flag.to_string());
+        }
+        match flag {
             "-h" | "--help" => o.help = true,
             "--quiet" | "-q" => o.quiet = true,
             "--host" => o.host = true,
@@ -213,6 +221,7 @@ pub fn parse(args: &[String]) -> Result<Options, EmuError> {
         }
         i += 1;
     }
+    refuse_conflicts(&flags, &once_seen)?;
     if let Some(p) = &o.scenario {
         o.doc = read_scenario(p)?;
     }
@@ -220,6 +229,35 @@ pub fn parse(args: &[String]) -> Result<Options, EmuError> {
         apply_flag(&mut o.doc, &flag, &v)?;
     }
     Ok(o)
+}
+
+/// Flags that may be given more than once (each adds one `[aqm]` key).
+const REPEATABLE: &[&str] = &["--aqm-arg"];
+
+/// Pairs of flags that set the same thing in two ways (the last would win silently).
+const EXCLUSIVE: &[(&str, &str)] = &[
+    ("--rate", "--trace"),
+    ("--trace", "--uplink-trace"),
+    ("--trace", "--downlink-trace"),
+];
+
+/// Refuse two flags that set the same thing, and an `--aqm-arg` key given twice.
+fn refuse_conflicts(flags: &[(String, String)], given: &[String]) -> Result<(), EmuError> {
+    let has = |f: &str| given.iter().any(|g| g == f);
+    for (a, b) in EXCLUSIVE {
+        if has(a) && has(b) {
+            return Err(bad(b, format!("conflicts with {a}; give one of them")));
+        }
+    }
+    let mut keys: Vec<&str> = Vec::new();
+    for (f, v) in flags.iter().filter(|(f, _)| f == "--aqm-arg") {
+        let k = v.split_once('=').map_or(v.as_str(), |(k, _)| k.trim());
+        if keys.contains(&k) {
+            return Err(bad(f, format!("{k}: given twice; give each key once")));
+        }
+        keys.push(k);
+    }
+    Ok(())
 }
 
 /// Set the scenario key a flag stands for, checking the value's syntax here so the message
@@ -363,6 +401,32 @@ mod tests {
         );
         let e = parse(&argv("--uplink-log=")).unwrap_err().to_string();
         assert_eq!(e, "--uplink-log: needs a file name");
+    }
+
+    #[test]
+    fn conflicting_and_repeated_flags_are_refused() {
+        for (args, want) in [
+            (
+                "--rate 10mbit --trace t.trace -- true",
+                "--trace: conflicts with --rate",
+            ),
+            ("--rate 10mbit --rate 20mbit -- true", "--rate: given twice"),
+            ("--aqm codel --aqm pie -- true", "--aqm: given twice"),
+            ("--delay 5ms --delay=9ms -- true", "--delay: given twice"),
+            (
+                "--aqm-arg target=5ms --aqm-arg target=9ms -- true",
+                "--aqm-arg: target: given twice",
+            ),
+            ("--quiet --quiet -- true", "--quiet: given twice"),
+        ] {
+            let e = parse(&argv(args)).unwrap_err().to_string();
+            assert!(e.starts_with(want), "{args}: {e}");
+        }
+        // Different keys, and the command's own flags, are not repeats.
+        parse(&argv(
+            "--aqm-arg target=5ms --aqm-arg k=2 -- x --rate 1 --rate 2",
+        ))
+        .unwrap();
     }
 
     #[test]

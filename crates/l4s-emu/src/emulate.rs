@@ -101,6 +101,11 @@ pub struct Outcome {
     pub cpu_s: (f64, f64),
     /// TUN offloads (IFF_VNET_HDR + TSO) were on.
     pub offload: bool,
+    /// The server command's exit status when it ended by itself before the client did.
+    pub server_exit: Option<i32>,
+    /// Each side's kernel TCP settings at its start (`net.ipv4.tcp_congestion_control`,
+    /// `net.ipv4.tcp_ecn`), by side: "client", "server" or "host".
+    pub tcp_sysctls: Vec<(String, Vec<(String, String)>)>,
 }
 
 /// User and system CPU time of this process so far (not of its children).
@@ -634,6 +639,15 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
         }
     }
     let end = clock.now();
+    // A server that ended by itself before the client (a failed start, a crash) is reported.
+    let server_exit = server.as_mut().and_then(Side::try_reap);
+    let mut tcp_sysctls: Vec<(String, Vec<(String, String)>)> = Vec::new();
+    if host.is_some() {
+        tcp_sysctls.push(("host".into(), crate::ns::tcp_sysctls()));
+    }
+    for s in server.iter().chain(std::iter::once(&client)) {
+        tcp_sysctls.push((s.label.clone(), s.sysctls.clone()));
+    }
     // Ending a side kills every process of its PID namespace; its network namespace and TUN
     // device go when the last descriptor (ours) closes.
     if let Some(s) = server.as_mut() {
@@ -663,8 +677,20 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
     if let Some(e) = log_error {
         eprintln!("l4s-emu: {e}");
     }
+    let mut exit = signal.map_or(client_status, |s| 128 + s);
+    if let Some(code) = server_exit.filter(|&c| c != 0 && signal.is_none()) {
+        eprintln!(
+            "l4s-emu: the server command (--server) exited with status {code} before the \
+             client command ended"
+        );
+        if exit == 0 {
+            exit = code;
+        }
+    }
     Ok(Outcome {
-        exit: signal.map_or(client_status, |s| 128 + s),
+        exit,
+        server_exit,
+        tcp_sysctls,
         duration: end,
         directions: vec![
             DirectionReport {
@@ -738,6 +764,12 @@ pub fn outcome_json(o: &Outcome, doc: &Value) -> Value {
         "cpu_user_s": o.cpu_s.0,
         "cpu_sys_s": o.cpu_s.1,
         "offload": o.offload,
+        "server_exit_status": o.server_exit,
+        "tcp_sysctls": o.tcp_sysctls.iter().map(|(side, kv)| {
+            let m: serde_json::Map<String, Value> =
+                kv.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+            (side.clone(), Value::Object(m))
+        }).collect::<serde_json::Map<String, Value>>(),
         "scenario": doc,
         "directions": dirs,
     })
