@@ -94,6 +94,10 @@ struct Stream {
     csv_prev: (f64, u64),
     end_s: f64,
     final_stats: Option<FlowStats>,
+    /// srtt after the last ACK that left two or more segments in flight: an ACK the receiver
+    /// sent at once (every second segment), not the lone last segment's, which waits for the
+    /// 40 ms delayed-ACK timer and would add 40/8 = 5 ms to srtt (RFC 6298 gain 1/8).
+    srtt_steady: Option<Nanos>,
 }
 
 /// Totals over the run, for the JSON result and the tests.
@@ -116,6 +120,39 @@ fn resolve(host: &str, port: u16) -> Result<SocketAddr, FlowError> {
         host: host.to_string(),
         msg: "no address".into(),
     })
+}
+
+/// The largest MSS whose datagram fits both the path MTU (no IP fragmentation: a fragment
+/// carries no ports and the whole datagram is lost with any one of them) and the receiver's
+/// per-datagram buffer ([`crate::sock::RECV_BUF_BYTES`], beyond which it is truncated).
+pub fn max_mss(path_mtu: usize, ipv6: bool) -> u32 {
+    let by_buffer = (crate::sock::RECV_BUF_BYTES - wire::BASE_HEADER_BYTES) as u32;
+    wire::default_mss(path_mtu, ipv6).min(by_buffer)
+}
+
+fn check_mss_fits(
+    mss: u32,
+    given: bool,
+    peer: SocketAddr,
+    path_mtu: Option<usize>,
+) -> Result<(), FlowError> {
+    let mtu = path_mtu.unwrap_or(1500);
+    let most = max_mss(mtu, peer.is_ipv6());
+    if mss > most {
+        let why = if most < wire::default_mss(mtu, peer.is_ipv6()) {
+            format!(
+                "the receiver's {}-byte datagram buffer",
+                crate::sock::RECV_BUF_BYTES
+            )
+        } else {
+            format!("the path MTU to {} ({mtu} bytes)", peer.ip())
+        };
+        return Err(FlowError::Usage {
+            flag: if given { "--mss" } else { "-c" },
+            msg: format!("{mss}: a datagram does not fit {why}; allowed 1..={most}"),
+        });
+    }
+    Ok(())
 }
 
 /// A connection id unlikely to repeat across runs (demultiplexing key with the address).
@@ -229,10 +266,36 @@ pub fn run(o: &ClientOpts, emu: &EmuEnv) -> Result<serde_json::Value, FlowError>
                 path: j.display().to_string(),
             });
         }
+        // Checked now, not after the whole run.
+        let dir = j.parent().filter(|d| !d.as_os_str().is_empty());
+        if let Some(d) = dir.filter(|d| !d.is_dir()) {
+            return Err(FlowError::Usage {
+                flag: "--json",
+                msg: format!("{}: no such directory", d.display()),
+            });
+        }
     }
-    let peer = resolve(&o.host, o.port)?;
+    // A run that fails before it starts still writes its JSON (with the error).
+    let early = |e: FlowError| -> FlowError {
+        if let Some(j) = &o.json {
+            let v = serde_json::json!({
+                "l4slab_version": env!("CARGO_PKG_VERSION"),
+                "role": "client",
+                "server": format!("{}:{}", o.host, o.port),
+                "cc": o.cc,
+                "error": e.to_string(),
+                "streams": [],
+            });
+            let text = serde_json::to_string_pretty(&v).unwrap_or_default();
+            if let Err(w) = std::fs::write(j, text + "\n") {
+                eprintln!("l4s-flow: warning: write {}: {w}", j.display());
+            }
+        }
+        e
+    };
+    let peer = resolve(&o.host, o.port).map_err(early)?;
     let mss = o.mss.unwrap_or(wire::default_mss(1500, peer.is_ipv6()));
-    let fl = flow_config(o, mss)?;
+    let fl = flow_config(o, mss).map_err(early)?;
     set_min_timer_slack();
     let clock = Clock::start();
     let mut streams = Vec::new();
@@ -241,8 +304,11 @@ pub fn run(o: &ClientOpts, emu: &EmuEnv) -> Result<serde_json::Value, FlowError>
             Some(ip) => SocketAddr::new(ip, 0),
             None => any_of_family(&peer.ip()),
         };
-        let sock = EcnSocket::bind(local)?;
-        sock.connect(peer)?;
+        let sock = EcnSocket::bind(local).map_err(early)?;
+        sock.connect(peer).map_err(early)?;
+        if i == 0 {
+            check_mss_fits(mss, o.mss.is_some(), peer, sock.path_mtu()).map_err(early)?;
+        }
         let ends = build_flow(0, i, &fl, o.seed).map_err(|e| FlowError::Usage {
             flag: "--cc",
             msg: e.to_string(),
@@ -272,6 +338,7 @@ pub fn run(o: &ClientOpts, emu: &EmuEnv) -> Result<serde_json::Value, FlowError>
             csv_prev: (0.0, 0),
             end_s: 0.0,
             final_stats: None,
+            srtt_steady: None,
         });
     }
     let mut csv = match &emu.flow_dir {
@@ -352,6 +419,12 @@ pub fn run(o: &ClientOpts, emu: &EmuEnv) -> Result<serde_json::Value, FlowError>
                                 }
                             }
                             Body::Control(Control::Done) => counters.foreign_datagrams += 1,
+                        }
+                    }
+                    if n > 0 {
+                        let st = s.sender.stats();
+                        if st.in_flight_bytes >= 2 * mss as u64 {
+                            s.srtt_steady = Some(st.srtt);
                         }
                     }
                     if n < crate::sock::BATCH {
@@ -547,6 +620,21 @@ pub fn run(o: &ClientOpts, emu: &EmuEnv) -> Result<serde_json::Value, FlowError>
     if let Some(c) = csv.as_mut() {
         c.flush()?;
     }
+    // A run that delivered nothing failed, whatever ended it.
+    let result = match result {
+        Ok(())
+            if streams
+                .iter()
+                .all(|s| s.sender.stats().delivered_bytes == 0) =>
+        {
+            Err(FlowError::NothingDelivered(format!(
+                "no byte was delivered to {peer} in {:.1} s (mss {mss}): is `l4slab flow -s` \
+                 running there, does the path pass UDP datagrams of this size?",
+                clock.now().as_secs_f64()
+            )))
+        }
+        r => r,
+    };
     let json = result_json(
         o,
         peer,
@@ -562,9 +650,8 @@ pub fn run(o: &ClientOpts, emu: &EmuEnv) -> Result<serde_json::Value, FlowError>
             .map_err(|e| FlowError::io(format!("write {}", j.display()), e))?;
     }
     result?;
-    if !o.quiet {
-        print_summary(&streams, scalable);
-    }
+    // -q drops the interval lines only; the final lines are the run's result.
+    print_summary(&streams, scalable);
     Ok(json)
 }
 
@@ -579,7 +666,8 @@ fn print_summary(streams: &[Stream], scalable: bool) {
     println!("- - - - - - - - - - - - - - - - - - - - - - - - -");
     for s in streams {
         let st = s.final_stats.clone().unwrap_or_else(|| s.sender.stats());
-        let row = interval_row(&Snapshot::default(), &st, s.end_s, 1);
+        let mut row = interval_row(&Snapshot::default(), &st, s.end_s, 1);
+        row.srtt_ms = s.srtt_steady.unwrap_or(st.srtt).as_ms_f64();
         println!("{}  sender", format_row(s.id, &row, false));
         if let Some(r) = s.report {
             let mut line = format!(
@@ -642,7 +730,8 @@ fn result_json(
                 "lost_pkts": st.lost_pkts,
                 "ce_acked": st.ce_acked,
                 "cwnd_pkts": if st.cwnd_pkts.is_finite() { Some(st.cwnd_pkts) } else { None },
-                "srtt_ms": st.srtt.as_ms_f64(),
+                "srtt_ms": s.srtt_steady.unwrap_or(st.srtt).as_ms_f64(),
+                "srtt_last_ms": st.srtt.as_ms_f64(),
                 "alpha": if st.alpha.is_finite() { Some(st.alpha) } else { None },
                 "pacing_error": s.pacing.summary(),
                 "receiver": s.report,
