@@ -11,7 +11,7 @@ use crate::ns::{RunAs, Side, SideSpec};
 use crate::offload::{self, GsoWriter, OffloadStats};
 use crate::output::{self, LatenessUs};
 use crate::path::{Path, PathConfig};
-use crate::record::PathResults;
+use crate::record::{MahimahiHeader, PathResults};
 use crate::scenario::{self, DirectionTables, EmuScenario};
 use crate::tun::{Tun, MAX_PACKET};
 use l4s_core::Nanos;
@@ -415,6 +415,46 @@ impl MmLogFile {
     }
 }
 
+/// CLOCK_REALTIME in whole ms (Mahimahi's raw_timestamp).
+fn wall_clock_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// The mm-link header of one direction's log.
+fn mahimahi_header(t: &DirectionTables, logfile: &std::path::Path, init_ms: u64) -> MahimahiHeader {
+    let source = match (t.link.get("trace"), t.link.get("rate")) {
+        (Some(Value::String(tr)), _) => tr.clone(),
+        (_, Some(r)) => format!("rate {}", r.as_str().map_or(r.to_string(), str::to_string)),
+        _ => "link".into(),
+    };
+    let queue = match t.aqm.as_object() {
+        Some(m) => {
+            let kind = m.get("kind").and_then(Value::as_str).unwrap_or("fifo");
+            let args: Vec<String> = m
+                .iter()
+                .filter(|(k, _)| k.as_str() != "kind")
+                .map(|(k, v)| format!("{k}={}", v.as_str().map_or(v.to_string(), str::to_string)))
+                .collect();
+            if args.is_empty() {
+                kind.to_string()
+            } else {
+                format!("{kind} [{}]", args.join(", "))
+            }
+        }
+        None => "fifo".into(),
+    };
+    MahimahiHeader {
+        link_name: t.name.to_string(),
+        source,
+        logfile: logfile.display().to_string(),
+        command_line: std::env::args().collect::<Vec<_>>().join(" "),
+        queue,
+        init_ms,
+    }
+}
+
 /// Prepare the flow directory the commands may write to (contract with `l4slab flow`).
 fn flow_dir(output: Option<&PathBuf>, run_as: Option<RunAs>) -> Result<PathBuf, EmuError> {
     let dir = match output {
@@ -446,18 +486,14 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
             "--downlink-log: the same file as --uplink-log; give each direction its own".into(),
         ));
     }
+    // The logs are enabled at the clock's start (their init timestamp); created here so that
+    // a refused file stops the run before anything starts.
     let mut up_log = match &o.uplink_log {
-        Some(p) => {
-            up.enable_mahimahi_log("uplink");
-            Some(MmLogFile::create(p, run_as)?)
-        }
+        Some(p) => Some(MmLogFile::create(p, run_as)?),
         None => None,
     };
     let mut down_log = match &o.downlink_log {
-        Some(p) => {
-            down.enable_mahimahi_log("downlink");
-            Some(MmLogFile::create(p, run_as)?)
-        }
+        Some(p) => Some(MmLogFile::create(p, run_as)?),
         None => None,
     };
     // The sampling period the recorder uses (sample_interval, else the AQM's tupdate), for
@@ -534,6 +570,15 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
     // After the forks: the sides keep the normal policy.
     let realtime = !o.no_realtime && clock::try_realtime();
     let clock = Clock::start();
+    let init_ms = wall_clock_ms();
+    for (l, d, t) in [
+        (&up_log, &mut up, &scen.uplink),
+        (&down_log, &mut down, &scen.downlink),
+    ] {
+        if let Some(l) = l {
+            d.enable_mahimahi_log(&mahimahi_header(t, &l.path, init_ms));
+        }
+    }
     let start_env = [("L4SLAB_T0_NS".to_string(), clock.t0_ns().to_string())];
     if let Some(s) = server.as_mut() {
         s.go(&start_env)?;

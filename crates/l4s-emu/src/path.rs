@@ -19,7 +19,7 @@
 //! from the simulator's in those ties only).
 
 use crate::packet::{self, FlowKey, Fragment, PacketBuf, Transport};
-use crate::record::{FinishCtx, MahimahiLog, PathRecorder, PathResults};
+use crate::record::{FinishCtx, MahimahiHeader, MahimahiLog, PathRecorder, PathResults};
 use l4s_core::aqm::Aqm;
 use l4s_core::link::{Jitter, LinkModel, LossModel, MahimahiTraceData};
 use l4s_core::{Ecn, Nanos, Packet, Rng};
@@ -346,9 +346,9 @@ impl Path {
 
     /// Keep Mahimahi's link log for this direction (`--uplink-log` / `--downlink-log`);
     /// `link_name` goes into its header ("uplink", "downlink").
-    pub fn enable_mahimahi_log(&mut self, link_name: &str) {
+    pub fn enable_mahimahi_log(&mut self, header: &MahimahiHeader) {
         let trace = self.trace.as_ref().map(|(d, once)| (d, *once));
-        self.mm_log = Some(MahimahiLog::new(link_name, trace));
+        self.mm_log = Some(MahimahiLog::new(header, trace));
     }
 
     /// The Mahimahi log text produced up to `now` since the last call (empty when the log is

@@ -530,6 +530,37 @@ pub struct MahimahiLog {
     trace: Option<TraceCursor>,
 }
 
+/// The header lines mm-link writes (link_queue.cc): `# mahimahi mm-link (NAME) [SOURCE] >
+/// LOGFILE`, `# command line: ...`, `# queue: ...`, `# init timestamp: T0` (wall-clock ms
+/// since the Unix epoch at the start; every event time counts from it) and `# base
+/// timestamp: 0` (the link's start, ms after T0: here the same instant).
+#[derive(Clone, Debug, Default)]
+pub struct MahimahiHeader {
+    /// "uplink" or "downlink".
+    pub link_name: String,
+    /// The trace file, or the rate (mm-link names its trace file here).
+    pub source: String,
+    /// The log file's path.
+    pub logfile: String,
+    /// The emulator's command line.
+    pub command_line: String,
+    /// The queue (AQM) and its settings.
+    pub queue: String,
+    /// CLOCK_REALTIME in ms at the emulation's start.
+    pub init_ms: u64,
+}
+
+impl MahimahiHeader {
+    /// The header text, one line per field, as mm-link orders them.
+    pub fn text(&self) -> String {
+        format!(
+            "# mahimahi mm-link ({}) [{}] > {}\n# command line: {}\n# queue: {}\n\
+             # init timestamp: {}\n# base timestamp: 0\n",
+            self.link_name, self.source, self.logfile, self.command_line, self.queue, self.init_ms
+        )
+    }
+}
+
 /// Walks a trace's opportunity groups as the link does (base += period per loop).
 #[derive(Debug)]
 struct TraceCursor {
@@ -557,12 +588,9 @@ impl TraceCursor {
 impl MahimahiLog {
     /// A log with its header; `trace` (the trace's groups and `once`) selects per-opportunity
     /// lines, else per-millisecond capacity lines of a rate link.
-    pub fn new(link_name: &str, trace: Option<(&MahimahiTraceData, bool)>) -> Self {
-        let mut buf = String::new();
-        buf.push_str(&format!("# mahimahi mm-link ({link_name}) [l4s-emu]\n"));
-        buf.push_str("# init timestamp: 0\n# base timestamp: 0\n");
+    pub fn new(header: &MahimahiHeader, trace: Option<(&MahimahiTraceData, bool)>) -> Self {
         MahimahiLog {
-            buf,
+            buf: header.text(),
             opp_ms: 0,
             cum_bytes: 0,
             trace: trace.map(|(d, once)| TraceCursor {

@@ -7,7 +7,7 @@ use l4s_core::cbr::{CbrConfig, CbrSource};
 use l4s_core::{Ecn, Endpoint, Nanos, Rate, Rng};
 use l4s_emu::packet::{build, parse, proto, Ipv4Packet, PacketBuf};
 use l4s_emu::path::{Path, PathConfig};
-use l4s_emu::record::PathResults;
+use l4s_emu::record::{MahimahiHeader, PathResults};
 use serde_json::{json, Value};
 
 /// A 1500-byte-or-other UDP/IPv4 packet from flow `port` with codepoint `ecn`.
@@ -616,7 +616,10 @@ fn mahimahi_log_counts_arrivals_opportunities_departures_and_drops() {
     );
     c.base_dir = Some(dir.clone());
     let mut p = Path::new(c).unwrap();
-    p.enable_mahimahi_log("downlink");
+    p.enable_mahimahi_log(&MahimahiHeader {
+        link_name: "downlink".into(),
+        ..Default::default()
+    });
     let end = Nanos::from_secs(2);
     let arr = paced(
         1,
@@ -660,7 +663,10 @@ fn mahimahi_log_counts_arrivals_opportunities_departures_and_drops() {
 
     // A rate link logs its exact capacity per millisecond: 10 Mb/s = 1250 bytes per ms.
     let mut p = Path::new(cfg(json!({"rate": "10mbit"}), json!({"kind": "fifo"}))).unwrap();
-    p.enable_mahimahi_log("uplink");
+    p.enable_mahimahi_log(&MahimahiHeader {
+        link_name: "uplink".into(),
+        ..Default::default()
+    });
     let ev = mm_events(&p.take_mahimahi_log(Nanos::from_secs(1)));
     assert_eq!(ev.len(), 1000);
     assert!(ev.iter().all(|e| e.1 == "#" && e.2 == 1250));
