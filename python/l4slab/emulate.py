@@ -33,7 +33,10 @@ _TREE_BIN = Path(__file__).resolve().parents[2] / "target" / "release" / "l4s-em
 #: Flags of l4s-emu that take a value (to find -o and the command among the arguments).
 _VALUE_FLAGS = {"--rate", "--trace", "--uplink-trace", "--downlink-trace", "--delay", "--loss",
                 "--aqm", "--aqm-arg", "--uplink-log", "--downlink-log", "--server", "--seed",
-                "-o", "--output", "--spin", "--stats-fd", "--sweep"}
+                "-o", "--output", "--spin", "--stats-fd", "--sweep", "--uplink-rate",
+                "--downlink-rate", "--uplink-delay", "--downlink-delay", "--uplink-loss",
+                "--downlink-loss", "--uplink-aqm", "--downlink-aqm", "--uplink-aqm-arg",
+                "--downlink-aqm-arg"}
 
 
 class EmulateError(Exception):

@@ -21,6 +21,12 @@ options:
   --loss P               i.i.d. loss probability in each direction     (link.loss)
   --aqm KIND             fifo | fifo_ecn | codel | pie | fq_codel | dualpi2   (aqm.kind)
   --aqm-arg KEY=VALUE    an [aqm] key, repeatable, e.g. step_thresh=5ms
+  --uplink-rate RATE, --downlink-rate RATE      one direction's rate (emulator.DIR.rate)
+  --uplink-delay TIME, --downlink-delay TIME    one direction's one-way delay
+  --uplink-loss P, --downlink-loss P            one direction's loss probability
+  --uplink-aqm KIND, --downlink-aqm KIND        one direction's AQM (emulator.DIR.aqm)
+  --uplink-aqm-arg K=V, --downlink-aqm-arg K=V  a key of one direction's AQM, repeatable
+  --once                 do not loop the traces (as mm-link --once)
   --uplink-log FILE      Mahimahi mm-link log of the uplink (a new file; never overwritten)
   --downlink-log FILE    Mahimahi mm-link log of the downlink (a new file; never overwritten)
   --no-offload           no TSO/checksum offload on the TUN devices (default: offloads on)
@@ -139,6 +145,16 @@ pub fn parse(args: &[String]) -> Result<Options, EmuError> {
                 | "--output"
                 | "--spin"
                 | "--stats-fd"
+                | "--uplink-rate"
+                | "--downlink-rate"
+                | "--uplink-delay"
+                | "--downlink-delay"
+                | "--uplink-loss"
+                | "--downlink-loss"
+                | "--uplink-aqm"
+                | "--downlink-aqm"
+                | "--uplink-aqm-arg"
+                | "--downlink-aqm-arg"
         );
         let value = if takes_value {
             match inline {
@@ -171,6 +187,7 @@ pub fn parse(args: &[String]) -> Result<Options, EmuError> {
             "--server" => o.server = value,
             "-o" | "--output" => o.output = value.map(PathBuf::from),
             "--no-offload" => o.no_offload = true,
+            "--once" => flags.push(("--once".into(), String::new())),
             "--uplink-log" | "--downlink-log" => {
                 let p = PathBuf::from(value.unwrap_or_default());
                 if p.as_os_str().is_empty() {
@@ -232,13 +249,15 @@ pub fn parse(args: &[String]) -> Result<Options, EmuError> {
 }
 
 /// Flags that may be given more than once (each adds one `[aqm]` key).
-const REPEATABLE: &[&str] = &["--aqm-arg"];
+const REPEATABLE: &[&str] = &["--aqm-arg", "--uplink-aqm-arg", "--downlink-aqm-arg"];
 
 /// Pairs of flags that set the same thing in two ways (the last would win silently).
 const EXCLUSIVE: &[(&str, &str)] = &[
     ("--rate", "--trace"),
     ("--trace", "--uplink-trace"),
     ("--trace", "--downlink-trace"),
+    ("--uplink-rate", "--uplink-trace"),
+    ("--downlink-rate", "--downlink-trace"),
 ];
 
 /// Refuse two flags that set the same thing, and an `--aqm-arg` key given twice.
@@ -249,13 +268,16 @@ fn refuse_conflicts(flags: &[(String, String)], given: &[String]) -> Result<(), 
             return Err(bad(b, format!("conflicts with {a}; give one of them")));
         }
     }
-    let mut keys: Vec<&str> = Vec::new();
-    for (f, v) in flags.iter().filter(|(f, _)| f == "--aqm-arg") {
+    let mut keys: Vec<(&str, &str)> = Vec::new();
+    for (f, v) in flags
+        .iter()
+        .filter(|(f, _)| REPEATABLE.contains(&f.as_str()))
+    {
         let k = v.split_once('=').map_or(v.as_str(), |(k, _)| k.trim());
-        if keys.contains(&k) {
+        if keys.contains(&(f.as_str(), k)) {
             return Err(bad(f, format!("{k}: given twice; give each key once")));
         }
-        keys.push(k);
+        keys.push((f.as_str(), k));
     }
     Ok(())
 }
@@ -289,12 +311,7 @@ fn apply_flag(doc: &mut Map<String, Value>, flag: &str, v: &str) -> Result<(), E
             table(doc, "emulator").insert("delay".into(), Value::String(v.into()));
         }
         "--loss" => {
-            let p: f64 = v
-                .parse()
-                .map_err(|_| bad(flag, format!("{v:?}: a probability in [0, 1]")))?;
-            if !(0.0..=1.0).contains(&p) {
-                return Err(bad(flag, format!("{v}: allowed range [0, 1]")));
-            }
+            let p = probability(flag, v)?;
             table(doc, "link").insert("loss".into(), Value::from(p));
         }
         "--aqm" => {
@@ -311,6 +328,46 @@ fn apply_flag(doc: &mut Map<String, Value>, flag: &str, v: &str) -> Result<(), E
                 .ok_or_else(|| bad(flag, format!("{v:?}: expected KEY=VALUE")))?;
             table(doc, "aqm").insert(k.trim().into(), scalar(val.trim()));
         }
+        "--once" => {
+            // As mm-link --once: the traces are not looped (each direction's).
+            for dir in ["uplink", "downlink"] {
+                table(table(doc, "emulator"), dir).insert("once".into(), Value::Bool(true));
+            }
+        }
+        f if f.starts_with("--uplink-") || f.starts_with("--downlink-") => {
+            let (dir, what) = f
+                .trim_start_matches("--")
+                .split_once('-')
+                .ok_or_else(|| bad(f, "unknown option"))?;
+            let t = table(table(doc, "emulator"), dir);
+            match what {
+                "rate" => {
+                    parse_rate(v).map_err(|e| bad(f, e))?;
+                    t.insert("rate".into(), Value::String(v.into()));
+                }
+                "delay" => {
+                    parse_duration(v).map_err(|e| bad(f, e))?;
+                    t.insert("delay".into(), Value::String(v.into()));
+                }
+                "loss" => {
+                    t.insert("loss".into(), Value::from(probability(f, v)?));
+                }
+                "aqm" => {
+                    let a = table(t, "aqm");
+                    if a.get("kind").and_then(Value::as_str) != Some(v) {
+                        a.clear();
+                    }
+                    a.insert("kind".into(), Value::String(v.into()));
+                }
+                "aqm-arg" => {
+                    let (k, val) = v
+                        .split_once('=')
+                        .ok_or_else(|| bad(f, format!("{v:?}: expected KEY=VALUE")))?;
+                    table(t, "aqm").insert(k.trim().into(), scalar(val.trim()));
+                }
+                _ => return Err(bad(f, "unknown option")),
+            }
+        }
         "--seed" => {
             let s: u64 = v
                 .parse()
@@ -320,6 +377,17 @@ fn apply_flag(doc: &mut Map<String, Value>, flag: &str, v: &str) -> Result<(), E
         _ => return Err(bad(flag, "unknown option")),
     }
     Ok(())
+}
+
+/// A loss probability in [0, 1].
+fn probability(flag: &str, v: &str) -> Result<f64, EmuError> {
+    let p: f64 = v
+        .parse()
+        .map_err(|_| bad(flag, format!("{v:?}: a probability in [0, 1]")))?;
+    if !(0.0..=1.0).contains(&p) {
+        return Err(bad(flag, format!("{v}: allowed range [0, 1]")));
+    }
+    Ok(p)
 }
 
 /// A command-line value as the TOML scalar it would be in a file: number, bool, else string.
@@ -349,6 +417,7 @@ fn abs(p: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn argv(s: &str) -> Vec<String> {
         s.split_whitespace().map(String::from).collect()
@@ -427,6 +496,47 @@ mod tests {
             "--aqm-arg target=5ms --aqm-arg k=2 -- x --rate 1 --rate 2",
         ))
         .unwrap();
+    }
+
+    #[test]
+    fn per_direction_flags_set_the_directions_keys() {
+        let o = parse(&argv(
+            "--rate 50mbit --uplink-rate 10mbit --downlink-delay 30ms --uplink-delay 5ms \
+             --uplink-loss 0.01 --downlink-aqm codel --downlink-aqm-arg target=3ms \
+             --uplink-aqm-arg step_thresh=2ms --aqm dualpi2 --once -- true",
+        ))
+        .unwrap();
+        let e = &o.doc["emulator"];
+        assert_eq!(e["uplink"]["rate"], "10mbit");
+        assert_eq!(e["uplink"]["delay"], "5ms");
+        assert_eq!(e["downlink"]["delay"], "30ms");
+        assert_eq!(e["uplink"]["loss"], 0.01);
+        assert_eq!(
+            e["downlink"]["aqm"],
+            json!({"kind": "codel", "target": "3ms"})
+        );
+        assert_eq!(e["uplink"]["aqm"], json!({"step_thresh": "2ms"}));
+        assert_eq!(e["uplink"]["once"], true);
+        assert_eq!(e["downlink"]["once"], true);
+        let s = crate::scenario::from_doc(&o.doc).unwrap();
+        assert_eq!(
+            s.uplink.aqm,
+            json!({"kind": "dualpi2", "step_thresh": "2ms"})
+        );
+        assert_eq!(s.downlink.aqm, json!({"kind": "codel", "target": "3ms"}));
+        assert_eq!(s.uplink.link["rate"], "10mbit");
+        assert_eq!(s.downlink.link["rate"], "50mbit");
+        assert_eq!(s.uplink.link["loss"], 0.01);
+        assert_eq!(s.uplink.delay, Nanos::from_ms(5));
+        assert_eq!(s.downlink.delay, Nanos::from_ms(30));
+        let e = parse(&argv("--uplink-rate 1mbit --uplink-trace t -- true")).unwrap_err();
+        assert!(e
+            .to_string()
+            .starts_with("--uplink-trace: conflicts with --uplink-rate"));
+        let e = parse(&argv("--downlink-loss 2 -- true")).unwrap_err();
+        assert!(e
+            .to_string()
+            .contains("--downlink-loss: 2: allowed range [0, 1]"));
     }
 
     #[test]

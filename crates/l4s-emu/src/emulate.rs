@@ -565,6 +565,14 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
         None => None,
     };
     let mut client = Side::spawn(&spec("client", client_v4, CLIENT_V6, command))?;
+    if server.is_none() && host.is_none() && !o.quiet {
+        // mm-link's shell reaches the outside; this namespace, without a far end, does not.
+        eprintln!(
+            "l4s-emu: no --server and no --host: the client namespace reaches nothing beyond \
+             the emulated link (its packets are counted, then dropped); add --server CMD for \
+             a peer at {SERVER_V4}, or --host to reach the host and the networks beyond it"
+        );
+    }
     let sigfd = signal_fd()?;
     clock::set_timer_slack_1ns();
     // After the forks: the sides keep the normal policy.
