@@ -87,13 +87,14 @@ def _flow(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
 
 
 class _Server:
-    """`l4s-flow -s -1` on a free loopback port."""
+    """`l4s-flow -s` on a free loopback port (`-1`: one connection, then exit)."""
 
-    def __init__(self, *extra: str) -> None:
+    def __init__(self, one_off: bool = True) -> None:
         binary = find_binary()
         assert binary is not None
-        self.p = subprocess.Popen([str(binary), "-s", "-1", "-p", "0", "-B", "127.0.0.1",
-                                   "-i", "0", *extra], stdout=subprocess.PIPE, text=True)
+        args = ["-1"] if one_off else []
+        self.p = subprocess.Popen([str(binary), "-s", "-p", "0", "-B", "127.0.0.1",
+                                   "-i", "0", *args], stdout=subprocess.PIPE, text=True)
         assert self.p.stdout is not None
         first = self.p.stdout.readline()
         self.port = first.strip().rsplit(":", 1)[1].split()[0]
@@ -187,3 +188,43 @@ def test_quiet_keeps_the_final_lines_and_final_srtt_matches_the_intervals(tmp_pa
     assert sorted(lasts)[1] >= med + 3.0, (finals, lasts, ivs)
     # The reported srtt is the run's, within the intervals' (loopback: ~0.1 ms) plus 1 ms.
     assert med <= 2 * sorted(ivs)[1] + 1.0, (finals, lasts, ivs)
+
+
+# --- iperf3 habits: -C, -J, -P with [SUM], -O, --logfile -----------------------------------
+
+@needs_binary
+def test_iperf3_habits_C_J_P_sum_and_omit(tmp_path: Path) -> None:
+    with _Server(one_off=False) as srv:
+        r = _flow("-c", "127.0.0.1", "-p", srv.port, "-C", "cubic", "-P", "2", "-t", "1.5",
+                  "-O", "0.5", "-i", "0.25", "-J")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)  # -J: stdout is the JSON and nothing else
+    assert doc["cc"] == "cubic" and doc["omit_s"] == 0.5
+    streams = doc["streams"]
+    assert len(streams) == 2
+    # The sum adds up the streams, as iperf3's does.
+    assert doc["sum"]["bytes_acked"] == sum(s["bytes_acked"] for s in streams)
+    assert abs(doc["sum"]["tput_mbps"] - sum(s["tput_mbps"] for s in streams)) < 1e-6
+    for s in streams:
+        # -O: 1.5 s counted after 0.5 s left out; the omitted bytes are not in the rate.
+        assert 0 < s["omitted_bytes"] < s["bytes_acked"]
+        assert s["duration_s"] >= 2.0
+        rate = (s["bytes_acked"] - s["omitted_bytes"]) * 8 / (s["duration_s"] - 0.5) / 1e6
+        assert abs(s["tput_mbps"] - rate) / rate < 0.02, (s["tput_mbps"], rate)
+
+
+@needs_binary
+def test_parallel_streams_end_with_a_sum_line_and_logfile_takes_the_output(tmp_path: Path):
+    log = tmp_path / "out.log"
+    with _Server(one_off=False) as srv:
+        r = _flow("-c", "127.0.0.1", "-p", srv.port, "-P", "3", "-n", "300K", "-q",
+                  "--logfile", str(log))
+    assert r.returncode == 0, log.read_text() if log.exists() else r.stderr
+    assert r.stdout == "" and r.stderr == ""
+    text = log.read_text()
+    sums = [line for line in text.splitlines() if line.startswith("[SUM]")]
+    assert len(sums) == 1 and sums[0].endswith("sender"), text
+    assert "900.0 KBytes" in sums[0], sums[0]  # 3 x 300 KiB
+    # Never overwritten.
+    r = _flow("-c", "127.0.0.1", "-n", "1K", "--logfile", str(log))
+    assert r.returncode == 2 and "--logfile" in r.stderr

@@ -57,6 +57,10 @@ pub struct ClientOpts {
     pub seed: u64,
     /// No interval lines on stdout.
     pub quiet: bool,
+    /// Leave this much of the start out of the result (-O); `duration` includes it.
+    pub omit: Nanos,
+    /// Print the JSON result on stdout instead of the text lines (-J).
+    pub json_stdout: bool,
 }
 
 /// Why a stream's loop is where it is.
@@ -98,6 +102,8 @@ struct Stream {
     /// sent at once (every second segment), not the lone last segment's, which waits for the
     /// 40 ms delayed-ACK timer and would add 40/8 = 5 ms to srtt (RFC 6298 gain 1/8).
     srtt_steady: Option<Nanos>,
+    /// The counters at the end of the omitted start (-O; zeros without it).
+    omit_snap: Option<Snapshot>,
 }
 
 /// Totals over the run, for the JSON result and the tests.
@@ -339,6 +345,7 @@ pub fn run(o: &ClientOpts, emu: &EmuEnv) -> Result<serde_json::Value, FlowError>
             end_s: 0.0,
             final_stats: None,
             srtt_steady: None,
+            omit_snap: (o.omit == Nanos::ZERO).then(Snapshot::default),
         });
     }
     let mut csv = match &emu.flow_dir {
@@ -348,7 +355,7 @@ pub fn run(o: &ClientOpts, emu: &EmuEnv) -> Result<serde_json::Value, FlowError>
         None => None,
     };
     let scalable = matches!(o.cc.as_str(), "prague" | "dctcp") || streams.iter().any(|s| s.l4s);
-    if !o.quiet {
+    if !o.quiet && !o.json_stdout {
         println!(
             "l4s-flow: connecting to {peer}, cc {}, {} stream(s), mss {mss}{}",
             o.cc,
@@ -538,7 +545,12 @@ pub fn run(o: &ClientOpts, emu: &EmuEnv) -> Result<serde_json::Value, FlowError>
                     )));
                 }
             }
-            // 5. Interval lines and emulator samples.
+            // 5. The end of the omitted start, interval lines and emulator samples.
+            for s in streams.iter_mut().filter(|s| s.omit_snap.is_none()) {
+                if now >= o.omit {
+                    s.omit_snap = Some(Snapshot::of(&s.sender.stats(), now.as_secs_f64()));
+                }
+            }
             if let Some(t) = next_iv {
                 if now >= t {
                     for s in streams.iter_mut() {
@@ -549,7 +561,12 @@ pub fn run(o: &ClientOpts, emu: &EmuEnv) -> Result<serde_json::Value, FlowError>
                         let ts = now.as_secs_f64();
                         let row = interval_row(&s.snap, &st, ts, mss);
                         if !o.quiet {
-                            println!("{}", format_row(s.id, &row, scalable));
+                            let omitted = if s.omit_snap.is_none() {
+                                "  (omitted)"
+                            } else {
+                                ""
+                            };
+                            println!("{}{omitted}", format_row(s.id, &row, scalable));
                         }
                         s.intervals.push(row);
                         s.snap = Snapshot::of(&st, ts);
@@ -649,9 +666,17 @@ pub fn run(o: &ClientOpts, emu: &EmuEnv) -> Result<serde_json::Value, FlowError>
         std::fs::write(j, text + "\n")
             .map_err(|e| FlowError::io(format!("write {}", j.display()), e))?;
     }
+    if o.json_stdout {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json).unwrap_or_default()
+        );
+    }
     result?;
     // -q drops the interval lines only; the final lines are the run's result.
-    print_summary(&streams, scalable);
+    if !o.json_stdout {
+        print_summary(&streams, scalable);
+    }
     Ok(json)
 }
 
@@ -662,12 +687,27 @@ fn warn_no_report(s: &Stream, why: &str) {
     );
 }
 
+/// A stream's result row: from the end of the omitted start (-O) to its end, with the srtt
+/// of the run (not of the delayed-ACK tail).
+fn final_row(s: &Stream) -> IntervalRow {
+    let st = s.final_stats.clone().unwrap_or_else(|| s.sender.stats());
+    let mut row = interval_row(&s.omit_snap.unwrap_or_default(), &st, s.end_s, 1);
+    row.srtt_ms = s.srtt_steady.unwrap_or(st.srtt).as_ms_f64();
+    row
+}
+
 fn print_summary(streams: &[Stream], scalable: bool) {
     println!("- - - - - - - - - - - - - - - - - - - - - - - - -");
+    let mut sum = (0u64, 0.0f64, 0u64, f64::INFINITY, 0.0f64);
     for s in streams {
-        let st = s.final_stats.clone().unwrap_or_else(|| s.sender.stats());
-        let mut row = interval_row(&Snapshot::default(), &st, s.end_s, 1);
-        row.srtt_ms = s.srtt_steady.unwrap_or(st.srtt).as_ms_f64();
+        let row = final_row(s);
+        sum = (
+            sum.0 + row.bytes,
+            sum.1 + row.mbps,
+            sum.2 + row.retransmits,
+            sum.3.min(row.start_s),
+            sum.4.max(row.end_s),
+        );
         println!("{}  sender", format_row(s.id, &row, false));
         if let Some(r) = s.report {
             let mut line = format!(
@@ -691,6 +731,17 @@ fn print_summary(streams: &[Stream], scalable: bool) {
             s.id, p.mean_us, p.p50_us, p.p99_us, p.max_us, p.n
         );
     }
+    if streams.len() > 1 {
+        // As iperf3: the streams' bytes and rates added up.
+        println!(
+            "[SUM] {:>6.2}-{:<6.2} s  {:>12}  {:>8.2} Mbit/s  retr {:<4} sender",
+            sum.3,
+            sum.4,
+            crate::report::human_bytes(sum.0),
+            sum.1,
+            sum.2
+        );
+    }
 }
 
 fn result_json(
@@ -711,6 +762,8 @@ fn result_json(
             } else {
                 now.as_secs_f64()
             };
+            let from = s.omit_snap.unwrap_or_default();
+            let counted = st.delivered_bytes.saturating_sub(from.delivered_bytes);
             let mut ecn = serde_json::Map::new();
             for e in Ecn::ALL {
                 ecn.insert(format!("{e:?}"), s.data_ecn[e.bits() as usize].into());
@@ -722,7 +775,8 @@ fn result_json(
                 "class": if s.l4s { "L4S" } else { "Classic" },
                 "bytes_acked": st.delivered_bytes,
                 "duration_s": end,
-                "tput_mbps": st.delivered_bytes as f64 * 8.0 / end.max(1e-9) / 1e6,
+                "tput_mbps": counted as f64 * 8.0 / (end - from.t_s).max(1e-9) / 1e6,
+                "omitted_bytes": from.delivered_bytes,
                 "data_pkts_sent": s.data_pkts,
                 "data_ecn_sent": ecn,
                 "sent_pkts": st.sent_pkts,
@@ -739,9 +793,19 @@ fn result_json(
             })
         })
         .collect();
+    // As iperf3's "sum": the streams added up.
+    let count = |k: &str| -> u64 { ss.iter().filter_map(|v| v[k].as_u64()).sum() };
+    let sum = serde_json::json!({
+        "bytes_acked": count("bytes_acked"),
+        "tput_mbps": ss.iter().filter_map(|v| v["tput_mbps"].as_f64()).sum::<f64>(),
+        "retransmits": count("retransmits"),
+        "streams": ss.len(),
+    });
     serde_json::json!({
         "l4slab_version": env!("CARGO_PKG_VERSION"),
         "role": "client",
+        "omit_s": o.omit.as_secs_f64(),
+        "sum": sum,
         "server": peer.to_string(),
         "cc": o.cc,
         "ecn": o.ecn.map(|e| format!("{e:?}").to_lowercase()),
