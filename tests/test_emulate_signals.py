@@ -265,3 +265,19 @@ def test_an_unknown_scenario_key_lists_emulator_among_the_allowed(tmp_path):
     r = l4slab(str(scen), "--set", "nosuch.key=1", "-o", str(tmp_path / "x"))
     assert r.returncode == 2
     assert "nosuch" in r.stderr and "`emulator`" in r.stderr, r.stderr
+
+
+def test_flow_refuses_an_mss_beyond_the_emulated_path_mtu(tmp_path):
+    # `l4slab flow --mss 1472` sent 1544-byte datagrams through the 1500-byte TUN link: IP
+    # fragments, 0 Mb/s. The path MTU (IP_MTU) bounds the MSS: 1500 - 20 - 8 - 44 = 1428.
+    need_root()
+    from l4slab.flow import find_binary as flow_binary
+
+    fb = flow_binary()
+    if fb is None:
+        pytest.skip("needs l4s-flow (make develop)")
+    r = l4slab("--quiet", "-o", str(tmp_path / "run"), "--server", f"exec {fb} -s -1 -q",
+               "--", str(fb), "-c", "10.77.0.2", "--mss", "1472", "-t", "1")
+    assert r.returncode == 2, r.stderr
+    assert "--mss: 1472: a datagram does not fit the path MTU to 10.77.0.2 (1500 bytes); " \
+        "allowed 1..=1428" in r.stderr, r.stderr
