@@ -616,8 +616,11 @@ impl Path {
 /// §4.5), so a fragmented flow is one flow and not a portless one besides it.
 #[derive(Debug, Default)]
 struct FragmentOwners {
-    ports: std::collections::HashMap<([u8; 16], [u8; 16], u8, u32), (u16, u16)>,
+    ports: std::collections::HashMap<ReassemblyKey, (u16, u16)>,
 }
+
+/// (source, destination, protocol, identification).
+type ReassemblyKey = ([u8; 16], [u8; 16], u8, u32);
 
 impl FragmentOwners {
     /// Datagrams in reassembly remembered at once (a lost last fragment would otherwise leave
