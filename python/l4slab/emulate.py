@@ -33,7 +33,10 @@ _TREE_BIN = Path(__file__).resolve().parents[2] / "target" / "release" / "l4s-em
 #: Flags of l4s-emu that take a value (to find -o and the command among the arguments).
 _VALUE_FLAGS = {"--rate", "--trace", "--uplink-trace", "--downlink-trace", "--delay", "--loss",
                 "--aqm", "--aqm-arg", "--uplink-log", "--downlink-log", "--server", "--seed",
-                "-o", "--output", "--spin", "--stats-fd", "--sweep"}
+                "-o", "--output", "--spin", "--stats-fd", "--sweep", "--uplink-rate",
+                "--downlink-rate", "--uplink-delay", "--downlink-delay", "--uplink-loss",
+                "--downlink-loss", "--uplink-aqm", "--downlink-aqm", "--uplink-aqm-arg",
+                "--downlink-aqm-arg"}
 
 
 class EmulateError(Exception):
@@ -142,9 +145,15 @@ def build_run_dir(out: Path, *, figures: bool = True, report: bool = True) -> di
     if not dirs:
         raise EmulateError(f"{out}: no raw/uplink.json or raw/downlink.json")
     launch_path = out / "flows" / LAUNCH_FILE
-    primary = max(dirs, key=lambda n: dirs[n]["summary"].get("delivered_bytes", 0)
-                  if "delivered_bytes" in dirs[n]["summary"]
-                  else sum(f.get("tput_mbps", 0.0) for f in dirs[n]["summary"].get("flows", [])))
+
+    def carried(n: str) -> tuple[float, int]:
+        # Throughput after the warm-up (null when the run ended inside it), then packets
+        # delivered over the whole run.
+        s = dirs[n]["summary"]
+        return (sum(f.get("tput_mbps") or 0.0 for f in s.get("flows", [])),
+                int((s.get("packets") or {}).get("delivered") or 0))
+
+    primary = max(dirs, key=carried)
     if launch_path.exists() and "uplink" in dirs:
         primary = "uplink"  # scenario mode: the data direction, whatever it carried
     d = dirs[primary]
@@ -220,6 +229,10 @@ def build_run_dir(out: Path, *, figures: bool = True, report: bool = True) -> di
     }
     if scenario_mode is not None:
         summary["emulator"]["scenario_mode"] = scenario_mode
+    summary["emulator"]["tcp_sysctls"] = meta.get("tcp_sysctls")
+    summary["emulator"]["server_exit_status"] = meta.get("server_exit_status")
+    warm, dur = summary.get("warmup_s") or 0.0, summary.get("duration_s") or 0.0
+    summary["emulator"]["ended_inside_warmup"] = bool(dur <= warm and warm > 0)
     # The primary direction's lateness is the run's (summary.json's stable key).
     summary["lateness_us"] = dirs[primary].get("lateness_us", {})
     run.summary = summary
@@ -449,6 +462,17 @@ def emulate_doc(doc: dict[str, Any], base_dir: Path, out: Path, opts: list[str],
     return rc
 
 
+def _with_emulator_key(msg: str) -> str:
+    """The simulator's "unknown field; expected one of ..." for a top-level key, with the
+    emulator's own top-level table `emulator` among the allowed keys."""
+    import re
+
+    m = re.match(r"^([^.:\s]+): unknown field; expected one of (.*)$", msg)
+    if m is None or "`emulator`" in m.group(2):
+        return msg
+    return f"{m.group(1)}: unknown field; expected one of {m.group(2)}, `emulator`"
+
+
 def run_scenario_mode(scen: Path, args: list[str]) -> int:
     """`l4slab emulate SCENARIO.toml [-o DIR] [--set K=V]`: the scenario's [[flows]] as
     l4s-flow senders through the emulator for its duration (module `l4slab.emuflows`)."""
@@ -464,7 +488,7 @@ def run_scenario_mode(scen: Path, args: list[str]) -> int:
     try:
         plan_doc(doc, src.base_dir)  # refuse before anything runs
     except EmulateError as e:
-        raise EmulateError(f"{scen}: {e}") from None
+        raise EmulateError(f"{scen}: {_with_emulator_key(str(e))}") from None
     out_s = _option(passed, "-o", "--output")
     out = Path(out_s) if out_s else \
         Path("results") / f"emu-{scen.stem}-{time.strftime('%Y%m%d-%H%M%S')}"
@@ -596,22 +620,60 @@ def run_sweep(sweep_file: Path, args: list[str]) -> int:
     return 1 if res.failed else 0
 
 
+def _pdeathsig_preexec() -> Any:
+    """A preexec_fn for l4s-emu: SIGKILL when this wrapper dies (prctl PR_SET_PDEATHSIG, kept
+    across exec), so a SIGKILLed `l4slab emulate` takes l4s-emu, and through l4s-emu's own
+    PDEATHSIG chain its namespace holders and commands, with it."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)  # loaded before the fork
+    parent = os.getpid()
+    pr_set_pdeathsig = 1
+
+    def preexec() -> None:
+        libc.prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0)
+        # The wrapper may have died between fork and prctl: then nobody would kill us.
+        if os.getppid() != parent:
+            os._exit(1)
+    return preexec
+
+
+def _signal_name(sig: int) -> str:
+    try:
+        return signal.Signals(sig).name
+    except ValueError:
+        return f"signal {sig}"
+
+
+def _check_output_dir(out: Path) -> None:
+    """-o must name a new or empty directory (results are never overwritten)."""
+    try:
+        out.exists()
+    except OSError as e:
+        raise EmulateError(f"-o {out}: {e.strerror}") from None
+    if out.exists() and not out.is_dir():
+        raise EmulateError(f"-o {out}: exists and is not a directory; choose a new directory")
+    if out.exists() and any(out.iterdir()):
+        raise EmulateError(f"-o {out}: exists and is not empty; choose a new directory "
+                           "(results are never overwritten)")
+
+
 def run_emulator(args: list[str], announce: bool = True) -> int:
     """Run l4s-emu with these arguments (plus -o and the stats pipe), build the run directory,
-    return the command's exit status. `announce` prints where the run directory is."""
+    return the command's exit status (128 + signal when a signal ended the run)."""
     binary = find_binary()
     opts, command = _split(list(args))
     if "-h" in opts or "--help" in opts:
-        return subprocess.call([str(binary), "--help"])
+        click.echo(usage_text(binary))
+        return 0
     out_s = _option(opts, "-o", "--output")
     if out_s is None:
         out = Path("results") / f"emu-{time.strftime('%Y%m%d-%H%M%S')}"
         opts += ["-o", str(out)]
     else:
         out = Path(out_s)
-    if out.exists() and any(out.iterdir()):
-        raise EmulateError(f"-o {out}: exists and is not empty; choose a new directory "
-                           "(results are never overwritten)")
+    _check_output_dir(out)
+    existed = out.exists()
     quiet = "--quiet" in opts or "-q" in opts
     live = not quiet and sys.stderr.isatty()
     pass_fds: tuple[int, ...] = ()
@@ -621,12 +683,25 @@ def run_emulator(args: list[str], announce: bool = True) -> int:
         opts += ["--stats-fd", str(wfd)]
         pass_fds = (wfd,)
     stop = threading.Event()
-    # The emulator handles SIGINT/SIGTERM itself (it stops the run and writes its results);
-    # this process waits for it and then writes the run directory.
-    old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    old_term = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    # SIGINT/SIGTERM/SIGHUP to this process go on to l4s-emu, which stops the run and writes
+    # its results; this process then writes the run directory and exits 128 + signal. (A
+    # handler, not SIG_IGN: an ignored signal stays ignored in the child across exec, and
+    # l4s-emu would never see a Ctrl-C sent to the process group.)
+    got: list[int] = []
+    proc: subprocess.Popen[bytes] | None = None
+
+    def forward(signum: int, _frame: Any) -> None:
+        got.append(signum)
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signum)
+
+    stop_signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    old = {s: signal.signal(s, forward) for s in stop_signals}
     try:
-        proc = subprocess.Popen([str(binary), *opts, *command], pass_fds=pass_fds)
+        proc = subprocess.Popen([str(binary), *opts, *command], pass_fds=pass_fds,
+                                preexec_fn=_pdeathsig_preexec())
+        if got and proc.poll() is None:
+            proc.send_signal(got[0])  # arrived while the child was being started
         viewer = None
         if live:
             os.close(wfd)
@@ -637,25 +712,75 @@ def run_emulator(args: list[str], announce: bool = True) -> int:
         if viewer is not None:
             viewer.join(timeout=2)
     finally:
-        signal.signal(signal.SIGINT, old_int)
-        signal.signal(signal.SIGTERM, old_term)
-    if (out / "emulator.json").exists():
-        try:
-            summary = build_run_dir(out)
-        except (EmulateError, ValueError, KeyError, OSError) as e:
-            # The raw results stay in OUT/raw and OUT/emulator.json; the status is the command's.
-            click.echo(f"error: {out}: could not write the run directory ({e}); the emulator's "
-                       f"raw results are kept in {out / 'raw'}", err=True)
-            return rc
+        for s, h in old.items():
+            signal.signal(s, h)
+    if rc < 0 and got and -rc == got[0]:
+        # Our signal reached l4s-emu while it was still setting up (before it handles them).
+        click.echo(f"l4slab emulate: stopped by {_signal_name(got[0])} before the emulation "
+                   "started; nothing was measured", err=True)
+        rc = 128 - rc
+    elif rc < 0:
+        # l4s-emu itself was killed (SIGKILL or a signal it does not handle): no results.
+        click.echo(f"error: l4s-emu was killed by {_signal_name(-rc)}; no results were "
+                   "written", err=True)
+        rc = 128 - rc
+    elif got and rc == 0:
+        rc = 128 + got[0]
+    if not (out / "emulator.json").exists():
+        # Nothing finished (a refused start, a killed emulator): leave nothing behind, not an
+        # empty run directory that makes the next run with the same -o fail.
+        if out.is_dir() and not existed:
+            shutil.rmtree(out, ignore_errors=True)
+        elif out.is_dir():
+            for p in out.iterdir():
+                shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink()
+        return rc
+    try:
+        summary = build_run_dir(out)
+    except (EmulateError, ValueError, KeyError, OSError) as e:
+        # The raw results stay in OUT/raw and OUT/emulator.json; the status is the command's.
+        click.echo(f"error: {out}: could not write the run directory ({e}); the emulator's "
+                   f"raw results are kept in {out / 'raw'}", err=True)
+        return rc if rc else 1
 
-        def us(key: str) -> str:
-            v = summary.get("lateness_us", {}).get(key)
-            return "-" if v is None else f"{v:.1f} us"
+    def us(key: str) -> str:
+        v = summary.get("lateness_us", {}).get(key)
+        return "-" if v is None else f"{v:.1f} us"
 
-        if announce:
-            click.echo(f"l4slab emulate: run directory {out} (exit status {rc}; emulator "
-                       f"lateness p50 {us('p50')}, p99 {us('p99')})", err=True)
+    if summary["emulator"]["ended_inside_warmup"]:
+        click.echo(f"warning: the run ended inside the scenario's warm-up "
+                   f"({summary['duration_s']:.2f} s of {summary['warmup_s']:g} s): the "
+                   "after-warm-up figures (throughput, queue delay, Jain) are empty; lengthen "
+                   "the command or shorten the warm-up (warmup = ...)", err=True)
+    if got:
+        click.echo(f"l4slab emulate: stopped by {_signal_name(got[0])}; what was measured "
+                   "until then is kept", err=True)
+    if announce:
+        click.echo(f"l4slab emulate: run directory {out} (exit status {rc}; emulator "
+                   f"lateness p50 {us('p50')}, p99 {us('p99')})", err=True)
     return rc
+
+
+def usage_text(binary: Path) -> str:
+    """`l4slab emulate --help`: this front end's forms, then l4s-emu's options."""
+    try:
+        r = subprocess.run([str(binary), "--help"], capture_output=True, text=True, timeout=30)
+        emu_help = r.stdout
+    except (OSError, subprocess.TimeoutExpired):
+        emu_help = ""
+    lines = emu_help.splitlines()
+    body = lines[1:] if lines and lines[0].startswith("usage:") else lines
+    head = [
+        "usage: l4slab emulate [SCENARIO.toml] [options] [-- COMMAND [ARGS...]]",
+        "       l4slab emulate SCENARIO.toml [-o DIR] [--set KEY=VALUE ...]   (scenario mode:"
+        " its [[flows]] as l4slab flow senders)",
+        "       l4slab emulate --sweep SWEEP.toml [-o DIR] [options] [-- COMMAND]",
+    ]
+    extra = [
+        "  --set KEY=VALUE        scenario mode: override a scenario key, e.g. link.rate=20mbit",
+        "  --sweep SWEEP.toml     run a sweep file's grid on the emulator, one run at a time",
+    ]
+    return "\n".join(head + body[:-1] + extra + body[-1:]) if body else "\n".join(head + extra)
 
 
 class _RawArgs(click.Command):

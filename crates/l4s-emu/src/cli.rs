@@ -21,6 +21,12 @@ options:
   --loss P               i.i.d. loss probability in each direction     (link.loss)
   --aqm KIND             fifo | fifo_ecn | codel | pie | fq_codel | dualpi2   (aqm.kind)
   --aqm-arg KEY=VALUE    an [aqm] key, repeatable, e.g. step_thresh=5ms
+  --uplink-rate RATE, --downlink-rate RATE      one direction's rate (emulator.DIR.rate)
+  --uplink-delay TIME, --downlink-delay TIME    one direction's one-way delay
+  --uplink-loss P, --downlink-loss P            one direction's loss probability
+  --uplink-aqm KIND, --downlink-aqm KIND        one direction's AQM (emulator.DIR.aqm)
+  --uplink-aqm-arg K=V, --downlink-aqm-arg K=V  a key of one direction's AQM, repeatable
+  --once                 do not loop the traces (as mm-link --once)
   --uplink-log FILE      Mahimahi mm-link log of the uplink (a new file; never overwritten)
   --downlink-log FILE    Mahimahi mm-link log of the downlink (a new file; never overwritten)
   --no-offload           no TSO/checksum offload on the TUN devices (default: offloads on)
@@ -107,6 +113,7 @@ pub fn read_scenario(path: &std::path::Path) -> Result<Map<String, Value>, EmuEr
 pub fn parse(args: &[String]) -> Result<Options, EmuError> {
     let mut o = Options::default();
     let mut flags: Vec<(String, String)> = Vec::new();
+    let mut once_seen: Vec<String> = Vec::new();
     let mut i = 0;
     let need = |i: usize, flag: &str| -> Result<String, EmuError> {
         args.get(i + 1)
@@ -138,6 +145,16 @@ pub fn parse(args: &[String]) -> Result<Options, EmuError> {
                 | "--output"
                 | "--spin"
                 | "--stats-fd"
+                | "--uplink-rate"
+                | "--downlink-rate"
+                | "--uplink-delay"
+                | "--downlink-delay"
+                | "--uplink-loss"
+                | "--downlink-loss"
+                | "--uplink-aqm"
+                | "--downlink-aqm"
+                | "--uplink-aqm-arg"
+                | "--downlink-aqm-arg"
         );
         let value = if takes_value {
             match inline {
@@ -151,11 +168,18 @@ pub fn parse(args: &[String]) -> Result<Options, EmuError> {
         } else {
             None
         };
-        match flag {
-            "--" => {
-                o.command = args[i + 1..].to_vec();
-                break;
+        if flag == "--" {
+            o.command = args[i + 1..].to_vec();
+            break;
+        }
+        // A flag that sets one value, given twice, is refused (the last would win silently).
+        if flag.starts_with('-') && !REPEATABLE.contains(&flag) {
+            if once_seen.iter().any(|f| f == flag) {
+                return Err(bad(flag, "given twice; give it once"));
             }
+            once_seen.push(flag.to_string());
+        }
+        match flag {
             "-h" | "--help" => o.help = true,
             "--quiet" | "-q" => o.quiet = true,
             "--host" => o.host = true,
@@ -163,6 +187,7 @@ pub fn parse(args: &[String]) -> Result<Options, EmuError> {
             "--server" => o.server = value,
             "-o" | "--output" => o.output = value.map(PathBuf::from),
             "--no-offload" => o.no_offload = true,
+            "--once" => flags.push(("--once".into(), String::new())),
             "--uplink-log" | "--downlink-log" => {
                 let p = PathBuf::from(value.unwrap_or_default());
                 if p.as_os_str().is_empty() {
@@ -213,6 +238,7 @@ pub fn parse(args: &[String]) -> Result<Options, EmuError> {
         }
         i += 1;
     }
+    refuse_conflicts(&flags, &once_seen)?;
     if let Some(p) = &o.scenario {
         o.doc = read_scenario(p)?;
     }
@@ -220,6 +246,40 @@ pub fn parse(args: &[String]) -> Result<Options, EmuError> {
         apply_flag(&mut o.doc, &flag, &v)?;
     }
     Ok(o)
+}
+
+/// Flags that may be given more than once (each adds one `[aqm]` key).
+const REPEATABLE: &[&str] = &["--aqm-arg", "--uplink-aqm-arg", "--downlink-aqm-arg"];
+
+/// Pairs of flags that set the same thing in two ways (the last would win silently).
+const EXCLUSIVE: &[(&str, &str)] = &[
+    ("--rate", "--trace"),
+    ("--trace", "--uplink-trace"),
+    ("--trace", "--downlink-trace"),
+    ("--uplink-rate", "--uplink-trace"),
+    ("--downlink-rate", "--downlink-trace"),
+];
+
+/// Refuse two flags that set the same thing, and an `--aqm-arg` key given twice.
+fn refuse_conflicts(flags: &[(String, String)], given: &[String]) -> Result<(), EmuError> {
+    let has = |f: &str| given.iter().any(|g| g == f);
+    for (a, b) in EXCLUSIVE {
+        if has(a) && has(b) {
+            return Err(bad(b, format!("conflicts with {a}; give one of them")));
+        }
+    }
+    let mut keys: Vec<(&str, &str)> = Vec::new();
+    for (f, v) in flags
+        .iter()
+        .filter(|(f, _)| REPEATABLE.contains(&f.as_str()))
+    {
+        let k = v.split_once('=').map_or(v.as_str(), |(k, _)| k.trim());
+        if keys.contains(&(f.as_str(), k)) {
+            return Err(bad(f, format!("{k}: given twice; give each key once")));
+        }
+        keys.push((f.as_str(), k));
+    }
+    Ok(())
 }
 
 /// Set the scenario key a flag stands for, checking the value's syntax here so the message
@@ -251,12 +311,7 @@ fn apply_flag(doc: &mut Map<String, Value>, flag: &str, v: &str) -> Result<(), E
             table(doc, "emulator").insert("delay".into(), Value::String(v.into()));
         }
         "--loss" => {
-            let p: f64 = v
-                .parse()
-                .map_err(|_| bad(flag, format!("{v:?}: a probability in [0, 1]")))?;
-            if !(0.0..=1.0).contains(&p) {
-                return Err(bad(flag, format!("{v}: allowed range [0, 1]")));
-            }
+            let p = probability(flag, v)?;
             table(doc, "link").insert("loss".into(), Value::from(p));
         }
         "--aqm" => {
@@ -273,6 +328,46 @@ fn apply_flag(doc: &mut Map<String, Value>, flag: &str, v: &str) -> Result<(), E
                 .ok_or_else(|| bad(flag, format!("{v:?}: expected KEY=VALUE")))?;
             table(doc, "aqm").insert(k.trim().into(), scalar(val.trim()));
         }
+        "--once" => {
+            // As mm-link --once: the traces are not looped (each direction's).
+            for dir in ["uplink", "downlink"] {
+                table(table(doc, "emulator"), dir).insert("once".into(), Value::Bool(true));
+            }
+        }
+        f if f.starts_with("--uplink-") || f.starts_with("--downlink-") => {
+            let (dir, what) = f
+                .trim_start_matches("--")
+                .split_once('-')
+                .ok_or_else(|| bad(f, "unknown option"))?;
+            let t = table(table(doc, "emulator"), dir);
+            match what {
+                "rate" => {
+                    parse_rate(v).map_err(|e| bad(f, e))?;
+                    t.insert("rate".into(), Value::String(v.into()));
+                }
+                "delay" => {
+                    parse_duration(v).map_err(|e| bad(f, e))?;
+                    t.insert("delay".into(), Value::String(v.into()));
+                }
+                "loss" => {
+                    t.insert("loss".into(), Value::from(probability(f, v)?));
+                }
+                "aqm" => {
+                    let a = table(t, "aqm");
+                    if a.get("kind").and_then(Value::as_str) != Some(v) {
+                        a.clear();
+                    }
+                    a.insert("kind".into(), Value::String(v.into()));
+                }
+                "aqm-arg" => {
+                    let (k, val) = v
+                        .split_once('=')
+                        .ok_or_else(|| bad(f, format!("{v:?}: expected KEY=VALUE")))?;
+                    table(t, "aqm").insert(k.trim().into(), scalar(val.trim()));
+                }
+                _ => return Err(bad(f, "unknown option")),
+            }
+        }
         "--seed" => {
             let s: u64 = v
                 .parse()
@@ -282,6 +377,17 @@ fn apply_flag(doc: &mut Map<String, Value>, flag: &str, v: &str) -> Result<(), E
         _ => return Err(bad(flag, "unknown option")),
     }
     Ok(())
+}
+
+/// A loss probability in [0, 1].
+fn probability(flag: &str, v: &str) -> Result<f64, EmuError> {
+    let p: f64 = v
+        .parse()
+        .map_err(|_| bad(flag, format!("{v:?}: a probability in [0, 1]")))?;
+    if !(0.0..=1.0).contains(&p) {
+        return Err(bad(flag, format!("{v}: allowed range [0, 1]")));
+    }
+    Ok(p)
 }
 
 /// A command-line value as the TOML scalar it would be in a file: number, bool, else string.
@@ -311,6 +417,7 @@ fn abs(p: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn argv(s: &str) -> Vec<String> {
         s.split_whitespace().map(String::from).collect()
@@ -363,6 +470,73 @@ mod tests {
         );
         let e = parse(&argv("--uplink-log=")).unwrap_err().to_string();
         assert_eq!(e, "--uplink-log: needs a file name");
+    }
+
+    #[test]
+    fn conflicting_and_repeated_flags_are_refused() {
+        for (args, want) in [
+            (
+                "--rate 10mbit --trace t.trace -- true",
+                "--trace: conflicts with --rate",
+            ),
+            ("--rate 10mbit --rate 20mbit -- true", "--rate: given twice"),
+            ("--aqm codel --aqm pie -- true", "--aqm: given twice"),
+            ("--delay 5ms --delay=9ms -- true", "--delay: given twice"),
+            (
+                "--aqm-arg target=5ms --aqm-arg target=9ms -- true",
+                "--aqm-arg: target: given twice",
+            ),
+            ("--quiet --quiet -- true", "--quiet: given twice"),
+        ] {
+            let e = parse(&argv(args)).unwrap_err().to_string();
+            assert!(e.starts_with(want), "{args}: {e}");
+        }
+        // Different keys, and the command's own flags, are not repeats.
+        parse(&argv(
+            "--aqm-arg target=5ms --aqm-arg k=2 -- x --rate 1 --rate 2",
+        ))
+        .unwrap();
+    }
+
+    #[test]
+    fn per_direction_flags_set_the_directions_keys() {
+        let o = parse(&argv(
+            "--rate 50mbit --uplink-rate 10mbit --downlink-delay 30ms --uplink-delay 5ms \
+             --uplink-loss 0.01 --downlink-aqm codel --downlink-aqm-arg target=3ms \
+             --uplink-aqm-arg step_thresh=2ms --aqm dualpi2 --once -- true",
+        ))
+        .unwrap();
+        let e = &o.doc["emulator"];
+        assert_eq!(e["uplink"]["rate"], "10mbit");
+        assert_eq!(e["uplink"]["delay"], "5ms");
+        assert_eq!(e["downlink"]["delay"], "30ms");
+        assert_eq!(e["uplink"]["loss"], 0.01);
+        assert_eq!(
+            e["downlink"]["aqm"],
+            json!({"kind": "codel", "target": "3ms"})
+        );
+        assert_eq!(e["uplink"]["aqm"], json!({"step_thresh": "2ms"}));
+        assert_eq!(e["uplink"]["once"], true);
+        assert_eq!(e["downlink"]["once"], true);
+        let s = crate::scenario::from_doc(&o.doc).unwrap();
+        assert_eq!(
+            s.uplink.aqm,
+            json!({"kind": "dualpi2", "step_thresh": "2ms"})
+        );
+        assert_eq!(s.downlink.aqm, json!({"kind": "codel", "target": "3ms"}));
+        assert_eq!(s.uplink.link["rate"], "10mbit");
+        assert_eq!(s.downlink.link["rate"], "50mbit");
+        assert_eq!(s.uplink.link["loss"], 0.01);
+        assert_eq!(s.uplink.delay, Nanos::from_ms(5));
+        assert_eq!(s.downlink.delay, Nanos::from_ms(30));
+        let e = parse(&argv("--uplink-rate 1mbit --uplink-trace t -- true")).unwrap_err();
+        assert!(e
+            .to_string()
+            .starts_with("--uplink-trace: conflicts with --uplink-rate"));
+        let e = parse(&argv("--downlink-loss 2 -- true")).unwrap_err();
+        assert!(e
+            .to_string()
+            .contains("--downlink-loss: 2: allowed range [0, 1]"));
     }
 
     #[test]

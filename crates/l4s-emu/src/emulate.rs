@@ -11,7 +11,7 @@ use crate::ns::{RunAs, Side, SideSpec};
 use crate::offload::{self, GsoWriter, OffloadStats};
 use crate::output::{self, LatenessUs};
 use crate::path::{Path, PathConfig};
-use crate::record::PathResults;
+use crate::record::{MahimahiHeader, PathResults};
 use crate::scenario::{self, DirectionTables, EmuScenario};
 use crate::tun::{Tun, MAX_PACKET};
 use l4s_core::Nanos;
@@ -101,6 +101,11 @@ pub struct Outcome {
     pub cpu_s: (f64, f64),
     /// TUN offloads (IFF_VNET_HDR + TSO) were on.
     pub offload: bool,
+    /// The server command's exit status when it ended by itself before the client did.
+    pub server_exit: Option<i32>,
+    /// Each side's kernel TCP settings at its start (`net.ipv4.tcp_congestion_control`,
+    /// `net.ipv4.tcp_ecn`), by side: "client", "server" or "host".
+    pub tcp_sysctls: Vec<(String, Vec<(String, String)>)>,
 }
 
 /// User and system CPU time of this process so far (not of its children).
@@ -410,6 +415,46 @@ impl MmLogFile {
     }
 }
 
+/// CLOCK_REALTIME in whole ms (Mahimahi's raw_timestamp).
+fn wall_clock_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// The mm-link header of one direction's log.
+fn mahimahi_header(t: &DirectionTables, logfile: &std::path::Path, init_ms: u64) -> MahimahiHeader {
+    let source = match (t.link.get("trace"), t.link.get("rate")) {
+        (Some(Value::String(tr)), _) => tr.clone(),
+        (_, Some(r)) => format!("rate {}", r.as_str().map_or(r.to_string(), str::to_string)),
+        _ => "link".into(),
+    };
+    let queue = match t.aqm.as_object() {
+        Some(m) => {
+            let kind = m.get("kind").and_then(Value::as_str).unwrap_or("fifo");
+            let args: Vec<String> = m
+                .iter()
+                .filter(|(k, _)| k.as_str() != "kind")
+                .map(|(k, v)| format!("{k}={}", v.as_str().map_or(v.to_string(), str::to_string)))
+                .collect();
+            if args.is_empty() {
+                kind.to_string()
+            } else {
+                format!("{kind} [{}]", args.join(", "))
+            }
+        }
+        None => "fifo".into(),
+    };
+    MahimahiHeader {
+        link_name: t.name.to_string(),
+        source,
+        logfile: logfile.display().to_string(),
+        command_line: std::env::args().collect::<Vec<_>>().join(" "),
+        queue,
+        init_ms,
+    }
+}
+
 /// Prepare the flow directory the commands may write to (contract with `l4slab flow`).
 fn flow_dir(output: Option<&PathBuf>, run_as: Option<RunAs>) -> Result<PathBuf, EmuError> {
     let dir = match output {
@@ -441,18 +486,14 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
             "--downlink-log: the same file as --uplink-log; give each direction its own".into(),
         ));
     }
+    // The logs are enabled at the clock's start (their init timestamp); created here so that
+    // a refused file stops the run before anything starts.
     let mut up_log = match &o.uplink_log {
-        Some(p) => {
-            up.enable_mahimahi_log("uplink");
-            Some(MmLogFile::create(p, run_as)?)
-        }
+        Some(p) => Some(MmLogFile::create(p, run_as)?),
         None => None,
     };
     let mut down_log = match &o.downlink_log {
-        Some(p) => {
-            down.enable_mahimahi_log("downlink");
-            Some(MmLogFile::create(p, run_as)?)
-        }
+        Some(p) => Some(MmLogFile::create(p, run_as)?),
         None => None,
     };
     // The sampling period the recorder uses (sample_interval, else the AQM's tupdate), for
@@ -524,11 +565,28 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
         None => None,
     };
     let mut client = Side::spawn(&spec("client", client_v4, CLIENT_V6, command))?;
+    if server.is_none() && host.is_none() && !o.quiet {
+        // mm-link's shell reaches the outside; this namespace, without a far end, does not.
+        eprintln!(
+            "l4s-emu: no --server and no --host: the client namespace reaches nothing beyond \
+             the emulated link (its packets are counted, then dropped); add --server CMD for \
+             a peer at {SERVER_V4}, or --host to reach the host and the networks beyond it"
+        );
+    }
     let sigfd = signal_fd()?;
     clock::set_timer_slack_1ns();
     // After the forks: the sides keep the normal policy.
     let realtime = !o.no_realtime && clock::try_realtime();
     let clock = Clock::start();
+    let init_ms = wall_clock_ms();
+    for (l, d, t) in [
+        (&up_log, &mut up, &scen.uplink),
+        (&down_log, &mut down, &scen.downlink),
+    ] {
+        if let Some(l) = l {
+            d.enable_mahimahi_log(&mahimahi_header(t, &l.path, init_ms));
+        }
+    }
     let start_env = [("L4SLAB_T0_NS".to_string(), clock.t0_ns().to_string())];
     if let Some(s) = server.as_mut() {
         s.go(&start_env)?;
@@ -634,6 +692,15 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
         }
     }
     let end = clock.now();
+    // A server that ended by itself before the client (a failed start, a crash) is reported.
+    let server_exit = server.as_mut().and_then(Side::try_reap);
+    let mut tcp_sysctls: Vec<(String, Vec<(String, String)>)> = Vec::new();
+    if host.is_some() {
+        tcp_sysctls.push(("host".into(), crate::ns::tcp_sysctls()));
+    }
+    for s in server.iter().chain(std::iter::once(&client)) {
+        tcp_sysctls.push((s.label.clone(), s.sysctls.clone()));
+    }
     // Ending a side kills every process of its PID namespace; its network namespace and TUN
     // device go when the last descriptor (ours) closes.
     if let Some(s) = server.as_mut() {
@@ -663,8 +730,20 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
     if let Some(e) = log_error {
         eprintln!("l4s-emu: {e}");
     }
+    let mut exit = signal.map_or(client_status, |s| 128 + s);
+    if let Some(code) = server_exit.filter(|&c| c != 0 && signal.is_none()) {
+        eprintln!(
+            "l4s-emu: the server command (--server) exited with status {code} before the \
+             client command ended"
+        );
+        if exit == 0 {
+            exit = code;
+        }
+    }
     Ok(Outcome {
-        exit: signal.map_or(client_status, |s| 128 + s),
+        exit,
+        server_exit,
+        tcp_sysctls,
         duration: end,
         directions: vec![
             DirectionReport {
@@ -738,6 +817,12 @@ pub fn outcome_json(o: &Outcome, doc: &Value) -> Value {
         "cpu_user_s": o.cpu_s.0,
         "cpu_sys_s": o.cpu_s.1,
         "offload": o.offload,
+        "server_exit_status": o.server_exit,
+        "tcp_sysctls": o.tcp_sysctls.iter().map(|(side, kv)| {
+            let m: serde_json::Map<String, Value> =
+                kv.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+            (side.clone(), Value::Object(m))
+        }).collect::<serde_json::Map<String, Value>>(),
         "scenario": doc,
         "directions": dirs,
     })

@@ -27,9 +27,18 @@ fn main() {
             std::process::exit(EXIT_BAD_INPUT);
         }
     }
+    let existed = opts.output.as_ref().is_some_and(|o| o.exists());
     let outcome = match emulate::run(&opts) {
         Ok(o) => o,
         Err(e) => {
+            // Nothing ran: leave no empty run directory (remove_dir removes only empty ones,
+            // so nothing a command wrote is lost).
+            if let Some(out) = &opts.output {
+                let _ = std::fs::remove_dir(out.join("flows"));
+                if !existed {
+                    let _ = std::fs::remove_dir(out);
+                }
+            }
             eprintln!("l4s-emu: {e}");
             std::process::exit(EXIT_BAD_INPUT);
         }

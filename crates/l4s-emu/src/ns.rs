@@ -65,6 +65,8 @@ pub struct Side {
     /// The TUN device inside the side's network namespace.
     pub tun: Tun,
     ctl: UnixStream,
+    /// The side's kernel TCP settings at its start ([`tcp_sysctls`] read inside it).
+    pub sysctls: Vec<(String, String)>,
     /// Exit status once reaped (as a shell reports it: code, or 128 + signal).
     pub status: Option<i32>,
 }
@@ -188,6 +190,20 @@ fn setup_network(spec: &SideSpec) -> Result<Tun, EmuError> {
     Ok(dev)
 }
 
+/// The kernel TCP settings a command in this network namespace gets: the congestion control
+/// (a new namespace inherits the initial one's, see tcp_sk_init) and tcp_ecn (per namespace,
+/// default 2: ECN when the peer asks).
+pub fn tcp_sysctls() -> Vec<(String, String)> {
+    ["tcp_congestion_control", "tcp_ecn"]
+        .iter()
+        .map(|k| {
+            let v = std::fs::read_to_string(format!("/proc/sys/net/ipv4/{k}"))
+                .map_or_else(|_| "unknown".to_string(), |v| v.trim().to_string());
+            (format!("net.ipv4.{k}"), v)
+        })
+        .collect()
+}
+
 /// Report a set-up error to the emulator: the byte `E` (in place of the descriptor message of
 /// [`send_fd`]), then the text.
 fn send_error(sock: &mut UnixStream, text: &str) {
@@ -217,7 +233,13 @@ fn recv_msg(sock: &mut UnixStream) -> std::io::Result<Vec<u8>> {
 fn init_main(spec: &SideSpec, mut ctl: UnixStream) -> ! {
     let code = match setup_network(spec) {
         Ok(dev) => {
-            let sent = send_fd(&ctl, dev.fd().as_raw_fd());
+            let sent = send_fd(&ctl, dev.fd().as_raw_fd()).and_then(|()| {
+                let kv: Vec<String> = tcp_sysctls()
+                    .into_iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect();
+                send_msg(&mut ctl, kv.join("\n").as_bytes())
+            });
             drop(dev);
             if sent.is_err() {
                 1
@@ -375,10 +397,17 @@ impl Side {
             Ok(Some(fd)) => {
                 let tun = Tun::from_fd(fd, spec.offload);
                 tun.set_nonblocking()?;
+                let text = recv_msg(&mut ours).unwrap_or_default();
+                let sysctls = String::from_utf8_lossy(&text)
+                    .lines()
+                    .filter_map(|l| l.split_once('='))
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect();
                 Ok(Side {
                     label: spec.label.clone(),
                     holder: pid,
                     tun,
+                    sysctls,
                     ctl: ours,
                     status: None,
                 })

@@ -434,6 +434,21 @@ pub struct Parsed {
     pub payload_len: usize,
     /// Offset of the transport header (after IPv4 options / IPv6 extension headers).
     pub l4_offset: usize,
+    /// The fragment this packet is, if it is one (RFC 791 §3.2, RFC 8200 §4.5).
+    pub frag: Option<Fragment>,
+}
+
+/// What ties an IP fragment to its datagram: the reassembly key is (src, dst, protocol,
+/// identification) (RFC 791 §3.2; RFC 8200 §4.5 without the protocol, which the key's
+/// `proto` then holds as the next header after the fragment header).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Fragment {
+    /// The Identification field (16 bits in IPv4, 32 in IPv6).
+    pub id: u32,
+    /// Fragment offset 0: this one carries the transport header (and so the ports).
+    pub first: bool,
+    /// The More Fragments flag is clear: the datagram's last fragment.
+    pub last: bool,
 }
 
 fn need(what: &'static str, have: usize, need: usize) -> Result<(), PacketError> {
@@ -479,6 +494,16 @@ fn transport(
     }
 }
 
+/// The ports at the start of a first fragment's payload (TCP and UDP both begin with them).
+fn ports(l4: &[u8]) -> Option<(u16, u16)> {
+    (l4.len() >= 4).then(|| {
+        (
+            u16::from_be_bytes([l4[0], l4[1]]),
+            u16::from_be_bytes([l4[2], l4[3]]),
+        )
+    })
+}
+
 /// Most IPv6 extension headers walked before the rest is forwarded unclassified.
 const MAX_EXT_HEADERS: usize = 8;
 
@@ -492,8 +517,23 @@ pub fn parse(buf: &[u8]) -> Result<Parsed, PacketError> {
         4 => {
             let p = Ipv4Packet::new_checked(buf)?;
             let proto_num = p.protocol();
-            let (t, sport, dport, payload_len) =
-                transport(proto_num, p.payload(), p.is_fragment())?;
+            let frag = p.is_fragment().then(|| {
+                let ff = u16::from_be_bytes([buf[6], buf[7]]);
+                Fragment {
+                    id: u16::from_be_bytes([buf[4], buf[5]]) as u32,
+                    first: ff & 0x1fff == 0,
+                    last: ff & 0x2000 == 0,
+                }
+            });
+            let (t, mut sport, mut dport, payload_len) =
+                transport(proto_num, p.payload(), frag.is_some())?;
+            let l4_ports = matches!(proto_num, proto::TCP | proto::UDP);
+            if let Some((sp, dp)) = frag
+                .filter(|f| f.first && l4_ports)
+                .and_then(|_| ports(p.payload()))
+            {
+                (sport, dport) = (sp, dp);
+            }
             Ok(Parsed {
                 l4_offset: p.header_len(),
                 version: IpVersion::V4,
@@ -509,6 +549,7 @@ pub fn parse(buf: &[u8]) -> Result<Parsed, PacketError> {
                 },
                 transport: t,
                 payload_len,
+                frag,
             })
         }
         6 => {
@@ -516,6 +557,7 @@ pub fn parse(buf: &[u8]) -> Result<Parsed, PacketError> {
             let mut nh = p.next_header();
             let mut rest = p.payload();
             let mut frag = false;
+            let mut fragment = None;
             let mut walked = 0;
             // RFC 8200 §4.1 extension header chain; stop at the first upper-layer header.
             loop {
@@ -537,6 +579,13 @@ pub fn parse(buf: &[u8]) -> Result<Parsed, PacketError> {
                         let off_m = u16::from_be_bytes([rest[2], rest[3]]);
                         // Offset != 0 or More Fragments: no complete transport header.
                         frag |= off_m & 0xfff9 != 0;
+                        if off_m & 0xfff9 != 0 {
+                            fragment = Some(Fragment {
+                                id: u32::from_be_bytes([rest[4], rest[5], rest[6], rest[7]]),
+                                first: off_m & 0xfff8 == 0,
+                                last: off_m & 1 == 0,
+                            });
+                        }
                         8
                     }
                     _ => break,
@@ -546,7 +595,14 @@ pub fn parse(buf: &[u8]) -> Result<Parsed, PacketError> {
                 rest = &rest[len..];
                 walked += 1;
             }
-            let (t, sport, dport, payload_len) = transport(nh, rest, frag)?;
+            let (t, mut sport, mut dport, payload_len) = transport(nh, rest, frag)?;
+            let l4_ports = matches!(nh, proto::TCP | proto::UDP);
+            if let Some((sp, dp)) = fragment
+                .filter(|f| f.first && l4_ports)
+                .and_then(|_| ports(rest))
+            {
+                (sport, dport) = (sp, dp);
+            }
             let l4_offset = p.total_len() - rest.len();
             Ok(Parsed {
                 l4_offset,
@@ -563,6 +619,7 @@ pub fn parse(buf: &[u8]) -> Result<Parsed, PacketError> {
                 },
                 transport: t,
                 payload_len,
+                frag: fragment,
             })
         }
         v => Err(PacketError::Version(v)),

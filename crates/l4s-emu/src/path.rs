@@ -18,8 +18,8 @@
 //! arrivals that coincide to the nanosecond with samples or trace opportunities may differ
 //! from the simulator's in those ties only).
 
-use crate::packet::{self, PacketBuf, Transport};
-use crate::record::{FinishCtx, MahimahiLog, PathRecorder, PathResults};
+use crate::packet::{self, FlowKey, Fragment, PacketBuf, Transport};
+use crate::record::{FinishCtx, MahimahiHeader, MahimahiLog, PathRecorder, PathResults};
 use l4s_core::aqm::Aqm;
 use l4s_core::link::{Jitter, LinkModel, LossModel, MahimahiTraceData};
 use l4s_core::{Ecn, Nanos, Packet, Rng};
@@ -135,6 +135,8 @@ enum Ev {
 pub struct Path {
     aqm: Box<dyn Aqm>,
     aqm_cfg: AqmConfig,
+    /// Ports of the datagrams being fragmented, for their later fragments.
+    frag_owner: FragmentOwners,
     aqm_armed: Option<Nanos>,
     link: Box<dyn LinkModel>,
     link_ev: Option<LinkEv>,
@@ -206,6 +208,7 @@ impl Path {
         let mut p = Path {
             aqm,
             aqm_cfg: cfg.aqm,
+            frag_owner: FragmentOwners::default(),
             aqm_armed: None,
             link,
             link_ev: None,
@@ -258,7 +261,11 @@ impl Path {
             l.opportunities(now, self.link.as_ref());
             l.arrival(now, parsed.len as u32);
         }
-        let flow = self.rec.flow_id(&parsed.key, parsed.ecn == Ecn::Ect1, now);
+        let key = match parsed.frag {
+            Some(f) => self.frag_owner.attribute(parsed.key, f),
+            None => parsed.key,
+        };
+        let flow = self.rec.flow_id(&key, parsed.ecn == Ecn::Ect1, now);
         self.rec.totals.sent_pkts += 1;
         let buf = PacketBuf::copy_into(self.pool.pop().unwrap_or_default(), &pkt[..parsed.len]);
         let slot = match self.free.pop() {
@@ -339,9 +346,9 @@ impl Path {
 
     /// Keep Mahimahi's link log for this direction (`--uplink-log` / `--downlink-log`);
     /// `link_name` goes into its header ("uplink", "downlink").
-    pub fn enable_mahimahi_log(&mut self, link_name: &str) {
+    pub fn enable_mahimahi_log(&mut self, header: &MahimahiHeader) {
         let trace = self.trace.as_ref().map(|(d, once)| (d, *once));
-        self.mm_log = Some(MahimahiLog::new(link_name, trace));
+        self.mm_log = Some(MahimahiLog::new(header, trace));
     }
 
     /// The Mahimahi log text produced up to `now` since the last call (empty when the log is
@@ -378,6 +385,7 @@ impl Path {
         let in_line = (self.line.len() - self.counted) as u64;
         self.rec.totals.in_flight_pkts = self.aqm.backlog_pkts() + self.stuck_pkts + in_line;
         let capacity_bytes = self.link.capacity_bytes(self.rec.warmup(), end);
+        let aqm_params = self.aqm_cfg.profile_json();
         let ctx = FinishCtx {
             end,
             seed: self.seed,
@@ -386,6 +394,7 @@ impl Path {
             unused_txops: unused,
             delay: self.delay,
             scenario: &self.scenario,
+            aqm_params: &aqm_params,
             events: self.events,
         };
         self.rec.finish(ctx, self.aqm.as_ref())
@@ -599,5 +608,41 @@ impl Path {
                 self.link_ev = Some(LinkEv::Service(s));
             }
         }
+    }
+}
+
+/// Attributes IP fragments to their flow: the first fragment carries the ports; later ones are
+/// found by the reassembly key (src, dst, protocol, identification; RFC 791 §3.2, RFC 8200
+/// §4.5), so a fragmented flow is one flow and not a portless one besides it.
+#[derive(Debug, Default)]
+struct FragmentOwners {
+    ports: std::collections::HashMap<ReassemblyKey, (u16, u16)>,
+}
+
+/// (source, destination, protocol, identification).
+type ReassemblyKey = ([u8; 16], [u8; 16], u8, u32);
+
+impl FragmentOwners {
+    /// Datagrams in reassembly remembered at once (a lost last fragment would otherwise leave
+    /// its entry forever; the kernel's ipfrag_high_thresh bounds its table the same way).
+    const MAX_ENTRIES: usize = 4096;
+
+    fn attribute(&mut self, key: FlowKey, f: Fragment) -> FlowKey {
+        let rkey = (key.src, key.dst, key.proto, f.id);
+        let mut key = key;
+        if f.first {
+            if self.ports.len() >= Self::MAX_ENTRIES {
+                self.ports.clear();
+            }
+            if !f.last {
+                self.ports.insert(rkey, (key.sport, key.dport));
+            }
+        } else if let Some(&(sp, dp)) = self.ports.get(&rkey) {
+            (key.sport, key.dport) = (sp, dp);
+            if f.last {
+                self.ports.remove(&rkey);
+            }
+        }
+        key
     }
 }

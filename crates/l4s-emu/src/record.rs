@@ -223,6 +223,10 @@ pub struct PathResults {
     pub malformed: u64,
 }
 
+/// Bytes a flow must have delivered (whole run) to count in Jain's index: about 68 full-sized
+/// packets, far above a control connection's or a ping's few kB, far below any bulk transfer.
+pub const DATA_FLOW_MIN_BYTES: u64 = 100_000;
+
 /// What [`PathRecorder::finish`] needs from the path.
 pub struct FinishCtx<'a> {
     /// End of the run (the `now` of `Path::finish`).
@@ -239,6 +243,9 @@ pub struct FinishCtx<'a> {
     pub delay: Nanos,
     /// The scenario document to echo.
     pub scenario: &'a Value,
+    /// The AQM's effective kernel-profile settings (`AqmConfig::profile_json`, as the
+    /// simulator reports them).
+    pub aqm_params: &'a Value,
     /// Events the path processed.
     pub events: u64,
 }
@@ -388,8 +395,7 @@ impl PathRecorder {
             flow_start: &flow_start,
             flow_host: &[],
             raw: ctx.scenario,
-            // Effective kernel-profile values are resolved by the simulator's loader only.
-            aqm_params: &serde_json::Value::Null,
+            aqm_params: ctx.aqm_params,
         };
         let stats = std::mem::take(&mut self.stats_buf);
         let mut run = self.rec.finish(
@@ -419,7 +425,26 @@ impl PathRecorder {
                 }
             }
             let num = |x: f64| if x.is_finite() { json!(x) } else { Value::Null };
+            // Jain's index over the flows that carried data: a control connection (iperf3's),
+            // ICMP or DNS would count as a starved flow and pull it towards 1/n.
+            let data: Vec<usize> = (0..self.flows.len())
+                .filter(|&i| self.flows[i].receiver.delivered_bytes >= DATA_FLOW_MIN_BYTES)
+                .collect();
+            let tputs: Vec<f64> = data
+                .iter()
+                .map(|&i| doc["flows"][i]["tput_mbps"].as_f64().unwrap_or(0.0))
+                .collect();
+            let others: Vec<&String> = (0..self.flows.len())
+                .filter(|i| !data.contains(i))
+                .filter_map(|i| flow_keys.get(i))
+                .collect();
             if let Some(obj) = doc.as_object_mut() {
+                obj.insert("jain".into(), num(l4s_sim::recorder::jain(&tputs)));
+                obj.insert(
+                    "jain_flows".into(),
+                    json!({"min_bytes": DATA_FLOW_MIN_BYTES, "counted": data,
+                           "not_counted": others}),
+                );
                 obj.insert(
                     "emulator".into(),
                     json!({
@@ -505,6 +530,37 @@ pub struct MahimahiLog {
     trace: Option<TraceCursor>,
 }
 
+/// The header lines mm-link writes (link_queue.cc): `# mahimahi mm-link (NAME) [SOURCE] >
+/// LOGFILE`, `# command line: ...`, `# queue: ...`, `# init timestamp: T0` (wall-clock ms
+/// since the Unix epoch at the start; every event time counts from it) and `# base
+/// timestamp: 0` (the link's start, ms after T0: here the same instant).
+#[derive(Clone, Debug, Default)]
+pub struct MahimahiHeader {
+    /// "uplink" or "downlink".
+    pub link_name: String,
+    /// The trace file, or the rate (mm-link names its trace file here).
+    pub source: String,
+    /// The log file's path.
+    pub logfile: String,
+    /// The emulator's command line.
+    pub command_line: String,
+    /// The queue (AQM) and its settings.
+    pub queue: String,
+    /// CLOCK_REALTIME in ms at the emulation's start.
+    pub init_ms: u64,
+}
+
+impl MahimahiHeader {
+    /// The header text, one line per field, as mm-link orders them.
+    pub fn text(&self) -> String {
+        format!(
+            "# mahimahi mm-link ({}) [{}] > {}\n# command line: {}\n# queue: {}\n\
+             # init timestamp: {}\n# base timestamp: 0\n",
+            self.link_name, self.source, self.logfile, self.command_line, self.queue, self.init_ms
+        )
+    }
+}
+
 /// Walks a trace's opportunity groups as the link does (base += period per loop).
 #[derive(Debug)]
 struct TraceCursor {
@@ -532,12 +588,9 @@ impl TraceCursor {
 impl MahimahiLog {
     /// A log with its header; `trace` (the trace's groups and `once`) selects per-opportunity
     /// lines, else per-millisecond capacity lines of a rate link.
-    pub fn new(link_name: &str, trace: Option<(&MahimahiTraceData, bool)>) -> Self {
-        let mut buf = String::new();
-        buf.push_str(&format!("# mahimahi mm-link ({link_name}) [l4s-emu]\n"));
-        buf.push_str("# init timestamp: 0\n# base timestamp: 0\n");
+    pub fn new(header: &MahimahiHeader, trace: Option<(&MahimahiTraceData, bool)>) -> Self {
         MahimahiLog {
-            buf,
+            buf: header.text(),
             opp_ms: 0,
             cum_bytes: 0,
             trace: trace.map(|(d, once)| TraceCursor {

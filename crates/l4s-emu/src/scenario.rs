@@ -28,7 +28,7 @@ const TOP_KEYS: &[&str] = &[
     "emulator",
 ];
 const EMULATOR_KEYS: &[&str] = &["delay", "uplink", "downlink"];
-const DIRECTION_KEYS: &[&str] = &["rate", "trace", "once", "delay"];
+const DIRECTION_KEYS: &[&str] = &["rate", "trace", "once", "delay", "loss", "aqm"];
 
 /// The link rate used when neither `link.rate` nor a trace is given: delay only, as
 /// Mahimahi's mm-delay (a 1500-byte packet takes 12 ns).
@@ -163,9 +163,24 @@ pub fn from_doc(doc: &Map<String, Value>) -> Result<EmuScenario, EmuError> {
         check_keys(&over, &path, DIRECTION_KEYS)?;
         let mut l = link.clone();
         let mut d = delay;
+        let mut a = aqm.clone();
         for (k, v) in &over {
             match k.as_str() {
                 "delay" => d = duration_at(v, &format!("{path}.delay"))?,
+                // This direction's own AQM: its keys over the scenario's [aqm], or afresh
+                // when it names another kind (the other kind's keys would be refused).
+                "aqm" => {
+                    let own = table(v, &format!("{path}.aqm"))?;
+                    let base_kind = a.get("kind").cloned();
+                    if own
+                        .get("kind")
+                        .is_some_and(|k| Some(k) != base_kind.as_ref())
+                    {
+                        a = Value::Object(own.clone());
+                    } else if let Value::Object(m) = &mut a {
+                        m.extend(own.iter().map(|(k, v)| (k.clone(), v.clone())));
+                    }
+                }
                 // A rate replaces a trace and the other way round.
                 "rate" => {
                     l.remove("trace");
@@ -186,7 +201,7 @@ pub fn from_doc(doc: &Map<String, Value>) -> Result<EmuScenario, EmuError> {
         Ok(DirectionTables {
             name,
             link: Value::Object(l),
-            aqm: aqm.clone(),
+            aqm: a,
             delay: d,
         })
     };

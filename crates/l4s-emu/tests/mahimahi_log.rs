@@ -93,6 +93,13 @@ fn mahimahi_logs_match_the_run_and_the_trace() {
     }
     std::fs::write(&trace, text).unwrap();
     let (up, down, out) = (t.0.join("up.log"), t.0.join("down.log"), t.0.join("run"));
+    let wall_ms = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64
+    };
+    let before_ms = wall_ms();
     let o = emu(&[
         "-o",
         out.to_str().unwrap(),
@@ -117,6 +124,38 @@ fn mahimahi_logs_match_the_run_and_the_trace() {
         "iperf3 -c $L4SLAB_SERVER -t 2 >/dev/null",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
+    let after_ms = wall_ms();
+    // mm-link's header lines, in its order (link_queue.cc): the link and its trace > the log,
+    // the command line, the queue, the init timestamp (wall-clock ms since the epoch at the
+    // start) and the base timestamp (ms after it).
+    for (name, path, source, queue) in [
+        ("uplink", &up, trace.display().to_string(), "dualpi2"),
+        ("downlink", &down, "rate 20mbit".to_string(), "dualpi2"),
+    ] {
+        let text = std::fs::read_to_string(path).unwrap();
+        let head: Vec<&str> = text.lines().take(5).collect();
+        assert_eq!(
+            head[0],
+            format!(
+                "# mahimahi mm-link ({name}) [{source}] > {}",
+                path.display()
+            )
+        );
+        assert!(
+            head[1].starts_with("# command line: ") && head[1].contains("--uplink-log"),
+            "{head:?}"
+        );
+        assert_eq!(head[2], format!("# queue: {queue}"));
+        let init: u64 = head[3]
+            .strip_prefix("# init timestamp: ")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{head:?}"));
+        assert!(
+            (before_ms..=after_ms).contains(&init),
+            "{init} not in [{before_ms}, {after_ms}]"
+        );
+        assert_eq!(head[4], "# base timestamp: 0");
+    }
     let meta = read_json(&out.join("emulator.json"));
     let end_ms = (meta["duration_s"].as_f64().unwrap() * 1e3).floor() as u64;
     for (name, path) in [("uplink", &up), ("downlink", &down)] {

@@ -7,7 +7,7 @@ use l4s_core::cbr::{CbrConfig, CbrSource};
 use l4s_core::{Ecn, Endpoint, Nanos, Rate, Rng};
 use l4s_emu::packet::{build, parse, proto, Ipv4Packet, PacketBuf};
 use l4s_emu::path::{Path, PathConfig};
-use l4s_emu::record::PathResults;
+use l4s_emu::record::{MahimahiHeader, PathResults};
 use serde_json::{json, Value};
 
 /// A 1500-byte-or-other UDP/IPv4 packet from flow `port` with codepoint `ecn`.
@@ -616,7 +616,10 @@ fn mahimahi_log_counts_arrivals_opportunities_departures_and_drops() {
     );
     c.base_dir = Some(dir.clone());
     let mut p = Path::new(c).unwrap();
-    p.enable_mahimahi_log("downlink");
+    p.enable_mahimahi_log(&MahimahiHeader {
+        link_name: "downlink".into(),
+        ..Default::default()
+    });
     let end = Nanos::from_secs(2);
     let arr = paced(
         1,
@@ -660,7 +663,10 @@ fn mahimahi_log_counts_arrivals_opportunities_departures_and_drops() {
 
     // A rate link logs its exact capacity per millisecond: 10 Mb/s = 1250 bytes per ms.
     let mut p = Path::new(cfg(json!({"rate": "10mbit"}), json!({"kind": "fifo"}))).unwrap();
-    p.enable_mahimahi_log("uplink");
+    p.enable_mahimahi_log(&MahimahiHeader {
+        link_name: "uplink".into(),
+        ..Default::default()
+    });
     let ev = mm_events(&p.take_mahimahi_log(Nanos::from_secs(1)));
     assert_eq!(ev.len(), 1000);
     assert!(ev.iter().all(|e| e.1 == "#" && e.2 == 1250));
@@ -729,4 +735,84 @@ fn finishing_before_the_warmup_ends_gives_nulls_not_a_panic() {
     let s = summary(&p.finish(Nanos::from_secs(1)));
     assert_eq!(s["flows"][0]["tput_mbps"], Value::Null);
     assert_eq!(s["link"]["utilisation"], Value::Null);
+}
+
+/// `fragment(pkt, id, offset_bytes, more)`: set an IPv4 packet's identification and flags and
+/// fix its header checksum.
+fn fragment(mut pkt: Vec<u8>, id: u16, offset_bytes: u16, more: bool) -> Vec<u8> {
+    pkt[4..6].copy_from_slice(&id.to_be_bytes());
+    let ff = (offset_bytes / 8) | if more { 0x2000 } else { 0 };
+    pkt[6..8].copy_from_slice(&ff.to_be_bytes());
+    pkt[10..12].copy_from_slice(&[0, 0]);
+    let c = l4s_emu::packet::ipv4_header_checksum(&pkt[..20]);
+    pkt[10..12].copy_from_slice(&c.to_be_bytes());
+    pkt
+}
+
+#[test]
+fn ip_fragments_count_for_the_flow_of_their_first_fragment() {
+    // One 1544-byte UDP datagram per ms (what `l4slab flow --mss 1472` sent), fragmented at
+    // the 1500-byte MTU: 1500 bytes with the UDP header, then 20 + 24 bytes at offset 1480.
+    // The second fragments have no ports; the reassembly key (src, dst, proto, id) ties them
+    // to the first, so there is one flow and it carries both fragments' bytes.
+    let c = cfg(json!({"rate": "100mbit"}), json!({"kind": "fifo"}));
+    let mut p = Path::new(c).unwrap();
+    let mut arr = Vec::new();
+    for i in 0..200u16 {
+        let t = Nanos::from_us(1000 * i as u64);
+        let first = fragment(udp4(40000, Ecn::Ect1, 1500), i, 0, true);
+        let mut second = udp4(40000, Ecn::Ect1, 44);
+        second[20..28].copy_from_slice(&[0xaa; 8]); // data, not a UDP header
+        arr.push((t, first));
+        arr.push((t + Nanos::from_us(1), fragment(second, i, 1480, false)));
+    }
+    // A fragment of an unknown datagram stays portless (nothing to attribute it to).
+    let stray = fragment(udp4(9, Ecn::Ect1, 100), 999, 1480, false);
+    arr.push((Nanos::from_ms(250), stray));
+    let end = Nanos::from_ms(300);
+    drive(&mut p, &arr, end);
+    let r = p.finish(end);
+    assert_eq!(
+        r.flow_keys,
+        vec!["udp 10.0.0.1:40000>10.0.0.2:5201", "udp 10.0.0.1>10.0.0.2"],
+        "fragments must not form a flow of their own"
+    );
+    let s = summary(&r);
+    // 200 datagrams of 1472 (first fragment after the UDP header) + 24 bytes in 0.3 s.
+    let tput = s["flows"][0]["tput_mbps"].as_f64().unwrap();
+    let want = 200.0 * (1472.0 + 24.0) * 8.0 / 0.3 / 1e6;
+    assert!((tput - want).abs() / want < 0.01, "{tput} vs {want}");
+}
+
+#[test]
+fn jain_counts_only_flows_that_carried_data() {
+    // Two equal bulk flows plus a control-connection-like flow (10 small packets) and pings:
+    // Jain over all four 5-tuples would be about (2x)^2 / (4 * 2x^2) = 0.5; over the two data
+    // flows it is 1, and the small ones are listed apart.
+    let c = cfg(json!({"rate": "100mbit"}), json!({"kind": "fifo"}));
+    let mut p = Path::new(c).unwrap();
+    let end = Nanos::from_secs(1);
+    let a = paced(1, Ecn::NotEct, 1500, 1000, Nanos::ZERO, end);
+    let b = paced(2, Ecn::NotEct, 1500, 1000, Nanos::ZERO, end);
+    let ctl: Vec<_> = (0..10u64)
+        .map(|i| (Nanos::from_ms(50 * i + 3), udp4(3, Ecn::NotEct, 300)))
+        .collect();
+    let ping: Vec<_> = (0..10u64)
+        .map(|i| {
+            let pkt = build::ipv4([10, 0, 0, 1], [10, 0, 0, 2], proto::ICMP, 0, 0, 0, 84);
+            (Nanos::from_ms(50 * i + 7), pkt)
+        })
+        .collect();
+    drive(&mut p, &merge(merge(a, b), merge(ctl, ping)), end);
+    let r = p.finish(end);
+    assert_eq!(r.flow_keys.len(), 4, "{:?}", r.flow_keys);
+    let s = summary(&r);
+    let jain = s["jain"].as_f64().unwrap();
+    assert!((jain - 1.0).abs() < 1e-3, "jain {jain}");
+    assert_eq!(s["jain_flows"]["counted"].as_array().unwrap().len(), 2);
+    assert_eq!(s["jain_flows"]["not_counted"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        s["jain_flows"]["min_bytes"],
+        json!(l4s_emu::record::DATA_FLOW_MIN_BYTES)
+    );
 }

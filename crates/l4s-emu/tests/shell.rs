@@ -351,3 +351,48 @@ fn curl_fetches_20_mb_in_size_over_rate() {
         "transfer took {t} s, expected {expected:.3} s +/- 10 %"
     );
 }
+
+#[test]
+fn per_direction_delays_add_up_to_the_ping_rtt() {
+    // mm-link style: --uplink-delay 5ms --downlink-delay 25ms gives a 30 ms RTT (not 10 or 50).
+    let _g = serial();
+    if !can_run(&["ping"]) {
+        return;
+    }
+    let out = emu_ok(&[
+        "--quiet",
+        "--uplink-delay",
+        "5ms",
+        "--downlink-delay",
+        "25ms",
+        "--server",
+        "sleep 30",
+        "--",
+        "sh",
+        "-c",
+        "ping -n -c 5 -i 0.05 $L4SLAB_SERVER",
+    ]);
+    let rtt = ping_times(&out);
+    assert_eq!(rtt.len(), 5, "{out}");
+    let min = rtt.iter().cloned().fold(f64::INFINITY, f64::min);
+    assert!(min >= 30.0, "RTT {min} ms below 5 + 25 ms: {rtt:?}");
+    let med = median(&rtt);
+    assert!((med - 30.0).abs() <= 1.0, "median RTT {med} ms: {rtt:?}");
+}
+
+#[test]
+fn without_a_far_end_the_start_says_what_the_namespace_reaches() {
+    let _g = serial();
+    if !can_run(&[]) {
+        return;
+    }
+    let o = emu(&["--", "true"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no --server and no --host: the client namespace reaches nothing"),
+        "{}",
+        stderr(&o)
+    );
+    let o = emu(&["--server", "sleep 5", "--", "true"]);
+    assert!(!stderr(&o).contains("reaches nothing"), "{}", stderr(&o));
+}

@@ -57,6 +57,10 @@ pub struct ClientOpts {
     pub seed: u64,
     /// No interval lines on stdout.
     pub quiet: bool,
+    /// Leave this much of the start out of the result (-O); `duration` includes it.
+    pub omit: Nanos,
+    /// Print the JSON result on stdout instead of the text lines (-J).
+    pub json_stdout: bool,
 }
 
 /// Why a stream's loop is where it is.
@@ -94,6 +98,12 @@ struct Stream {
     csv_prev: (f64, u64),
     end_s: f64,
     final_stats: Option<FlowStats>,
+    /// srtt after the last ACK that left two or more segments in flight: an ACK the receiver
+    /// sent at once (every second segment), not the lone last segment's, which waits for the
+    /// 40 ms delayed-ACK timer and would add 40/8 = 5 ms to srtt (RFC 6298 gain 1/8).
+    srtt_steady: Option<Nanos>,
+    /// The counters at the end of the omitted start (-O; zeros without it).
+    omit_snap: Option<Snapshot>,
 }
 
 /// Totals over the run, for the JSON result and the tests.
@@ -116,6 +126,39 @@ fn resolve(host: &str, port: u16) -> Result<SocketAddr, FlowError> {
         host: host.to_string(),
         msg: "no address".into(),
     })
+}
+
+/// The largest MSS whose datagram fits both the path MTU (no IP fragmentation: a fragment
+/// carries no ports and the whole datagram is lost with any one of them) and the receiver's
+/// per-datagram buffer ([`crate::sock::RECV_BUF_BYTES`], beyond which it is truncated).
+pub fn max_mss(path_mtu: usize, ipv6: bool) -> u32 {
+    let by_buffer = (crate::sock::RECV_BUF_BYTES - wire::BASE_HEADER_BYTES) as u32;
+    wire::default_mss(path_mtu, ipv6).min(by_buffer)
+}
+
+fn check_mss_fits(
+    mss: u32,
+    given: bool,
+    peer: SocketAddr,
+    path_mtu: Option<usize>,
+) -> Result<(), FlowError> {
+    let mtu = path_mtu.unwrap_or(1500);
+    let most = max_mss(mtu, peer.is_ipv6());
+    if mss > most {
+        let why = if most < wire::default_mss(mtu, peer.is_ipv6()) {
+            format!(
+                "the receiver's {}-byte datagram buffer",
+                crate::sock::RECV_BUF_BYTES
+            )
+        } else {
+            format!("the path MTU to {} ({mtu} bytes)", peer.ip())
+        };
+        return Err(FlowError::Usage {
+            flag: if given { "--mss" } else { "-c" },
+            msg: format!("{mss}: a datagram does not fit {why}; allowed 1..={most}"),
+        });
+    }
+    Ok(())
 }
 
 /// A connection id unlikely to repeat across runs (demultiplexing key with the address).
@@ -232,10 +275,36 @@ pub fn run(o: &ClientOpts, emu: &EmuEnv) -> Result<serde_json::Value, FlowError>
                 path: j.display().to_string(),
             });
         }
+        // Checked now, not after the whole run.
+        let dir = j.parent().filter(|d| !d.as_os_str().is_empty());
+        if let Some(d) = dir.filter(|d| !d.is_dir()) {
+            return Err(FlowError::Usage {
+                flag: "--json",
+                msg: format!("{}: no such directory", d.display()),
+            });
+        }
     }
-    let peer = resolve(&o.host, o.port)?;
+    // A run that fails before it starts still writes its JSON (with the error).
+    let early = |e: FlowError| -> FlowError {
+        if let Some(j) = &o.json {
+            let v = serde_json::json!({
+                "l4slab_version": env!("CARGO_PKG_VERSION"),
+                "role": "client",
+                "server": format!("{}:{}", o.host, o.port),
+                "cc": o.cc,
+                "error": e.to_string(),
+                "streams": [],
+            });
+            let text = serde_json::to_string_pretty(&v).unwrap_or_default();
+            if let Err(w) = std::fs::write(j, text + "\n") {
+                eprintln!("l4s-flow: warning: write {}: {w}", j.display());
+            }
+        }
+        e
+    };
+    let peer = resolve(&o.host, o.port).map_err(early)?;
     let mss = o.mss.unwrap_or(wire::default_mss(1500, peer.is_ipv6()));
-    let fl = flow_config(o, mss)?;
+    let fl = flow_config(o, mss).map_err(early)?;
     set_min_timer_slack();
     let clock = Clock::start();
     let mut streams = Vec::new();
@@ -244,8 +313,11 @@ pub fn run(o: &ClientOpts, emu: &EmuEnv) -> Result<serde_json::Value, FlowError>
             Some(ip) => SocketAddr::new(ip, 0),
             None => any_of_family(&peer.ip()),
         };
-        let sock = EcnSocket::bind(local)?;
-        sock.connect(peer)?;
+        let sock = EcnSocket::bind(local).map_err(early)?;
+        sock.connect(peer).map_err(early)?;
+        if i == 0 {
+            check_mss_fits(mss, o.mss.is_some(), peer, sock.path_mtu()).map_err(early)?;
+        }
         let ends = build_flow(0, i, &fl, o.seed).map_err(|e| FlowError::Usage {
             flag: "--cc",
             msg: e.to_string(),
@@ -275,6 +347,8 @@ pub fn run(o: &ClientOpts, emu: &EmuEnv) -> Result<serde_json::Value, FlowError>
             csv_prev: (0.0, 0),
             end_s: 0.0,
             final_stats: None,
+            srtt_steady: None,
+            omit_snap: (o.omit == Nanos::ZERO).then(Snapshot::default),
         });
     }
     let mut csv = match &emu.flow_dir {
@@ -284,7 +358,7 @@ pub fn run(o: &ClientOpts, emu: &EmuEnv) -> Result<serde_json::Value, FlowError>
         None => None,
     };
     let scalable = matches!(o.cc.as_str(), "prague" | "dctcp") || streams.iter().any(|s| s.l4s);
-    if !o.quiet {
+    if !o.quiet && !o.json_stdout {
         println!(
             "l4s-flow: connecting to {peer}, cc {}, {} stream(s), mss {mss}{}",
             o.cc,
@@ -355,6 +429,12 @@ pub fn run(o: &ClientOpts, emu: &EmuEnv) -> Result<serde_json::Value, FlowError>
                                 }
                             }
                             Body::Control(Control::Done) => counters.foreign_datagrams += 1,
+                        }
+                    }
+                    if n > 0 {
+                        let st = s.sender.stats();
+                        if st.in_flight_bytes >= 2 * mss as u64 {
+                            s.srtt_steady = Some(st.srtt);
                         }
                     }
                     if n < crate::sock::BATCH {
@@ -468,7 +548,12 @@ pub fn run(o: &ClientOpts, emu: &EmuEnv) -> Result<serde_json::Value, FlowError>
                     )));
                 }
             }
-            // 5. Interval lines and emulator samples.
+            // 5. The end of the omitted start, interval lines and emulator samples.
+            for s in streams.iter_mut().filter(|s| s.omit_snap.is_none()) {
+                if now >= o.omit {
+                    s.omit_snap = Some(Snapshot::of(&s.sender.stats(), now.as_secs_f64()));
+                }
+            }
             if let Some(t) = next_iv {
                 if now >= t {
                     for s in streams.iter_mut() {
@@ -479,7 +564,12 @@ pub fn run(o: &ClientOpts, emu: &EmuEnv) -> Result<serde_json::Value, FlowError>
                         let ts = now.as_secs_f64();
                         let row = interval_row(&s.snap, &st, ts, mss);
                         if !o.quiet {
-                            println!("{}", format_row(s.id, &row, scalable));
+                            let omitted = if s.omit_snap.is_none() {
+                                "  (omitted)"
+                            } else {
+                                ""
+                            };
+                            println!("{}{omitted}", format_row(s.id, &row, scalable));
                         }
                         s.intervals.push(row);
                         s.snap = Snapshot::of(&st, ts);
@@ -550,6 +640,21 @@ pub fn run(o: &ClientOpts, emu: &EmuEnv) -> Result<serde_json::Value, FlowError>
     if let Some(c) = csv.as_mut() {
         c.flush()?;
     }
+    // A run that delivered nothing failed, whatever ended it.
+    let result = match result {
+        Ok(())
+            if streams
+                .iter()
+                .all(|s| s.sender.stats().delivered_bytes == 0) =>
+        {
+            Err(FlowError::NothingDelivered(format!(
+                "no byte was delivered to {peer} in {:.1} s (mss {mss}): is `l4slab flow -s` \
+                 running there, does the path pass UDP datagrams of this size?",
+                clock.now().as_secs_f64()
+            )))
+        }
+        r => r,
+    };
     let json = result_json(
         o,
         peer,
@@ -564,8 +669,15 @@ pub fn run(o: &ClientOpts, emu: &EmuEnv) -> Result<serde_json::Value, FlowError>
         std::fs::write(j, text + "\n")
             .map_err(|e| FlowError::io(format!("write {}", j.display()), e))?;
     }
+    if o.json_stdout {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json).unwrap_or_default()
+        );
+    }
     result?;
-    if !o.quiet {
+    // -q drops the interval lines only; the final lines are the run's result.
+    if !o.json_stdout {
         print_summary(&streams, scalable);
     }
     Ok(json)
@@ -578,11 +690,27 @@ fn warn_no_report(s: &Stream, why: &str) {
     );
 }
 
+/// A stream's result row: from the end of the omitted start (-O) to its end, with the srtt
+/// of the run (not of the delayed-ACK tail).
+fn final_row(s: &Stream) -> IntervalRow {
+    let st = s.final_stats.clone().unwrap_or_else(|| s.sender.stats());
+    let mut row = interval_row(&s.omit_snap.unwrap_or_default(), &st, s.end_s, 1);
+    row.srtt_ms = s.srtt_steady.unwrap_or(st.srtt).as_ms_f64();
+    row
+}
+
 fn print_summary(streams: &[Stream], scalable: bool) {
     println!("- - - - - - - - - - - - - - - - - - - - - - - - -");
+    let mut sum = (0u64, 0.0f64, 0u64, f64::INFINITY, 0.0f64);
     for s in streams {
-        let st = s.final_stats.clone().unwrap_or_else(|| s.sender.stats());
-        let row = interval_row(&Snapshot::default(), &st, s.end_s, 1);
+        let row = final_row(s);
+        sum = (
+            sum.0 + row.bytes,
+            sum.1 + row.mbps,
+            sum.2 + row.retransmits,
+            sum.3.min(row.start_s),
+            sum.4.max(row.end_s),
+        );
         println!("{}  sender", format_row(s.id, &row, false));
         if let Some(r) = s.report {
             let mut line = format!(
@@ -606,6 +734,17 @@ fn print_summary(streams: &[Stream], scalable: bool) {
             s.id, p.mean_us, p.p50_us, p.p99_us, p.max_us, p.n
         );
     }
+    if streams.len() > 1 {
+        // As iperf3: the streams' bytes and rates added up.
+        println!(
+            "[SUM] {:>6.2}-{:<6.2} s  {:>12}  {:>8.2} Mbit/s  retr {:<4} sender",
+            sum.3,
+            sum.4,
+            crate::report::human_bytes(sum.0),
+            sum.1,
+            sum.2
+        );
+    }
 }
 
 fn result_json(
@@ -626,6 +765,8 @@ fn result_json(
             } else {
                 now.as_secs_f64()
             };
+            let from = s.omit_snap.unwrap_or_default();
+            let counted = st.delivered_bytes.saturating_sub(from.delivered_bytes);
             let mut ecn = serde_json::Map::new();
             for e in Ecn::ALL {
                 ecn.insert(format!("{e:?}"), s.data_ecn[e.bits() as usize].into());
@@ -637,7 +778,8 @@ fn result_json(
                 "class": if s.l4s { "L4S" } else { "Classic" },
                 "bytes_acked": st.delivered_bytes,
                 "duration_s": end,
-                "tput_mbps": st.delivered_bytes as f64 * 8.0 / end.max(1e-9) / 1e6,
+                "tput_mbps": counted as f64 * 8.0 / (end - from.t_s).max(1e-9) / 1e6,
+                "omitted_bytes": from.delivered_bytes,
                 "data_pkts_sent": s.data_pkts,
                 "data_ecn_sent": ecn,
                 "sent_pkts": st.sent_pkts,
@@ -645,7 +787,8 @@ fn result_json(
                 "lost_pkts": st.lost_pkts,
                 "ce_acked": st.ce_acked,
                 "cwnd_pkts": if st.cwnd_pkts.is_finite() { Some(st.cwnd_pkts) } else { None },
-                "srtt_ms": st.srtt.as_ms_f64(),
+                "srtt_ms": s.srtt_steady.unwrap_or(st.srtt).as_ms_f64(),
+                "srtt_last_ms": st.srtt.as_ms_f64(),
                 "alpha": if st.alpha.is_finite() { Some(st.alpha) } else { None },
                 "pacing_error": s.pacing.summary(),
                 "receiver": s.report,
@@ -653,9 +796,19 @@ fn result_json(
             })
         })
         .collect();
+    // As iperf3's "sum": the streams added up.
+    let count = |k: &str| -> u64 { ss.iter().filter_map(|v| v[k].as_u64()).sum() };
+    let sum = serde_json::json!({
+        "bytes_acked": count("bytes_acked"),
+        "tput_mbps": ss.iter().filter_map(|v| v["tput_mbps"].as_f64()).sum::<f64>(),
+        "retransmits": count("retransmits"),
+        "streams": ss.len(),
+    });
     serde_json::json!({
         "l4slab_version": env!("CARGO_PKG_VERSION"),
         "role": "client",
+        "omit_s": o.omit.as_secs_f64(),
+        "sum": sum,
         "server": peer.to_string(),
         "cc": o.cc,
         "ecn": o.ecn.map(|e| format!("{e:?}").to_lowercase()),

@@ -60,6 +60,9 @@ pub enum FlowError {
         /// The path.
         path: String,
     },
+    /// The run ended without delivering a byte: a failure, not an empty success.
+    #[error("{0}")]
+    NothingDelivered(String),
     /// Any other I/O error, with what we were doing.
     #[error("{what}: {source}")]
     Io {
@@ -78,11 +81,13 @@ impl FlowError {
             source,
         }
     }
-    /// Process exit code: 2 bad input or environment, 3 the peer vanished or is unreachable,
-    /// 130 interrupted.
+    /// Process exit code: 2 bad input or environment, 3 the peer vanished or is unreachable or
+    /// nothing was delivered, 130 interrupted.
     pub fn exit_code(&self) -> u8 {
         match self {
-            FlowError::PeerVanished(_) | FlowError::Unreachable { .. } => 3,
+            FlowError::PeerVanished(_)
+            | FlowError::Unreachable { .. }
+            | FlowError::NothingDelivered(_) => 3,
             FlowError::Interrupted => 130,
             _ => 2,
         }

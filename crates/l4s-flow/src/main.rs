@@ -27,8 +27,8 @@ struct Cli {
     /// Local address to bind.
     #[arg(short = 'B', long = "bind", value_name = "ADDR")]
     bind: Option<IpAddr>,
-    /// Congestion control: prague, dctcp, cubic, reno, bbr1, bbr3.
-    #[arg(long, default_value = "prague")]
+    /// Congestion control: prague, dctcp, cubic, reno, bbr1, bbr3 (-C as in iperf3).
+    #[arg(short = 'C', long, default_value = "prague")]
     cc: String,
     /// ECN mode: l4s, accecn, classic, none (default: what the CC asks for).
     #[arg(long)]
@@ -74,6 +74,43 @@ struct Cli {
     /// No interval lines.
     #[arg(short = 'q', long)]
     quiet: bool,
+    /// Client: the JSON result on stdout instead of the text lines (as iperf3 -J).
+    #[arg(short = 'J', long = "json-stdout")]
+    json_stdout: bool,
+    /// Client: leave out the first SECS from the result (slow start), sending them in
+    /// addition to -t (as iperf3 -O).
+    #[arg(short = 'O', long = "omit", value_name = "SECS", default_value = "0")]
+    omit: String,
+    /// Write what would go to stdout and stderr to FILE instead (a new file; never
+    /// overwritten).
+    #[arg(long, value_name = "FILE")]
+    logfile: Option<PathBuf>,
+}
+
+/// Send stdout and stderr to a new file (`--logfile`).
+fn redirect_output(path: &std::path::Path) -> Result<(), FlowError> {
+    use std::os::fd::AsRawFd;
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::AlreadyExists => FlowError::Exists {
+                flag: "--logfile",
+                path: path.display().to_string(),
+            },
+            _ => FlowError::io(format!("--logfile {}", path.display()), e),
+        })?;
+    for fd in [libc::STDOUT_FILENO, libc::STDERR_FILENO] {
+        // SAFETY: dup2 of an open descriptor we own onto the standard ones.
+        if unsafe { libc::dup2(f.as_raw_fd(), fd) } < 0 {
+            return Err(FlowError::io(
+                "--logfile dup2",
+                std::io::Error::last_os_error(),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn usage(flag: &'static str, msg: impl Into<String>) -> FlowError {
@@ -149,6 +186,10 @@ fn run(cli: Cli) -> Result<(), FlowError> {
         ));
     }
     let interval = duration("-i", &cli.interval, true)?;
+    let omit = duration("-O", &cli.omit, true)?;
+    if let Some(p) = &cli.logfile {
+        redirect_output(p)?;
+    }
     if !cli.no_rt {
         match l4s_flow::clock::set_realtime(10) {
             Ok(()) => l4s_flow::REALTIME.store(true, std::sync::atomic::Ordering::Relaxed),
@@ -183,7 +224,10 @@ fn run(cli: Cli) -> Result<(), FlowError> {
             bind: cli.bind,
             cc: cli.cc,
             ecn: cli.ecn.as_deref().map(ecn).transpose()?,
-            duration: duration("-t", &cli.time, false)?,
+            // -O's seconds are sent in addition to -t's.
+            duration: duration("-t", &cli.time, false)? + omit,
+            omit,
+            json_stdout: cli.json_stdout,
             bytes: cli.bytes.as_deref().map(bytes).transpose()?,
             parallel: cli.parallel,
             interval,
@@ -192,7 +236,7 @@ fn run(cli: Cli) -> Result<(), FlowError> {
             peer_timeout,
             spin,
             seed: cli.seed,
-            quiet: cli.quiet,
+            quiet: cli.quiet || cli.json_stdout,
         };
         let emu = EmuEnv::from_env()?;
         client::run(&o, &emu).map(|_| ())

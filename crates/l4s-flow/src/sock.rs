@@ -218,6 +218,29 @@ impl EcnSocket {
         self.sock.local_addr().map(canonical)
     }
 
+    /// The kernel's path MTU to the connected peer (getsockopt IP_MTU / IPV6_MTU, ip(7)):
+    /// the route's MTU, or less once PMTU discovery learned it.
+    pub fn path_mtu(&self) -> Option<usize> {
+        let (level, name) = if self.local_addr().ok()?.is_ipv6() {
+            (libc::IPPROTO_IPV6, libc::IPV6_MTU)
+        } else {
+            (libc::IPPROTO_IP, libc::IP_MTU)
+        };
+        let mut v: libc::c_int = 0;
+        let mut len = size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: getsockopt writes at most `len` bytes into the live c_int `v`.
+        let r = unsafe {
+            libc::getsockopt(
+                self.fd(),
+                level,
+                name,
+                (&mut v as *mut libc::c_int).cast(),
+                &mut len,
+            )
+        };
+        (r == 0 && v > 0).then_some(v as usize)
+    }
+
     /// The file descriptor (for poll).
     pub fn fd(&self) -> RawFd {
         self.sock.as_raw_fd()

@@ -77,12 +77,33 @@ fn prague_through_the_emulator_is_exact_keeps_ect1_and_fills_the_link() {
     assert_eq!(u(&s["data_ecn_sent"], "Ect1"), u(s, "data_pkts_sent"));
     assert_eq!(u(rep, "ect1_pkts") + u(rep, "ce_pkts"), u(rep, "data_pkts"));
     assert_eq!(u(rep, "not_ect_pkts") + u(rep, "ect0_pkts"), 0);
+    // The marks and the queue: a FIFO marks nothing, so every datagram arrived ECT(1) (no CE),
+    // and every packet the bottleneck dropped (tail drop of the 5-tuple, counted by the
+    // emulator over the whole run: no warm-up here) was retransmitted by the sender.
+    let up = read_json(&run_dir.join("raw").join("uplink.json"));
+    let summ = &up["summary"];
+    assert_eq!(summ["warmup_s"].as_f64(), Some(0.0));
+    assert_eq!(u(rep, "ce_pkts"), 0);
+    let dropped: u64 = summ["flows"]
+        .as_array()
+        .expect("flows")
+        .iter()
+        .map(|f| f["drops"].as_u64().unwrap_or(0))
+        .sum();
+    assert!(u(s, "retransmits") >= dropped, "{dropped} drops");
     // Goodput over the whole transfer (slow start included) against the link's goodput:
-    // 50 Mbit/s × 1428 payload / 1500 IP bytes = 47.6 Mbit/s.
+    // 50 Mbit/s × 1428 payload / 1500 IP bytes = 47.6 Mbit/s, less the time the sender itself
+    // was not running when it should have sent: l4s-flow is a user-space sender, so a CPU
+    // stall on a loaded host is idle link time. Its own pacing error (send − release, summed
+    // over its sends) measures that time; the floor is 85 % of the link over the rest.
     let tput = s["tput_mbps"].as_f64().expect("tput");
+    let pe = &s["pacing_error"];
+    let late_s = pe["mean_us"].as_f64().unwrap_or(0.0) * pe["n"].as_f64().unwrap_or(0.0) / 1e6;
+    let dur = s["duration_s"].as_f64().expect("duration");
+    let floor = 0.85 * 47.6 * (1.0 - late_s / dur).max(0.0);
     assert!(
-        (0.85 * 47.6..=1.01 * 47.6).contains(&tput),
-        "goodput {tput} Mbit/s"
+        (floor..=1.01 * 47.6).contains(&tput),
+        "goodput {tput} Mbit/s, floor {floor:.2} after {late_s:.3} s of sender lateness in {dur:.2} s"
     );
     // The emulator contract: the sender's samples land in the run directory.
     let csvs: Vec<_> = std::fs::read_dir(run_dir.join("flows"))
