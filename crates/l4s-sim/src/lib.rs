@@ -28,6 +28,7 @@ pub mod output;
 pub mod recorder;
 pub mod results;
 pub mod scenario;
+pub mod wifi_config;
 pub mod world;
 
 pub use aqm_config::AqmConfig;

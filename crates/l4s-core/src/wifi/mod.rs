@@ -192,6 +192,8 @@ pub struct DirStats {
     pub retries: u64,
     /// MPDUs received in error (the `per` roll).
     pub per_errors: u64,
+    /// MPDUs lost to collisions.
+    pub collided_mpdus: u64,
     /// MPDUs dropped after the retry limit.
     pub retry_drops: u64,
     /// Packets the recipient's reorder buffer released.
@@ -269,6 +271,7 @@ pub struct WifiMac {
     released: Vec<Packet>,
     failed: Vec<Mpdu>,
     delivered: VecDeque<(Dir, Packet)>,
+    dropped: VecDeque<(Dir, Packet)>,
     first_tx: Vec<(u32, Nanos)>,
     stats: WifiStats,
 }
@@ -308,6 +311,7 @@ impl WifiMac {
             released: Vec::with_capacity(64),
             failed: Vec::with_capacity(64),
             delivered: VecDeque::with_capacity(128),
+            dropped: VecDeque::new(),
             first_tx: Vec::with_capacity(64),
             stats,
             backoff,
@@ -359,6 +363,11 @@ impl WifiMac {
     /// Packets the recipients hold behind a hole: (downlink, uplink).
     pub fn reorder_held(&self) -> (u64, u64) {
         (self.rx_down.held() as u64, self.rx_up.held() as u64)
+    }
+
+    /// Packets the client station holds for the uplink (queued, in the air, awaiting retry).
+    pub fn queued_up(&self) -> u64 {
+        self.up.pending().0
     }
 
     /// Hand a downlink packet to the driver queue at `now` (after checking `has_room`).
@@ -453,6 +462,13 @@ impl WifiMac {
     #[inline]
     pub fn poll_delivered(&mut self) -> Option<(Dir, Packet)> {
         self.delivered.pop_front()
+    }
+
+    /// A packet the MAC lost (retry limit, or discarded by the reorder buffer after its
+    /// timeout), since the last call. Uplink queue tail drops are only counted.
+    #[inline]
+    pub fn poll_dropped(&mut self) -> Option<(Dir, Packet)> {
+        self.dropped.pop_front()
     }
 
     /// (flow, driver-queue wait) of each downlink packet first sent since the last call.
@@ -589,10 +605,14 @@ impl WifiMac {
             if ok {
                 any_ok = true;
                 sess.release(m);
-                rx.receive(m.seq, m.pkt, end, &mut self.released);
+                if !rx.receive(m.seq, m.pkt, end, &mut self.released) {
+                    self.dropped.push_back((dir, m.pkt));
+                }
                 continue;
             }
-            if !self.collided {
+            if self.collided {
+                st.collided_mpdus += 1;
+            } else {
                 st.per_errors += 1;
             }
             m.retries += 1;
@@ -600,6 +620,7 @@ impl WifiMac {
                 sess.release(m);
                 st.retry_drops += 1;
                 rx.skip(m.seq, &mut self.released);
+                self.dropped.push_back((dir, m.pkt));
             } else {
                 self.failed.push(*m);
             }

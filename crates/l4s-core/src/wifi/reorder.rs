@@ -66,15 +66,20 @@ impl ReorderBuffer {
         }
     }
 
-    /// MPDU `seq` received at `now`; whatever is now in order goes to `out`.
-    pub fn receive(&mut self, seq: u64, pkt: Packet, now: Nanos, out: &mut Vec<Packet>) {
+    /// MPDU `seq` received at `now`; whatever is now in order goes to `out`. False when the
+    /// frame came after the window had moved past it and was discarded.
+    pub fn receive(&mut self, seq: u64, pkt: Packet, now: Nanos, out: &mut Vec<Packet>) -> bool {
         match self.slot_mut(seq) {
-            None => self.late_drops += 1,
+            None => {
+                self.late_drops += 1;
+                return false;
+            }
             Some(s @ Slot::Empty) => *s = Slot::Held(pkt, now),
             // A duplicate (its BlockAck was lost): discard, as the standard's duplicate detection.
             Some(_) => {}
         }
         self.release(out);
+        true
     }
 
     /// The originator will not send `seq` again.
