@@ -59,6 +59,7 @@ pub mod packet;
 pub mod rng;
 pub mod tcp;
 pub mod time;
+pub mod wifi;
 
 pub use error::{ParamError, ParseError};
 pub use packet::{Ecn, Packet};

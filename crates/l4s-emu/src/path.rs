@@ -185,6 +185,14 @@ impl Path {
     /// `cfg.aqm` must describe the same kind (it classifies packets for the records).
     pub fn with_aqm(cfg: PathConfig, aqm: Box<dyn Aqm>) -> Result<Path, SimError> {
         cfg.link.validate()?;
+        if cfg.link.model == Some(l4s_sim::scenario::LinkModelKind::Wifi) {
+            // The Wi-Fi MAC shares one medium between both directions; the emulator's
+            // per-direction paths do not drive it yet (the simulator does).
+            return Err(SimError::field(
+                "link.model",
+                "\"wifi\" runs in the simulator only; the emulator does not model a Wi-Fi hop yet",
+            ));
+        }
         let link = build_link(&cfg.link, cfg.base_dir.as_deref())?;
         let trace = match &cfg.link.trace {
             Some(f) => Some((load_trace(cfg.base_dir.as_deref(), f)?, cfg.link.once)),

@@ -33,6 +33,8 @@ pub enum Kind {
     Sample,
     /// End of the warmup: snapshot the counters summary.json subtracts.
     Warmup,
+    /// The Wi-Fi MAC's next event (channel access, end of an exchange, reorder timeout).
+    Wifi,
 }
 
 /// One scheduled event: 24 bytes, no payload pointers.

@@ -29,6 +29,7 @@ pub mod recorder;
 pub mod results;
 pub mod scenario;
 pub mod stack;
+pub mod wifi_config;
 pub mod world;
 
 pub use aqm_config::AqmConfig;

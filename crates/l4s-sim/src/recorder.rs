@@ -66,6 +66,9 @@ pub struct Recorder {
     pub link_bytes_after_warmup: u64,
     snap: Option<WarmupSnap>,
     scratch: Vec<QueueSample>,
+    /// Queues below the AQM (e.g. a Wi-Fi driver queue), sampled after the AQM's own; their
+    /// latest state, set by the engine before each sample.
+    pub extra_queues: Vec<QueueSample>,
 }
 
 /// summary.json's `aqm_counters`: each named AQM counter's increase since warmup (an empty
@@ -147,7 +150,17 @@ impl Recorder {
             link_bytes_after_warmup: 0,
             snap: None,
             scratch: Vec::new(),
+            extra_queues: Vec::new(),
         }
+    }
+
+    /// Add a queue below the AQM named `name`; its index in the columns.
+    pub fn add_extra_queue(&mut self, name: &'static str) -> u8 {
+        self.queue_names.push(name);
+        self.sojourns.push(SojournHistogram::new());
+        self.prev_q.push(QueueSample::empty(name));
+        self.extra_queues.push(QueueSample::empty(name));
+        (self.queue_names.len() - 1) as u8
     }
 
     /// A packet left the queue (verdict 0 pass / 1 marked) or was dropped by the AQM (2).
@@ -188,6 +201,7 @@ impl Recorder {
         let t_s = now.as_secs_f64();
         self.scratch.clear();
         aqm.sample(now, &mut self.scratch);
+        self.scratch.extend(self.extra_queues.iter().cloned());
         for (i, q) in self.scratch.iter().enumerate() {
             let prev = &self.prev_q[i];
             self.samples.t_s.push(t_s);
@@ -245,6 +259,7 @@ impl Recorder {
     ) {
         let mut queues = Vec::new();
         aqm.sample(now, &mut queues);
+        queues.extend(self.extra_queues.iter().cloned());
         self.snap = Some(WarmupSnap {
             queues,
             aqm_counters: aqm.counters(),
@@ -280,6 +295,7 @@ impl Recorder {
         let snap = self.take_warmup_snap(flows.len());
         let mut end_q = Vec::new();
         aqm.sample(end, &mut end_q);
+        end_q.extend(self.extra_queues.iter().cloned());
         let (flow_docs, tputs) = self.flow_summaries(&ctx, flows, &snap, window);
         let queue_docs = self.queue_summaries(&end_q, &snap);
         let cap_bytes = ctx.capacity_bytes;

@@ -22,6 +22,8 @@ pub enum LinkModelKind {
     Smooth,
     /// Mahimahi-style: the bytes of each millisecond leave in one burst at its end.
     Txop1ms,
+    /// An IEEE 802.11 MAC hop configured by `[link.wifi]` (see `wifi_config`).
+    Wifi,
 }
 
 /// `[link.gilbert]`: Gilbert–Elliott bursty loss (netem `gemodel` p, r, 1-h, 1-k).
@@ -76,6 +78,8 @@ pub struct LinkConfig {
     pub jitter: Nanos,
     /// Let jittered packets overtake each other.
     pub reorder: bool,
+    /// `[link.wifi]`, with `model = "wifi"`.
+    pub wifi: Option<crate::wifi_config::WifiConfig>,
 }
 
 /// `[ack_link]`: optional rate limit on the ACK (reverse) path, with its own tail-drop FIFO.
@@ -418,6 +422,15 @@ impl Scenario {
             ));
         }
         self.validate_link()?;
+        if let (Some(_), Some(w)) = (&self.ack_link, &self.link.wifi) {
+            if w.uplink() {
+                return Err(SimError::field(
+                    "ack_link",
+                    "set with a Wi-Fi link whose uplink carries the ACKs; remove [ack_link] or \
+                     set link.wifi.uplink = false",
+                ));
+            }
+        }
         if let Some(a) = &self.ack_link {
             if a.rate.bps() == 0 {
                 return Err(SimError::field(
@@ -476,6 +489,9 @@ impl LinkConfig {
     /// The `[link]` checks of [`Scenario::validate`].
     pub fn validate(&self) -> Result<(), SimError> {
         let l = self;
+        if l.model == Some(LinkModelKind::Wifi) || l.wifi.is_some() {
+            return l.validate_wifi();
+        }
         match (&l.rate, &l.trace) {
             (Some(_), Some(_)) => {
                 return Err(SimError::field(
@@ -560,5 +576,41 @@ impl LinkConfig {
             return Err(SimError::field("link.reorder", "needs link.jitter > 0"));
         }
         Ok(())
+    }
+
+    /// The checks of a Wi-Fi link: the `[link.wifi]` table and no rate-link keys.
+    fn validate_wifi(&self) -> Result<(), SimError> {
+        let Some(w) = &self.wifi else {
+            return Err(SimError::field(
+                "link.wifi",
+                "missing; model = \"wifi\" needs a [link.wifi] table (standard + mcs, or phy_rate)",
+            ));
+        };
+        if self.model != Some(LinkModelKind::Wifi) {
+            return Err(SimError::field(
+                "link.wifi",
+                "applies to model = \"wifi\" only; add model = \"wifi\" to [link]",
+            ));
+        }
+        for (key, set) in [
+            ("rate", self.rate.is_some()),
+            ("trace", self.trace.is_some()),
+            ("steps", !self.steps.is_empty()),
+        ] {
+            if set {
+                return Err(SimError::field(
+                    format!("link.{key}"),
+                    "does not apply to model = \"wifi\"; the rate comes from [link.wifi]",
+                ));
+            }
+        }
+        w.params()?;
+        let plain = LinkConfig {
+            rate: Some(Rate(1)),
+            model: None,
+            wifi: None,
+            ..self.clone()
+        };
+        plain.validate()
     }
 }

@@ -26,6 +26,8 @@ use l4s_core::link::{
 use l4s_core::{Ecn, Endpoint, FlowStats, Nanos, Packet, Rate, Rng};
 use std::collections::VecDeque;
 
+mod wifi;
+
 /// Timer firings at one instant after which an endpoint is declared stuck.
 const LIVELOCK_LIMIT: u32 = 1_000_000;
 
@@ -61,6 +63,9 @@ struct Net {
     dropped: Vec<Packet>,
     ack_link: Option<AckLink>,
     totals: Totals,
+    /// `[link] model = "wifi"`: the MAC below the AQM (the `link` above then only gives the
+    /// PHY rate as the summary's capacity).
+    wifi: Option<wifi::WifiHop>,
 }
 
 /// Optional rate-limited reverse path: tail-drop FIFO + constant rate.
@@ -108,6 +113,11 @@ pub fn build_link(
     Ok(match l.model.unwrap_or_default() {
         LinkModelKind::Smooth => Box::new(ConstantRate::with_schedule(sched)),
         LinkModelKind::Txop1ms => Box::new(Txop1ms::new(sched)),
+        // The MAC runs in `wifi`; this rate (the PHY's) is the summary's capacity only.
+        LinkModelKind::Wifi => match &l.wifi {
+            Some(w) => Box::new(ConstantRate::new(Rate(w.params()?.phy.rate_bps() as u64))),
+            None => return Err(SimError::field("link.wifi", "missing")),
+        },
     })
 }
 
@@ -192,6 +202,14 @@ impl Net {
         let link = build_link(&s.link, s.base_dir.as_deref())?;
         let loss = build_loss(&s.link, Rng::derive(seed, "link/loss"))?;
         let jitter = build_jitter(&s.link, Rng::derive(seed, "link/jitter"));
+        let wifi = match &s.link.wifi {
+            Some(w) if s.link.model == Some(LinkModelKind::Wifi) => Some(wifi::WifiHop::new(
+                w.params()?,
+                w.uplink(),
+                Rng::derive(seed, "link/wifi"),
+            )?),
+            _ => None,
+        };
         let ack_link = s.ack_link.as_ref().map(|a| AckLink {
             rate: a.rate,
             limit: a.limit as usize,
@@ -211,6 +229,7 @@ impl Net {
             dropped: Vec::with_capacity(16),
             ack_link,
             totals: Totals::default(),
+            wifi,
         })
     }
 }
@@ -246,7 +265,7 @@ impl World {
         net.aqm.sample(Nanos::ZERO, &mut q0);
         let rec = Recorder::new(s.warmup, q0, flows.len(), s.output.packets);
         let n = flows.len();
-        Ok(World {
+        let mut w = World {
             flows,
             net,
             ev: EventQueue::with_capacity(8 * n + 16),
@@ -260,7 +279,9 @@ impl World {
             flow_every: s.flow_sample_every(),
             stats_buf: Vec::with_capacity(n),
             labels,
-        })
+        };
+        w.wifi_init();
+        Ok(w)
     }
 
     /// Run to `s.duration` and produce the results.
@@ -320,6 +341,7 @@ impl World {
                 self.events += 1;
                 self.snapshot();
             }
+            Kind::Wifi => self.wifi_timer(t),
         }
     }
 
@@ -417,6 +439,7 @@ impl World {
         let k = t.0 / self.sample_period.0 + 1;
         self.ev
             .push(Nanos(self.sample_period.0 * k), Kind::Sample, 0);
+        self.wifi_sample(t);
         self.rec.sample_queues(t, self.net.aqm.as_ref());
         // This is sample k - 1 (at (k - 1)·period): it carries per-flow rows when k - 1 is a
         // multiple of flow_every, i.e. at multiples of the flow sample interval.
@@ -471,6 +494,8 @@ impl World {
     fn snapshot(&mut self) {
         let unused = self.flush_unused();
         self.collect_stats();
+        self.wifi_sample(self.now);
+        self.wifi_warmup();
         self.rec
             .warmup_snapshot(self.now, self.net.aqm.as_ref(), &self.stats_buf, unused);
     }
@@ -538,6 +563,9 @@ impl World {
             p.flow = f as u32;
             p.sent_at = now;
             self.net.totals.acks_sent += 1;
+            if self.wifi_up(p) {
+                continue;
+            }
             if self.net.ack_link.is_some() {
                 self.ack_enqueue(p);
             } else {
@@ -559,6 +587,8 @@ impl World {
                 .aqm_cfg
                 .queue_of(ecn, self.flows[flow as usize].l4s);
             self.rec.on_packet(now, d.flow, q, Nanos::ZERO, 2);
+        } else if self.net.wifi.is_some() {
+            self.wifi_pull(now);
         } else if !self.net.busy && !self.net.service_pending {
             self.start_service(now);
         }
@@ -673,15 +703,19 @@ impl World {
     fn finish(mut self, s: &Scenario) -> Result<RunResults, SimError> {
         let unused = self.flush_unused();
         self.collect_stats();
+        self.wifi_sample(self.now);
+        let (wifi_down, wifi_up) = self.wifi_in_flight();
         let n = &self.net;
         let mut totals = n.totals.clone();
         totals.in_flight_pkts = n.aqm.backlog_pkts()
             + n.stuck_pkts
-            + self.flows.iter().map(|f| f.fwd.len() as u64).sum::<u64>();
+            + self.flows.iter().map(|f| f.fwd.len() as u64).sum::<u64>()
+            + wifi_down;
         totals.acks_in_flight = self.flows.iter().map(|f| f.rev.len() as u64).sum::<u64>()
             + n.ack_link
                 .as_ref()
-                .map_or(0, |a| a.q.len() as u64 + a.busy.is_some() as u64);
+                .map_or(0, |a| a.q.len() as u64 + a.busy.is_some() as u64)
+            + wifi_up;
         let capacity_bytes = n.link.capacity_bytes(s.warmup, s.duration);
         let raw = s.raw.clone();
         let aqm_params = s.aqm.profile_json();
@@ -699,14 +733,19 @@ impl World {
             raw: &raw,
             aqm_params: &aqm_params,
         };
-        Ok(self.rec.finish(
+        let wifi = self.wifi_summary((s.duration - s.warmup).as_secs_f64());
+        let mut r = self.rec.finish(
             ctx,
             self.net.aqm.as_ref(),
             &self.stats_buf,
             unused,
             totals,
             self.events,
-        ))
+        );
+        if let Some(block) = wifi {
+            crate::wifi_config::add_to_summary(&mut r.summary_json, block);
+        }
+        Ok(r)
     }
 }
 

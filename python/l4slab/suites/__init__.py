@@ -14,6 +14,7 @@ _MODULES = {
     "robustness": "robustness",
     "coexistence": "coexistence",
     "cellular": "cellular",
+    "wifi": "wifi",
 }
 NAMES = list(_MODULES)
 

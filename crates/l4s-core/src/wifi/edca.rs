@@ -1,0 +1,214 @@
+//! EDCA channel access of one contender: AIFS, backoff uniform in [0, CW], CW doubled on a
+//! failed exchange up to CWmax and reset on success. IEEE 802.11-2020 §10.23.2 (EDCA), §10.23.2.5
+//! (backoff procedure); Bianchi, IEEE JSAC 18(3) 2000, for the slot-by-slot decrement.
+
+use crate::error::ParamError;
+use crate::rng::Rng;
+use crate::time::Nanos;
+
+/// EDCA parameters of the access category used (best effort by default) and the PHY's timing.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct EdcaParams {
+    /// aSlotTime (9 µs for 5 GHz OFDM).
+    pub slot: Nanos,
+    /// aSIFSTime (16 µs for 5 GHz OFDM).
+    pub sifs: Nanos,
+    /// AIFSN of the access category (AC_BE: 3; DCF's DIFS is AIFSN 2).
+    pub aifsn: u32,
+    /// CWmin (AC_BE: 15).
+    pub cw_min: u32,
+    /// CWmax (AC_BE: 1023).
+    pub cw_max: u32,
+}
+
+impl Default for EdcaParams {
+    fn default() -> Self {
+        EdcaParams {
+            slot: Nanos::from_us(9),
+            sifs: Nanos::from_us(16),
+            aifsn: 3,
+            cw_min: 15,
+            cw_max: 1023,
+        }
+    }
+}
+
+/// True for 2^k − 1, k in 0..=15 (the values ECWmin/ECWmax can encode, §9.4.2.28).
+fn is_cw_value(v: u32) -> bool {
+    v <= 32_767 && (v + 1).is_power_of_two()
+}
+
+impl EdcaParams {
+    /// AIFS = SIFS + AIFSN · slot.
+    pub fn aifs(&self) -> Nanos {
+        Nanos(self.sifs.0 + self.aifsn as u64 * self.slot.0)
+    }
+
+    /// Range checks, each error naming the key.
+    pub fn validate(&self) -> Result<(), ParamError> {
+        if !(1_000..=100_000).contains(&self.slot.0) {
+            return Err(ParamError::new(
+                "slot",
+                self.slot,
+                "a duration in [1us, 100us]",
+            ));
+        }
+        if !(1_000..=100_000).contains(&self.sifs.0) {
+            return Err(ParamError::new(
+                "sifs",
+                self.sifs,
+                "a duration in [1us, 100us]",
+            ));
+        }
+        if !(1..=15).contains(&self.aifsn) {
+            return Err(ParamError::new(
+                "aifsn",
+                self.aifsn,
+                "an integer in [1, 15]",
+            ));
+        }
+        if !is_cw_value(self.cw_min) {
+            return Err(ParamError::new(
+                "cw_min",
+                self.cw_min,
+                "2^k - 1 for k in [0, 15] (0, 1, 3, 7, 15, ..., 32767)",
+            ));
+        }
+        if !is_cw_value(self.cw_max) || self.cw_max < self.cw_min {
+            return Err(ParamError::new(
+                "cw_max",
+                self.cw_max,
+                "2^k - 1 for k in [0, 15], at least cw_min",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The backoff state of one contender (an EDCAF).
+#[derive(Clone, Debug)]
+pub struct Backoff {
+    /// Current contention window.
+    pub cw: u32,
+    /// Slots left to count down.
+    pub slots: u32,
+    /// The instant the countdown (re)starts: the end of AIFS after the medium went idle.
+    pub start: Nanos,
+    /// Whether the contender has a frame to send (saturated contenders always do).
+    pub active: bool,
+    /// Consecutive failed exchanges (a saturated contender's frame retry counter).
+    pub failures: u32,
+}
+
+impl Backoff {
+    /// An idle contender at CWmin.
+    pub fn new(p: &EdcaParams) -> Self {
+        Backoff {
+            cw: p.cw_min,
+            slots: 0,
+            start: Nanos::ZERO,
+            active: false,
+            failures: 0,
+        }
+    }
+
+    /// Draw a fresh backoff uniform in [0, CW].
+    pub fn draw(&mut self, rng: &mut Rng) {
+        self.slots = rng.below(self.cw as u64 + 1) as u32;
+    }
+
+    /// The instant this contender transmits if the medium stays idle.
+    #[inline]
+    pub fn tx_at(&self, slot: Nanos) -> Nanos {
+        Nanos(self.start.0 + self.slots as u64 * slot.0)
+    }
+
+    /// The medium went busy at `t` (≥ start) without this contender transmitting: freeze the
+    /// counter after the idle slots that elapsed, and count the busy period as one more slot —
+    /// the EDCAF decrements at the slot boundary that ends AIFS (§10.23.2.5), which is Bianchi's
+    /// one decrement per slot, busy or idle.
+    #[inline]
+    pub fn freeze(&mut self, t: Nanos, slot: Nanos) {
+        let elapsed = (t.0.saturating_sub(self.start.0) / slot.0) as u32;
+        self.slots = self.slots.saturating_sub(elapsed).saturating_sub(1);
+    }
+
+    /// Exchange succeeded: CW back to CWmin, new backoff.
+    pub fn success(&mut self, p: &EdcaParams, rng: &mut Rng) {
+        self.cw = p.cw_min;
+        self.failures = 0;
+        self.draw(rng);
+    }
+
+    /// Exchange failed (collision, or no BlockAck): CW ← min(2·(CW+1) − 1, CWmax), new backoff.
+    pub fn failure(&mut self, p: &EdcaParams, rng: &mut Rng) {
+        self.cw = (2 * (self.cw + 1) - 1).min(p.cw_max);
+        self.failures += 1;
+        self.draw(rng);
+    }
+
+    /// The frame was given up after the retry limit: CW resets as after a success.
+    pub fn give_up(&mut self, p: &EdcaParams, rng: &mut Rng) {
+        self.success(p, rng);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aifs_and_cw_doubling() {
+        let p = EdcaParams::default();
+        assert_eq!(p.aifs(), Nanos::from_us(43)); // 16 + 3·9
+        let mut r = Rng::new(1);
+        let mut b = Backoff::new(&p);
+        let mut seen = vec![];
+        for _ in 0..8 {
+            b.failure(&p, &mut r);
+            seen.push(b.cw);
+        }
+        assert_eq!(seen, vec![31, 63, 127, 255, 511, 1023, 1023, 1023]);
+        b.success(&p, &mut r);
+        assert_eq!(b.cw, 15);
+        assert!(b.slots <= 15);
+    }
+
+    #[test]
+    fn freeze_counts_idle_slots_and_the_busy_slot() {
+        let p = EdcaParams::default();
+        let mut b = Backoff::new(&p);
+        b.slots = 10;
+        b.start = Nanos::from_us(100);
+        // Busy at start + 3 slots + 4 µs: 3 idle slots elapsed, plus the busy one.
+        b.freeze(Nanos::from_us(100 + 27 + 4), p.slot);
+        assert_eq!(b.slots, 6);
+    }
+
+    #[test]
+    fn validation_names_the_key() {
+        let bad = EdcaParams {
+            cw_min: 16,
+            ..Default::default()
+        };
+        assert!(bad
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .starts_with("cw_min"));
+        let bad = EdcaParams {
+            cw_max: 7,
+            ..Default::default()
+        };
+        assert!(bad
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .starts_with("cw_max"));
+        let bad = EdcaParams {
+            aifsn: 0,
+            ..Default::default()
+        };
+        assert!(bad.validate().unwrap_err().to_string().starts_with("aifsn"));
+    }
+}

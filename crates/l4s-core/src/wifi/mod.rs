@@ -1,0 +1,647 @@
+//! A Wi-Fi (IEEE 802.11 EDCA) bottleneck hop, sans-I/O: the access point's driver queue below
+//! the AQM, A-MPDUs answered by BlockAcks, per-MPDU errors and retries, the recipient's reorder
+//! buffer, the client station's uplink (TCP ACKs) and `stations` saturated contenders sharing
+//! one half-duplex medium. IEEE 802.11-2020 §10.23.2 (EDCA), §10.12 (A-MPDU), §10.25 (block
+//! ack); Bianchi, IEEE JSAC 18(3) 2000 (saturation model); Linux mac80211 AQL.
+//!
+//! How a caller drives a [`WifiMac`]: hand packets down with [`WifiMac::push_down`] while
+//! [`WifiMac::has_room`] (that is when the AQM above sees its dequeue), ACKs up with
+//! [`WifiMac::push_up`]; call [`WifiMac::handle_timeout`] at [`WifiMac::poll_timeout`]; then
+//! collect [`WifiMac::poll_delivered`] and refill the driver queue.
+//!
+//! Simplifications (named): one access category (best effort) and TXOP limit 0 (one PPDU per
+//! channel access); a failed exchange (collision, or no MPDU decoded) keeps the medium busy as
+//! long as a successful one (PPDU + SIFS + BlockAck: the originators' BlockAck timeout, the
+//! others' EIFS); frames reach the recipient's reorder buffer when the exchange ends; a
+//! contender that empties its queue stops counting down and resumes its drawn backoff when it
+//! has a frame again; the other stations send full aggregates of 1500-byte packets; no rate
+//! control, RTS/CTS, OFDMA, MU-MIMO, hidden nodes or capture.
+
+pub mod ampdu;
+pub mod edca;
+pub mod phy;
+pub mod reorder;
+#[cfg(test)]
+mod tests;
+
+pub use ampdu::DriverLimit;
+pub use edca::EdcaParams;
+pub use phy::{Phy, Standard};
+
+use crate::error::ParamError;
+use crate::packet::Packet;
+use crate::rng::Rng;
+use crate::time::Nanos;
+use ampdu::{Mpdu, TxSession};
+use edca::Backoff;
+use reorder::ReorderBuffer;
+use std::collections::VecDeque;
+
+/// Index of the access point (downlink) among the contenders.
+const AP: usize = 0;
+/// Index of the client station (uplink).
+const CLIENT: usize = 1;
+/// IP size of the other stations' packets.
+const OTHER_PKT_BYTES: u32 = 1500;
+
+/// The hop's parameters, validated by [`WifiParams::validate`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct WifiParams {
+    /// The PHY's airtime arithmetic.
+    pub phy: Phy,
+    /// EDCA timing and contention windows.
+    pub edca: EdcaParams,
+    /// Most MPDUs in one A-MPDU (and the BlockAck window).
+    pub max_mpdus: u32,
+    /// Longest PPDU (aPPDUMaxTime, 5.484 ms for VHT/HE).
+    pub max_ppdu: Nanos,
+    /// Other saturated stations contending for the medium.
+    pub stations: u32,
+    /// Probability that one MPDU is received in error.
+    pub per: f64,
+    /// Failed transmissions after which an MPDU is dropped (it is sent at most limit + 1 times).
+    pub retry_limit: u32,
+    /// The longest a received frame waits behind a hole in the reorder buffer.
+    pub reorder_timeout: Nanos,
+    /// The access point's driver queue limit.
+    pub driver_limit: DriverLimit,
+    /// The client station's uplink queue, packets (tail drop).
+    pub uplink_limit_pkts: u32,
+}
+
+impl WifiParams {
+    /// Defaults around `phy`: AC_BE EDCA, 64 MPDUs, 5.484 ms, no other stations, no errors,
+    /// retry limit 7 (dot11ShortRetryLimit), 100 ms reorder timeout (mac80211), AQL 12 ms
+    /// (mac80211's per-station high limit, used while the interface is under its threshold).
+    pub fn new(phy: Phy) -> Self {
+        WifiParams {
+            phy,
+            edca: EdcaParams::default(),
+            max_mpdus: 64,
+            max_ppdu: Nanos::from_us(5_484),
+            stations: 0,
+            per: 0.0,
+            retry_limit: 7,
+            reorder_timeout: Nanos::from_ms(100),
+            driver_limit: DriverLimit::Airtime(Nanos::from_ms(12)),
+            uplink_limit_pkts: 1000,
+        }
+    }
+
+    /// Range checks; each error names the key (as in `[link.wifi]`) and its range.
+    pub fn validate(&self) -> Result<(), ParamError> {
+        self.edca.validate()?;
+        if !(1..=256).contains(&self.max_mpdus) {
+            return Err(ParamError::new(
+                "max_mpdus",
+                self.max_mpdus,
+                "an integer in [1, 256]",
+            ));
+        }
+        if !(100_000..=10_000_000).contains(&self.max_ppdu.0) {
+            return Err(ParamError::new(
+                "max_ppdu",
+                self.max_ppdu,
+                "a duration in [100us, 10ms]",
+            ));
+        }
+        if self.stations > 200 {
+            return Err(ParamError::new(
+                "stations",
+                self.stations,
+                "an integer in [0, 200]",
+            ));
+        }
+        if !(self.per.is_finite() && (0.0..1.0).contains(&self.per)) {
+            return Err(ParamError::new("per", self.per, "a probability in [0, 1)"));
+        }
+        if self.retry_limit > 255 {
+            return Err(ParamError::new(
+                "retry_limit",
+                self.retry_limit,
+                "an integer in [0, 255]",
+            ));
+        }
+        if !(1_000_000..=10_000_000_000).contains(&self.reorder_timeout.0) {
+            return Err(ParamError::new(
+                "reorder_timeout",
+                self.reorder_timeout,
+                "a duration in [1ms, 10s]",
+            ));
+        }
+        match self.driver_limit {
+            DriverLimit::Packets(n) if !(1..=100_000).contains(&n) => {
+                return Err(ParamError::new(
+                    "driver_limit_pkts",
+                    n,
+                    "an integer in [1, 100000]",
+                ))
+            }
+            DriverLimit::Airtime(t) if !(100_000..=1_000_000_000).contains(&t.0) => {
+                return Err(ParamError::new(
+                    "driver_limit",
+                    t,
+                    "a duration in [100us, 1s]",
+                ))
+            }
+            _ => {}
+        }
+        if !(1..=100_000).contains(&self.uplink_limit_pkts) {
+            return Err(ParamError::new(
+                "uplink_limit_pkts",
+                self.uplink_limit_pkts,
+                "an integer in [1, 100000]",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The medium time of one exchange: PPDU + SIFS + response.
+    pub fn exchange_ns(&self, psdu_bytes: u64) -> u64 {
+        self.phy.ppdu_ns(psdu_bytes) + self.edca.sifs.0 + self.phy.response_ns()
+    }
+
+    /// MPDUs and PSDU bytes of a full aggregate of `ip_bytes` packets under both limits.
+    pub fn full_aggregate(&self, ip_bytes: u32) -> (u32, u64) {
+        let sb = self.phy.subframe_bytes(ip_bytes);
+        let mut k = 1u32;
+        while k < self.max_mpdus && self.phy.ppdu_ns((k as u64 + 1) * sb) <= self.max_ppdu.0 {
+            k += 1;
+        }
+        (k, k as u64 * sb)
+    }
+}
+
+/// Which way a packet crossed the medium.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Dir {
+    /// Access point → client station (data).
+    Down,
+    /// Client station → access point (TCP ACKs).
+    Up,
+}
+
+/// Counters of one direction's block-ack session.
+#[derive(Clone, Debug, Default)]
+pub struct DirStats {
+    /// Channel accesses won (alone or in a collision).
+    pub txops: u64,
+    /// MPDU transmissions, first ones and retries.
+    pub mpdu_tx: u64,
+    /// MPDU retransmissions.
+    pub retries: u64,
+    /// MPDUs received in error (the `per` roll).
+    pub per_errors: u64,
+    /// MPDUs lost to collisions.
+    pub collided_mpdus: u64,
+    /// MPDUs dropped after the retry limit.
+    pub retry_drops: u64,
+    /// Packets the recipient's reorder buffer released.
+    pub delivered: u64,
+    /// Aggregates by number of MPDUs (index = MPDUs).
+    pub agg_hist: Vec<u64>,
+    /// Channel-access delay of each transmission, µs: from the frame being ready (queue
+    /// non-empty, or the previous exchange's end) to its PPDU start.
+    pub access_delay_us: Vec<u32>,
+    /// Medium time of this direction's exchanges, ns.
+    pub airtime_ns: u64,
+    /// Packets the uplink queue tail-dropped.
+    pub queue_drops: u64,
+    /// Frames the recipient discarded because its reorder timeout had moved the window past
+    /// them (counted at the end of the run, see [`WifiMac::stats`]).
+    pub reorder_late_drops: u64,
+    /// Times the reorder timeout released frames across a hole.
+    pub reorder_timeouts: u64,
+}
+
+/// Medium-wide counters.
+#[derive(Clone, Debug, Default)]
+pub struct WifiStats {
+    /// Downlink (AP → client).
+    pub down: DirStats,
+    /// Uplink (client → AP).
+    pub up: DirStats,
+    /// Exchanges on the medium (a collision counts once).
+    pub exchanges: u64,
+    /// Exchanges with two or more transmitters.
+    pub collisions: u64,
+    /// Medium busy time, ns (all exchanges).
+    pub busy_ns: u64,
+    /// Medium time lost to collisions, ns.
+    pub collision_ns: u64,
+    /// Medium time of the other stations' successful exchanges, ns.
+    pub others_airtime_ns: u64,
+    /// Successful exchanges of the other stations.
+    pub others_success: u64,
+    /// IP payload bytes those carried.
+    pub others_bytes: u64,
+}
+
+/// A contender's exchange in progress.
+#[derive(Copy, Clone, Debug)]
+struct Tx {
+    who: usize,
+    /// MPDUs for the other stations' synthetic aggregates.
+    mpdus: u32,
+}
+
+/// The shared medium with its contenders.
+pub struct WifiMac {
+    p: WifiParams,
+    rng: Rng,
+    backoff: Vec<Backoff>,
+    down: TxSession,
+    up: TxSession,
+    /// Recipient buffers: at the client (downlink frames) and at the AP (uplink).
+    rx_down: ReorderBuffer,
+    rx_up: ReorderBuffer,
+    /// The reorder buffers' (late drops, timeouts) at the last reset.
+    rx_base: [(u64, u64); 2],
+    /// When each of AP/client last became ready to contend (access-delay origin).
+    ready_since: [Nanos; 2],
+    /// End of the exchange in progress.
+    busy_until: Option<Nanos>,
+    /// The medium went idle at this instant.
+    idle_from: Nanos,
+    txs: Vec<Tx>,
+    collided: bool,
+    exchange_ns: u64,
+    others_mpdus: u32,
+    others_ppdu_ns: u64,
+    released: Vec<Packet>,
+    failed: Vec<Mpdu>,
+    delivered: VecDeque<(Dir, Packet)>,
+    dropped: VecDeque<(Dir, Packet)>,
+    first_tx: Vec<(u32, Nanos)>,
+    stats: WifiStats,
+}
+
+impl WifiMac {
+    /// A medium with these parameters, drawing every random choice from `rng`.
+    pub fn new(p: WifiParams, mut rng: Rng) -> Result<Self, ParamError> {
+        p.validate()?;
+        let n = 2 + p.stations as usize;
+        let mut backoff = Vec::with_capacity(n);
+        for i in 0..n {
+            let mut b = Backoff::new(&p.edca);
+            b.draw(&mut rng);
+            b.start = p.edca.aifs();
+            b.active = i >= 2;
+            backoff.push(b);
+        }
+        let (others_mpdus, others_psdu) = p.full_aggregate(OTHER_PKT_BYTES);
+        let others_ppdu_ns = p.phy.ppdu_ns(others_psdu);
+        let mut stats = WifiStats::default();
+        stats.down.agg_hist = vec![0; p.max_mpdus as usize + 1];
+        stats.up.agg_hist = vec![0; p.max_mpdus as usize + 1];
+        Ok(WifiMac {
+            down: TxSession::new(p.driver_limit),
+            up: TxSession::new(DriverLimit::Packets(p.uplink_limit_pkts)),
+            rx_down: ReorderBuffer::new(p.reorder_timeout),
+            rx_up: ReorderBuffer::new(p.reorder_timeout),
+            rx_base: [(0, 0); 2],
+            ready_since: [Nanos::ZERO; 2],
+            busy_until: None,
+            idle_from: Nanos::ZERO,
+            txs: Vec::with_capacity(4),
+            collided: false,
+            exchange_ns: 0,
+            others_mpdus,
+            others_ppdu_ns,
+            released: Vec::with_capacity(64),
+            failed: Vec::with_capacity(64),
+            delivered: VecDeque::with_capacity(128),
+            dropped: VecDeque::new(),
+            first_tx: Vec::with_capacity(64),
+            stats,
+            backoff,
+            rng,
+            p,
+        })
+    }
+
+    /// The parameters.
+    pub fn params(&self) -> &WifiParams {
+        &self.p
+    }
+
+    /// The counters, with the reorder buffers' counts since the last reset.
+    pub fn stats(&self) -> WifiStats {
+        let mut s = self.stats.clone();
+        s.down.reorder_late_drops = self.rx_down.late_drops - self.rx_base[0].0;
+        s.down.reorder_timeouts = self.rx_down.timeouts - self.rx_base[0].1;
+        s.up.reorder_late_drops = self.rx_up.late_drops - self.rx_base[1].0;
+        s.up.reorder_timeouts = self.rx_up.timeouts - self.rx_base[1].1;
+        s
+    }
+
+    /// Zero the counters (e.g. at the end of a warmup).
+    pub fn reset_stats(&mut self) {
+        let n = self.p.max_mpdus as usize + 1;
+        self.stats = WifiStats::default();
+        self.rx_base = [
+            (self.rx_down.late_drops, self.rx_down.timeouts),
+            (self.rx_up.late_drops, self.rx_up.timeouts),
+        ];
+        self.stats.down.agg_hist = vec![0; n];
+        self.stats.up.agg_hist = vec![0; n];
+    }
+
+    /// Whether the driver queue takes another packet from the AQM now.
+    #[inline]
+    pub fn has_room(&self) -> bool {
+        self.down.has_room()
+    }
+
+    /// The AP's driver queue: (packets queued not yet sent, their bytes, head wait at `now`),
+    /// and everything pending (packets, airtime ns) including in the air and awaiting retry.
+    pub fn driver_backlog(&self, now: Nanos) -> ((u64, u64, Nanos), (u64, u64)) {
+        let (p, b) = self.down.queued();
+        ((p, b, self.down.head_wait(now)), self.down.pending())
+    }
+
+    /// Packets the recipients hold behind a hole: (downlink, uplink).
+    pub fn reorder_held(&self) -> (u64, u64) {
+        (self.rx_down.held() as u64, self.rx_up.held() as u64)
+    }
+
+    /// Packets the client station holds for the uplink (queued, in the air, awaiting retry).
+    pub fn queued_up(&self) -> u64 {
+        self.up.pending().0
+    }
+
+    /// Hand a downlink packet to the driver queue at `now` (after checking `has_room`).
+    pub fn push_down(&mut self, p: Packet, now: Nanos) {
+        self.down.push(p, now, &self.p.phy);
+        self.activate(AP, now);
+    }
+
+    /// The client station sends an uplink packet at `now`; false when its queue is full (the
+    /// packet is dropped).
+    pub fn push_up(&mut self, p: Packet, now: Nanos) -> bool {
+        if !self.up.has_room() {
+            self.stats.up.queue_drops += 1;
+            return false;
+        }
+        self.up.push(p, now, &self.p.phy);
+        self.activate(CLIENT, now);
+        true
+    }
+
+    /// Contender `i` has a frame at `now`: it starts (or resumes) its countdown after AIFS,
+    /// on the slot grid of the idle medium.
+    fn activate(&mut self, i: usize, now: Nanos) {
+        let b = &mut self.backoff[i];
+        if b.active {
+            return;
+        }
+        b.active = true;
+        self.ready_since[i] = now;
+        let aifs = self.p.edca.aifs();
+        b.start = match self.busy_until {
+            Some(end) => end + aifs,
+            None => {
+                let grid = self.idle_from + aifs;
+                let want = now + aifs;
+                let slot = self.p.edca.slot.0;
+                Nanos(grid.0 + (want.0 - grid.0).div_ceil(slot) * slot)
+            }
+        };
+    }
+
+    /// The next instant `handle_timeout` has work: the exchange's end, the next channel
+    /// access, or a reorder-buffer timeout.
+    pub fn poll_timeout(&self) -> Option<Nanos> {
+        let mac = match self.busy_until {
+            Some(t) => Some(t),
+            None => self.next_access().map(|(t, _)| t),
+        };
+        [mac, self.rx_down.next_timeout(), self.rx_up.next_timeout()]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// The earliest channel access among active contenders.
+    fn next_access(&self) -> Option<(Nanos, usize)> {
+        let slot = self.p.edca.slot;
+        self.backoff
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.active)
+            .map(|(i, b)| (b.tx_at(slot), i))
+            .min()
+    }
+
+    /// Run everything due at `now`.
+    pub fn handle_timeout(&mut self, now: Nanos) {
+        loop {
+            match self.busy_until {
+                Some(end) if end <= now => self.finish_exchange(end),
+                Some(_) => break,
+                None => match self.next_access() {
+                    Some((t, _)) if t <= now => self.start_exchange(t),
+                    _ => break,
+                },
+            }
+        }
+        self.released.clear();
+        if self.rx_down.next_timeout().is_some_and(|t| t <= now) {
+            self.rx_down.expire(now, &mut self.released);
+            self.delivered
+                .extend(self.released.drain(..).map(|p| (Dir::Down, p)));
+        }
+        if self.rx_up.next_timeout().is_some_and(|t| t <= now) {
+            self.rx_up.expire(now, &mut self.released);
+            self.delivered
+                .extend(self.released.drain(..).map(|p| (Dir::Up, p)));
+        }
+    }
+
+    /// A packet the recipient released, in order, at the last `handle_timeout`.
+    #[inline]
+    pub fn poll_delivered(&mut self) -> Option<(Dir, Packet)> {
+        self.delivered.pop_front()
+    }
+
+    /// A packet the MAC lost (retry limit, or discarded by the reorder buffer after its
+    /// timeout), since the last call. Uplink queue tail drops are only counted.
+    #[inline]
+    pub fn poll_dropped(&mut self) -> Option<(Dir, Packet)> {
+        self.dropped.pop_front()
+    }
+
+    /// (flow, driver-queue wait) of each downlink packet first sent since the last call.
+    pub fn drain_first_tx(&mut self) -> std::vec::Drain<'_, (u32, Nanos)> {
+        self.first_tx.drain(..)
+    }
+
+    /// Every contender whose countdown ends at `t` transmits; the others freeze.
+    fn start_exchange(&mut self, t: Nanos) {
+        let slot = self.p.edca.slot;
+        self.txs.clear();
+        for (i, b) in self.backoff.iter_mut().enumerate() {
+            if !b.active {
+                continue;
+            }
+            if b.tx_at(slot) == t {
+                self.txs.push(Tx { who: i, mpdus: 0 });
+            } else {
+                b.freeze(t, slot);
+            }
+        }
+        let mut longest = 0u64;
+        for k in 0..self.txs.len() {
+            let who = self.txs[k].who;
+            let ppdu = if who == AP || who == CLIENT {
+                let psdu = self.build(who, t);
+                self.p.phy.ppdu_ns(psdu)
+            } else {
+                self.txs[k].mpdus = self.others_mpdus;
+                self.others_ppdu_ns
+            };
+            longest = longest.max(ppdu);
+        }
+        let dur = longest + self.p.edca.sifs.0 + self.p.phy.response_ns();
+        self.exchange_ns = dur;
+        self.collided = self.txs.len() > 1;
+        self.busy_until = Some(t + Nanos(dur));
+        self.stats.exchanges += 1;
+        self.stats.busy_ns += dur;
+        if self.collided {
+            self.stats.collisions += 1;
+            self.stats.collision_ns += dur;
+        }
+    }
+
+    /// Build the AP's or the client's aggregate at `t`; its PSDU bytes.
+    fn build(&mut self, who: usize, t: Nanos) -> u64 {
+        let p = &self.p;
+        let window = p.max_mpdus as u64;
+        let (sess, st) = if who == AP {
+            (&mut self.down, &mut self.stats.down)
+        } else {
+            (&mut self.up, &mut self.stats.up)
+        };
+        let first_tx = &mut self.first_tx;
+        let built = sess.build(&p.phy, p.max_mpdus, p.max_ppdu.0, window, t, |pkt, w| {
+            if who == AP {
+                first_tx.push((pkt.flow, w));
+            }
+        });
+        st.txops += 1;
+        st.mpdu_tx += built.mpdus as u64;
+        st.retries += sess.in_flight_retries() as u64;
+        st.agg_hist[built.mpdus as usize] += 1;
+        st.airtime_ns += self.p.exchange_ns(built.psdu_bytes);
+        let wait = t.saturating_sub(self.ready_since[who]);
+        st.access_delay_us
+            .push((wait.0 / 1_000).min(u32::MAX as u64) as u32);
+        built.psdu_bytes
+    }
+
+    /// The exchange that ends at `end`: outcomes, deliveries, new backoffs.
+    fn finish_exchange(&mut self, end: Nanos) {
+        self.busy_until = None;
+        self.idle_from = end;
+        let txs = std::mem::take(&mut self.txs);
+        for tx in &txs {
+            match tx.who {
+                AP | CLIENT => self.finish_session(tx.who, end),
+                i => {
+                    let p = &self.p;
+                    let b = &mut self.backoff[i];
+                    if self.collided {
+                        b.failure(&p.edca, &mut self.rng);
+                        if b.failures > p.retry_limit {
+                            b.give_up(&p.edca, &mut self.rng);
+                        }
+                    } else {
+                        b.success(&p.edca, &mut self.rng);
+                        self.stats.others_success += 1;
+                        self.stats.others_bytes += tx.mpdus as u64 * OTHER_PKT_BYTES as u64;
+                        self.stats.others_airtime_ns += self.exchange_ns;
+                    }
+                }
+            }
+        }
+        self.txs = txs;
+        self.txs.clear();
+        let start = end + self.p.edca.aifs();
+        for (i, b) in self.backoff.iter_mut().enumerate() {
+            if i == AP || i == CLIENT {
+                let sess = if i == AP { &self.down } else { &self.up };
+                let was = b.active;
+                b.active = sess.backlogged();
+                if b.active && !was {
+                    self.ready_since[i] = end;
+                }
+            }
+            if b.active {
+                b.start = start;
+            }
+        }
+    }
+
+    /// The AP's (downlink) or the client's (uplink) aggregate is over at `end`.
+    fn finish_session(&mut self, who: usize, end: Nanos) {
+        let p = &self.p;
+        let (sess, rx, st, dir) = if who == AP {
+            (
+                &mut self.down,
+                &mut self.rx_down,
+                &mut self.stats.down,
+                Dir::Down,
+            )
+        } else {
+            (&mut self.up, &mut self.rx_up, &mut self.stats.up, Dir::Up)
+        };
+        let mut any_ok = false;
+        self.released.clear();
+        let mut flight = sess.take_in_flight();
+        for m in flight.iter_mut() {
+            let errored = p.per > 0.0 && self.rng.bernoulli(p.per);
+            let ok = !self.collided && !errored;
+            if ok {
+                any_ok = true;
+                sess.release(m);
+                if !rx.receive(m.seq, m.pkt, end, &mut self.released) {
+                    self.dropped.push_back((dir, m.pkt));
+                }
+                continue;
+            }
+            if self.collided {
+                st.collided_mpdus += 1;
+            } else {
+                st.per_errors += 1;
+            }
+            m.retries += 1;
+            if m.retries > p.retry_limit {
+                sess.release(m);
+                st.retry_drops += 1;
+                rx.skip(m.seq, &mut self.released);
+                self.dropped.push_back((dir, m.pkt));
+            } else {
+                self.failed.push(*m);
+            }
+        }
+        sess.restore(flight);
+        let mut retry = std::mem::take(&mut self.failed);
+        sess.requeue(&mut retry);
+        self.failed = retry;
+        st.delivered += self.released.len() as u64;
+        self.delivered
+            .extend(self.released.drain(..).map(|p| (dir, p)));
+        let b = &mut self.backoff[who];
+        if any_ok {
+            b.success(&p.edca, &mut self.rng);
+        } else {
+            b.failure(&p.edca, &mut self.rng);
+            if !sess.backlogged() {
+                // Every MPDU reached the retry limit: the frame is given up, CW resets.
+                b.give_up(&p.edca, &mut self.rng);
+            }
+        }
+        self.ready_since[who] = end;
+    }
+}

@@ -1,0 +1,332 @@
+//! The Wi-Fi hop against closed forms (Bianchi's saturation throughput, one station's cycle
+//! time, residual loss per^(retry_limit+1)) and invariants (in-order, exactly-once delivery;
+//! driver-queue limit; determinism).
+
+use super::*;
+use crate::Ecn;
+
+/// A saturated AP: the driver queue is refilled with `bytes`-byte packets whenever it has room.
+struct Harness {
+    mac: WifiMac,
+    next_id: u64,
+    bytes: u32,
+    delivered: Vec<(Dir, u64)>,
+    max_pending: (u64, u64),
+}
+
+impl Harness {
+    fn new(p: WifiParams, seed: u64) -> Self {
+        Harness {
+            mac: WifiMac::new(p, Rng::new(seed)).unwrap(),
+            next_id: 0,
+            bytes: 1500,
+            delivered: Vec::new(),
+            max_pending: (0, 0),
+        }
+    }
+
+    fn fill(&mut self, now: Nanos, limit_pkts: u64) {
+        while self.mac.has_room() && self.next_id < limit_pkts {
+            let p = Packet::new(self.next_id, 0, self.bytes, Ecn::Ect1);
+            self.next_id += 1;
+            self.mac.push_down(p, now);
+        }
+        let (_, pend) = self.mac.driver_backlog(now);
+        self.max_pending = (
+            self.max_pending.0.max(pend.0),
+            self.max_pending.1.max(pend.1),
+        );
+    }
+
+    /// Run until `until` (or until `limit_pkts` packets were offered and everything is out).
+    fn run(&mut self, until: Nanos, limit_pkts: u64, keep: bool) -> Nanos {
+        self.fill(Nanos::ZERO, limit_pkts);
+        let mut now = Nanos::ZERO;
+        while let Some(t) = self.mac.poll_timeout() {
+            if t > until {
+                break;
+            }
+            now = t;
+            self.mac.handle_timeout(t);
+            while let Some((d, p)) = self.mac.poll_delivered() {
+                if keep {
+                    self.delivered.push((d, p.id));
+                }
+            }
+            self.fill(t, limit_pkts);
+        }
+        now
+    }
+}
+
+fn ofdm_54(aggregated: bool) -> WifiParams {
+    WifiParams::new(Phy::ofdm(54_000_000, aggregated).unwrap())
+}
+
+fn vht80() -> WifiParams {
+    WifiParams::new(Phy::mcs(Standard::Vht, 9, 80, 1).unwrap())
+}
+
+#[test]
+fn one_saturated_station_matches_the_cycle_time() {
+    // No contender, no errors: each cycle is AIFS + backoff·slot + PPDU + SIFS + BlockAck, with
+    // E[backoff] = CWmin/2 = 7.5 slots; every aggregate is full.
+    let p = vht80();
+    let (k, psdu) = p.full_aggregate(1500);
+    let cycle_ns = p.edca.aifs().0 as f64 + 7.5 * p.edca.slot.0 as f64 + p.exchange_ns(psdu) as f64;
+    let mut h = Harness::new(p.clone(), 3);
+    let until = Nanos::from_secs(100);
+    h.run(until, u64::MAX, false);
+    let s = h.mac.stats();
+    let txops = s.down.txops as f64;
+    assert!(txops > 15_000.0, "{txops}");
+    assert_eq!(
+        s.down.agg_hist[k as usize], s.down.txops,
+        "every aggregate full"
+    );
+    assert_eq!(s.collisions, 0);
+    // Throughput over whole cycles: delivered bits / (txops · cycle). The backoff mean over n
+    // draws has sd 4.61/√n slots: 6 sd at n = 15000 is 0.23 slot = 2 µs of a 5.6 ms cycle.
+    let measured = s.down.delivered as f64 * 1500.0 * 8.0 / (txops * cycle_ns * 1e-9);
+    let expect = k as f64 * 1500.0 * 8.0 / (cycle_ns * 1e-9);
+    assert!(
+        (measured / expect - 1.0).abs() < 4e-4,
+        "measured {measured} expected {expect}"
+    );
+    // And the elapsed time itself: txops cycles fit in the run.
+    let elapsed = txops * cycle_ns;
+    assert!((elapsed / until.0 as f64 - 1.0).abs() < 2e-3, "{elapsed}");
+}
+
+/// Bianchi (JSAC 2000) eqs. (7), (9), (13): the saturation throughput of n stations.
+fn bianchi_throughput_bps(
+    n: u32,
+    w: f64,
+    m: i32,
+    slot_s: f64,
+    ts_s: f64,
+    tc_s: f64,
+    bits: f64,
+) -> f64 {
+    let tau_of_p = |p: f64| {
+        2.0 * (1.0 - 2.0 * p) / ((1.0 - 2.0 * p) * (w + 1.0) + p * w * (1.0 - (2.0 * p).powi(m)))
+    };
+    let p_of_tau = |tau: f64| 1.0 - (1.0 - tau).powi(n as i32 - 1);
+    // τ − τ(p(τ)) is increasing in τ: bisect.
+    let (mut lo, mut hi) = (0.0f64, 1.0f64);
+    for _ in 0..200 {
+        let mid = 0.5 * (lo + hi);
+        if mid - tau_of_p(p_of_tau(mid)) > 0.0 {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    let tau = 0.5 * (lo + hi);
+    let ptr = 1.0 - (1.0 - tau).powi(n as i32);
+    let ps = n as f64 * tau * (1.0 - tau).powi(n as i32 - 1) / ptr;
+    ps * ptr * bits / ((1.0 - ptr) * slot_s + ptr * ps * ts_s + ptr * (1.0 - ps) * tc_s)
+}
+
+#[test]
+fn saturation_throughput_matches_bianchi() {
+    // Basic access, no RTS/CTS, 802.11a timing: 54 Mb/s, slot 9 µs, SIFS 16 µs, DIFS 34 µs
+    // (AIFSN 2), CW 15..1023 (W = 16, m = 6), 1500-byte payloads, ACK at 24 Mb/s; no retry
+    // limit in Bianchi's chain (255 here: 256 collisions in a row never happen).
+    for (n, seed) in [(1u32, 11u64), (5, 12), (10, 13), (20, 14)] {
+        let mut p = ofdm_54(false);
+        p.max_mpdus = 1;
+        p.edca.aifsn = 2;
+        p.retry_limit = 255;
+        p.stations = n - 1;
+        let psdu = p.phy.subframe_bytes(1500);
+        // Ts = Tc = PPDU + SIFS + ACK + DIFS (a collision holds the medium as long, see mod.rs).
+        let ts = (p.exchange_ns(psdu) + p.edca.aifs().0) as f64 * 1e-9;
+        let expect = bianchi_throughput_bps(n, 16.0, 6, 9e-6, ts, ts, 1500.0 * 8.0);
+        let mut h = Harness::new(p, seed);
+        let until = Nanos::from_secs(30);
+        h.run(until, u64::MAX, false);
+        let s = h.mac.stats();
+        let bits = (s.down.delivered * 1500 + s.others_bytes) as f64 * 8.0;
+        let measured = bits / until.as_secs_f64();
+        let err = measured / expect - 1.0;
+        eprintln!(
+            "bianchi n={n}: model {:.3} Mb/s, closed form {:.3} Mb/s ({:+.2} %)",
+            measured / 1e6,
+            expect / 1e6,
+            err * 100.0
+        );
+        assert!(
+            err.abs() < 0.03,
+            "n={n}: measured {:.3} Mb/s, Bianchi {:.3} Mb/s ({:+.2} %)",
+            measured / 1e6,
+            expect / 1e6,
+            err * 100.0
+        );
+        if n == 1 {
+            assert_eq!(s.collisions, 0);
+        } else {
+            assert!(s.collisions > 0);
+        }
+    }
+}
+
+#[test]
+fn residual_loss_is_per_to_the_retry_limit_plus_one() {
+    // per 0.5, retry limit 3: an MPDU is lost after 4 failed tries, probability 0.5^4 = 1/16.
+    let mut p = vht80();
+    p.per = 0.5;
+    p.retry_limit = 3;
+    let n = 1_100_000u64;
+    let mut h = Harness::new(p, 5);
+    h.run(Nanos::MAX, n, true);
+    let s = h.mac.stats();
+    let finished = s.down.delivered + s.down.retry_drops;
+    assert_eq!(finished, n, "every MPDU delivered or dropped");
+    assert_eq!(h.delivered.len() as u64, s.down.delivered);
+    let rate = s.down.retry_drops as f64 / n as f64;
+    // Binomial sd at 1.1e6 trials: sqrt(0.0625·0.9375/1.1e6) = 2.3e-4; allow 5 sd.
+    assert!((rate - 0.0625).abs() < 1.2e-3, "{rate}");
+    assert!(h.delivered.windows(2).all(|w| w[0].1 < w[1].1), "in order");
+}
+
+#[test]
+fn in_order_exactly_once_through_errors_collisions_and_uplink() {
+    // Errors, contenders and uplink traffic, and a retry limit never reached: the MAC neither
+    // loses, duplicates nor reorders a packet in either direction.
+    let mut p = vht80();
+    p.per = 0.3;
+    p.retry_limit = 255;
+    p.stations = 3;
+    p.driver_limit = DriverLimit::Packets(100);
+    // Longer than any run of retries here, so the reorder buffer never gives up on a hole.
+    p.reorder_timeout = Nanos::from_secs(10);
+    let mut mac = WifiMac::new(p, Rng::new(9)).unwrap();
+    let (mut down_id, mut up_id) = (0u64, 1_000_000_000u64);
+    let (mut got_down, mut got_up) = (Vec::new(), Vec::new());
+    let mut now = Nanos::ZERO;
+    let mut ticks = 0u64;
+    while now < Nanos::from_secs(5) {
+        while mac.has_room() && down_id < 200_000 {
+            mac.push_down(Packet::new(down_id, 0, 1500, Ecn::Ect1), now);
+            down_id += 1;
+        }
+        // One uplink ACK per 4 ticks.
+        ticks += 1;
+        if ticks.is_multiple_of(4) && mac.push_up(Packet::new(up_id, 0, 52, Ecn::Ect1), now) {
+            up_id += 1;
+        }
+        let Some(t) = mac.poll_timeout() else { break };
+        now = t;
+        mac.handle_timeout(t);
+        while let Some((d, p)) = mac.poll_delivered() {
+            match d {
+                Dir::Down => got_down.push(p.id),
+                Dir::Up => got_up.push(p.id),
+            }
+        }
+    }
+    let s = mac.stats();
+    assert!(s.collisions > 0 && s.down.per_errors > 0 && s.down.retries > 0);
+    assert_eq!(s.down.retry_drops + s.up.retry_drops, 0);
+    assert_eq!(s.down.reorder_late_drops + s.up.reorder_late_drops, 0);
+    assert!(got_down.len() > 1000 && got_up.len() > 100);
+    for got in [&got_down, &got_up] {
+        let first = got[0];
+        for (i, id) in got.iter().enumerate() {
+            assert_eq!(*id, first + i as u64, "in order, no gap, no duplicate");
+        }
+    }
+    // What was not delivered is still in the driver or the reorder buffer.
+    let (_, pend) = mac.driver_backlog(now);
+    assert_eq!(
+        got_down.len() as u64 + pend.0 + mac.reorder_held().0,
+        down_id
+    );
+}
+
+#[test]
+fn the_driver_limit_holds() {
+    for limit in [
+        DriverLimit::Packets(10),
+        DriverLimit::Airtime(Nanos::from_us(500)),
+    ] {
+        let mut p = vht80();
+        p.driver_limit = limit;
+        p.per = 0.1;
+        let one = p.phy.subframe_airtime_ns(1500);
+        let mut h = Harness::new(p, 2);
+        h.run(Nanos::from_secs(2), u64::MAX, false);
+        match limit {
+            DriverLimit::Packets(n) => assert_eq!(h.max_pending.0, n as u64),
+            // Pulled while below the limit: at most one packet's airtime over it.
+            DriverLimit::Airtime(t) => {
+                assert!(
+                    h.max_pending.1 >= t.0 && h.max_pending.1 < t.0 + one,
+                    "{:?}",
+                    h.max_pending
+                )
+            }
+        }
+        // A 500 µs (≈ 16 packets at 390 Mb/s) or 10-packet driver queue caps the aggregate below the 64-MPDU limit.
+        let s = h.mac.stats();
+        let big = s.down.agg_hist.iter().skip(17).sum::<u64>();
+        assert_eq!(big, 0, "{:?}", s.down.agg_hist);
+    }
+}
+
+#[test]
+fn same_seed_same_run_other_seed_differs() {
+    let run = |seed| {
+        let mut p = vht80();
+        p.per = 0.05;
+        p.stations = 4;
+        let mut h = Harness::new(p, seed);
+        h.run(Nanos::from_secs(1), u64::MAX, false);
+        let s = h.mac.stats();
+        (
+            s.down.delivered,
+            s.collisions,
+            s.down.access_delay_us.clone(),
+        )
+    };
+    assert_eq!(run(1), run(1));
+    assert_ne!(run(1), run(2));
+}
+
+#[test]
+fn every_parameter_is_range_checked_by_name() {
+    let base = vht80();
+    type Edit = Box<dyn Fn(&mut WifiParams)>;
+    let cases: Vec<(&str, Edit)> = vec![
+        ("max_mpdus", Box::new(|p| p.max_mpdus = 0)),
+        ("max_ppdu", Box::new(|p| p.max_ppdu = Nanos::from_ms(11))),
+        ("stations", Box::new(|p| p.stations = 201)),
+        ("per", Box::new(|p| p.per = 1.0)),
+        ("per", Box::new(|p| p.per = f64::NAN)),
+        ("retry_limit", Box::new(|p| p.retry_limit = 256)),
+        (
+            "reorder_timeout",
+            Box::new(|p| p.reorder_timeout = Nanos::ZERO),
+        ),
+        (
+            "driver_limit_pkts",
+            Box::new(|p| p.driver_limit = DriverLimit::Packets(0)),
+        ),
+        (
+            "driver_limit",
+            Box::new(|p| p.driver_limit = DriverLimit::Airtime(Nanos(5))),
+        ),
+        ("uplink_limit_pkts", Box::new(|p| p.uplink_limit_pkts = 0)),
+        ("slot", Box::new(|p| p.edca.slot = Nanos::ZERO)),
+        ("sifs", Box::new(|p| p.edca.sifs = Nanos::from_ms(1))),
+    ];
+    for (key, f) in cases {
+        let mut p = base.clone();
+        f(&mut p);
+        let e = p.validate().unwrap_err().to_string();
+        assert!(e.starts_with(key), "{key}: {e}");
+        assert!(WifiMac::new(p, Rng::new(1)).is_err());
+    }
+    assert!(base.validate().is_ok());
+}

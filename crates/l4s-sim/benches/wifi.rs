@@ -1,0 +1,50 @@
+//! The Wi-Fi hop's cost: wall ns per delivered packet of a Prague + CUBIC run (20 ms RTT,
+//! 20 s) through the 802.11 MAC (`[link] model = "wifi"`, 802.11ac 80 MHz VHT-MCS 7, TCP ACKs
+//! on the medium) with the AP alone and with 19 other saturated stations (20 contenders),
+//! against the smooth link at 200 Mb/s. `cargo bench -p l4s-sim --bench wifi`.
+
+use l4s_sim::{run, Scenario};
+use std::time::Instant;
+
+const SMOOTH: &str = "[link]\nrate = \"200mbit\"\n";
+const WIFI: &str =
+    "[link]\nmodel = \"wifi\"\n[link.wifi]\nstandard = \"ac\"\nmcs = 7\nwidth = 80\n";
+
+fn scenario(link: &str, stations: u32) -> Scenario {
+    let wifi_extra = if link == WIFI {
+        format!("stations = {stations}\n")
+    } else {
+        String::new()
+    };
+    let text = format!(
+        "seed = 1\nduration = \"20s\"\nwarmup = \"2s\"\n{link}{wifi_extra}[aqm]\nkind = \"dualpi2\"\n\
+         [[flows]]\ncc = \"prague\"\nrtt = \"20ms\"\n[[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\n"
+    );
+    Scenario::from_toml_str(&text).expect("bench scenario")
+}
+
+/// Best of 3 runs: (ns per delivered data packet, delivered packets, wall s).
+fn measure(s: &Scenario) -> (f64, u64, f64) {
+    let mut best = f64::MAX;
+    let mut delivered = 0;
+    for _ in 0..3 {
+        let t0 = Instant::now();
+        let r = run(s).expect("run");
+        best = best.min(t0.elapsed().as_secs_f64());
+        delivered = r.totals.delivered_pkts;
+    }
+    (best * 1e9 / delivered as f64, delivered, best)
+}
+
+fn main() {
+    let (base, n0, w0) = measure(&scenario(SMOOTH, 0));
+    println!("smooth 200 Mb/s: {base:.0} ns per delivered packet ({n0} packets, {w0:.3} s wall)");
+    for (label, stations) in [("1 station (AP alone)", 0), ("20 stations (AP + 19)", 19)] {
+        let (ns, n, w) = measure(&scenario(WIFI, stations));
+        println!(
+            "wifi, {label}: {ns:.0} ns per delivered packet ({n} packets, {w:.3} s wall) = \
+             {:.2}x the smooth link",
+            ns / base
+        );
+    }
+}

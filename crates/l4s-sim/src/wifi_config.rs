@@ -1,0 +1,257 @@
+//! `[link.wifi]`: the keys of the Wi-Fi bottleneck (`[link] model = "wifi"`), their defaults
+//! and checks, and the summary.json `wifi` block. The model is l4s-core's `wifi` module
+//! (IEEE 802.11-2020 EDCA / A-MPDU / block ack; mac80211 AQL for the driver queue).
+
+use crate::error::SimError;
+use crate::histogram::SojournHistogram;
+use l4s_core::wifi::{DirStats, DriverLimit, Phy, Standard, WifiParams, WifiStats};
+use l4s_core::{Nanos, Rate};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+/// `[link.wifi]` as written.
+#[derive(Clone, Debug, PartialEq, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct WifiConfig {
+    /// PHY data rate with 802.11a OFDM timing (instead of `standard` + `mcs`).
+    pub phy_rate: Option<Rate>,
+    /// "ac" (VHT) or "ax" (HE).
+    pub standard: Option<String>,
+    /// VHT-MCS 0–9 / HE-MCS 0–11.
+    pub mcs: Option<u32>,
+    /// Channel width, MHz (default 80).
+    pub width: Option<u32>,
+    /// Spatial streams (default 1).
+    pub streams: Option<u32>,
+    /// Most MPDUs per A-MPDU (default 64).
+    pub max_mpdus: Option<u32>,
+    /// Longest PPDU (default "5484us").
+    pub max_ppdu: Option<Nanos>,
+    /// Other saturated stations on the channel (default 0).
+    pub stations: Option<u32>,
+    /// Per-MPDU error probability (default 0).
+    pub per: Option<f64>,
+    /// Failed tries after which an MPDU is dropped (default 7).
+    pub retry_limit: Option<u32>,
+    /// Reorder-buffer hole timeout (default "100ms").
+    pub reorder_timeout: Option<Nanos>,
+    /// Driver queue limit as airtime, AQL-like (default "12ms").
+    pub driver_limit: Option<Nanos>,
+    /// Driver queue limit in packets instead of airtime.
+    pub driver_limit_pkts: Option<u32>,
+    /// The client station's uplink queue, packets (default 1000).
+    pub uplink_limit_pkts: Option<u32>,
+    /// TCP ACKs contend on the medium (default true); false sends them on the usual ACK path.
+    pub uplink: Option<bool>,
+    /// EDCA AIFSN (default 3, AC_BE).
+    pub aifsn: Option<u32>,
+    /// EDCA CWmin (default 15).
+    pub cw_min: Option<u32>,
+    /// EDCA CWmax (default 1023).
+    pub cw_max: Option<u32>,
+    /// aSlotTime (default "9us").
+    pub slot: Option<Nanos>,
+    /// aSIFSTime (default "16us").
+    pub sifs: Option<Nanos>,
+}
+
+fn err(key: &str, msg: impl Into<String>) -> SimError {
+    SimError::field(format!("link.wifi.{key}"), msg)
+}
+
+impl WifiConfig {
+    /// The model's parameters; every error names `link.wifi.<key>` and its range.
+    pub fn params(&self) -> Result<WifiParams, SimError> {
+        let phy = match (&self.phy_rate, &self.standard) {
+            (Some(_), Some(_)) => {
+                return Err(err(
+                    "phy_rate",
+                    "set together with standard; expected phy_rate or standard + mcs",
+                ))
+            }
+            (None, None) => return Err(err(
+                "standard",
+                "missing; expected standard = \"ac\" | \"ax\" with mcs, or phy_rate = \"54mbit\"",
+            )),
+            (Some(r), None) => {
+                for (k, set) in [
+                    ("mcs", self.mcs.is_some()),
+                    ("width", self.width.is_some()),
+                    ("streams", self.streams.is_some()),
+                ] {
+                    if set {
+                        return Err(err(k, "applies with standard only, not with phy_rate"));
+                    }
+                }
+                Phy::ofdm(r.bps(), self.max_mpdus.unwrap_or(64) > 1)
+                    .map_err(|e| err("phy_rate", e.to_string()))?
+            }
+            (None, Some(s)) => {
+                let std = match s.as_str() {
+                    "ac" => Standard::Vht,
+                    "ax" => Standard::He,
+                    other => {
+                        return Err(err(
+                            "standard",
+                            format!("\"{other}\" is unknown; expected \"ac\" or \"ax\""),
+                        ))
+                    }
+                };
+                let Some(mcs) = self.mcs else {
+                    return Err(err("mcs", "missing (required with standard)"));
+                };
+                Phy::mcs(
+                    std,
+                    mcs,
+                    self.width.unwrap_or(80),
+                    self.streams.unwrap_or(1),
+                )
+                .map_err(|e| err(&e.param, e.to_string()))?
+            }
+        };
+        let mut p = WifiParams::new(phy);
+        let e = &mut p.edca;
+        e.aifsn = self.aifsn.unwrap_or(e.aifsn);
+        e.cw_min = self.cw_min.unwrap_or(e.cw_min);
+        e.cw_max = self.cw_max.unwrap_or(e.cw_max);
+        e.slot = self.slot.unwrap_or(e.slot);
+        e.sifs = self.sifs.unwrap_or(e.sifs);
+        p.max_mpdus = self.max_mpdus.unwrap_or(p.max_mpdus);
+        p.max_ppdu = self.max_ppdu.unwrap_or(p.max_ppdu);
+        p.stations = self.stations.unwrap_or(0);
+        p.per = self.per.unwrap_or(0.0);
+        p.retry_limit = self.retry_limit.unwrap_or(p.retry_limit);
+        p.reorder_timeout = self.reorder_timeout.unwrap_or(p.reorder_timeout);
+        p.uplink_limit_pkts = self.uplink_limit_pkts.unwrap_or(p.uplink_limit_pkts);
+        p.driver_limit = match (self.driver_limit, self.driver_limit_pkts) {
+            (Some(_), Some(_)) => {
+                return Err(err(
+                    "driver_limit_pkts",
+                    "set together with driver_limit; expected one of them",
+                ))
+            }
+            (Some(t), None) => DriverLimit::Airtime(t),
+            (None, Some(n)) => DriverLimit::Packets(n),
+            (None, None) => p.driver_limit,
+        };
+        p.validate().map_err(|e| err(&e.param, e.to_string()))?;
+        Ok(p)
+    }
+
+    /// Whether TCP ACKs cross the medium.
+    pub fn uplink(&self) -> bool {
+        self.uplink.unwrap_or(true)
+    }
+}
+
+fn num(x: f64) -> Value {
+    if x.is_finite() {
+        json!(x)
+    } else {
+        Value::Null
+    }
+}
+
+fn ms_quantiles(us: &[u32]) -> Value {
+    if us.is_empty() {
+        return json!({"mean": null, "p50": null, "p95": null, "p99": null});
+    }
+    let mut v = us.to_vec();
+    v.sort_unstable();
+    let q = |x: f64| v[((v.len() - 1) as f64 * x).round() as usize] as f64 / 1e3;
+    let mean = v.iter().map(|&x| x as f64).sum::<f64>() / v.len() as f64 / 1e3;
+    json!({"mean": num(mean), "p50": q(0.5), "p95": q(0.95), "p99": q(0.99)})
+}
+
+fn hist_ms(h: &SojournHistogram) -> Value {
+    let [p50, p95, p99] = h.percentiles([0.5, 0.95, 0.99]);
+    json!({"mean": num(h.mean() / 1e6), "p50": num(p50 / 1e6), "p95": num(p95 / 1e6),
+           "p99": num(p99 / 1e6)})
+}
+
+fn dir_block(d: &DirStats, mac_delay: &SojournHistogram) -> Value {
+    let aggs: u64 = d.agg_hist.iter().sum();
+    let mpdus: u64 = d
+        .agg_hist
+        .iter()
+        .enumerate()
+        .map(|(k, n)| k as u64 * n)
+        .sum();
+    // The q-quantile of the aggregate size straight from its histogram.
+    let agg_q = |q: f64| -> Value {
+        let rank = (aggs as f64 * q).ceil().max(1.0) as u64;
+        let mut seen = 0;
+        for (k, &n) in d.agg_hist.iter().enumerate() {
+            seen += n;
+            if seen >= rank {
+                return json!(k);
+            }
+        }
+        Value::Null
+    };
+    json!({
+        "txops": d.txops,
+        "mpdu_tx": d.mpdu_tx,
+        "retries": d.retries,
+        "per_errors": d.per_errors,
+        "collided_mpdus": d.collided_mpdus,
+        "retry_drops": d.retry_drops,
+        "reorder_late_drops": d.reorder_late_drops,
+        "reorder_timeouts": d.reorder_timeouts,
+        "queue_drops": d.queue_drops,
+        "delivered": d.delivered,
+        "aggregate_mpdus": {
+            "mean": if aggs > 0 { num(mpdus as f64 / aggs as f64) } else { Value::Null },
+            "p50": agg_q(0.5), "p95": agg_q(0.95),
+            "hist": d.agg_hist,
+        },
+        "access_delay_ms": ms_quantiles(&d.access_delay_us),
+        "mac_delay_ms": hist_ms(mac_delay),
+    })
+}
+
+/// The summary.json `wifi` block over a window of `window_s` seconds.
+pub fn summary_block(
+    p: &WifiParams,
+    s: &WifiStats,
+    window_s: f64,
+    mac_delay: &[SojournHistogram; 2],
+    driver: Value,
+) -> Value {
+    let w = window_s * 1e9;
+    let limit = match p.driver_limit {
+        DriverLimit::Airtime(t) => json!({"airtime_ms": t.as_ms_f64()}),
+        DriverLimit::Packets(n) => json!({"packets": n}),
+    };
+    json!({
+        "phy_rate_mbps": num(p.phy.rate_bps() / 1e6),
+        "stations": p.stations,
+        "per": p.per,
+        "retry_limit": p.retry_limit,
+        "airtime": {
+            "utilisation": num(s.busy_ns as f64 / w),
+            "downlink": num(s.down.airtime_ns as f64 / w),
+            "uplink": num(s.up.airtime_ns as f64 / w),
+            "others": num(s.others_airtime_ns as f64 / w),
+            "collisions": num(s.collision_ns as f64 / w),
+        },
+        "exchanges": s.exchanges,
+        "collisions": s.collisions,
+        "downlink": dir_block(&s.down, &mac_delay[0]),
+        "uplink": dir_block(&s.up, &mac_delay[1]),
+        "driver": {"limit": limit, "stats": driver},
+    })
+}
+
+/// Add the `wifi` block to a finished summary document.
+pub fn add_to_summary(summary_json: &mut String, block: Value) {
+    if let Ok(mut v) = serde_json::from_str::<Value>(summary_json) {
+        v["wifi"] = block;
+        if let Some(w) = v.get_mut("windows") {
+            w["wifi"] = json!("after_warmup");
+        }
+        if let Ok(s) = serde_json::to_string_pretty(&v) {
+            *summary_json = s;
+        }
+    }
+}

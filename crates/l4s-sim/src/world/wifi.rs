@@ -1,0 +1,217 @@
+//! The Wi-Fi bottleneck in the simulator: the AQM feeds the MAC's driver queue whenever it has
+//! room (the AQM's dequeue happens when the driver pulls, as with mac80211's AQL), TCP ACKs
+//! contend on the same medium, and what the recipient's reorder buffer releases goes on the
+//! flows' delay lines. The model is `l4s_core::wifi` (IEEE 802.11-2020 EDCA, A-MPDU, block ack).
+
+use super::World;
+use crate::engine::Kind;
+use crate::histogram::SojournHistogram;
+use crate::wifi_config::summary_block;
+use l4s_core::aqm::QueueSample;
+use l4s_core::wifi::{Dir, WifiMac, WifiParams};
+use l4s_core::{Ecn, Nanos, Packet, Rng};
+use serde_json::json;
+
+/// The MAC and the engine's bookkeeping around it.
+pub(super) struct WifiHop {
+    pub(super) mac: WifiMac,
+    /// TCP ACKs cross the medium (else they take the usual ACK path).
+    pub(super) uplink: bool,
+    armed: Option<Nanos>,
+    /// The driver queue's index in the recorder's queues.
+    driver_q: u8,
+    /// First transmission → release by the reorder buffer, per direction (after warmup).
+    mac_delay: [SojournHistogram; 2],
+    /// Most packets the driver ever held (queued + in the air + awaiting retry).
+    pub(super) max_pending_pkts: u64,
+    /// Driver backlog (queued packets) summed over samples after warmup, and the sample count.
+    backlog_acc: (u64, u64, u64),
+}
+
+impl WifiHop {
+    pub(super) fn new(p: WifiParams, uplink: bool, rng: Rng) -> Result<Self, crate::SimError> {
+        let mac = WifiMac::new(p, rng)
+            .map_err(|e| crate::SimError::field(format!("link.wifi.{}", e.param), e.to_string()))?;
+        Ok(WifiHop {
+            mac,
+            uplink,
+            armed: None,
+            driver_q: 0,
+            mac_delay: [SojournHistogram::new(), SojournHistogram::new()],
+            max_pending_pkts: 0,
+            backlog_acc: (0, 0, 0),
+        })
+    }
+
+    /// The driver queue as a queue row: queued packets, their bytes, the head's wait; drops
+    /// are the MPDUs dropped after the retry limit.
+    fn sample(&self, now: Nanos) -> QueueSample {
+        let ((pkts, bytes, head), _) = self.mac.driver_backlog(now);
+        let s = self.mac.stats();
+        QueueSample {
+            backlog_pkts: pkts,
+            backlog_bytes: bytes,
+            head_sojourn: head,
+            drops: s.down.retry_drops,
+            packets: s.down.mpdu_tx - s.down.retries,
+            ..QueueSample::empty("driver")
+        }
+    }
+}
+
+impl World {
+    /// Register the driver queue with the recorder (after both exist).
+    pub(super) fn wifi_init(&mut self) {
+        if let Some(h) = &mut self.net.wifi {
+            h.driver_q = self.rec.add_extra_queue("driver");
+            let q = h.sample(Nanos::ZERO);
+            self.rec.extra_queues[0] = q;
+        }
+    }
+
+    /// Move packets from the AQM to the driver queue while it has room.
+    pub(super) fn wifi_pull(&mut self, now: Nanos) {
+        let n = &mut self.net;
+        let Some(h) = n.wifi.as_mut() else { return };
+        while h.mac.has_room() && !n.aqm.is_empty() {
+            n.dropped.clear();
+            let p = n.aqm.dequeue(now, &mut n.dropped);
+            for d in n.dropped.drain(..) {
+                n.totals.aqm_dropped_pkts += 1;
+                let q = n.aqm_cfg.queue_of(d.ecn, self.flows[d.flow as usize].l4s);
+                self.rec.on_packet(now, d.flow, q, d.sojourn(now), 2);
+            }
+            let Some(p) = p else { break };
+            let q = n.aqm_cfg.queue_of(p.ecn, self.flows[p.flow as usize].l4s);
+            let verdict = (p.ecn == Ecn::Ce) as u8;
+            self.rec.on_packet(now, p.flow, q, p.sojourn(now), verdict);
+            h.mac.push_down(p, now);
+            let ((_, _, _), (pending, _)) = h.mac.driver_backlog(now);
+            h.max_pending_pkts = h.max_pending_pkts.max(pending);
+        }
+        self.arm_wifi();
+        self.arm_aqm();
+    }
+
+    /// A TCP ACK from a receiver enters the client station's uplink queue; false when ACKs do
+    /// not cross the medium.
+    pub(super) fn wifi_up(&mut self, p: Packet) -> bool {
+        let now = self.now;
+        let Some(h) = self.net.wifi.as_mut().filter(|h| h.uplink) else {
+            return false;
+        };
+        if !h.mac.push_up(p, now) {
+            self.net.totals.acks_dropped += 1;
+        }
+        self.arm_wifi();
+        true
+    }
+
+    fn arm_wifi(&mut self) {
+        let now = self.now;
+        let Some(h) = self.net.wifi.as_mut() else {
+            return;
+        };
+        if let Some(t) = h.mac.poll_timeout() {
+            let t = t.max(now);
+            if h.armed != Some(t) {
+                h.armed = Some(t);
+                self.ev.push(t, Kind::Wifi, 0);
+            }
+        }
+    }
+
+    /// The MAC's timer: run the medium, hand over what it delivered, refill the driver queue.
+    pub(super) fn wifi_timer(&mut self, t: Nanos) {
+        let Some(h) = self.net.wifi.as_mut() else {
+            return;
+        };
+        if h.armed != Some(t) {
+            return;
+        }
+        self.events += 1;
+        h.armed = None;
+        h.mac.handle_timeout(t);
+        let after_warmup = t >= self.rec.warmup;
+        for (flow, wait) in h.mac.drain_first_tx() {
+            self.rec.on_packet(t, flow, h.driver_q, wait, 0);
+        }
+        while let Some((dir, p)) = self.net.wifi.as_mut().and_then(|h| h.mac.poll_dropped()) {
+            match dir {
+                Dir::Down => {
+                    self.net.totals.link_lost_pkts += 1;
+                    self.rec.counters[p.flow as usize].link_losses += 1;
+                }
+                Dir::Up => self.net.totals.acks_dropped += 1,
+            }
+        }
+        while let Some((dir, p)) = self.net.wifi.as_mut().and_then(|h| h.mac.poll_delivered()) {
+            if after_warmup {
+                if let Some(h) = self.net.wifi.as_mut() {
+                    h.mac_delay[(dir == Dir::Up) as usize].record((t - p.enqueued_at).0);
+                }
+            }
+            match dir {
+                Dir::Down => self.propagate(p, t),
+                Dir::Up => {
+                    let f = p.flow as usize;
+                    let at = t + self.flows[f].rev_delay;
+                    if let Some(hd) = self.flows[f].rev.push(&mut self.slab, at, p) {
+                        self.ev.push(hd, Kind::RevArrive, f as u32);
+                    }
+                }
+            }
+        }
+        self.wifi_pull(t);
+        self.arm_wifi();
+    }
+
+    /// Update the driver queue's row before a sample.
+    pub(super) fn wifi_sample(&mut self, t: Nanos) {
+        if let Some(h) = &mut self.net.wifi {
+            let q = h.sample(t);
+            if t >= self.rec.warmup {
+                h.backlog_acc.0 += q.backlog_pkts;
+                h.backlog_acc.1 = h.backlog_acc.1.max(q.backlog_pkts);
+                h.backlog_acc.2 += 1;
+            }
+            let i =
+                h.driver_q as usize - (self.rec.queue_names.len() - self.rec.extra_queues.len());
+            self.rec.extra_queues[i] = q;
+        }
+    }
+
+    /// End of warmup: the `wifi` block counts from here.
+    pub(super) fn wifi_warmup(&mut self) {
+        if let Some(h) = &mut self.net.wifi {
+            h.mac.reset_stats();
+        }
+    }
+
+    /// Packets the MAC holds (driver queue, in the air, awaiting retry, behind a hole).
+    pub(super) fn wifi_in_flight(&self) -> (u64, u64) {
+        self.net.wifi.as_ref().map_or((0, 0), |h| {
+            let (_, (pending, _)) = h.mac.driver_backlog(self.now);
+            let held = h.mac.reorder_held();
+            (pending + held.0, h.mac.queued_up() + held.1)
+        })
+    }
+
+    /// The summary's `wifi` block (None without a Wi-Fi link).
+    pub(super) fn wifi_summary(&self, window_s: f64) -> Option<serde_json::Value> {
+        let h = self.net.wifi.as_ref()?;
+        let (sum, max, n) = h.backlog_acc;
+        let driver = json!({
+            "backlog_pkts": {"mean": if n > 0 { json!(sum as f64 / n as f64) } else { json!(null) },
+                             "max": max},
+            "max_pending_pkts": h.max_pending_pkts,
+        });
+        Some(summary_block(
+            h.mac.params(),
+            &h.mac.stats(),
+            window_s,
+            &h.mac_delay,
+            driver,
+        ))
+    }
+}
