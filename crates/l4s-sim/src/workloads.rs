@@ -249,8 +249,9 @@ impl SizeCdf {
 }
 
 /// The completion time of a transfer of `bytes` alone on an empty link of `rate_bps` with base
-/// RTT `rtt`: the TCP model's slow start without loss, its receiver ACKing every segment. A
-/// SYN (60 B) and the SYN/ACK's return take its serialisation + one RTT; then round i sends
+/// RTT `rtt`: the TCP model's slow start without loss, its receiver ACKing every segment. The
+/// SYN (60 B) and the SYN/ACK's return take its serialisation + one RTT; the handshake's last
+/// ACK (52 B, the model sends it on its own) is serialised before the data; then round i sends
 /// w_i = iw·2^i segments and the next round starts when its first ACK returns (one segment's
 /// serialisation + one RTT later); once a round's window covers what is left, or its
 /// serialisation covers an RTT (the link never idles again), the rest leaves back to back and
@@ -262,7 +263,7 @@ pub fn ideal_fct_s(bytes: u64, mss: u32, rate_bps: f64, rtt: Nanos, iw: u32) -> 
     let tx = (mss as f64 + hdr) * 8.0 / rate_bps;
     let last = (bytes - (n - 1) * mss as u64) as f64;
     let tx_last = (last + hdr) * 8.0 / rate_bps;
-    let mut t = SYN_BYTES as f64 * 8.0 / rate_bps + r;
+    let mut t = (SYN_BYTES as f64 + hdr) * 8.0 / rate_bps + r;
     let mut rem = n;
     let mut w = iw.max(1) as u64;
     loop {

@@ -85,3 +85,6 @@ pub enum Controller {
     /// A fixed encoder rate (CBR video), bits/s.
     Fixed(u64),
 }
+
+#[cfg(test)]
+mod tests;
