@@ -160,6 +160,12 @@ pub fn flow_config(o: &ClientOpts, mss: u32) -> Result<FlowConfig, FlowError> {
         rx_frames: None,
         // This TCP runs in user space and paces itself; no EDT qdisc sits below it.
         qdisc: Some(l4s_sim::scenario::FlowQdisc::None),
+        fps: None,
+        frame_budget: None,
+        deadline: None,
+        init_rate: None,
+        min_rate: None,
+        max_rate: None,
     };
     if !CCS.contains(&fl.cc.as_str()) {
         return Err(FlowError::Usage {
