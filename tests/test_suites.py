@@ -462,3 +462,34 @@ def test_ci_is_cut_to_the_metric_domain():
     assert r["harm_lo"] == 0.0 and r["harm_hi"] <= 1.0
     bands = band_stats([pd.Series([v], index=[0.0]) for v in x])
     assert bands["lo"].iloc[0] == 0.0 and bands["hi"].iloc[0] == pytest.approx(2.0 + half)
+
+
+@pytest.fixture(scope="module")
+def inter(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _quick_suite(tmp_path_factory, "inter", "interactive")
+
+
+def test_interactive_tables_are_means_of_their_runs(inter: Path) -> None:
+    from l4slab.suites.interactive import aqm_label
+
+    assert aqm_label("{kind=fifo, limit=333}") == "fifo 333"
+    assert aqm_label({"kind": "dualpi2"}) == "dualpi2"
+    res = pd.read_csv(inter / "tables" / "results.csv")
+    idx = pd.read_parquet(inter / "parts" / "web_50mbit" / "sweep.parquet")
+    sel = idx[(idx["flows.0.cc"] == "rt-prague") & (idx["aqm"] == "{kind=dualpi2}")]
+    sums = _summaries(inter, "web_50mbit", list(sel["run_dir"]))
+    row = res[(res["link"] == "50mbit") & (res["traffic"] == "50 % web")
+              & (res["aqm_q"] == "dualpi2") & (res["video"].str.startswith("L4S"))].iloc[0]
+    fr = [s["flows"][0]["frames"] for s in sums]
+    assert row["video_lat_p99_ms"] == pytest.approx(np.mean([f["latency_ms"]["p99"] for f in fr]))
+    assert row["video_mbps"] == pytest.approx(np.mean([f["bitrate_mbps"] for f in fr]))
+    assert row["fct_slowdown_p99"] == pytest.approx(
+        np.mean([s["workloads"][0]["slowdown"]["p99"] for s in sums]))
+    assert row["rpm_L4S"] == pytest.approx(np.mean([s["rpm"]["L4S"] for s in sums]))
+    # The per-run tables behind the figures are in the run directories.
+    rd = inter / "parts" / "web_50mbit" / sel["run_dir"].iloc[0]
+    frames = pd.read_parquet(rd / "frames.parquet")
+    fct = pd.read_parquet(rd / "fct.parquet")
+    assert len(frames) > 0 and (fct["slowdown"].dropna() >= 1.0).all()
+    assert (inter / "figures" / "slowdown_50mbit.png").exists()
+    assert (inter / "figures" / "frame_cdf_50mbit_L4S.png").exists()

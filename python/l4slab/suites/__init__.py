@@ -14,6 +14,7 @@ _MODULES = {
     "robustness": "robustness",
     "coexistence": "coexistence",
     "cellular": "cellular",
+    "interactive": "interactive",
 }
 NAMES = list(_MODULES)
 
