@@ -57,7 +57,19 @@ def extract(run_dir: Path, scenario: dict[str, Any]) -> dict[str, float]:
             "rpm_L4S": f(rpm.get("L4S")), "rpm_Classic": f(rpm.get("Classic"))}
 
 
-def _label(runs: pd.DataFrame) -> pd.DataFrame:
+def _trace_of(data: SuiteData, row: Any) -> str:
+    """The trace a cellular run replayed ("TMobile", "Verizon", "ATT"), from its scenario."""
+    import tomllib
+
+    try:
+        sc = tomllib.loads((data.run_dir(row) / "scenario.toml").read_text())
+    except (OSError, ValueError):
+        return "cellular"
+    t = sc.get("link", {}).get("trace")
+    return Path(str(t)).name.split("-")[0] if t else "cellular"
+
+
+def _label(runs: pd.DataFrame, data: SuiteData | None = None) -> pd.DataFrame:
     r = runs.copy()
     r["aqm_q"] = r["aqm"].map(aqm_label) if "aqm" in r else "?"
     r["video"] = r["flows.0.cc"].map(lambda c: VIDEO.get(str(c), str(c)))
@@ -67,9 +79,9 @@ def _label(runs: pd.DataFrame) -> pd.DataFrame:
                                                        if pd.notna(n) else ""), "50 % web")
     else:
         r["traffic"] = np.where(r["background"] == "bulk", "1 CUBIC", "50 % web")
-    if "link.trace" in r:
-        r["link"] = [Path(str(t)).name.split("-")[0] if isinstance(t, str) and t else lk
-                     for t, lk in zip(r["link.trace"], r["link"], strict=True)]
+    if data is not None:
+        r["link"] = [_trace_of(data, row) if row["link"] == "cellular" else row["link"]
+                     for _, row in r.iterrows()]
     return r
 
 
@@ -82,7 +94,7 @@ METRICS = {"video_lat_p99_ms": "video_lat_p99_ms", "video_miss_pct": "video_miss
 def analyse(data: SuiteData) -> Analysis:
     """The headline table per (link, traffic, AQM, video); frame-latency CDFs per AQM (runs
     pooled) and the slowdown-vs-size figure of the web runs."""
-    runs = _label(data.runs)
+    runs = _label(data.runs, data)
     keys = ["link", "traffic", "aqm_q", "video"]
     res = aggregate(runs, keys, METRICS)
     tables = [Table("results", "Video frame latency p99 [ms], deadline misses [%], video and "
