@@ -114,8 +114,6 @@ pub struct AppInputs<'a> {
     pub done_at: &'a [Option<Nanos>],
     /// Flows of `[[flows]]` come first; then these, in order.
     pub extras: &'a [ExtraKind],
-    /// "L4S" | "Classic" per flow id.
-    pub class: &'a [String],
 }
 
 /// Build the tables and add their blocks to `summary` (a summary.json document whose `flows`

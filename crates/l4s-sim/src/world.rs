@@ -752,7 +752,6 @@ impl World {
                 start: &self.labels.start,
                 done_at: &done_at,
                 extras: &self.labels.extras,
-                class: &self.labels.class,
             },
             &mut res,
         );

@@ -72,7 +72,7 @@ impl ProbeClient {
 
     fn next_at(&self) -> Option<Nanos> {
         let t = self.cfg.start + Nanos(self.cfg.interval.0 * self.next);
-        (!self.cfg.stop.is_some_and(|s| t >= s)).then_some(t)
+        self.cfg.stop.is_none_or(|s| t < s).then_some(t)
     }
 }
 
