@@ -61,3 +61,19 @@ def test_bad_application_keys_are_one_clear_error() -> None:
     bad = {**SCENARIO, "flows": [{"cc": "rt-prague", "rtt": "20ms", "fps": 300}]}
     with pytest.raises(l4slab.ScenarioError, match=r"flows\[0\]\.fps.*\[1, 255\]"):
         l4slab.run(bad)
+
+
+def test_a_cdf_file_is_read_relative_to_the_scenario_and_kept_in_the_run_dir(
+        tmp_path: Path) -> None:
+    (tmp_path / "sizes.cdf").write_text("# bytes probability\n1000 0\n1000 0.5\n5000 1\n")
+    sc = {k: v for k, v in SCENARIO.items() if k != "workloads"}
+    sc["workloads"] = [{"rate": 20.0, "sizes": "sizes.cdf", "rtt": "20ms"}]
+    from l4slab.scenario import dumps_toml
+
+    (tmp_path / "s.toml").write_text(dumps_toml(sc))
+    run = l4slab.run(tmp_path / "s.toml", tmp_path / "r", figures=False, report=False)
+    sizes = run.app["fct"]["size_bytes"]
+    assert sizes.between(1000, 5000).all() and (sizes == 1000).mean() > 0.3
+    # The run directory's scenario.toml still finds the file.
+    again = l4slab.run(tmp_path / "r" / "scenario.toml", figures=False, report=False)
+    assert again.app["fct"]["size_bytes"].equals(sizes)
