@@ -52,6 +52,7 @@ bench: develop
 	$(VENV)/bin/pytest tests/bench -o addopts="" --benchmark-only -s -q -p no:cacheprovider
 	$(PY) crates/l4s-emu/benches/emu_bench.py
 	$(MAKE) bench-scale
+	cargo run --release -q -p l4s-sim --example bench_workload
 	$(PY) tests/bench/front_memory.py
 
 # Scale table for BENCHMARKS.md: ns per bottleneck packet and peak RSS, 1..10 000 flows and

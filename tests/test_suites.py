@@ -528,3 +528,32 @@ def test_declared_table_shapes_are_the_tables_written(bdp: Path, pvc: Path, coex
         for shape in get_suite(name).tables:
             cols = list(pd.read_csv(out / "tables" / f"{shape.name}.csv", nrows=1).columns)
             assert set(shape.keys) | set(shape.values) <= set(cols), (name, shape.name, cols)
+@pytest.fixture(scope="module")
+def inter(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _quick_suite(tmp_path_factory, "inter", "interactive")
+
+
+def test_interactive_tables_are_means_of_their_runs(inter: Path) -> None:
+    from l4slab.suites.interactive import aqm_label
+
+    assert aqm_label("{kind=fifo, limit=333}") == "fifo 333"
+    assert aqm_label({"kind": "dualpi2"}) == "dualpi2"
+    res = pd.read_csv(inter / "tables" / "results.csv")
+    idx = pd.read_parquet(inter / "parts" / "web_50mbit" / "sweep.parquet")
+    sel = idx[(idx["flows.0.cc"] == "rt-prague") & (idx["aqm"] == "{kind=dualpi2}")]
+    sums = _summaries(inter, "web_50mbit", list(sel["run_dir"]))
+    row = res[(res["link"] == "50mbit") & (res["traffic"] == "50 % web")
+              & (res["aqm_q"] == "dualpi2") & (res["video"].str.startswith("L4S"))].iloc[0]
+    fr = [s["flows"][0]["frames"] for s in sums]
+    assert row["video_lat_p99_ms"] == pytest.approx(np.mean([f["latency_ms"]["p99"] for f in fr]))
+    assert row["video_mbps"] == pytest.approx(np.mean([f["bitrate_mbps"] for f in fr]))
+    assert row["fct_slowdown_p99"] == pytest.approx(
+        np.mean([s["workloads"][0]["slowdown"]["p99"] for s in sums]))
+    assert row["rpm_L4S"] == pytest.approx(np.mean([s["rpm"]["L4S"] for s in sums]))
+    # The per-run tables behind the figures are in the run directories.
+    rd = inter / "parts" / "web_50mbit" / sel["run_dir"].iloc[0]
+    frames = pd.read_parquet(rd / "frames.parquet")
+    fct = pd.read_parquet(rd / "fct.parquet")
+    assert len(frames) > 0 and (fct["slowdown"].dropna() >= 1.0).all()
+    assert (inter / "figures" / "slowdown_50mbit.png").exists()
+    assert (inter / "figures" / "frame_cdf_50mbit_L4S.png").exists()

@@ -340,8 +340,10 @@ RUN_FIGURES = {
 
 def run_figures(run: Any) -> dict[str, Figure]:
     """Every run figure that has data, by name."""
+    from l4slab.interactive import APP_FIGURES
+
     out = {}
-    for name, make in RUN_FIGURES.items():
+    for name, make in {**RUN_FIGURES, **APP_FIGURES}.items():
         fig = make(run)
         if fig is not None:
             out[name] = fig

@@ -19,6 +19,7 @@ import pandas as pd
 from pyarrow import ArrowException
 
 from l4slab.columnar import Categorical, Column, ColumnTable, UnreadableFileError
+from l4slab.interactive import APP_TABLES, app_tables, load_app_tables, write_app_tables
 from l4slab.scenario import dumps_toml
 
 T = TypeVar("T")
@@ -55,6 +56,8 @@ class RunData:
         self.events = events
         self.flows = flows  # type: ignore[assignment]
         self.packets = packets  # type: ignore[assignment]
+        #: frames / fct / probes tables of interactive traffic (`l4slab.interactive`).
+        self.app: dict[str, pd.DataFrame] = {}
 
     @property
     def flows(self) -> pd.DataFrame:
@@ -183,8 +186,10 @@ def from_core(raw: dict[str, Any], scenario: dict[str, Any] | None = None) -> Ru
             "verdict": _category_codes(p["verdict"], VERDICTS, "verdict")})
 
     summary = json.loads(raw["summary_json"])
-    return RunData(samples=samples, flows=flows, summary=summary, scenario=scenario or {},
-                   packets=packets, events=raw.get("events"))
+    run = RunData(samples=samples, flows=flows, summary=summary, scenario=scenario or {},
+                  packets=packets, events=raw.get("events"))
+    run.app = app_tables(raw)
+    return run
 
 
 def _atomic_write(path: Path, text: str) -> None:
@@ -204,13 +209,15 @@ class OutputDirError(ValueError):
 
 #: Files a run directory holds (besides figures, *.png / *.svg named after `plots`).
 RUN_DIR_FILES = ("summary.json", "samples.parquet", "flows.parquet", "packets.parquet",
-                 "scenario.toml", "report.html", "error.txt", "params.json")
+                 "scenario.toml", "report.html", "error.txt", "params.json",
+                 *(f"{n}.parquet" for n in APP_TABLES))
 
 
 def _figure_names() -> set[str]:
+    from l4slab.interactive import APP_FIGURES
     from l4slab.plots import FORMATS, RUN_FIGURES
 
-    return {f"{n}.{ext}" for n in RUN_FIGURES for ext in FORMATS}
+    return {f"{n}.{ext}" for n in (*RUN_FIGURES, *APP_FIGURES) for ext in FORMATS}
 
 
 def _same_run(out: Path, scenario: dict[str, Any]) -> bool:
@@ -273,6 +280,7 @@ def write_run_dir(run: RunData, out_dir: str | Path, figures: bool = True,
         run.packets.to_parquet(out / "packets.parquet", index=False)
     else:
         (out / "packets.parquet").unlink(missing_ok=True)
+    write_app_tables(run.app, out)
     _atomic_write(out / "scenario.toml",
                   dumps_toml(run.scenario, header="effective scenario of this run "
                              "(file + overrides), written by l4slab"))
@@ -327,8 +335,10 @@ def load_run(run_dir: str | Path) -> RunData:
     scenario: dict[str, Any] = {}
     if (d / "scenario.toml").exists():
         scenario = _readable(d / "scenario.toml", lambda p: tomllib.loads(p.read_text()))
-    return RunData(samples=samples, flows=flows, summary=summary, scenario=scenario,
-                   packets=packets, path=d)
+    run = RunData(samples=samples, flows=flows, summary=summary, scenario=scenario,
+                  packets=packets, path=d)
+    run.app = load_app_tables(d)
+    return run
 
 
 def load(path: str | Path) -> Any:

@@ -36,6 +36,12 @@ def effective_scenario(source: ScenarioSource,
             p = Path(t[key])
             if not p.is_absolute() and (source.base_dir / p).exists():
                 t[key] = str((source.base_dir / p).resolve())
+    # [[workloads]] sizes = a CDF file (the named distributions are not files).
+    for w in data.get("workloads") or []:
+        if isinstance(w, dict) and isinstance(w.get("sizes"), str):
+            p = Path(w["sizes"])
+            if not p.is_absolute() and (source.base_dir / p).is_file():
+                w["sizes"] = str((source.base_dir / p).resolve())
     return data
 
 

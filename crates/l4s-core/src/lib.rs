@@ -35,6 +35,7 @@
 //! | [`tcp::fq_pacing`] | fq qdisc under the sender: EDT holding queue and TCP Small Queues | Linux `tcp_small_queue_check`, `tcp_write_xmit`, `sch_fq.c` `fq_dequeue` |
 //! | [`link`] | bottleneck rate ([`link::ConstantRate`], [`link::MahimahiTrace`], [`link::Txop1ms`]), loss ([`link::RandomLoss`], [`link::GilbertElliott`]), [`link::Jitter`], rate steps | Mahimahi `link_queue.cc`; netem `loss gemodel` |
 //! | [`cbr`] | constant-bit-rate UDP source and sink | iperf3 UDP mode (no RFC) |
+//! | [`rt`] | real-time media sender/receiver (frames at fps, per-frame latency), RT-Prague, GCC's loss-based controller, latency probes | L4STeam udp_prague `prague_cc.cpp`; draft-ietf-rmcat-gcc-02 §6 |
 //! | [`packet`] | [`Packet`], [`Ecn`], the TCP header fields the models use | RFC 3168 §5, RFC 9331 (ECT(1)), RFC 9293 §3.1 |
 //! | [`time`] | [`Nanos`], [`Rate`], duration and rate parsing | tc(8) units |
 //! | [`rng`] | the seeded [`Rng`] streams | xoshiro256++, SplitMix64 |
@@ -57,6 +58,7 @@ pub mod error;
 pub mod link;
 pub mod packet;
 pub mod rng;
+pub mod rt;
 pub mod tcp;
 pub mod time;
 pub mod wifi;
@@ -109,5 +111,10 @@ pub trait Endpoint: Send {
     /// A sized transfer has been fully delivered and acknowledged (never for bulk flows).
     fn is_done(&self) -> bool {
         false
+    }
+    /// Application records kept since the last call (frames sent or completed, probe round
+    /// trips); [`rt::AppLog::None`] for endpoints without any.
+    fn take_app_log(&mut self) -> rt::AppLog {
+        rt::AppLog::None
     }
 }

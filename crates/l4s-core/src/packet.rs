@@ -194,6 +194,8 @@ pub enum Transport {
         /// Datagram number within its flow.
         seq: u64,
     },
+    /// A real-time media packet or its feedback (`crate::rt`).
+    Rt(crate::rt::RtHeader),
 }
 
 // The simulator copies packets through delay lines, queues and endpoints: keep them under two

@@ -206,6 +206,12 @@ pub fn flow_config(o: &ClientOpts, mss: u32) -> Result<FlowConfig, FlowError> {
         stack: None,
         command: None,
         server_command: None,
+        fps: None,
+        frame_budget: None,
+        deadline: None,
+        init_rate: None,
+        min_rate: None,
+        max_rate: None,
     };
     if !CCS.contains(&fl.cc.as_str()) {
         return Err(FlowError::Usage {

@@ -62,6 +62,53 @@ fn packet_table(py: Python<'_>, c: PacketColumns) -> PyResult<Bound<'_, PyDict>>
     Ok(d)
 }
 
+/// The application tables (frames, transfers, probes) as dicts of columns, None when absent.
+fn app_tables(
+    py: Python<'_>,
+    a: l4s_sim::app_results::AppTables,
+    d: &Bound<'_, PyDict>,
+) -> PyResult<()> {
+    match a.frames {
+        Some(c) => {
+            let t = PyDict::new(py);
+            t.set_item("flow", column(py, c.flow))?;
+            t.set_item("frame", column(py, c.frame))?;
+            t.set_item("capture_s", column(py, c.capture_s))?;
+            t.set_item("bytes", column(py, c.bytes))?;
+            t.set_item("latency_ms", column(py, c.latency_ms))?;
+            t.set_item("late", column(py, c.late))?;
+            d.set_item("frames", t)?;
+        }
+        None => d.set_item("frames", py.None())?,
+    }
+    match a.fct {
+        Some(c) => {
+            let t = PyDict::new(py);
+            t.set_item("flow", column(py, c.flow))?;
+            t.set_item("workload", column(py, c.workload))?;
+            t.set_item("size_bytes", column(py, c.size_bytes))?;
+            t.set_item("start_s", column(py, c.start_s))?;
+            t.set_item("fct_s", column(py, c.fct_s))?;
+            t.set_item("ideal_s", column(py, c.ideal_s))?;
+            t.set_item("slowdown", column(py, c.slowdown))?;
+            d.set_item("fct", t)?;
+        }
+        None => d.set_item("fct", py.None())?,
+    }
+    match a.probes {
+        Some(c) => {
+            let t = PyDict::new(py);
+            t.set_item("probe", column(py, c.probe))?;
+            t.set_item("flow", column(py, c.flow))?;
+            t.set_item("t_s", column(py, c.t_s))?;
+            t.set_item("rtt_ms", column(py, c.rtt_ms))?;
+            d.set_item("probes", t)?;
+        }
+        None => d.set_item("probes", py.None())?,
+    }
+    Ok(())
+}
+
 /// The dict `l4slab.results` turns into tables; the results are consumed so every column
 /// moves into Python instead of being copied while the simulator's copy is still alive.
 fn results_dict(py: Python<'_>, r: RunResults) -> PyResult<Bound<'_, PyDict>> {
@@ -94,6 +141,7 @@ fn results_dict(py: Python<'_>, r: RunResults) -> PyResult<Bound<'_, PyDict>> {
     }
     d.set_item("totals", totals)?;
     d.set_item("flow_min_owd_ms", &r.flow_min_owd_ms)?;
+    app_tables(py, r.app, &d)?;
     Ok(d)
 }
 

@@ -17,7 +17,7 @@ use l4s_core::tcp::{TcpConfig, TcpReceiver, TcpSender};
 use l4s_core::{Ecn, Endpoint, FlowStats, Nanos, Packet, Rng};
 
 /// Allowed `cc` values.
-pub const CC_NAMES: &str = "prague, dctcp, reno, cubic, bbr1, bbr3, cbr";
+pub const CC_NAMES: &str = "prague, dctcp, reno, cubic, bbr1, bbr3, cbr, rt-prague, rt-gcc, rt-cbr";
 const TCP_CCS: [&str; 6] = ["prague", "dctcp", "reno", "cubic", "bbr1", "bbr3"];
 
 /// A flow's sender, stored inline when it is TCP. With thousands of flows the simulator's
@@ -65,6 +65,9 @@ macro_rules! forward_endpoint {
             fn is_done(&self) -> bool {
                 match self { $(Self::$v(e) => e.is_done()),+ }
             }
+            fn take_app_log(&mut self) -> l4s_core::rt::AppLog {
+                match self { $(Self::$v(e) => e.take_app_log()),+ }
+            }
         }
     };
 }
@@ -103,6 +106,27 @@ pub fn validate_flow(i: usize, fl: &FlowConfig) -> Result<(), SimError> {
             return Err(SimError::field(
                 p("stop"),
                 format!("\"{stop}\" is not after start \"{}\"", fl.start),
+            ));
+        }
+    }
+    if crate::rt_flows::is_rt(fl) {
+        return crate::rt_flows::validate_rt(i, fl);
+    }
+    for (name, set) in [
+        ("fps", fl.fps.is_some()),
+        ("frame_budget", fl.frame_budget.is_some()),
+        ("deadline", fl.deadline.is_some()),
+        ("init_rate", fl.init_rate.is_some()),
+        ("min_rate", fl.min_rate.is_some()),
+        ("max_rate", fl.max_rate.is_some()),
+    ] {
+        if set {
+            return Err(SimError::field(
+                p(name),
+                format!(
+                    "applies to real-time flows only (cc = \"rt-prague\", \"rt-gcc\", \"rt-cbr\"), not to \"{}\"",
+                    fl.cc
+                ),
             ));
         }
     }
@@ -264,7 +288,7 @@ fn gro_config(fl: &FlowConfig) -> Option<GroConfig> {
 /// resolved (Prague's qdisc is fq unless set), so a run says which host model produced it.
 /// Null for cbr sources, which have no TCP host.
 pub fn host_summary(fl: &FlowConfig) -> serde_json::Value {
-    if is_cbr(fl) {
+    if is_cbr(fl) || crate::rt_flows::is_rt(fl) {
         return serde_json::Value::Null;
     }
     let qdisc = match host_qdisc(fl) {
@@ -325,6 +349,9 @@ fn cbr_config(fl: &FlowConfig, rate: l4s_core::Rate) -> CbrConfig {
 
 /// Build flow `id` (global index) from its (validated) config entry `i`.
 pub fn build_flow(i: usize, id: u32, fl: &FlowConfig, seed: u64) -> Result<FlowEnds, SimError> {
+    if crate::rt_flows::is_rt(fl) {
+        return crate::rt_flows::build_rt(i, id, fl);
+    }
     if is_cbr(fl) {
         let rate = fl.rate.ok_or_else(|| {
             SimError::field(

@@ -19,6 +19,7 @@
 // Every public item says what it is in one line (clippy -D warnings makes this an error in CI).
 #![warn(missing_docs)]
 
+pub mod app_results;
 pub mod aqm_config;
 pub mod engine;
 pub mod error;
@@ -27,9 +28,11 @@ pub mod histogram;
 pub mod output;
 pub mod recorder;
 pub mod results;
+pub mod rt_flows;
 pub mod scenario;
 pub mod stack;
 pub mod wifi_config;
+pub mod workloads;
 pub mod world;
 
 pub use aqm_config::AqmConfig;

@@ -354,6 +354,7 @@ impl Recorder {
                 .iter()
                 .map(|c| c.min_owd.map_or(f64::NAN, |t| t.as_ms_f64()))
                 .collect(),
+            app: Default::default(),
         }
     }
 

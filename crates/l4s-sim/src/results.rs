@@ -86,6 +86,8 @@ pub struct RunResults {
     pub totals: Totals,
     /// Smallest sender→receiver one-way delay each flow saw, ms (NaN if nothing arrived).
     pub flow_min_owd_ms: Vec<f64>,
+    /// Frames, transfer completion times and probe round trips (`app_results`).
+    pub app: crate::app_results::AppTables,
 }
 
 /// Packet accounting on the bottleneck (forward) path at the end of a run. Conservation:

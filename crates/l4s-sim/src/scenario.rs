@@ -179,6 +179,18 @@ pub struct FlowConfig {
     pub command: Option<String>,
     /// stack = "command": server program template (optional).
     pub server_command: Option<String>,
+    /// rt-*: frames per second (default 60).
+    pub fps: Option<u32>,
+    /// rt-*: time a frame is paced over (default 1/fps).
+    pub frame_budget: Option<Nanos>,
+    /// rt-*: a frame later than this after capture is a deadline miss (default 100 ms).
+    pub deadline: Option<Nanos>,
+    /// rt-prague / rt-gcc: starting rate (default 1 Mb/s, within min and max).
+    pub init_rate: Option<Rate>,
+    /// rt-prague / rt-gcc: lowest rate (default 100 kb/s, udp_prague's PRAGUE_MINRATE).
+    pub min_rate: Option<Rate>,
+    /// rt-prague / rt-gcc: highest rate (default 1 Gb/s).
+    pub max_rate: Option<Rate>,
 }
 
 fn one_u64() -> u64 {
@@ -209,9 +221,14 @@ struct ScenarioDoc {
     link: LinkConfig,
     ack_link: Option<AckLinkConfig>,
     aqm: Option<Value>,
+    #[serde(default)]
     flows: Vec<FlowConfig>,
     #[serde(default)]
     output: OutputConfig,
+    #[serde(default)]
+    workloads: Vec<crate::workloads::WorkloadConfig>,
+    #[serde(default)]
+    probes: Vec<crate::workloads::ProbeSpec>,
 }
 
 /// A parsed scenario. Build with [`Scenario::from_toml_str`] / [`Scenario::from_json_str`] /
@@ -236,6 +253,10 @@ pub struct Scenario {
     pub flows: Vec<FlowConfig>,
     /// What to record besides the series.
     pub output: OutputConfig,
+    /// `[[workloads]]`: Poisson arrivals of sized TCP transfers (`workloads`).
+    pub workloads: Vec<crate::workloads::WorkloadConfig>,
+    /// `[[probes]]`: request/response latency probes (`workloads`).
+    pub probes: Vec<crate::workloads::ProbeSpec>,
     /// The document as given, echoed into summary.json.
     pub raw: Value,
     /// Directory relative trace paths resolve against (the scenario file's directory).
@@ -348,6 +369,8 @@ impl Scenario {
             aqm,
             flows: doc.flows,
             output: doc.output,
+            workloads: doc.workloads,
+            probes: doc.probes,
             raw: v,
             base_dir: None,
         };
@@ -442,10 +465,10 @@ impl Scenario {
                 return Err(SimError::field("ack_link.limit", "0 must be ≥ 1 (packets)"));
             }
         }
-        if self.flows.is_empty() {
+        if self.flows.is_empty() && self.workloads.is_empty() && self.probes.is_empty() {
             return Err(SimError::field(
                 "flows",
-                "empty; expected at least one [[flows]] table",
+                "empty; expected at least one [[flows]], [[workloads]] or [[probes]] table",
             ));
         }
         if self.n_flows() > MAX_FLOWS {
@@ -468,6 +491,7 @@ impl Scenario {
                 ));
             }
         }
+        crate::workloads::validate(self)?;
         Ok(())
     }
 

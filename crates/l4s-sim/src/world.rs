@@ -171,10 +171,14 @@ struct FlowLabels {
     base_rtt_ms: Vec<f64>,
     start: Vec<Nanos>,
     host: Vec<serde_json::Value>,
+    /// Frame deadline of real-time flows (`app_results`).
+    deadline: Vec<Option<Nanos>>,
+    /// The flows after the `[[flows]]` ones: workload transfers and probes.
+    extras: Vec<crate::workloads::ExtraKind>,
 }
 
 /// Every instance (`count` of each `[[flows]]` entry) in order, with its labels.
-fn build_flows(s: &Scenario) -> Result<(Vec<Flow>, FlowLabels), SimError> {
+fn build_flows(s: &Scenario, link: &dyn LinkModel) -> Result<(Vec<Flow>, FlowLabels), SimError> {
     let mut flows = Vec::new();
     let mut labels = FlowLabels::default();
     for (i, fc) in s.flows.iter().enumerate() {
@@ -187,8 +191,32 @@ fn build_flows(s: &Scenario) -> Result<(Vec<Flow>, FlowLabels), SimError> {
                 .push(if ends.l4s { "L4S" } else { "Classic" }.to_string());
             labels.base_rtt_ms.push(fc.rtt.as_ms_f64());
             labels.host.push(crate::flows::host_summary(fc));
+            labels.deadline.push(
+                crate::rt_flows::is_rt(fc)
+                    .then(|| fc.deadline.unwrap_or(crate::rt_flows::DEFAULT_DEADLINE)),
+            );
             flows.push(Flow::new(ends, fc));
         }
+    }
+    // Workload transfers and probes follow, built like `[[flows]]` entries.
+    for (fc, kind) in crate::workloads::expand(s, link)? {
+        let id = flows.len() as u32;
+        let ends = match &kind {
+            crate::workloads::ExtraKind::Probe { probe } => {
+                crate::workloads::build_probe(s, *probe, id)?
+            }
+            crate::workloads::ExtraKind::Transfer { .. } => build_flow(0, id, &fc, s.seed)?,
+        };
+        labels.start.push(fc.start);
+        labels.cc.push(fc.cc.clone());
+        labels
+            .class
+            .push(if ends.l4s { "L4S" } else { "Classic" }.to_string());
+        labels.base_rtt_ms.push(fc.rtt.as_ms_f64());
+        labels.host.push(serde_json::Value::Null);
+        labels.deadline.push(None);
+        labels.extras.push(kind);
+        flows.push(Flow::new(ends, &fc));
     }
     Ok((flows, labels))
 }
@@ -260,7 +288,7 @@ impl World {
     pub fn new(s: &Scenario) -> Result<Self, SimError> {
         s.validate()?;
         let net = Net::new(s)?;
-        let (flows, labels) = build_flows(s)?;
+        let (flows, labels) = build_flows(s, net.link.as_ref())?;
         let mut q0 = Vec::new();
         net.aqm.sample(Nanos::ZERO, &mut q0);
         let rec = Recorder::new(s.warmup, q0, flows.len(), s.output.packets);
@@ -444,7 +472,9 @@ impl World {
         // This is sample k - 1 (at (k - 1)·period): it carries per-flow rows when k - 1 is a
         // multiple of flow_every, i.e. at multiples of the flow sample interval.
         if (k - 1).is_multiple_of(self.flow_every) {
-            for (i, fl) in self.flows.iter().enumerate() {
+            // Workload transfers and probes (after the `[[flows]]` ones) get no rows.
+            let n_main = self.flows.len() - self.labels.extras.len();
+            for (i, fl) in self.flows.iter().enumerate().take(n_main) {
                 self.rec
                     .sample_flow(t, i, &fl.sender.stats(), &fl.receiver.stats());
             }
@@ -734,7 +764,13 @@ impl World {
             aqm_params: &aqm_params,
         };
         let wifi = self.wifi_summary((s.duration - s.warmup).as_secs_f64());
-        let mut r = self.rec.finish(
+        let done_at: Vec<Option<Nanos>> = self.rec.counters.iter().map(|c| c.done_at).collect();
+        let logs = self
+            .flows
+            .iter_mut()
+            .map(|f| (f.sender.take_app_log(), f.receiver.take_app_log()))
+            .collect();
+        let mut res = self.rec.finish(
             ctx,
             self.net.aqm.as_ref(),
             &self.stats_buf,
@@ -743,9 +779,21 @@ impl World {
             self.events,
         );
         if let Some(block) = wifi {
-            crate::wifi_config::add_to_summary(&mut r.summary_json, block);
+            crate::wifi_config::add_to_summary(&mut res.summary_json, block);
         }
-        Ok(r)
+        crate::app_results::finish(
+            s,
+            self.net.link.as_ref(),
+            crate::app_results::AppInputs {
+                logs,
+                deadline: &self.labels.deadline,
+                start: &self.labels.start,
+                done_at: &done_at,
+                extras: &self.labels.extras,
+            },
+            &mut res,
+        );
+        Ok(res)
     }
 }
 

@@ -15,6 +15,7 @@ _MODULES = {
     "coexistence": "coexistence",
     "cellular": "cellular",
     "wifi": "wifi",
+    "interactive": "interactive",
 }
 NAMES = list(_MODULES)
 

@@ -55,7 +55,7 @@ def emulator_entry_point() -> Path | None:
 def suite_cmd(name: str, quick: bool, out_dir: Path | None, jobs: int | None,
               dask_address: str | None, reference: Path | None, emulate: bool) -> None:
     """Run the study suite NAME (bdp-regimes, prague-vs-cubic, robustness, coexistence,
-    cellular) and write tables, figures, report.html and report.md."""
+    cellular, interactive) and write tables, figures, report.html and report.md."""
     from rich.console import Console
     from rich.markup import escape
 

@@ -1,0 +1,90 @@
+//! Real-time (interactive) traffic: a frame-based media sender and receiver, their rate
+//! controllers, and a request/response latency probe; L4STeam udp_prague's frame mode.
+//!
+//! A video source captures a frame every 1/fps; its size follows the rate controller (the
+//! encoder follows the CC); the frame leaves as a paced burst within `frame_budget`; the
+//! receiver echoes cumulative counters per packet (udp_prague's per-packet ACK) and records
+//! when each frame is complete. Controllers: [`prague::RtPrague`] (L4S), [`gcc::GccLoss`]
+//! (Classic, loss-based) and a fixed rate (CBR video).
+
+pub mod gcc;
+pub mod prague;
+pub mod probe;
+pub mod receiver;
+pub mod sender;
+
+use crate::time::Nanos;
+
+/// What a real-time packet carries above UDP: data fields for media packets, the echoed
+/// counters for feedback (udp_prague `framemessage_t` / `ackmessage_t`).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct RtHeader {
+    /// Data packet number, from 1.
+    pub seq: u64,
+    /// Frame number (from 0) of a media packet.
+    pub frame: u64,
+    /// Total bytes of that frame.
+    pub frame_bytes: u32,
+    /// When the frame was captured (its latency runs from here).
+    pub capture_at: Nanos,
+    /// Feedback: a feedback packet (else data).
+    pub feedback: bool,
+    /// Feedback: cumulative data packets received.
+    pub received: u64,
+    /// Feedback: cumulative CE-marked packets.
+    pub ce: u64,
+    /// Feedback: cumulative packets counted lost.
+    pub lost: u64,
+    /// Feedback: the acknowledged data packet's send time, echoed (for the RTT).
+    pub echo: Nanos,
+}
+
+/// A frame as the sender captured it.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct SentFrame {
+    /// Frame number.
+    pub frame: u64,
+    /// Capture time.
+    pub capture_at: Nanos,
+    /// Bytes (0 for a frame skipped because the previous one was still being sent).
+    pub bytes: u64,
+    /// Controller rate when the frame was sized, bits/s.
+    pub rate_bps: f64,
+}
+
+/// A frame the receiver got completely.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct DoneFrame {
+    /// Frame number.
+    pub frame: u64,
+    /// When its last byte arrived.
+    pub done_at: Nanos,
+}
+
+/// Application records an endpoint hands to the driver ([`crate::Endpoint::take_app_log`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum AppLog {
+    /// Nothing.
+    #[default]
+    None,
+    /// The frames a media sender captured.
+    FramesSent(Vec<SentFrame>),
+    /// The frames a media receiver completed.
+    FramesDone(Vec<DoneFrame>),
+    /// A probe's exchanges: (request sent at, round-trip time).
+    ProbeRtts(Vec<(Nanos, Nanos)>),
+}
+
+/// Which rate controller drives a media sender.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum Controller {
+    /// RT-Prague (udp_prague frame mode).
+    Prague,
+    /// GCC's loss-based controller (CE counted as loss when the flow uses ECN).
+    GccLoss,
+    /// A fixed encoder rate (CBR video), bits/s.
+    Fixed(u64),
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,132 @@
+//! Real-time media receiver: counts packets, CE marks and sequence gaps, answers every data
+//! packet with one feedback packet, and records when each frame is complete.
+//! Follows L4STeam udp_prague `PragueCC::DataReceivedSequence` (a gap counts as loss, a late
+//! packet takes one back) and `udp_prague_receiver.cpp` (one ACK per data packet, echoing
+//! the cumulative counters and the packet's timestamp).
+//!
+//! A frame is complete when all its bytes have arrived; there is no retransmission, so a frame
+//! with a lost packet never completes (a deadline miss). Frames more than `KEEP_FRAMES` behind
+//! the newest one seen are forgotten (bounded memory).
+
+use std::collections::BTreeMap;
+
+use crate::packet::{Ecn, Packet, Transport};
+use crate::rt::{AppLog, DoneFrame, RtHeader};
+use crate::time::Nanos;
+use crate::{Endpoint, FlowStats};
+
+/// IP bytes of a feedback packet (udp_prague's ACK message with IP/UDP headers).
+pub const FEEDBACK_BYTES: u32 = 64;
+/// Incomplete frames kept per flow.
+const KEEP_FRAMES: u64 = 1024;
+
+/// The receiving end of a media flow.
+#[derive(Clone, Debug, Default)]
+pub struct RtReceiver {
+    flow: u32,
+    received: u64,
+    ce: u64,
+    lost: u64,
+    delivered_bytes: u64,
+    /// Bytes received per incomplete frame.
+    partial: BTreeMap<u64, u64>,
+    newest_frame: u64,
+    pending: Vec<Packet>,
+    done: Vec<DoneFrame>,
+}
+
+impl RtReceiver {
+    /// A receiver for flow `flow`.
+    pub fn new(flow: u32) -> Self {
+        RtReceiver {
+            flow,
+            ..Default::default()
+        }
+    }
+}
+
+impl Endpoint for RtReceiver {
+    fn handle_packet(&mut self, pkt: Packet, now: Nanos) {
+        let Transport::Rt(h) = pkt.transport else {
+            return;
+        };
+        if h.feedback {
+            return;
+        }
+        self.received += 1;
+        // DataReceivedSequence: packets skipped since the last one are lost; a packet that
+        // arrives late takes one loss back.
+        let expected = self.received + self.lost;
+        if h.seq >= expected {
+            self.lost += h.seq - expected;
+        } else if self.lost > 0 {
+            self.lost -= 1;
+        }
+        if pkt.ecn == Ecn::Ce {
+            self.ce += 1;
+        }
+        self.delivered_bytes += pkt.bytes as u64;
+        let got = self.partial.entry(h.frame).or_insert(0);
+        *got += pkt.bytes as u64;
+        if *got >= h.frame_bytes as u64 {
+            self.partial.remove(&h.frame);
+            self.done.push(DoneFrame {
+                frame: h.frame,
+                done_at: now,
+            });
+        }
+        self.newest_frame = self.newest_frame.max(h.frame);
+        let floor = self.newest_frame.saturating_sub(KEEP_FRAMES);
+        while let Some((&f, _)) = self.partial.first_key_value() {
+            if f >= floor {
+                break;
+            }
+            self.partial.remove(&f);
+        }
+        let mut fb = Packet::new(pkt.id, self.flow, FEEDBACK_BYTES, pkt.ecn);
+        if fb.ecn == Ecn::Ce {
+            fb.ecn = Ecn::Ect1;
+        }
+        fb.transport = Transport::Rt(RtHeader {
+            seq: h.seq,
+            feedback: true,
+            received: self.received,
+            ce: self.ce,
+            lost: self.lost,
+            echo: pkt.sent_at,
+            ..Default::default()
+        });
+        self.pending.push(fb);
+    }
+
+    fn poll_transmit(&mut self, now: Nanos) -> Option<Packet> {
+        if self.pending.is_empty() {
+            return None;
+        }
+        let mut p = self.pending.remove(0);
+        p.sent_at = now;
+        Some(p)
+    }
+
+    fn poll_timeout(&self) -> Option<Nanos> {
+        None
+    }
+
+    fn handle_timeout(&mut self, _now: Nanos) {}
+
+    fn stats(&self) -> FlowStats {
+        FlowStats {
+            delivered_bytes: self.delivered_bytes,
+            ce_acked: self.ce,
+            lost_pkts: self.lost,
+            cwnd_pkts: f64::NAN,
+            ssthresh_pkts: f64::NAN,
+            alpha: f64::NAN,
+            ..Default::default()
+        }
+    }
+
+    fn take_app_log(&mut self) -> AppLog {
+        AppLog::FramesDone(std::mem::take(&mut self.done))
+    }
+}

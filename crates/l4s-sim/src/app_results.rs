@@ -1,0 +1,384 @@
+//! Application-level results: the frame table of real-time flows (frames.parquet), the
+//! completion times of workload transfers (fct.parquet) and probe round trips (probes.parquet),
+//! and their summary.json blocks (`flows[i].frames`, `workloads`, `probes`, `rpm`).
+//!
+//! Frame latency runs from capture to the arrival of the frame's last byte; a frame is a
+//! deadline miss when it was skipped (the previous one was still being sent), never completed
+//! (a packet was lost; there is no retransmission) or completed later than `deadline`. Frames
+//! whose fate is not known at the end (captured less than a deadline before it and not yet
+//! complete) are left out. Summary figures count frames captured after warmup, transfers that
+//! arrived after warmup and probe exchanges sent after warmup. Percentiles interpolate between
+//! closest ranks (numpy's default). Slowdown = FCT / `workloads::ideal_fct_s` for the
+//! transfer's size on the link's mean rate over its workload's [start, stop).
+
+use crate::scenario::Scenario;
+use crate::workloads::{ideal_fct_s, mean_rate_bps, ExtraKind};
+use l4s_core::rt::AppLog;
+use l4s_core::Nanos;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+
+/// frames.parquet: one row per captured frame of every real-time flow.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FrameColumns {
+    /// Flow id.
+    pub flow: Vec<u32>,
+    /// Frame number.
+    pub frame: Vec<u64>,
+    /// Capture time, s.
+    pub capture_s: Vec<f64>,
+    /// Frame size, bytes (0: skipped).
+    pub bytes: Vec<u64>,
+    /// Capture to last byte, ms (NaN: never complete).
+    pub latency_ms: Vec<f64>,
+    /// 1 when skipped, incomplete or later than the deadline.
+    pub late: Vec<u8>,
+}
+
+/// fct.parquet: one row per workload transfer.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FctColumns {
+    /// Flow id.
+    pub flow: Vec<u32>,
+    /// Index into `[[workloads]]`.
+    pub workload: Vec<u32>,
+    /// Payload bytes.
+    pub size_bytes: Vec<u64>,
+    /// Arrival time, s.
+    pub start_s: Vec<f64>,
+    /// Completion time, s (NaN: not complete at the end of the run).
+    pub fct_s: Vec<f64>,
+    /// Completion time alone on the empty link, s.
+    pub ideal_s: Vec<f64>,
+    /// fct_s / ideal_s.
+    pub slowdown: Vec<f64>,
+}
+
+/// probes.parquet: one row per answered probe exchange.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ProbeColumns {
+    /// Index into `[[probes]]`.
+    pub probe: Vec<u32>,
+    /// Flow id.
+    pub flow: Vec<u32>,
+    /// Request time, s.
+    pub t_s: Vec<f64>,
+    /// Round-trip time, ms.
+    pub rtt_ms: Vec<f64>,
+}
+
+/// The application tables of a run (each None when the run has no such traffic).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AppTables {
+    /// Real-time frames.
+    pub frames: Option<FrameColumns>,
+    /// Workload transfers.
+    pub fct: Option<FctColumns>,
+    /// Probe exchanges.
+    pub probes: Option<ProbeColumns>,
+}
+
+/// Percentile with linear interpolation between closest ranks on sorted data (NaN if empty).
+pub fn percentile_f64(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let h = (sorted.len() - 1) as f64 * q;
+    let (lo, hi) = (h.floor() as usize, h.ceil() as usize);
+    sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo])
+}
+
+fn num(x: f64) -> Value {
+    if x.is_finite() {
+        json!(x)
+    } else {
+        Value::Null
+    }
+}
+
+fn sorted(mut v: Vec<f64>) -> Vec<f64> {
+    v.retain(|x| x.is_finite());
+    v.sort_by(|a, b| a.total_cmp(b));
+    v
+}
+
+/// What the engine hands over at the end of a run.
+pub struct AppInputs<'a> {
+    /// Sender and receiver logs per flow id.
+    pub logs: Vec<(AppLog, AppLog)>,
+    /// Frame deadline per flow id (Some for real-time flows).
+    pub deadline: &'a [Option<Nanos>],
+    /// Start time per flow id.
+    pub start: &'a [Nanos],
+    /// Completion instant per flow id (sized transfers).
+    pub done_at: &'a [Option<Nanos>],
+    /// Flows of `[[flows]]` come first; then these, in order.
+    pub extras: &'a [ExtraKind],
+}
+
+/// Build the tables and add their blocks to `summary` (a summary.json document whose `flows`
+/// array still holds every flow: it is cut back to the `[[flows]]` ones here, and Jain's
+/// index recomputed over them).
+pub fn attach(
+    s: &Scenario,
+    link: &dyn l4s_core::link::LinkModel,
+    inp: AppInputs<'_>,
+    summary: &mut Value,
+) -> AppTables {
+    let n_main = inp.logs.len() - inp.extras.len();
+    let warm = s.warmup;
+    let end = s.duration;
+    let window_s = (end - warm).as_secs_f64();
+    let mut tables = AppTables::default();
+    let mut logs = inp.logs;
+
+    // Frames.
+    let mut fr = FrameColumns::default();
+    let mut frame_docs: Vec<(usize, Value)> = Vec::new();
+    for (f, (snd, rcv)) in logs.iter_mut().enumerate().take(n_main) {
+        let Some(deadline) = inp.deadline[f] else {
+            continue;
+        };
+        let AppLog::FramesSent(sent) = std::mem::take(snd) else {
+            continue;
+        };
+        let done: HashMap<u64, Nanos> = match std::mem::take(rcv) {
+            AppLog::FramesDone(d) => d.into_iter().map(|d| (d.frame, d.done_at)).collect(),
+            _ => HashMap::new(),
+        };
+        let (mut n, mut skipped, mut lost, mut late_n, mut ok_n) = (0u64, 0u64, 0u64, 0u64, 0u64);
+        let (mut lat, mut ok_bytes) = (Vec::new(), 0u64);
+        for sf in &sent {
+            let complete = done.get(&sf.frame).copied();
+            if complete.is_none() && sf.bytes > 0 && sf.capture_at + deadline > end {
+                continue; // fate unknown at the end of the run
+            }
+            let lat_ms = complete.map_or(f64::NAN, |d| (d - sf.capture_at).as_ms_f64());
+            let late = sf.bytes == 0 || complete.is_none_or(|d| d - sf.capture_at > deadline);
+            fr.flow.push(f as u32);
+            fr.frame.push(sf.frame);
+            fr.capture_s.push(sf.capture_at.as_secs_f64());
+            fr.bytes.push(sf.bytes);
+            fr.latency_ms.push(lat_ms);
+            fr.late.push(late as u8);
+            if sf.capture_at < warm {
+                continue;
+            }
+            n += 1;
+            if sf.bytes == 0 {
+                skipped += 1;
+            } else if complete.is_none() {
+                lost += 1;
+            } else {
+                lat.push(lat_ms);
+            }
+            if late {
+                late_n += 1;
+            } else {
+                ok_n += 1;
+                ok_bytes += sf.bytes;
+            }
+        }
+        let lat = sorted(lat);
+        frame_docs.push((
+            f,
+            json!({
+                "frames": n,
+                "skipped": skipped,
+                "incomplete": lost,
+                "deadline_ms": deadline.as_ms_f64(),
+                "deadline_misses": late_n,
+                "miss_ratio": num(if n > 0 { late_n as f64 / n as f64 } else { f64::NAN }),
+                "latency_ms": {
+                    "p50": num(percentile_f64(&lat, 0.50)),
+                    "p95": num(percentile_f64(&lat, 0.95)),
+                    "p99": num(percentile_f64(&lat, 0.99)),
+                    "max": num(lat.last().copied().unwrap_or(f64::NAN)),
+                },
+                "delivered_fps": num(ok_n as f64 / window_s),
+                "bitrate_mbps": num(ok_bytes as f64 * 8.0 / window_s / 1e6),
+            }),
+        ));
+    }
+    if !frame_docs.is_empty() {
+        tables.frames = Some(fr);
+    }
+
+    // Transfers and probes.
+    let mut fct = FctColumns::default();
+    let mut pr = ProbeColumns::default();
+    let mut w_rate: Vec<f64> = Vec::new();
+    for w in &s.workloads {
+        let stop = w.stop.unwrap_or(end).min(end);
+        w_rate.push(mean_rate_bps(link, w.start, stop));
+    }
+    for (k, x) in inp.extras.iter().enumerate() {
+        let f = n_main + k;
+        match x {
+            ExtraKind::Transfer { workload, bytes } => {
+                let w = &s.workloads[*workload];
+                let ideal = ideal_fct_s(*bytes, 1448, w_rate[*workload], w.rtt, 10);
+                let t = inp.done_at[f].map_or(f64::NAN, |d| (d - inp.start[f]).as_secs_f64());
+                fct.flow.push(f as u32);
+                fct.workload.push(*workload as u32);
+                fct.size_bytes.push(*bytes);
+                fct.start_s.push(inp.start[f].as_secs_f64());
+                fct.fct_s.push(t);
+                fct.ideal_s.push(ideal);
+                fct.slowdown.push(t / ideal);
+            }
+            ExtraKind::Probe { probe } => {
+                if let AppLog::ProbeRtts(v) = std::mem::take(&mut logs[f].0) {
+                    for (at, rtt) in v {
+                        pr.probe.push(*probe as u32);
+                        pr.flow.push(f as u32);
+                        pr.t_s.push(at.as_secs_f64());
+                        pr.rtt_ms.push(rtt.as_ms_f64());
+                    }
+                }
+            }
+        }
+    }
+
+    // summary.json: keep only the `[[flows]]` entries, with their frame blocks.
+    if let Some(flows) = summary.get_mut("flows").and_then(|v| v.as_array_mut()) {
+        flows.truncate(n_main);
+        for (f, doc) in frame_docs {
+            if let Some(e) = flows.get_mut(f) {
+                e["frames"] = doc;
+            }
+        }
+        let tputs: Vec<f64> = flows
+            .iter()
+            .filter_map(|e| e["tput_mbps"].as_f64())
+            .collect();
+        let j = crate::recorder::jain(&tputs);
+        summary["jain"] = num(j);
+    }
+    if !s.workloads.is_empty() {
+        summary["workloads"] = Value::Array(workload_docs(s, &fct, &w_rate));
+        tables.fct = Some(fct);
+    }
+    if !s.probes.is_empty() {
+        let (docs, rpm) = probe_docs(s, &pr);
+        summary["probes"] = Value::Array(docs);
+        summary["rpm"] = rpm;
+        tables.probes = Some(pr);
+    }
+    tables
+}
+
+/// Size buckets of the slowdown table, upper bounds in payload bytes.
+pub const SIZE_BUCKETS: [(&str, u64); 5] = [
+    ("<=10KB", 10_000),
+    ("10KB-100KB", 100_000),
+    ("100KB-1MB", 1_000_000),
+    ("1MB-10MB", 10_000_000),
+    (">10MB", u64::MAX),
+];
+
+fn fct_stats(fcts: Vec<f64>, slow: Vec<f64>, n: usize) -> Value {
+    let done = fcts.iter().filter(|x| x.is_finite()).count();
+    let (f, sl) = (sorted(fcts), sorted(slow));
+    json!({
+        "flows": n,
+        "completed": done,
+        "fct_ms": {"p50": num(percentile_f64(&f, 0.5) * 1e3), "p99": num(percentile_f64(&f, 0.99) * 1e3)},
+        "slowdown": {"p50": num(percentile_f64(&sl, 0.5)), "p99": num(percentile_f64(&sl, 0.99))},
+    })
+}
+
+fn workload_docs(s: &Scenario, fct: &FctColumns, w_rate: &[f64]) -> Vec<Value> {
+    let warm = s.warmup.as_secs_f64();
+    let mut docs = Vec::new();
+    for (i, w) in s.workloads.iter().enumerate() {
+        let stop = w.stop.unwrap_or(s.duration).min(s.duration);
+        let rows: Vec<usize> = (0..fct.flow.len())
+            .filter(|&r| fct.workload[r] == i as u32)
+            .collect();
+        let offered_bytes: u64 = rows.iter().map(|&r| fct.size_bytes[r]).sum();
+        let span = (stop - w.start).as_secs_f64();
+        let measured = rows.iter().filter(|&&r| fct.start_s[r] >= warm).copied();
+        let measured: Vec<usize> = measured.collect();
+        let mut buckets = Vec::new();
+        let mut lo = 0u64;
+        for (name, hi) in SIZE_BUCKETS {
+            let r: Vec<usize> = measured
+                .iter()
+                .copied()
+                .filter(|&r| fct.size_bytes[r] > lo && fct.size_bytes[r] <= hi)
+                .collect();
+            lo = hi;
+            if r.is_empty() {
+                continue;
+            }
+            let mut b = fct_stats(
+                r.iter().map(|&x| fct.fct_s[x]).collect(),
+                r.iter().map(|&x| fct.slowdown[x]).collect(),
+                r.len(),
+            );
+            b["bucket"] = json!(name);
+            buckets.push(b);
+        }
+        let mut all = fct_stats(
+            measured.iter().map(|&x| fct.fct_s[x]).collect(),
+            measured.iter().map(|&x| fct.slowdown[x]).collect(),
+            measured.len(),
+        );
+        all["id"] = json!(i);
+        all["sizes"] = json!(w.sizes);
+        all["target_load"] = w.load.map_or(Value::Null, |l| json!(l));
+        all["offered_load"] = num(offered_bytes as f64 * 8.0 / span / w_rate[i]);
+        all["arrivals_per_s"] = num(rows.len() as f64 / span);
+        all["buckets"] = Value::Array(buckets);
+        docs.push(all);
+    }
+    docs
+}
+
+fn probe_docs(s: &Scenario, pr: &ProbeColumns) -> (Vec<Value>, Value) {
+    let warm = s.warmup.as_secs_f64();
+    let mut docs = Vec::new();
+    let mut by_class: std::collections::BTreeMap<&str, Vec<f64>> = Default::default();
+    for (i, p) in s.probes.iter().enumerate() {
+        let rtts: Vec<f64> = (0..pr.probe.len())
+            .filter(|&r| pr.probe[r] == i as u32 && pr.t_s[r] >= warm)
+            .map(|r| pr.rtt_ms[r])
+            .collect();
+        by_class.entry(p.class()).or_default().extend(&rtts);
+        let v = sorted(rtts);
+        let med = percentile_f64(&v, 0.5);
+        docs.push(json!({
+            "id": i,
+            "class": p.class(),
+            "exchanges": v.len(),
+            "rtt_ms": {"p50": num(med), "p90": num(percentile_f64(&v, 0.9)), "p99": num(percentile_f64(&v, 0.99))},
+            "rpm": num(60_000.0 / med),
+        }));
+    }
+    let mut rpm = serde_json::Map::new();
+    for (c, v) in by_class {
+        let v = sorted(v);
+        rpm.insert(c.to_string(), num(60_000.0 / percentile_f64(&v, 0.5)));
+    }
+    (docs, Value::Object(rpm))
+}
+
+/// Attach the application tables and summary blocks to a run's results.
+pub fn finish(
+    s: &Scenario,
+    link: &dyn l4s_core::link::LinkModel,
+    inp: AppInputs<'_>,
+    res: &mut crate::results::RunResults,
+) {
+    if inp.deadline.iter().all(|d| d.is_none()) && inp.extras.is_empty() {
+        return; // no application traffic: summary.json stays byte-identical
+    }
+    let Ok(mut v) = serde_json::from_str::<Value>(&res.summary_json) else {
+        return;
+    };
+    res.app = attach(s, link, inp, &mut v);
+    if let Ok(t) = serde_json::to_string_pretty(&v) {
+        res.summary_json = t;
+    }
+}
