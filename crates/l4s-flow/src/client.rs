@@ -187,31 +187,10 @@ pub fn flow_config(o: &ClientOpts, mss: u32) -> Result<FlowConfig, FlowError> {
         },
         bytes: o.bytes,
         ecn: o.ecn,
-        rate: None,
-        packet_size: None,
-        on: None,
-        off: None,
         mss: Some(mss),
-        sack: None,
-        init_cwnd: None,
-        pacing: None,
-        prague_cwnd_mode: None,
-        tso: None,
-        nic_rate: None,
-        gro: None,
-        rx_usecs: None,
-        rx_frames: None,
         // This TCP runs in user space and paces itself; no EDT qdisc sits below it.
         qdisc: Some(l4s_sim::scenario::FlowQdisc::None),
-        stack: None,
-        command: None,
-        server_command: None,
-        fps: None,
-        frame_budget: None,
-        deadline: None,
-        init_rate: None,
-        min_rate: None,
-        max_rate: None,
+        ..FlowConfig::default()
     };
     if !CCS.contains(&fl.cc.as_str()) {
         return Err(FlowError::Usage {

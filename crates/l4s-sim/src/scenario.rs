@@ -122,7 +122,7 @@ pub enum FlowEcn {
 }
 
 /// `[[flows]]`: `count` identical flows.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FlowConfig {
     /// prague | dctcp | reno | cubic | bbr1 | bbr3 | cbr

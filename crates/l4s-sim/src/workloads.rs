@@ -445,27 +445,7 @@ fn transfer_flow(w: &WorkloadConfig, cc: String, bytes: u64, start: Nanos) -> Fl
         stop: None,
         bytes: Some(bytes),
         ecn: w.ecn,
-        rate: None,
-        packet_size: None,
-        on: None,
-        off: None,
-        mss: None,
-        sack: None,
-        init_cwnd: None,
-        pacing: None,
-        prague_cwnd_mode: None,
-        tso: None,
-        nic_rate: None,
-        gro: None,
-        rx_usecs: None,
-        rx_frames: None,
-        qdisc: None,
-        fps: None,
-        frame_budget: None,
-        deadline: None,
-        init_rate: None,
-        min_rate: None,
-        max_rate: None,
+        ..FlowConfig::default()
     }
 }
 
