@@ -284,6 +284,10 @@ def test_crosscheck_kernel_cubic_against_the_model_and_a_wrong_model(tmp_path):
     said: list[str] = []
     rep = crosscheck(scen, wrong, 5, sim_sets=["flows.0.rtt=40ms"], echo=said.append)
     assert sum("finished earlier, kept" in m for m in said) == 5
+    # Another scenario into `right` (RTT 30 ms on both sides) is refused before anything
+    # runs: runs are reused only for the scenario they were made from, never mixed.
+    with pytest.raises(ScenarioError, match="holds runs of another scenario"):
+        crosscheck(scen, out, 5, sets=["flows.0.rtt=30ms"], echo=lambda m: None)
     srtt = next(v for v in rep["validation"] if v["metric"] == "srtt_flow0")
     assert srtt["similar"] is False, srtt
     # srtt ≈ 40 ms + queue against ≈ 20 ms + queue; the same 34-packet FIFO is half a BDP at
