@@ -138,6 +138,14 @@ def test_a_command_whose_program_is_missing_is_refused(tmp_path):
                             '(not on PATH, not a file)')
 
 
+def test_a_command_flow_cannot_take_bytes_or_mss(tmp_path):
+    d = tomllib.loads(CUBIC_FIFO.replace(
+        'rtt = "20ms"', 'rtt = "20ms"\nstack = "command"\nbytes = 1000\n'
+        f'command = "{sys.executable} -c pass"'))
+    with pytest.raises(ScenarioError, match=r"^flows\[0\]\.bytes: stack = \"command\" cannot"):
+        plan_scenario(d, tmp_path)
+
+
 def test_crosscheck_plan_runs_what_the_kernel_lacks_as_the_model():
     d = tomllib.loads(CUBIC_FIFO + '[[flows]]\ncc = "prague"\nrtt = "20ms"\n')
     p = plan_crosscheck(d)
