@@ -138,6 +138,14 @@ def test_a_command_whose_program_is_missing_is_refused(tmp_path):
                             '(not on PATH, not a file)')
 
 
+def test_a_command_flow_cannot_take_bytes_or_mss(tmp_path):
+    d = tomllib.loads(CUBIC_FIFO.replace(
+        'rtt = "20ms"', 'rtt = "20ms"\nstack = "command"\nbytes = 1000\n'
+        f'command = "{sys.executable} -c pass"'))
+    with pytest.raises(ScenarioError, match=r"^flows\[0\]\.bytes: stack = \"command\" cannot"):
+        plan_scenario(d, tmp_path)
+
+
 def test_crosscheck_plan_runs_what_the_kernel_lacks_as_the_model():
     d = tomllib.loads(CUBIC_FIFO + '[[flows]]\ncc = "prague"\nrtt = "20ms"\n')
     p = plan_crosscheck(d)
@@ -284,6 +292,10 @@ def test_crosscheck_kernel_cubic_against_the_model_and_a_wrong_model(tmp_path):
     said: list[str] = []
     rep = crosscheck(scen, wrong, 5, sim_sets=["flows.0.rtt=40ms"], echo=said.append)
     assert sum("finished earlier, kept" in m for m in said) == 5
+    # Another scenario into `right` (RTT 30 ms on both sides) is refused before anything
+    # runs: runs are reused only for the scenario they were made from, never mixed.
+    with pytest.raises(ScenarioError, match="holds runs of another scenario"):
+        crosscheck(scen, out, 5, sets=["flows.0.rtt=30ms"], echo=lambda m: None)
     srtt = next(v for v in rep["validation"] if v["metric"] == "srtt_flow0")
     assert srtt["similar"] is False, srtt
     # srtt ≈ 40 ms + queue against ≈ 20 ms + queue; the same 34-packet FIFO is half a BDP at

@@ -118,6 +118,27 @@ def _run_emu(doc: dict[str, Any], base_dir: Path, rd: Path) -> None:
     stage.rename(rd)
 
 
+#: Each side's scenario document, beside its runs: runs are reused only for the same one.
+SIDE_FILE = "crosscheck-scenario.json"
+
+
+def _claim(side_dir: Path, doc: dict[str, Any]) -> None:
+    """Record `doc` as the scenario of the runs in `side_dir`, or refuse (ScenarioError) when
+    the directory holds runs of another one (results are never mixed or overwritten)."""
+    side_dir.mkdir(parents=True, exist_ok=True)
+    f = side_dir / SIDE_FILE
+    text = json.dumps(doc, sort_keys=True)
+    if f.exists():
+        if f.read_text() != text:
+            raise ScenarioError(f"-o: {side_dir} holds runs of another scenario (its "
+                                f"{SIDE_FILE} differs); choose a new output directory")
+        return
+    if any(side_dir.iterdir()):
+        raise ScenarioError(f"-o: {side_dir} exists and holds files that are not a "
+                            "crosscheck's runs; choose a new output directory")
+    f.write_text(text)
+
+
 def _seeded(doc: dict[str, Any], k: int) -> dict[str, Any]:
     d = copy.deepcopy(doc)
     d["seed"] = int(d.get("seed", 1)) + k
@@ -310,6 +331,8 @@ def crosscheck(scenario: Path, out: Path, n: int = 5, *, stack: str = "kernel",
         echo(f"note: {note}")
     if sim_sets:
         echo(f"note: simulator side only: {', '.join(sim_sets)}")
+    _claim(out / "sim", sim_doc)
+    _claim(out / "emu", plan.emu_doc)
     sim_paths, emu_paths = [], []
     for k in range(n):
         for side, d, paths, runner in (("sim", sim_doc, sim_paths, _run_sim),

@@ -97,6 +97,12 @@ def plan_stacks(doc: dict[str, Any]) -> list[dict[str, Any]]:
             ecn_seen = (i, e)
             out.append({"stack": "kernel", "kernel_cc": kernel_cc(fl["cc"]), "tcp_ecn": e})
         elif stack == "command":
+            for key in ("bytes", "mss"):
+                if key in fl:
+                    raise StackError(
+                        f"{p}.{key}: stack = \"command\" cannot hand it to the program (its "
+                        "templates know only {server}, {port}, {duration}); put the program's "
+                        "own option in `command` and remove the key")
             _program(f"{p}.command", fl["command"])
             if fl.get("server_command"):
                 _program(f"{p}.server_command", fl["server_command"])
