@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 
 use l4s_core::packet::{tcp_flags, Transport};
 use l4s_core::{Ecn, Endpoint, FlowStats, Nanos, Packet};
-use l4s_sim::flows::{build_flow, validate_flow};
+use l4s_sim::flows::{build_flow, validate_flow, SimSender};
 use l4s_sim::scenario::{FlowConfig, FlowEcn};
 
 use crate::clock::{set_min_timer_slack, Clock};
@@ -43,6 +43,8 @@ pub struct ClientOpts {
     pub bytes: Option<u64>,
     /// Parallel streams (-P).
     pub parallel: u32,
+    /// Application rate limit per stream in bits/s (-b); None = always backlogged.
+    pub rate_bps: Option<u64>,
     /// Interval report period (-i); None = no interval lines.
     pub interval: Option<Nanos>,
     /// JSON result file.
@@ -78,7 +80,9 @@ struct Stream {
     sock: EcnSocket,
     peer: SocketAddr,
     flow_name: String,
-    sender: Box<dyn Endpoint>,
+    sender: SimSender,
+    /// The application's writes at -b's rate; None = always backlogged.
+    supply: Option<AppSupply>,
     l4s: bool,
     phase: Phase,
     /// A datagram the kernel would not take yet (send buffer full), with its codepoint.
@@ -104,6 +108,42 @@ struct Stream {
     srtt_steady: Option<Nanos>,
     /// The counters at the end of the omitted start (-O; zeros without it).
     omit_snap: Option<Snapshot>,
+}
+
+/// iperf3's -b for TCP: an application writing at `rate_bps` from the start, whole segments
+/// at a time. As iperf3's throttle (the average rate since the start compared with -b), the
+/// bytes written by `t` are rate·t, here rounded down to whole MSS-sized writes so that the
+/// model's segments stay full (a partial write would leave as a short segment, TCP_NODELAY).
+#[derive(Copy, Clone, Debug)]
+struct AppSupply {
+    rate_bps: u64,
+    mss_bytes: u64,
+    written_bytes: u64,
+}
+
+impl AppSupply {
+    /// What the application has written by `now` (since the clock's start).
+    fn due_bytes(&self, now: Nanos) -> u64 {
+        let b = (self.rate_bps as u128 * now.as_ns() as u128 / 8_000_000_000) as u64;
+        b - b % self.mss_bytes
+    }
+
+    /// Hand the sender what was written since the last call.
+    fn write_due(&mut self, sender: &mut SimSender, now: Nanos) {
+        let due = self.due_bytes(now);
+        if due > self.written_bytes {
+            if let SimSender::Tcp(t) = sender {
+                t.app_write(due - self.written_bytes);
+            }
+            self.written_bytes = due;
+        }
+    }
+
+    /// When the next whole segment is written.
+    fn next_write_at(&self) -> Nanos {
+        let bits = (self.written_bytes + self.mss_bytes) as u128 * 8_000_000_000;
+        Nanos(bits.div_ceil(self.rate_bps as u128).min(u64::MAX as u128) as u64)
+    }
 }
 
 /// Totals over the run, for the JSON result and the tests.
@@ -307,6 +347,24 @@ pub fn run(o: &ClientOpts, emu: &EmuEnv) -> Result<serde_json::Value, FlowError>
             flag: "--cc",
             msg: e.to_string(),
         })?;
+        let mut sender = ends.sender;
+        let supply = o.rate_bps.map(|rate_bps| AppSupply {
+            rate_bps,
+            mss_bytes: mss as u64,
+            written_bytes: 0,
+        });
+        if supply.is_some() {
+            match &mut sender {
+                // An empty write queue until the first write is due.
+                SimSender::Tcp(t) => t.app_write(0),
+                SimSender::Dyn(_) => {
+                    return Err(early(FlowError::Usage {
+                        flag: "-b",
+                        msg: format!("--cc {} is not a TCP sender", o.cc),
+                    }))
+                }
+            }
+        }
         let la = sock
             .local_addr()
             .map_err(|e| FlowError::io("getsockname", e))?;
@@ -316,7 +374,8 @@ pub fn run(o: &ClientOpts, emu: &EmuEnv) -> Result<serde_json::Value, FlowError>
             sock,
             peer,
             flow_name: format!("udp {la}>{peer}"),
-            sender: Box::new(ends.sender),
+            sender,
+            supply,
             l4s: ends.l4s,
             phase: Phase::Sending,
             pending: None,
@@ -345,12 +404,16 @@ pub fn run(o: &ClientOpts, emu: &EmuEnv) -> Result<serde_json::Value, FlowError>
     let scalable = matches!(o.cc.as_str(), "prague" | "dctcp") || streams.iter().any(|s| s.l4s);
     if !o.quiet && !o.json_stdout {
         println!(
-            "l4s-flow: connecting to {peer}, cc {}, {} stream(s), mss {mss}{}",
+            "l4s-flow: connecting to {peer}, cc {}, {} stream(s), mss {mss}{}{}",
             o.cc,
             o.parallel,
             match o.bytes {
                 Some(b) => format!(", {b} bytes each"),
                 None => format!(", {:.1} s", o.duration.as_secs_f64()),
+            },
+            match o.rate_bps {
+                Some(r) => format!(", application-limited to {:.3} Mbit/s each", r as f64 / 1e6),
+                None => String::new(),
             }
         );
     }
@@ -437,6 +500,9 @@ pub fn run(o: &ClientOpts, emu: &EmuEnv) -> Result<serde_json::Value, FlowError>
                 if s.sender.poll_timeout().is_some_and(|t| t <= now) {
                     s.sender.handle_timeout(now);
                 }
+                if let Some(a) = s.supply.as_mut() {
+                    a.write_due(&mut s.sender, now);
+                }
                 if let Some((b, ecn, _)) = s.pending.take() {
                     if !s.send_now(&b, ecn)? {
                         s.pending = Some((b, ecn, false));
@@ -473,6 +539,13 @@ pub fn run(o: &ClientOpts, emu: &EmuEnv) -> Result<serde_json::Value, FlowError>
                 }
                 s.more = budget == 0;
                 s.gate = s.sender.poll_timeout().filter(|&t| t > now);
+                if let Some(a) = &s.supply {
+                    // Waiting for the application is not a pacing delay.
+                    let st = s.sender.stats();
+                    if st.delivered_bytes + st.in_flight_bytes >= a.written_bytes {
+                        s.gate = None;
+                    }
+                }
             }
             // 4. Completion and the end-of-run handshake.
             let now = clock.now();
@@ -589,6 +662,9 @@ pub fn run(o: &ClientOpts, emu: &EmuEnv) -> Result<serde_json::Value, FlowError>
                     Phase::Sending => {
                         if let Some(t) = s.sender.poll_timeout() {
                             deadline = deadline.min(t);
+                        }
+                        if let Some(a) = &s.supply {
+                            deadline = deadline.min(a.next_write_at());
                         }
                         if o.bytes.is_none() {
                             deadline = deadline.min(o.duration.max(now + Nanos::from_ms(1)));
@@ -801,6 +877,7 @@ fn result_json(
         "seed": o.seed,
         "realtime": crate::REALTIME.load(Ordering::Relaxed),
         "bytes_per_stream": o.bytes,
+        "rate_limit_bps": o.rate_bps,
         "duration_s": if o.bytes.is_none() { Some(o.duration.as_secs_f64()) } else { None },
         "foreign_datagrams": c.foreign_datagrams,
         "rx_overflow": c.rx_overflow,

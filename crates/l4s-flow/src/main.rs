@@ -39,6 +39,16 @@ struct Cli {
     /// Send exactly this many bytes per stream (K, M, G suffixes are powers of 1024).
     #[arg(short = 'n', long = "bytes")]
     bytes: Option<String>,
+    /// Application rate limit in bits/s per stream (K, M, G are powers of 1000, as iperf3;
+    /// 0 = none): the sender's application writes at this rate, so the flow is
+    /// application-limited below it.
+    #[arg(
+        short = 'b',
+        long = "bitrate",
+        value_name = "RATE",
+        default_value = "0"
+    )]
+    bitrate: String,
     /// Parallel streams.
     #[arg(short = 'P', long = "parallel", default_value_t = 1)]
     parallel: u32,
@@ -163,6 +173,39 @@ fn bytes(s: &str) -> Result<u64, FlowError> {
     Ok(b)
 }
 
+/// "5M", "500K", "1G", "2.5M", a bare number of bits/s (powers of 1000, as iperf3's -b), or
+/// a scenario-style rate ("50mbit"). 0 = no limit.
+fn bitrate(s: &str) -> Result<Option<u64>, FlowError> {
+    const MIN_BPS: f64 = 1e3;
+    const MAX_BPS: f64 = 1e12;
+    let t = s.trim();
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, 'K' | 'k')) => (&t[..i], 1e3),
+        Some((i, 'M' | 'm')) => (&t[..i], 1e6),
+        Some((i, 'G' | 'g')) => (&t[..i], 1e9),
+        _ => (t, 1.0),
+    };
+    let bps = match num.parse::<f64>() {
+        Ok(x) if x.is_finite() => x * mult,
+        _ => l4s_core::parse_rate(t).map(|r| r.0 as f64).map_err(|_| {
+            usage(
+                "-b",
+                format!("\"{s}\" is not a rate; e.g. 5M, 500K, 1G, 2500000 (bits/s)"),
+            )
+        })?,
+    };
+    if bps == 0.0 {
+        return Ok(None);
+    }
+    if !(MIN_BPS..=MAX_BPS).contains(&bps) {
+        return Err(usage(
+            "-b",
+            format!("\"{s}\" must be 0 (no limit) or in 1K..=1000G bits/s"),
+        ));
+    }
+    Ok(Some(bps.round() as u64))
+}
+
 fn ecn(s: &str) -> Result<FlowEcn, FlowError> {
     match s {
         "l4s" => Ok(FlowEcn::L4s),
@@ -230,6 +273,7 @@ fn run(cli: Cli) -> Result<(), FlowError> {
             json_stdout: cli.json_stdout,
             bytes: cli.bytes.as_deref().map(bytes).transpose()?,
             parallel: cli.parallel,
+            rate_bps: bitrate(&cli.bitrate)?,
             interval,
             json: cli.json,
             mss: cli.mss,

@@ -185,6 +185,9 @@ pub struct TcpSender {
     /// SACK blocks of the previous ACK: ranges already tagged (Linux `recv_sack_cache`).
     sack_cache: [(u64, u64); 3],
     app_end: Option<u64>,
+    /// End of the data the application has written so far (Linux: the write queue that
+    /// `tcp_sendmsg` fills); None = an always-backlogged application (the default).
+    app_written_end: Option<u64>,
     syn_deadline: Option<Nanos>,
     syn_rto: Nanos,
     syn_sent_at: Nanos,
@@ -242,6 +245,7 @@ impl TcpSender {
             snd_una: 0,
             snd_nxt: 0,
             app_end,
+            app_written_end: None,
             segs: VecDeque::new(),
             packets_out: 0,
             sacked_out: 0,
@@ -449,13 +453,30 @@ impl TcpSender {
         }
     }
 
+    /// The application wrote `bytes` more (Linux `tcp_sendmsg` appending to the write queue).
+    /// The first call turns the sender application-limited: from then on it sends only what
+    /// was written (call it with 0 before the start to begin with an empty queue). Never
+    /// called (the default), the application always has data.
+    pub fn app_write(&mut self, bytes: u64) {
+        let end = self.app_written_end.unwrap_or(DATA_SEQ_START);
+        self.app_written_end = Some(end.saturating_add(bytes));
+    }
+
+    /// The sequence number new data may not reach: the sized transfer's end (`bytes`) or what
+    /// the application has written, whichever is lower.
+    fn data_end(&self) -> u64 {
+        self.app_end
+            .unwrap_or(u64::MAX)
+            .min(self.app_written_end.unwrap_or(u64::MAX))
+    }
+
     fn new_data_available(&self) -> bool {
         if let Some(stop) = self.cfg.stop {
             if self.last_now >= stop {
                 return false;
             }
         }
-        let end = self.app_end.unwrap_or(u64::MAX);
+        let end = self.data_end();
         if self.snd_nxt >= end {
             return false;
         }
@@ -749,7 +770,7 @@ impl TcpSender {
 
     /// Put the next new segment on the wire (cwnd and pacing already checked by the caller).
     fn send_new_segment(&mut self, now: Nanos, idle: bool, no_flight: bool) -> Packet {
-        let end = self.app_end.unwrap_or(u64::MAX);
+        let end = self.data_end();
         // The current MSS (`mss_cache`): a CC may lower it mid-flow (Prague 0.7).
         let len = (end - self.snd_nxt).min(self.tp.mss as u64) as u32;
         self.segs.push_back(Seg {

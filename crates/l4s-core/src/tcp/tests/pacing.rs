@@ -196,3 +196,28 @@ fn reno_sawtooth_under_periodic_loss_matches_closed_form() {
         }
     }
 }
+
+#[test]
+fn sender_sends_only_what_the_application_wrote() {
+    // `app_write`: the write queue holds 3 segments, the window 10 (IW): 3 leave, then the
+    // sender is application-limited (tcp_rate_check_app_limited) and sends nothing more.
+    let (cc, _log) = Probe::boxed(false);
+    let mut s = TcpSender::new(0, TcpConfig::default(), cc);
+    s.app_write(0);
+    s.app_write(3 * MSS);
+    let mut r = TcpReceiver::new(0, &TcpConfig::default());
+    let mut pipe = Pipe::new(Nanos::from_ms(50));
+    pipe.run(&mut s, &mut r, Nanos::from_secs(2), |_, _| {});
+    assert_eq!(pipe.data().count(), 3);
+    assert_eq!(s.stats().delivered_bytes, 3 * MSS);
+    assert!(s.cc_state().app_limited);
+    // A sized transfer still ends at its size when more was written.
+    let (cc, _log) = Probe::boxed(false);
+    let mut s = TcpSender::new(0, sized(2 * MSS), cc);
+    s.app_write(5 * MSS);
+    let mut r = TcpReceiver::new(0, &TcpConfig::default());
+    let mut pipe = Pipe::new(Nanos::from_ms(50));
+    pipe.run(&mut s, &mut r, Nanos::from_secs(2), |_, _| {});
+    assert_eq!(s.stats().delivered_bytes, 2 * MSS);
+    assert!(s.is_done());
+}
