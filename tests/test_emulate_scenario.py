@@ -427,3 +427,12 @@ def test_launcher_reports_a_failed_sender_and_exits_1(tmp_path):
     assert r.returncode == 1
     assert "flow 0 (reno): l4s-flow exited with status 3: no route" in r.stderr
     assert fl[0]["exit"] == 3 and fl[1]["exit"] in (0, 130)
+
+
+def test_a_bdp_limit_reaches_the_emulator_resolved_as_the_simulator_does(tmp_path):
+    # 20 Mb/s · 20 ms / 8 = 50 000 B = 33.3 packets of 1500 B; 2 BDP = 66.7 -> 67 packets.
+    d = doc()
+    d["aqm"]["limit"] = "2bdp"
+    plan = plan_scenario(d, tmp_path)
+    assert plan.doc["aqm"] == {"kind": "dualpi2", "limit": 67}
+    assert d["aqm"]["limit"] == "2bdp"  # the caller's document is untouched

@@ -252,6 +252,11 @@ def _summary_rows(rows: list[tuple[str, dict[str, Any], dict[str, Any]]],
               if any(f"queues.{q}.sojourn_ms.p99" in m for m in flat)]
     pkeys = list(dict.fromkeys(k for p in params or [] for k in p))
     header = ["run", *pkeys] + ([] if same_setup else ["aqm", "flows"])
+    # A limit given in BDP units shows what it resolved to (summary.json `buffer`).
+    buffers = [r[1].get("buffer") if isinstance(r[1].get("buffer"), dict) else None
+               for r in rows]
+    if any(buffers):
+        header.append("buffer")
     header += ["L4S Mb/s", "Classic Mb/s"] + [f"p99 {q} ms" for q in queues] + ["util", "Jain"]
 
     def num(v: Any) -> float | None:
@@ -263,6 +268,9 @@ def _summary_rows(rows: list[tuple[str, dict[str, Any], dict[str, Any]]],
                                      for k in pkeys]
         if not same_setup:
             cells += list(setups[i])
+        if any(buffers):
+            b = buffers[i]
+            cells.append(f"{b['given']}={b['value']} {b['unit']}" if b else "")
         cells += [num(m.get("class.L4S.tput_mbps")), num(m.get("class.Classic.tput_mbps"))]
         cells += [num(m.get(f"queues.{q}.sojourn_ms.p99")) for q in queues]
         cells += [num(m.get("link.utilisation")), num(m.get("jain"))]

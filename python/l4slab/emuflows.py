@@ -134,6 +134,17 @@ def _flow_classes(doc: dict[str, Any], base_dir: Path) -> tuple[list[str], list[
     return list(raw["flow_cc"]), list(raw["flow_class"])
 
 
+def _resolve_as_simulator(doc: dict[str, Any], base_dir: Path) -> None:
+    """Put into `doc` what the simulator resolves before it runs (a limit in BDP units), so
+    the emulator builds the queue the simulator would."""
+    from l4slab._core import effective_settings
+
+    eff = json.loads(effective_settings(
+        json.dumps({k: v for k, v in doc.items() if k != "emulator"}), "json", str(base_dir)))
+    if eff["buffer"] is not None:
+        doc["aqm"] = eff["aqm"]
+
+
 def plan_scenario(doc: dict[str, Any], base_dir: Path) -> EmuPlan:
     """Validate `doc` as the simulator does, refuse what the emulator cannot run faithfully
     (one ScenarioError naming the field), and return the plan."""
@@ -204,6 +215,7 @@ def plan_scenario(doc: dict[str, Any], base_dir: Path) -> EmuPlan:
                 seed=(seed + idx) % (1 << 63), rtt_ms=rtt_ns / 1e6))
     assert ccs == [f.cc for f in flows], (ccs, flows)
     out = copy.deepcopy(doc)
+    _resolve_as_simulator(out, base_dir)
     emu = out.setdefault("emulator", {})
     if not isinstance(emu, dict):
         raise ScenarioError("emulator: must be a table")

@@ -97,6 +97,18 @@ def _window_labels(summary: dict[str, Any]) -> tuple[str, str]:
     return f"after warm-up, {span(a)}", f"whole run, {span(b)}"
 
 
+def buffer_label(summary: dict[str, Any]) -> str | None:
+    """ "2bdp = 417 pkts (BDP 312500 B at 100 Mb/s × 25 ms, 1500 B packets)" when the AQM limit
+    was given in BDP units (summary.json `buffer`), else None."""
+    b = summary.get("buffer")
+    if not isinstance(b, dict):
+        return None
+    return (f"{b.get('given')} = {b.get('value')} {b.get('unit')} "
+            f"(BDP {b.get('bdp_bytes'):.0f} B at {b.get('rate_mbps'):g} Mb/s × "
+            f"{b.get('rtt_ms'):g} ms of flows[{b.get('rtt_flow')}], "
+            f"{b.get('packet_bytes')} B packets)")
+
+
 def summary_tables(summary: dict[str, Any]) -> list[str]:
     """HTML tables of summary.json: link, flows, queues; every counter says its window."""
     body = []
@@ -108,6 +120,9 @@ def summary_tables(summary: dict[str, Any]) -> list[str]:
            (f"utilisation ({after})", link.get("utilisation")),
            (f"unused txops ({after})", link.get("unused_txops")),
            (f"Jain's index ({after})", summary.get("jain"))]
+    buf = buffer_label(summary)
+    if buf:
+        top.append(("buffer (AQM limit)", buf))
     pk = summary.get("packets")
     if isinstance(pk, dict):  # bottleneck accounting over the whole run (incl. warm-up)
         top += [(f"packets {k.replace('_', ' ')} ({whole})", v) for k, v in pk.items()

@@ -390,6 +390,7 @@ impl PathRecorder {
             raw: ctx.scenario,
             // Effective kernel-profile values are resolved by the simulator's loader only.
             aqm_params: &serde_json::Value::Null,
+            buffer: &serde_json::Value::Null,
         };
         let stats = std::mem::take(&mut self.stats_buf);
         let mut run = self.rec.finish(

@@ -141,9 +141,20 @@ fn validate_scenario(py: Python<'_>, text: &str, fmt: &str, base_dir: &str) -> P
         .map_err(scenario_error)
 }
 
+/// What the simulator resolves from a scenario before it runs, as JSON: the `[aqm]` table
+/// with a BDP-unit limit resolved (`aqm`), how it was resolved (`buffer`, null if not), so
+/// the emulator builds the same queue.
+#[pyfunction]
+#[pyo3(signature = (text, fmt = "toml", base_dir = "."))]
+fn effective_settings(py: Python<'_>, text: &str, fmt: &str, base_dir: &str) -> PyResult<String> {
+    py.detach(|| parse(text, fmt, base_dir).map(|s| l4s_sim::bdp::effective_settings_json(&s)))
+        .map_err(scenario_error)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add_function(wrap_pyfunction!(run_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(validate_scenario, m)?)?;
+    m.add_function(wrap_pyfunction!(effective_settings, m)?)?;
     Ok(())
 }

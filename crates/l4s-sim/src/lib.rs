@@ -20,6 +20,7 @@
 #![warn(missing_docs)]
 
 pub mod aqm_config;
+pub mod bdp;
 pub mod engine;
 pub mod error;
 pub mod flows;

@@ -296,6 +296,7 @@ impl Recorder {
             },
             "aqm": ctx.aqm_kind,
             "aqm_params": ctx.aqm_params,
+            "buffer": ctx.buffer,
             "aqm_counters": aqm_counters(aqm, &snap),
             "flows": flow_docs,
             "queues": queue_docs,
@@ -442,6 +443,8 @@ pub struct SummaryCtx<'a> {
     pub raw: &'a Value,
     /// Effective values of the AQM settings a kernel profile decides (Null if none).
     pub aqm_params: &'a Value,
+    /// How a limit in BDP units was resolved (`bdp::BufferSizing::to_json`; Null if none).
+    pub buffer: &'a Value,
 }
 
 #[cfg(test)]

@@ -222,6 +222,8 @@ pub struct Scenario {
     pub ack_link: Option<AckLinkConfig>,
     /// The bottleneck's AQM.
     pub aqm: AqmConfig,
+    /// How a limit given in BDP units (`limit = "2bdp"`) was resolved; None otherwise.
+    pub buffer: Option<crate::bdp::BufferSizing>,
     /// The flows, in `[[flows]]` order.
     pub flows: Vec<FlowConfig>,
     /// What to record besides the series.
@@ -324,10 +326,13 @@ impl Scenario {
         }
         let doc: ScenarioDoc =
             serde_path_to_error::deserialize(v.clone()).map_err(|e| path_error("", e))?;
-        let aqm = AqmConfig::from_value(
+        let (aqm_table, buffer) = crate::bdp::resolve(
             doc.aqm
                 .unwrap_or_else(|| serde_json::json!({"kind": "fifo"})),
+            &doc.link,
+            &doc.flows,
         )?;
+        let aqm = AqmConfig::from_value(aqm_table)?;
         let s = Scenario {
             seed: doc.seed,
             duration: doc.duration,
@@ -336,6 +341,7 @@ impl Scenario {
             link: doc.link,
             ack_link: doc.ack_link,
             aqm,
+            buffer,
             flows: doc.flows,
             output: doc.output,
             raw: v,

@@ -685,6 +685,10 @@ impl World {
         let capacity_bytes = n.link.capacity_bytes(s.warmup, s.duration);
         let raw = s.raw.clone();
         let aqm_params = s.aqm.profile_json();
+        let buffer = s
+            .buffer
+            .as_ref()
+            .map_or(serde_json::Value::Null, |b| b.to_json());
         let ctx = SummaryCtx {
             seed: s.seed,
             duration: s.duration,
@@ -698,6 +702,7 @@ impl World {
             flow_host: &self.labels.host,
             raw: &raw,
             aqm_params: &aqm_params,
+            buffer: &buffer,
         };
         Ok(self.rec.finish(
             ctx,
