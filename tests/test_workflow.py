@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from l4slab.scenario import dumps_toml
+from l4slab.sweeps import load_sweep
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cli_helpers import SHORT_BASE, invoke  # noqa: E402
@@ -40,3 +41,102 @@ def test_bdp_on_a_trace_link_asks_for_bdp_rate(tmp_path):
     assert res.exit_code == 2
     assert "aqm.limit" in res.output and "aqm.bdp_rate" in res.output
     assert "Traceback" not in res.output
+
+
+# --- one sweep across AQM kinds ----------------------------------------------------------------
+
+AQM_VARIANTS_SWEEP = """
+base = "base.toml"
+replications = {reps}
+seed = 5
+[grid]
+"aqm.limit" = ["1bdp", "2bdp"]
+[[grid.aqm]]
+kind = "fifo"
+[[grid.aqm]]
+kind = "codel"
+ecn = true
+[[grid.aqm]]
+kind = "dualpi2"
+target = "5ms"
+[set]
+duration = "1s"
+warmup = "0.2s"
+"""
+
+
+def _variants_sweep(tmp_path: Path, reps: int = 1) -> Path:
+    (tmp_path / "base.toml").write_text(dumps_toml(SHORT_BASE))
+    sw = tmp_path / "sw.toml"
+    sw.write_text(AQM_VARIANTS_SWEEP.format(reps=reps))
+    return sw
+
+
+def test_aqm_variants_combine_by_product_with_one_index_column_per_key(tmp_path):
+    from l4slab.sweeps import load_sweep_spec, plan
+
+    sw = _variants_sweep(tmp_path)
+    spec = load_sweep_spec(sw)
+    grid_before = copy.deepcopy(spec.grid)
+    tasks = plan(spec)
+    assert len(tasks) == 6  # 2 limits × 3 variants
+    # The deeper key lands inside each variant; the variant's own keys stay.
+    by = {(t.scenario["aqm"]["kind"], t.scenario["aqm"]["limit"]): t.scenario["aqm"]
+          for t in tasks}
+    assert by[("codel", "2bdp")] == {"kind": "codel", "ecn": True, "limit": "2bdp"}
+    assert by[("dualpi2", "1bdp")] == {"kind": "dualpi2", "target": "5ms", "limit": "1bdp"}
+    # No run shares (or wrote into) a grid value.
+    assert spec.grid == grid_before
+    assert tasks[0].scenario["aqm"] is not tasks[1].scenario["aqm"]
+
+    res = invoke("sweep", sw, "-o", tmp_path / "out", "-j", "1")
+    assert res.exit_code == 0, res.output
+    idx = load_sweep(tmp_path / "out").index
+    assert {"aqm.limit", "aqm.kind", "aqm.ecn", "aqm.target"} <= set(idx.columns)
+    rows = {(r["aqm.kind"], r["aqm.limit"]): r for _, r in idx.iterrows()}
+    assert rows[("codel", "1bdp")]["aqm.ecn"] == "True"
+    assert rows[("fifo", "1bdp")]["aqm.ecn"] == "(default)"
+    assert rows[("dualpi2", "2bdp")]["aqm.target"] == "5ms"
+    # Each run's limit resolved against 10 Mb/s × 20 ms = 16.67 packets: 17 and 34.
+    assert sorted(idx["buffer.value"].unique()) == [17, 34]
+    meta = json.loads((tmp_path / "out" / "sweep.json").read_text())
+    assert meta["params"] == ["aqm.limit", "aqm.kind", "aqm.ecn", "aqm.target"]
+
+    res = invoke("summary", "--group", "--format", "csv", tmp_path / "out")
+    assert res.exit_code == 0, res.output
+    lines = res.output.strip().splitlines()
+    assert lines[0].startswith("aqm.limit,aqm.kind,aqm.ecn,aqm.target,runs,L4S Mb/s")
+    assert len(lines) == 1 + 6
+    assert "2bdp,codel,True,(default),1," in res.output
+
+
+def test_variants_and_a_kind_key_together_are_refused(tmp_path):
+    (tmp_path / "base.toml").write_text(dumps_toml(SHORT_BASE))
+    sw = tmp_path / "sw.toml"
+    sw.write_text('base = "base.toml"\n[grid]\n"aqm.kind" = ["fifo", "pie"]\n'
+                  '[[grid.aqm]]\nkind = "fifo"\n')
+    res = invoke("sweep", sw, "-o", tmp_path / "o", "-j", "1")
+    assert res.exit_code == 2 and 'grid."aqm.kind"' in res.output
+
+
+def test_several_sweeps_merge_into_one_table_with_a_source_column(tmp_path):
+    sw = _variants_sweep(tmp_path)
+    for name in ("a", "b"):
+        res = invoke("sweep", sw, "-o", tmp_path / name, "-j", "1",
+                     "--set", f"flows.1.cc={'cubic' if name == 'a' else 'reno'}")
+        assert res.exit_code == 0, res.output
+    res = invoke("summary", "--format", "csv", tmp_path / "a", tmp_path / "b")
+    assert res.exit_code == 0, res.output
+    lines = res.output.strip().splitlines()
+    assert lines[0].startswith("run,source,aqm.limit,aqm.kind")
+    assert len(lines) == 1 + 12  # one table, every run of both sweeps
+    res = invoke("summary", "--group", "--format", "csv", tmp_path / "a", tmp_path / "b")
+    lines = res.output.strip().splitlines()
+    assert lines[0].startswith("source,aqm.limit") and len(lines) == 1 + 12
+    res = invoke("report", tmp_path / "a", tmp_path / "b", "-o", tmp_path / "m.html")
+    assert res.exit_code == 0, res.output
+    html = (tmp_path / "m.html").read_text()
+    assert str(tmp_path / "a") in html and str(tmp_path / "b") in html
+    # Never overwrite.
+    res = invoke("report", tmp_path / "a", "-o", tmp_path / "m.html")
+    assert res.exit_code == 2 and "exists" in res.output

@@ -282,10 +282,16 @@ def _print_summaries(rows: list[tuple[str, dict[str, Any], dict[str, Any]]],
                      title: str | None = None,
                      params: list[dict[str, Any]] | None = None, fmt: str = "table") -> None:
     """Print the summary table as a rich table, CSV, JSON (one object per run) or Markdown."""
+    title, header, body = _summary_rows(rows, title, params)
+    _emit_table(title, header, body, fmt)
+
+
+def _emit_table(title: str | None, header: list[str], body: list[list[Any]],
+                fmt: str) -> None:
+    """Print a table as a rich table, CSV, JSON (one object per row) or Markdown."""
     import csv
     import io
 
-    title, header, body = _summary_rows(rows, title, params)
     if fmt == "csv":
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
@@ -331,10 +337,24 @@ def _print_summaries(rows: list[tuple[str, dict[str, Any], dict[str, Any]]],
               default="table", show_default=True,
               help="table: for a terminal (full width when piped); csv/json/markdown: for "
                    "files and other tools.")
+@click.option("--group", is_flag=True,
+              help="Sweeps: one row per grid point (mean ± 95% CI over its replications) "
+                   "instead of one per run; several sweeps merge into one table.")
 @_friendly
-def summary(dirs: tuple[Path, ...], fmt: str) -> None:
-    """Table of the summaries of run or sweep directories DIRS (a sweep: one row per run)."""
+def summary(dirs: tuple[Path, ...], fmt: str, group: bool) -> None:
+    """Table of the summaries of run or sweep directories DIRS (a sweep: one row per run;
+    several sweeps: one table with a source column)."""
     import tomllib
+
+    from l4slab.sweepgrid import expand_params
+
+    sweeps = [d for d in dirs if (d / "sweep.parquet").exists() or (d / "runs").is_dir()]
+    if group:
+        _group_summary(list(dirs), sweeps, fmt)
+        return
+    merged = len(sweeps) > 1
+    m_rows: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
+    m_params: list[dict[str, Any]] = []
 
     def read(rd: Path, name: str) -> tuple[str, dict[str, Any], dict[str, Any]] | None:
         sp = rd / "summary.json"
@@ -358,16 +378,24 @@ def summary(dirs: tuple[Path, ...], fmt: str) -> None:
                 if row:
                     rows.append(row)
                     try:
-                        params.append(json.loads((rd / "params.json").read_text())["params"])
+                        params.append(expand_params(
+                            json.loads((rd / "params.json").read_text())["params"]))
                     except (OSError, ValueError, KeyError):
                         params.append({})
-            if rows:
+            if rows and merged:
+                m_rows += rows
+                m_params += [{"source": str(d), **p} for p in params]
+            elif rows:
                 _print_summaries(rows, title=f"sweep {d}", params=params, fmt=fmt)
                 shown += len(rows)
         else:
             row = read(d, str(d))
             if row:
                 singles.append(row)
+    if m_rows:
+        _print_summaries(m_rows, title="sweeps " + ", ".join(map(str, sweeps)),
+                         params=m_params, fmt=fmt)
+        shown += len(m_rows)
     if singles:
         _print_summaries(singles, fmt=fmt)
         shown += len(singles)
@@ -375,6 +403,58 @@ def summary(dirs: tuple[Path, ...], fmt: str) -> None:
         err_console.print(f"[yellow]{_escape(p)}[/]")
     if not shown:
         _fail("no finished runs in " + ", ".join(map(str, dirs)))
+
+
+#: Columns of `summary --group`: metric key and header.
+GROUP_METRICS = [("class.L4S.tput_mbps", "L4S Mb/s"), ("class.Classic.tput_mbps", "Classic Mb/s"),
+                 ("queues.L.sojourn_ms.p99", "p99 L ms"), ("queues.C.sojourn_ms.p99", "p99 C ms"),
+                 ("queues.single.sojourn_ms.p99", "p99 single ms"),
+                 ("queues.fq.sojourn_ms.p99", "p99 fq ms"), ("link.utilisation", "util"),
+                 ("jain", "Jain")]
+
+
+def _group_summary(dirs: list[Path], sweeps: list[Path], fmt: str) -> None:
+    """`summary --group`: one row per grid point of the sweeps (merged, with a source column
+    when there are several), mean ± 95% CI; warns about grid points whose runs are copies."""
+    from l4slab.sweepgrid import group_table, merged_index
+
+    if len(sweeps) != len(dirs):
+        single = next(d for d in dirs if d not in sweeps)
+        _fail(f"--group: {single} is not a sweep directory (no sweep.parquet); --group "
+              "summarises sweeps")
+    missing = [d for d in sweeps if not (d / "sweep.parquet").exists()]
+    if missing:
+        _fail(f"--group: {missing[0]} has no sweep.parquet (the sweep has not finished once)")
+    idx, params = merged_index(sweeps)
+    if not (idx["status"] == "ok").any():
+        _fail("no finished runs in " + ", ".join(map(str, dirs)))
+    header, rows, copies = group_table(idx, params, GROUP_METRICS)
+    title = "sweeps " + ", ".join(map(str, sweeps)) + " (mean ± 95% CI over replications)"
+    _emit_table(title, header, rows, fmt)
+    if copies:
+        err_console.print(f"[yellow]warning: the runs of {len(copies)} grid point(s) are "
+                          "identical (zero spread: one run repeated, not independent samples); "
+                          "no CI shown for them. Vary something per seed (flows' start_jitter, "
+                          "link loss or jitter).[/]")
+
+
+@main.command()
+@click.argument("dirs", nargs=-1, required=True,
+                type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("-o", "--out", "out_file", type=click.Path(dir_okay=False, path_type=Path),
+              required=True, help="The HTML file to write.")
+@_friendly
+def report(dirs: tuple[Path, ...], out_file: Path) -> None:
+    """One report.html over several sweep directories DIRS: their runs merged (a source
+    column), mean ± 95% CI per grid point."""
+    from l4slab.report import merged_sweep_report
+
+    for d in dirs:
+        if not (d / "sweep.parquet").exists():
+            _fail(f"{d}: not a sweep directory (no sweep.parquet)")
+    if out_file.exists():
+        _fail(f"{out_file}: exists; results are never overwritten, choose another -o")
+    console.print(f"{merged_sweep_report(list(dirs), out_file)}", highlight=False)
 
 
 # --- commands that live in their own modules ---------------------------------------------------
