@@ -8,6 +8,9 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
+import pytest
+
 from l4slab.scenario import dumps_toml
 from l4slab.sweeps import load_sweep
 
@@ -140,3 +143,109 @@ def test_several_sweeps_merge_into_one_table_with_a_source_column(tmp_path):
     # Never overwrite.
     res = invoke("report", tmp_path / "a", "-o", tmp_path / "m.html")
     assert res.exit_code == 2 and "exists" in res.output
+
+
+# --- pcap export -------------------------------------------------------------------------------
+
+def _tshark() -> str:
+    """tshark's path; skips with a reason without it, except in CI (CI installs it)."""
+    import os
+    import shutil
+
+    exe = shutil.which("tshark")
+    if exe is None:
+        if os.environ.get("CI") or os.environ.get("L4SLAB_REQUIRE_ROOT_TESTS") == "1":
+            pytest.fail("tshark is missing (.ci/run installs it with apt-get)")
+        pytest.skip("tshark is not installed (apt-get install tshark)")
+    return exe
+
+
+def test_pcap_is_read_by_tshark_with_ecn_bits_and_verdict_comments(tmp_path):
+    import subprocess
+
+    tshark = _tshark()
+    scen = copy.deepcopy(SHORT_BASE)
+    scen["duration"] = "1s"
+    scen["output"] = {"packets": True}
+    (tmp_path / "s.toml").write_text(dumps_toml(scen))
+    pcap = tmp_path / "b.pcapng"
+    res = invoke("run", tmp_path / "s.toml", "-o", tmp_path / "r", "--pcap", pcap,
+                 "--no-figures")
+    assert res.exit_code == 0, res.output
+    out = subprocess.run(
+        [tshark, "-r", str(pcap), "-T", "fields", "-e", "frame.time_epoch", "-e",
+         "ip.dsfield.ecn", "-e", "tcp.srcport", "-e", "frame.comment", "-e", "frame.len"],
+        capture_output=True, text=True, check=True, timeout=120).stdout.splitlines()
+    pk = load_packets(tmp_path / "r")
+    # One frame per packet record of packets.parquet, in the same order and instants (ns).
+    assert len(out) == len(pk) > 100
+    rows = [line.split("\t") for line in out]
+    t_pcap = np.array([float(r[0]) for r in rows])
+    assert np.allclose(t_pcap, pk["t_s"].to_numpy(), atol=2e-6)
+    for r, (_, p) in zip(rows, pk.iterrows(), strict=True):
+        ecn, port, comment = int(r[1]), int(r[2]), r[3]
+        verdict = str(p["verdict"])
+        assert port == 10000 + int(p["flow"])
+        assert f"verdict={verdict} queue={p['queue']} flow={int(p['flow'])}" in comment
+        # DualPI2 classifies by codepoint: L holds ECT(1) (01) and CE (11), C the rest; a
+        # packet the AQM marked leaves it with CE.
+        if verdict == "mark":
+            assert ecn == 3
+        elif p["queue"] == "L":
+            assert ecn == 1
+        else:
+            assert ecn in (0, 2)
+    ecns = [int(r[1]) for r in rows]
+    assert ecns.count(3) == int((pk["verdict"] == "mark").sum()) > 0
+    assert ecns.count(1) == int(((pk["queue"] == "L") & (pk["verdict"] != "mark")).sum()) > 0
+    # Nanosecond resolution: if_tsresol = 9 keeps sub-microsecond instants.
+    info = subprocess.run([tshark, "-r", str(pcap), "-c", "1", "-T", "fields", "-e",
+                           "frame.time_epoch"], capture_output=True, text=True,
+                          check=True, timeout=60).stdout.strip()
+    assert len(info.split(".")[1]) == 9
+    # Never overwritten.
+    res = invoke("run", tmp_path / "s.toml", "-o", tmp_path / "r2", "--pcap", pcap)
+    assert res.exit_code == 2 and "exists" in res.output
+
+
+def load_packets(run_dir: Path):
+    from l4slab.results import load_run
+
+    return load_run(run_dir).packets
+
+
+# --- progress on long runs --------------------------------------------------------------------
+
+def test_progress_counter_advances_to_the_duration_and_the_bar_draws_on_a_terminal():
+    import io
+    import threading
+
+    from rich.console import Console
+
+    from l4slab import _core
+    from l4slab.progress import run_with_progress
+    from l4slab.runner import simulate
+
+    scen = copy.deepcopy(SHORT_BASE)
+    scen["duration"] = "20s"
+    prog = _core.Progress()
+    seen: list[float] = []
+    th = threading.Thread(target=lambda: simulate(scen, ".", progress=prog))
+    th.start()
+    while th.is_alive():
+        seen.append(prog.sim_s())
+        th.join(0.005)
+    seen.append(prog.sim_s())
+    # Non-decreasing simulated time, never past the duration, ending at it.
+    assert seen == sorted(seen) and seen[-1] == 20.0 and max(seen) <= 20.0
+
+    buf = io.StringIO()
+    term = Console(file=buf, force_terminal=True, width=120)
+    r = run_with_progress(term, "sim", 20.0, lambda p: simulate(scen, ".", progress=p))
+    assert r.summary["duration_s"] == 20.0
+    assert "s simulated" in buf.getvalue() and "ETA" in buf.getvalue()
+    # Not a terminal: no bar at all.
+    buf = io.StringIO()
+    run_with_progress(Console(file=buf, force_terminal=False), "sim", 20.0,
+                      lambda p: simulate(scen, ".", progress=p))
+    assert buf.getvalue() == ""

@@ -83,9 +83,13 @@ def main() -> None:
 @click.option("--force", is_flag=True,
               help="Replace the run in a non-empty -o directory (its run files are removed "
                    "first); without it only a rerun of the same scenario may write there.")
+@click.option("--pcap", "pcap", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write a pcapng trace (Wireshark, tshark) of every packet the AQM "
+                   "passed, marked or dropped: synthetic IPv4/TCP headers with the ECN bits, "
+                   "the verdict and queue as packet comments.")
 @_friendly
 def run(scenario: Path, out_dir: Path | None, overrides: tuple[str, ...], unset: tuple[str, ...],
-        packets: bool, no_figures: bool, force: bool) -> None:
+        packets: bool, no_figures: bool, force: bool, pcap: Path | None) -> None:
     """Run one SCENARIO (TOML) and write its run directory."""
     from l4slab.runner import run as run_scenario
 
@@ -93,14 +97,32 @@ def run(scenario: Path, out_dir: Path | None, overrides: tuple[str, ...], unset:
         overrides = (*overrides, "output.packets=true")
     if out_dir is None:
         out_dir = Path("results") / f"{scenario.stem}-{time.strftime('%Y%m%d-%H%M%S')}"
+    from l4slab.progress import run_with_progress
+    from l4slab.runner import effective_scenario
+    from l4slab.scenario import load_scenario
+
     t0 = time.perf_counter()
-    with console.status(f"simulating {scenario} …"):
-        result = run_scenario(scenario, out_dir, list(overrides), figures=not no_figures,
-                              force=force, unset=unset)
+    duration_s = _duration_s(effective_scenario(load_scenario(scenario), list(overrides), unset))
+    result = run_with_progress(
+        console, f"simulating {scenario}", duration_s,
+        lambda prog: run_scenario(scenario, out_dir, list(overrides), figures=not no_figures,
+                                  force=force, unset=unset, pcap=pcap, progress=prog))
+    if pcap is not None:
+        console.print(f"pcapng: {pcap}", highlight=False)
     elapsed = time.perf_counter() - t0
     _print_summaries([(str(out_dir), result.summary, result.scenario)])
     console.print(f"run directory: [bold]{out_dir}[/] ({elapsed:.1f} s); "
                   f"report: {out_dir / 'report.html'}", highlight=False)
+
+
+def _duration_s(data: dict[str, Any]) -> float:
+    """The scenario's duration in seconds (0 when unknown: no progress bar)."""
+    from l4slab._core import parse_duration_ns
+
+    try:
+        return parse_duration_ns(str(data["duration"])) / 1e9
+    except (KeyError, ValueError):
+        return 0.0
 
 
 # --- sweep ------------------------------------------------------------------------------------

@@ -236,11 +236,16 @@ pub fn effective_aqm_table(raw_aqm: Option<&Value>, sizing: Option<&BufferSizing
 }
 
 /// What the simulator resolves from a scenario before it runs, as JSON for another engine:
-/// `aqm` (the table to build the AQM from) and `buffer` (how a BDP limit was resolved).
+/// `aqm` (the table to build the AQM from), `buffer` (how a BDP limit was resolved) and
+/// `flow_start_ns` (each flow's start after `start_jitter`).
 pub fn effective_settings_json(s: &crate::Scenario) -> String {
     let aqm = effective_aqm_table(s.raw.get("aqm"), s.buffer.as_ref());
     let buffer = s.buffer.as_ref().map_or(Value::Null, |b| b.to_json());
-    json!({"aqm": aqm, "buffer": buffer}).to_string()
+    let starts: Vec<u64> = crate::start_jitter::effective_starts(s)
+        .iter()
+        .map(|t| t.0)
+        .collect();
+    json!({"aqm": aqm, "buffer": buffer, "flow_start_ns": starts}).to_string()
 }
 
 #[cfg(test)]

@@ -25,6 +25,9 @@ enum Cmd {
         /// Override the scenario's seed.
         #[arg(long)]
         seed: Option<u64>,
+        /// Also write a pcapng trace of every packet the AQM passed, marked or dropped.
+        #[arg(long, value_name = "FILE")]
+        pcap: Option<PathBuf>,
     },
     /// Parse and validate a scenario file without running it.
     Check { scenario: PathBuf },
@@ -57,18 +60,36 @@ fn main() -> ExitCode {
             scenario,
             out,
             seed,
+            pcap,
         } => {
+            if let Some(p) = pcap.as_ref().filter(|p| p.exists()) {
+                eprintln!(
+                    "l4s-sim: --pcap {}: exists; results are never overwritten",
+                    p.display()
+                );
+                return ExitCode::from(2);
+            }
+            let opts = l4s_sim::RunOptions {
+                pcap: pcap.is_some(),
+                ..Default::default()
+            };
             let res = l4s_sim::Scenario::load(&scenario).and_then(|mut s| {
                 if let Some(seed) = seed {
                     s.seed = seed;
                 }
-                l4s_sim::run(&s)
+                l4s_sim::run_with(&s, &opts)
             });
             match res {
-                Ok(r) => {
+                Ok((r, extras)) => {
                     if let Err(e) = l4s_sim::output::write_dir(&r, &out) {
                         eprintln!("l4s-sim: {}: {e}", out.display());
                         return ExitCode::from(2);
+                    }
+                    if let (Some(p), Some(bytes)) = (&pcap, extras.pcapng) {
+                        if let Err(e) = std::fs::write(p, bytes) {
+                            eprintln!("l4s-sim: --pcap {}: {e}", p.display());
+                            return ExitCode::from(2);
+                        }
                     }
                     ExitCode::SUCCESS
                 }

@@ -383,6 +383,7 @@ impl Recorder {
                 "drops": (c.aqm_drops + c.link_losses) - (c0.aqm_drops + c0.link_losses),
                 "retransmits": s.retransmits.saturating_sub(s0.retransmits),
                 "base_rtt_ms": ctx.base_rtt_ms[i],
+                "start_s": ctx.flow_start.get(i).map_or(Value::Null, |t| json!(t.as_secs_f64())),
                 "host": ctx.flow_host.get(i).cloned().unwrap_or(Value::Null),
                 "fct_s": c.done_at.map_or(Value::Null, |d| json!((d - ctx.flow_start[i]).as_secs_f64())),
             }));

@@ -131,6 +131,9 @@ pub struct FlowConfig {
     /// Start time (default 0).
     #[serde(default)]
     pub start: Nanos,
+    /// The flow starts at `start` plus a uniform offset in [0, start_jitter) drawn from the
+    /// seed (default: one base RTT; "0s" for exactly `start`). See `start_jitter`.
+    pub start_jitter: Option<Nanos>,
     /// Stop sending new data at this time (default: never).
     pub stop: Option<Nanos>,
     /// Sized transfer (TCP only): payload bytes.
@@ -443,6 +446,18 @@ impl Scenario {
         }
         for (i, fl) in self.flows.iter().enumerate() {
             crate::flows::validate_flow(i, fl)?;
+            if let Some(j) = fl.start_jitter {
+                if fl.start + j > self.duration {
+                    return Err(SimError::field(
+                        format!("flows[{i}].start_jitter"),
+                        format!(
+                            "\"{j}\" reaches past the end of the run (start \"{}\", duration \
+                             \"{}\"); expected start + start_jitter ≤ duration",
+                            fl.start, self.duration
+                        ),
+                    ));
+                }
+            }
             // A flow that starts after the run has ended sends nothing: always a mistake.
             if fl.start >= self.duration {
                 return Err(SimError::field(
