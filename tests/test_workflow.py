@@ -249,3 +249,39 @@ def test_progress_counter_advances_to_the_duration_and_the_bar_draws_on_a_termin
     run_with_progress(Console(file=buf, force_terminal=False), "sim", 20.0,
                       lambda p: simulate(scen, ".", progress=p))
     assert buf.getvalue() == ""
+
+
+# --- replications that are copies are flagged ---------------------------------------------------
+
+def _cbr_sweep(tmp_path: Path, jitter: str) -> Path:
+    """A CBR through a FIFO: nothing random but the start offsets."""
+    base = {"seed": 1, "duration": "1s", "link": {"rate": "10mbit"},
+            "aqm": {"kind": "fifo", "limit": 50},
+            "flows": [{"cc": "cbr", "rtt": "20ms", "rate": "12mbit", "start_jitter": jitter},
+                      {"cc": "cbr", "rtt": "20ms", "rate": "1mbit", "start_jitter": jitter}]}
+    (tmp_path / "base.toml").write_text(dumps_toml(base))
+    sw = tmp_path / f"sw{jitter}.toml"
+    sw.write_text('base = "base.toml"\nreplications = 3\n')
+    return sw
+
+
+def test_identical_replications_are_flagged_and_jitter_makes_them_differ(tmp_path):
+    out0, out1 = tmp_path / "zero", tmp_path / "jit"
+    assert invoke("sweep", _cbr_sweep(tmp_path, "0s"), "-o", out0, "-j", "1").exit_code == 0
+    assert invoke("sweep", _cbr_sweep(tmp_path, "20ms"), "-o", out1, "-j", "1").exit_code == 0
+    # Without jitter the three seeds give the same run: flagged, no ± 0 CI.
+    res = invoke("summary", "--group", "--format", "csv", out0)
+    assert res.exit_code == 0
+    assert res.output.splitlines()[1].startswith("3 identical,") and "±" not in res.output
+    assert "identical" in res.output.splitlines()[-1]  # the warning (stderr is mixed in)
+    html = (out0 / "report.html").read_text()
+    assert "are identical runs" in html
+    # With jitter the seeds differ: a CI, no warning.
+    res = invoke("summary", "--group", "--format", "csv", out1)
+    assert res.output.splitlines()[1].startswith("3,") and "±" in res.output
+    assert "identical" not in res.output
+    assert "are identical runs" not in (out1 / "report.html").read_text()
+    # validate names the group of copies.
+    res = invoke("validate", out0 / "runs", out1 / "runs", "-o", tmp_path / "v", "--bootstrap", "50",
+                 width=200)
+    assert "the runs of group A" in res.output and "group B" not in res.output
