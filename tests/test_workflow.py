@@ -282,6 +282,6 @@ def test_identical_replications_are_flagged_and_jitter_makes_them_differ(tmp_pat
     assert "identical" not in res.output
     assert "are identical runs" not in (out1 / "report.html").read_text()
     # validate names the group of copies.
-    res = invoke("validate", out0 / "runs", out1 / "runs", "-o", tmp_path / "v", "--bootstrap", "50",
-                 width=200)
+    res = invoke("validate", out0 / "runs", out1 / "runs", "-o", tmp_path / "v",
+                 "--bootstrap", "50", width=200)
     assert "the runs of group A" in res.output and "group B" not in res.output
