@@ -48,7 +48,7 @@ def doc(extra_flow: str = "", **top: str) -> dict:
 
 def test_plan_expands_count_in_simulator_order_with_classes_and_delays(tmp_path):
     d = doc('[[flows]]\ncc = "dctcp"\nrtt = "20ms"\ncount = 2\nstart = "2s"\nstop = "4s"\n'
-            'mss = 1200\n')
+            'mss = 1200\nstart_jitter = "0s"\n')
     plan = plan_scenario(d, tmp_path)
     assert [(f.index, f.entry, f.cc, f.klass) for f in plan.flows] == [
         (0, 0, "prague", "L4S"), (1, 1, "cubic", "Classic"), (2, 2, "dctcp", "Classic"),
@@ -427,3 +427,27 @@ def test_launcher_reports_a_failed_sender_and_exits_1(tmp_path):
     assert r.returncode == 1
     assert "flow 0 (reno): l4s-flow exited with status 3: no route" in r.stderr
     assert fl[0]["exit"] == 3 and fl[1]["exit"] in (0, 130)
+
+
+def test_a_bdp_limit_reaches_the_emulator_resolved_as_the_simulator_does(tmp_path):
+    # 20 Mb/s · 20 ms / 8 = 50 000 B = 33.3 packets of 1500 B; 2 BDP = 66.7 -> 67 packets.
+    d = doc()
+    d["aqm"]["limit"] = "2bdp"
+    plan = plan_scenario(d, tmp_path)
+    assert plan.doc["aqm"] == {"kind": "dualpi2", "limit": 67}
+    assert d["aqm"]["limit"] == "2bdp"  # the caller's document is untouched
+
+
+def test_senders_start_at_the_simulators_jittered_starts(tmp_path):
+    # Default start_jitter: one base RTT (20 ms) after `start`, the simulator's own draw.
+    import json as _json
+
+    from l4slab import _core
+
+    d = doc()
+    plan = plan_scenario(d, tmp_path)
+    starts = _json.loads(_core.effective_settings(_json.dumps(d), "json", str(tmp_path))
+                         )["flow_start_ns"]
+    assert [f.start_s for f in plan.flows] == [t / 1e9 for t in starts]
+    assert all(0.0 <= f.start_s < 0.020 for f in plan.flows)
+    assert len(set(starts)) == 2

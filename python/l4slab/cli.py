@@ -83,9 +83,13 @@ def main() -> None:
 @click.option("--force", is_flag=True,
               help="Replace the run in a non-empty -o directory (its run files are removed "
                    "first); without it only a rerun of the same scenario may write there.")
+@click.option("--pcap", "pcap", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write a pcapng trace (Wireshark, tshark) of every packet the AQM "
+                   "passed, marked or dropped: synthetic IPv4/TCP headers with the ECN bits, "
+                   "the verdict and queue as packet comments.")
 @_friendly
 def run(scenario: Path, out_dir: Path | None, overrides: tuple[str, ...], unset: tuple[str, ...],
-        packets: bool, no_figures: bool, force: bool) -> None:
+        packets: bool, no_figures: bool, force: bool, pcap: Path | None) -> None:
     """Run one SCENARIO (TOML) and write its run directory."""
     from l4slab.runner import run as run_scenario
 
@@ -93,10 +97,18 @@ def run(scenario: Path, out_dir: Path | None, overrides: tuple[str, ...], unset:
         overrides = (*overrides, "output.packets=true")
     if out_dir is None:
         out_dir = Path("results") / f"{scenario.stem}-{time.strftime('%Y%m%d-%H%M%S')}"
+    from l4slab.progress import run_with_progress
+    from l4slab.runner import effective_scenario
+    from l4slab.scenario import load_scenario
+
     t0 = time.perf_counter()
-    with console.status(f"simulating {scenario} …"):
-        result = run_scenario(scenario, out_dir, list(overrides), figures=not no_figures,
-                              force=force, unset=unset)
+    duration_s = _duration_s(effective_scenario(load_scenario(scenario), list(overrides), unset))
+    result = run_with_progress(
+        console, f"simulating {scenario}", duration_s,
+        lambda prog: run_scenario(scenario, out_dir, list(overrides), figures=not no_figures,
+                                  force=force, unset=unset, pcap=pcap, progress=prog))
+    if pcap is not None:
+        console.print(f"pcapng: {pcap}", highlight=False)
     elapsed = time.perf_counter() - t0
     _print_summaries([(str(out_dir), result.summary, result.scenario)])
     if any(f.get("stack", "model") != "model" for f in result.scenario.get("flows", [])):
@@ -104,6 +116,16 @@ def run(scenario: Path, out_dir: Path | None, overrides: tuple[str, ...], unset:
                       "the model", highlight=False)
     console.print(f"run directory: [bold]{out_dir}[/] ({elapsed:.1f} s); "
                   f"report: {out_dir / 'report.html'}", highlight=False)
+
+
+def _duration_s(data: dict[str, Any]) -> float:
+    """The scenario's duration in seconds (0 when unknown: no progress bar)."""
+    from l4slab._core import parse_duration_ns
+
+    try:
+        return parse_duration_ns(str(data["duration"])) / 1e9
+    except (KeyError, ValueError):
+        return 0.0
 
 
 # --- sweep ------------------------------------------------------------------------------------
@@ -273,6 +295,11 @@ def _summary_rows(rows: list[tuple[str, dict[str, Any], dict[str, Any]]],
               if any(f"queues.{q}.sojourn_ms.p99" in m for m in flat)]
     pkeys = list(dict.fromkeys(k for p in params or [] for k in p))
     header = ["run", *pkeys] + ([] if same_setup else ["aqm", "flows"])
+    # A limit given in BDP units shows what it resolved to (summary.json `buffer`).
+    buffers = [r[1].get("buffer") if isinstance(r[1].get("buffer"), dict) else None
+               for r in rows]
+    if any(buffers):
+        header.append("buffer")
     header += ["L4S Mb/s", "Classic Mb/s"] + [f"p99 {q} ms" for q in queues] + ["util", "Jain"]
 
     def num(v: Any) -> float | None:
@@ -284,6 +311,9 @@ def _summary_rows(rows: list[tuple[str, dict[str, Any], dict[str, Any]]],
                                      for k in pkeys]
         if not same_setup:
             cells += list(setups[i])
+        if any(buffers):
+            b = buffers[i]
+            cells.append(f"{b['given']}={b['value']} {b['unit']}" if b else "")
         cells += [num(m.get("class.L4S.tput_mbps")), num(m.get("class.Classic.tput_mbps"))]
         cells += [num(m.get(f"queues.{q}.sojourn_ms.p99")) for q in queues]
         cells += [num(m.get("link.utilisation")), num(m.get("jain"))]
@@ -295,10 +325,16 @@ def _print_summaries(rows: list[tuple[str, dict[str, Any], dict[str, Any]]],
                      title: str | None = None,
                      params: list[dict[str, Any]] | None = None, fmt: str = "table") -> None:
     """Print the summary table as a rich table, CSV, JSON (one object per run) or Markdown."""
+    title, header, body = _summary_rows(rows, title, params)
+    _emit_table(title, header, body, fmt)
+
+
+def _emit_table(title: str | None, header: list[str], body: list[list[Any]],
+                fmt: str) -> None:
+    """Print a table as a rich table, CSV, JSON (one object per row) or Markdown."""
     import csv
     import io
 
-    title, header, body = _summary_rows(rows, title, params)
     if fmt == "csv":
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
@@ -344,10 +380,24 @@ def _print_summaries(rows: list[tuple[str, dict[str, Any], dict[str, Any]]],
               default="table", show_default=True,
               help="table: for a terminal (full width when piped); csv/json/markdown: for "
                    "files and other tools.")
+@click.option("--group", is_flag=True,
+              help="Sweeps: one row per grid point (mean ± 95% CI over its replications) "
+                   "instead of one per run; several sweeps merge into one table.")
 @_friendly
-def summary(dirs: tuple[Path, ...], fmt: str) -> None:
-    """Table of the summaries of run or sweep directories DIRS (a sweep: one row per run)."""
+def summary(dirs: tuple[Path, ...], fmt: str, group: bool) -> None:
+    """Table of the summaries of run or sweep directories DIRS (a sweep: one row per run;
+    several sweeps: one table with a source column)."""
     import tomllib
+
+    from l4slab.sweepgrid import expand_params
+
+    sweeps = [d for d in dirs if (d / "sweep.parquet").exists() or (d / "runs").is_dir()]
+    if group:
+        _group_summary(list(dirs), sweeps, fmt)
+        return
+    merged = len(sweeps) > 1
+    m_rows: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
+    m_params: list[dict[str, Any]] = []
 
     def read(rd: Path, name: str) -> tuple[str, dict[str, Any], dict[str, Any]] | None:
         sp = rd / "summary.json"
@@ -371,16 +421,24 @@ def summary(dirs: tuple[Path, ...], fmt: str) -> None:
                 if row:
                     rows.append(row)
                     try:
-                        params.append(json.loads((rd / "params.json").read_text())["params"])
+                        params.append(expand_params(
+                            json.loads((rd / "params.json").read_text())["params"]))
                     except (OSError, ValueError, KeyError):
                         params.append({})
-            if rows:
+            if rows and merged:
+                m_rows += rows
+                m_params += [{"source": str(d), **p} for p in params]
+            elif rows:
                 _print_summaries(rows, title=f"sweep {d}", params=params, fmt=fmt)
                 shown += len(rows)
         else:
             row = read(d, str(d))
             if row:
                 singles.append(row)
+    if m_rows:
+        _print_summaries(m_rows, title="sweeps " + ", ".join(map(str, sweeps)),
+                         params=m_params, fmt=fmt)
+        shown += len(m_rows)
     if singles:
         _print_summaries(singles, fmt=fmt)
         shown += len(singles)
@@ -388,6 +446,58 @@ def summary(dirs: tuple[Path, ...], fmt: str) -> None:
         err_console.print(f"[yellow]{_escape(p)}[/]")
     if not shown:
         _fail("no finished runs in " + ", ".join(map(str, dirs)))
+
+
+#: Columns of `summary --group`: metric key and header.
+GROUP_METRICS = [("class.L4S.tput_mbps", "L4S Mb/s"), ("class.Classic.tput_mbps", "Classic Mb/s"),
+                 ("queues.L.sojourn_ms.p99", "p99 L ms"), ("queues.C.sojourn_ms.p99", "p99 C ms"),
+                 ("queues.single.sojourn_ms.p99", "p99 single ms"),
+                 ("queues.fq.sojourn_ms.p99", "p99 fq ms"), ("link.utilisation", "util"),
+                 ("jain", "Jain")]
+
+
+def _group_summary(dirs: list[Path], sweeps: list[Path], fmt: str) -> None:
+    """`summary --group`: one row per grid point of the sweeps (merged, with a source column
+    when there are several), mean ± 95% CI; warns about grid points whose runs are copies."""
+    from l4slab.sweepgrid import group_table, merged_index
+
+    if len(sweeps) != len(dirs):
+        single = next(d for d in dirs if d not in sweeps)
+        _fail(f"--group: {single} is not a sweep directory (no sweep.parquet); --group "
+              "summarises sweeps")
+    missing = [d for d in sweeps if not (d / "sweep.parquet").exists()]
+    if missing:
+        _fail(f"--group: {missing[0]} has no sweep.parquet (the sweep has not finished once)")
+    idx, params = merged_index(sweeps)
+    if not (idx["status"] == "ok").any():
+        _fail("no finished runs in " + ", ".join(map(str, dirs)))
+    header, rows, copies = group_table(idx, params, GROUP_METRICS)
+    title = "sweeps " + ", ".join(map(str, sweeps)) + " (mean ± 95% CI over replications)"
+    _emit_table(title, header, rows, fmt)
+    if copies:
+        err_console.print(f"[yellow]warning: the runs of {len(copies)} grid point(s) are "
+                          "identical (zero spread: one run repeated, not independent samples); "
+                          "no CI shown for them. Vary something per seed (flows' start_jitter, "
+                          "link loss or jitter).[/]")
+
+
+@main.command()
+@click.argument("dirs", nargs=-1, required=True,
+                type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("-o", "--out", "out_file", type=click.Path(dir_okay=False, path_type=Path),
+              required=True, help="The HTML file to write.")
+@_friendly
+def report(dirs: tuple[Path, ...], out_file: Path) -> None:
+    """One report.html over several sweep directories DIRS: their runs merged (a source
+    column), mean ± 95% CI per grid point."""
+    from l4slab.report import merged_sweep_report
+
+    for d in dirs:
+        if not (d / "sweep.parquet").exists():
+            _fail(f"{d}: not a sweep directory (no sweep.parquet)")
+    if out_file.exists():
+        _fail(f"{out_file}: exists; results are never overwritten, choose another -o")
+    console.print(f"{merged_sweep_report(list(dirs), out_file)}", highlight=False)
 
 
 # --- commands that live in their own modules ---------------------------------------------------

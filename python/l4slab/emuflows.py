@@ -3,7 +3,8 @@ processes through the emulated bottleneck for the scenario's `duration`.
 
 One l4s-flow receiver runs on the server side; on the client side a small launcher
 (`emu_launcher.py`, standard library only) starts one l4s-flow sender per flow (after `count`
-is expanded, in the simulator's flow order) at its `start`, ends it at its `stop` or at
+is expanded, in the simulator's flow order) at its `start` (plus the
+simulator's start_jitter offset for that flow and seed), ends it at its `stop` or at
 `duration`, and exits at `duration`, which ends the emulation. Data therefore flows
 client -> server (the emulator's uplink) through the scenario's `[link]` and `[aqm]`; the
 server -> client direction is the ACK path, which the simulator leaves uncongested, so it gets
@@ -135,6 +136,16 @@ def _flow_classes(doc: dict[str, Any], base_dir: Path) -> tuple[list[str], list[
     return list(raw["flow_cc"]), list(raw["flow_class"])
 
 
+def _simulator_settings(doc: dict[str, Any], base_dir: Path) -> dict[str, Any]:
+    """What the simulator resolves before it runs: the [aqm] table with a limit in BDP units
+    resolved (`aqm`, `buffer`) and each flow's start after start_jitter (`flow_start_ns`),
+    so the emulator builds the same queue and starts the senders when the simulator would."""
+    from l4slab._core import effective_settings
+
+    return json.loads(effective_settings(
+        json.dumps({k: v for k, v in doc.items() if k != "emulator"}), "json", str(base_dir)))
+
+
 def plan_scenario(doc: dict[str, Any], base_dir: Path) -> EmuPlan:
     """Validate `doc` as the simulator does, refuse what the emulator cannot run faithfully
     (one ScenarioError naming the field), and return the plan."""
@@ -170,6 +181,7 @@ def plan_scenario(doc: dict[str, Any], base_dir: Path) -> EmuPlan:
         stacks = plan_stacks(doc)
     except StackError as e:
         raise ScenarioError(str(e)) from None
+    sim = _simulator_settings(doc, base_dir)
     rtt0_ns = None
     flows: list[EmuFlow] = []
     for i, fl in enumerate(doc["flows"]):
@@ -198,11 +210,11 @@ def plan_scenario(doc: dict[str, Any], base_dir: Path) -> EmuPlan:
                     f"{p}.mss: {fl['mss']} is too small for the emulator: l4slab flow's header "
                     f"is {MSS_OFFSET} bytes longer than TCP's, so its MSS would be {mss}; "
                     f"expected mss ≥ {64 + MSS_OFFSET}")
-        start_ns = _ns(fl["start"], f"{p}.start") if "start" in fl else 0
         end_ns = min(_ns(fl["stop"], f"{p}.stop"), duration_ns) if "stop" in fl \
             else duration_ns
         for _ in range(int(fl.get("count", 1))):
             idx = len(flows)
+            start_ns = sim["flow_start_ns"][idx]
             flows.append(EmuFlow(
                 index=idx, entry=i, cc=cc, klass=classes[idx], ecn=fl.get("ecn"),
                 start_s=start_ns / 1e9, end_s=end_ns / 1e9,
@@ -212,6 +224,8 @@ def plan_scenario(doc: dict[str, Any], base_dir: Path) -> EmuPlan:
                 if stacks[i] else None))
     assert ccs == [f.cc for f in flows], (ccs, flows)
     out = copy.deepcopy(doc)
+    if sim["buffer"] is not None:
+        out["aqm"] = sim["aqm"]
     emu = out.setdefault("emulator", {})
     if not isinstance(emu, dict):
         raise ScenarioError("emulator: must be a table")

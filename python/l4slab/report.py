@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["run_report", "sweep_report"]
+__all__ = ["run_report", "sweep_report", "merged_sweep_report"]
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2em auto;max-width:1100px;
@@ -97,6 +97,18 @@ def _window_labels(summary: dict[str, Any]) -> tuple[str, str]:
     return f"after warm-up, {span(a)}", f"whole run, {span(b)}"
 
 
+def buffer_label(summary: dict[str, Any]) -> str | None:
+    """ "2bdp = 417 pkts (BDP 312500 B at 100 Mb/s × 25 ms, 1500 B packets)" when the AQM limit
+    was given in BDP units (summary.json `buffer`), else None."""
+    b = summary.get("buffer")
+    if not isinstance(b, dict):
+        return None
+    return (f"{b.get('given')} = {b.get('value')} {b.get('unit')} "
+            f"(BDP {b.get('bdp_bytes'):.0f} B at {b.get('rate_mbps'):g} Mb/s × "
+            f"{b.get('rtt_ms'):g} ms of flows[{b.get('rtt_flow')}], "
+            f"{b.get('packet_bytes')} B packets)")
+
+
 def summary_tables(summary: dict[str, Any]) -> list[str]:
     """HTML tables of summary.json: link, flows, queues; every counter says its window."""
     body = []
@@ -108,6 +120,9 @@ def summary_tables(summary: dict[str, Any]) -> list[str]:
            (f"utilisation ({after})", link.get("utilisation")),
            (f"unused txops ({after})", link.get("unused_txops")),
            (f"Jain's index ({after})", summary.get("jain"))]
+    buf = buffer_label(summary)
+    if buf:
+        top.append(("buffer (AQM limit)", buf))
     pk = summary.get("packets")
     if isinstance(pk, dict):  # bottleneck accounting over the whole run (incl. warm-up)
         top += [(f"packets {k.replace('_', ' ')} ({whole})", v) for k, v in pk.items()
@@ -155,22 +170,26 @@ def run_report(run: Any, out_dir: str | Path, embed_figures: bool = True) -> Pat
     return path
 
 
-def _grid_table(index: pd.DataFrame, params: list[str]) -> tuple[list[str], list[list[Any]]]:
-    from l4slab.plots import SWEEP_METRICS, mean_ci_text
+def _grid_table(index: pd.DataFrame, params: list[str]
+                ) -> tuple[list[str], list[list[Any]], list[tuple[Any, ...]]]:
+    """Per grid point: runs and mean ± 95% CI of each metric; grid points whose runs are
+    identical (copies) are returned too, so the page warns instead of showing ± 0."""
+    from l4slab.plots import SWEEP_METRICS
+    from l4slab.sweepgrid import group_table
 
-    ok = index[index["status"] == "ok"]
-    metrics = [m for m, _ in SWEEP_METRICS if m in ok
-               and pd.to_numeric(ok[m], errors="coerce").notna().any()]
-    header = list(params) + ["runs ok"] + [f"{m} (mean ± 95% CI)" for m in metrics]
-    rows = []
-    groups = ok.groupby(params, sort=False, dropna=False) if params else [((), ok)]
-    for key, g in groups:
-        key = key if isinstance(key, tuple) else (key,)
-        row: list[Any] = list(key) + [len(g)]
-        for m in metrics:
-            row.append(mean_ci_text(pd.to_numeric(g[m], errors="coerce").to_numpy(dtype=float)))
-        rows.append(row)
-    return header, rows
+    return group_table(index, params, [(m, f"{m} (mean ± 95% CI)") for m, _ in SWEEP_METRICS])
+
+
+def _copies_warning(copies: list[tuple[Any, ...]], params: list[str]) -> str:
+    """A warning paragraph naming the grid points whose replications are identical."""
+    if not copies:
+        return ""
+    names = "; ".join(", ".join(f"{p}={v}" for p, v in zip(params, c, strict=False)) or "all runs"
+                      for c in copies)
+    return (f'<p class="fail">Warning: the replications of {len(copies)} grid point(s) are '
+            f"identical runs (zero spread in every metric), so they are one run repeated, not "
+            f"independent samples, and no confidence interval is shown: {_esc(names)}. Vary "
+            "something per seed (flows' start_jitter, link loss or jitter).</p>")
 
 
 def sweep_report(data: Any, out_dir: str | Path) -> Path:
@@ -189,8 +208,9 @@ def sweep_report(data: Any, out_dir: str | Path) -> Path:
         ("grid", json.dumps(meta.get("grid", {}), default=str)),
         ("fixed overrides", json.dumps(meta.get("set", {}), default=str))]))
     if n_ok:
-        header, rows = _grid_table(idx, data.params)
+        header, rows, copies = _grid_table(idx, data.params)
         body.append("<h2>Results per grid point</h2>")
+        body.append(_copies_warning(copies, data.params))
         body.append(_table(header, rows, left=len(data.params)))
     if n_fail:
         body.append('<h2 class="fail">Failed runs</h2>')
@@ -209,4 +229,20 @@ def sweep_report(data: Any, out_dir: str | Path) -> Path:
     body.append(_table(cols, idx[cols].itertuples(index=False), left=1 + len(data.params)))
     path = out / "report.html"
     path.write_text(_page(f"l4slab sweep — {out.resolve().name}", body))
+    return path
+
+
+def merged_sweep_report(dirs: list[Path], out_file: str | Path) -> Path:
+    """One report.html over several sweep directories: the merged index grouped by source
+    directory and grid point (mean ± 95% CI), with the same warnings as a sweep's report."""
+    from l4slab.sweepgrid import merged_index
+
+    idx, params = merged_index(dirs)
+    header, rows, copies = _grid_table(idx, params)
+    body = [_table(["", "value"], [("sweeps", ", ".join(map(str, dirs))), ("runs", len(idx)),
+                                   ("ok", int((idx["status"] == "ok").sum()))]),
+            "<h2>Results per grid point</h2>", _copies_warning(copies, params),
+            _table(header, rows, left=len(params))]
+    path = Path(out_file)
+    path.write_text(_page("l4slab sweeps — " + ", ".join(d.resolve().name for d in dirs), body))
     return path

@@ -54,6 +54,8 @@ class RunData:
         self.scenario = scenario if scenario is not None else {}
         self.path = path
         self.events = events
+        #: The pcapng capture (bytes) when the run was asked for one (`run --pcap`).
+        self.pcapng: bytes | None = None
         self.flows = flows  # type: ignore[assignment]
         self.packets = packets  # type: ignore[assignment]
         #: frames / fct / probes tables of interactive traffic (`l4slab.interactive`).

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from l4slab import _core
-from l4slab.results import RunData, from_core, prepare_run_dir, write_run_dir
+from l4slab.results import OutputDirError, RunData, from_core, prepare_run_dir, write_run_dir
 from l4slab.scenario import ScenarioError, ScenarioSource, apply_overrides, load_scenario
 
 __all__ = ["run", "simulate", "validate", "effective_scenario"]
@@ -78,13 +78,18 @@ def _trim_heap() -> None:
 _MALLOC_TRIM: Any = None
 
 
-def simulate(data: Mapping[str, Any], base_dir: str | Path) -> RunData:
-    """Run a scenario dict; raises `l4slab.ScenarioError` naming the field on bad input."""
+def simulate(data: Mapping[str, Any], base_dir: str | Path, *, pcap: bool = False,
+             progress: Any = None) -> RunData:
+    """Run a scenario dict; raises `l4slab.ScenarioError` naming the field on bad input.
+    `pcap`: keep the pcapng capture as `.pcapng` (bytes); `progress`: a `_core.Progress` the
+    simulator updates (see `l4slab.progress`)."""
     _check_finite(data)
     text = json.dumps(data)
-    raw = _core.run_scenario(text, "json", str(base_dir))
+    raw = _core.run_scenario(text, "json", str(base_dir), pcap=pcap, progress=progress)
     _trim_heap()
-    return from_core(raw, scenario=dict(data))
+    result = from_core(raw, scenario=dict(data))
+    result.pcapng = raw.get("pcapng")
+    return result
 
 
 def validate(scenario: str | Path | Mapping[str, Any],
@@ -101,20 +106,28 @@ def run(scenario: str | Path | Mapping[str, Any], out_dir: str | Path | None = N
         overrides: Mapping[str, Any] | Iterable[str] | None = None, *,
         figures: bool = True, report: bool = True,
         base_dir: str | Path | None = None, force: bool = False,
-        unset: Iterable[str] = ()) -> RunData:
+        unset: Iterable[str] = (), pcap: str | Path | None = None,
+        progress: Any = None) -> RunData:
     """Run a scenario file or dict. With `out_dir`, write the run directory there (parquet
     tables, summary.json, scenario.toml, figures, report.html). `overrides` is a mapping of
     dotted keys or a list of ``"key=value"`` strings, as `l4slab run --set`. An `out_dir`
     that holds another run raises `OutputDirError` before anything runs, unless `force`
-    (then that run's files are removed first). `unset` keys are removed first (`--unset`)."""
+    (then that run's files are removed first). `unset` keys are removed first (`--unset`).
+    `pcap`: also write a pcapng trace of the bottleneck there (an existing file is refused
+    before anything runs); `progress`: a `_core.Progress` to update."""
     from l4slab.sweeps import refuse_while_a_worker_imports
 
     refuse_while_a_worker_imports("l4slab.run")
     src = load_scenario(scenario, Path(base_dir) if base_dir else None)
     data = effective_scenario(src, overrides, unset)
+    if pcap is not None and Path(pcap).exists():
+        raise OutputDirError(f"--pcap {pcap}: exists; results are never overwritten, "
+                             "choose another file")
     if out_dir is not None:
         prepare_run_dir(out_dir, data, force=force)
-    result = simulate(data, src.base_dir)
+    result = simulate(data, src.base_dir, pcap=pcap is not None, progress=progress)
     if out_dir is not None:
         write_run_dir(result, out_dir, figures=figures, report=report)
+    if pcap is not None and result.pcapng is not None:
+        Path(pcap).write_bytes(result.pcapng)
     return result

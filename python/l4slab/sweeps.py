@@ -64,6 +64,7 @@ from l4slab.scenario import (
     normalise_key,
     parse_override,
 )
+from l4slab.sweepgrid import check_grid, effective_params, expand_params, ordered_overrides
 
 __all__ = ["SweepFailed", "plan_digest", "SweepSpec", "RunTask", "RunOutcome", "SweepResult",
            "SweepData", "derive_seed", "load_sweep_spec", "plan", "execute_task",
@@ -193,6 +194,7 @@ def load_sweep_spec(sweep: str | Path | Mapping[str, Any],
                                     "each value must appear once (use replications for "
                                     "repeated runs)")
             grid[k] = v
+    check_grid(grid, origin)
     reps = data.get("replications", 1)
     if not isinstance(reps, int) or isinstance(reps, bool) or reps < 1:
         raise ScenarioError(f"{origin}: replications must be an integer ≥ 1, got {reps!r}")
@@ -236,7 +238,8 @@ def plan(spec: SweepSpec) -> list[RunTask]:
         for rep in range(spec.replications):
             seed = derive_seed(spec.seed, rep)
             try:
-                scenario = effective_scenario(base_with_fixed, {**params, "seed": seed})
+                scenario = effective_scenario(base_with_fixed,
+                                              {**ordered_overrides(params), "seed": seed})
             except ScenarioError as e:
                 raise ScenarioError(f"grid point {_fmt_params(params)}: {e}") from None
             tasks.append(RunTask(index=len(tasks), point=p_idx, rep=rep, params=params,
@@ -476,7 +479,7 @@ def _index_frame(tasks: list[RunTask], status: dict[int, RunOutcome], out: Path,
     for t in tasks:
         o = status.get(t.index)
         row: dict[str, Any] = {"run": t.name, "point": t.point, "rep": t.rep}
-        row.update(t.params)
+        row.update(expand_params(t.params, params))
         row["seed"] = t.seed
         row["run_dir"] = str(Path("runs") / t.name)
         row["status"] = "pending" if o is None else ("ok" if o.status == "skipped" else o.status)
@@ -732,7 +735,7 @@ def _sweep_locked(spec: SweepSpec, tasks: list[RunTask], out: Path, t_start: flo
                   on_start: Callable[[int, int], None] | None,
                   engine: Any = None, dask_wait_s: float = 60.0,
                   on_note: Callable[[str], None] | None = None) -> SweepResult:
-    params = list(spec.grid)
+    params = effective_params(spec.grid)
     meta = _write_sweep_meta(spec, tasks, out)
     status, todo = _resume_split(tasks, out, resume)
     jobs = max(1, jobs or os.cpu_count() or 1)
@@ -795,7 +798,8 @@ def _sweep_locked(spec: SweepSpec, tasks: list[RunTask], out: Path, t_start: flo
 
 def _write_sweep_meta(spec: SweepSpec, tasks: list[RunTask], out: Path) -> dict[str, Any]:
     """Write out/sweep.json (grid, fixed keys, seeds, run count, engine); return its content."""
-    meta = {"origin": spec.origin, "base": spec.base.origin, "params": list(spec.grid),
+    meta = {"origin": spec.origin, "base": spec.base.origin,
+            "params": effective_params(spec.grid),
             "grid": spec.grid, "set": spec.fixed, "replications": spec.replications,
             "seed": spec.seed, "seed_derivation": "splitmix64(seed, rep) >> 1",
             "runs": len(tasks), "engine": tasks[0].engine, "plan_sha256": plan_digest(tasks)}

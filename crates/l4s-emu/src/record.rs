@@ -396,6 +396,7 @@ impl PathRecorder {
             flow_host: &[],
             raw: ctx.scenario,
             aqm_params: ctx.aqm_params,
+            buffer: &serde_json::Value::Null,
         };
         let stats = std::mem::take(&mut self.stats_buf);
         let mut run = self.rec.finish(

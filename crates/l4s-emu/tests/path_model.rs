@@ -273,6 +273,7 @@ fn trace_link_matches_the_simulator_on_the_same_arrivals() {
         on = "300ms"
         off = "200ms"
         start = "1003us"
+        start_jitter = "0s"  # the emulator below is fed arrivals from exactly 1.003 ms
         ecn = "l4s"
         [output]
         packets = true

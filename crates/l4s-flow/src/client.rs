@@ -220,6 +220,7 @@ pub fn flow_config(o: &ClientOpts, mss: u32) -> Result<FlowConfig, FlowError> {
         rtt: Nanos::from_ms(1),
         count: 1,
         start: Nanos::ZERO,
+        start_jitter: None,
         stop: if o.bytes.is_some() {
             None
         } else {

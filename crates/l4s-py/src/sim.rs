@@ -165,19 +165,53 @@ fn parse(text: &str, fmt: &str, base_dir: &str) -> Result<Scenario, SimError> {
     Ok(s)
 }
 
+/// Simulated time a running scenario has reached, polled from another thread while
+/// `run_scenario(..., progress=p)` runs with the GIL released.
+#[pyclass(frozen)]
+struct Progress {
+    sim_ns: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+#[pymethods]
+impl Progress {
+    #[new]
+    fn new() -> Self {
+        Progress {
+            sim_ns: Default::default(),
+        }
+    }
+
+    /// Simulated seconds reached so far (the duration once the run has ended).
+    fn sim_s(&self) -> f64 {
+        self.sim_ns.load(std::sync::atomic::Ordering::Relaxed) as f64 / 1e9
+    }
+}
+
 /// Run a scenario; returns the columns as numpy arrays plus names and the summary JSON. The GIL is released for the whole parse + simulation.
+/// `pcap`: also return the pcapng capture as `pcapng` (bytes); `progress`: a `Progress` the
+/// run updates.
 #[pyfunction]
-#[pyo3(signature = (text, fmt = "toml", base_dir = "."))]
+#[pyo3(signature = (text, fmt = "toml", base_dir = ".", pcap = false, progress = None))]
 fn run_scenario<'py>(
     py: Python<'py>,
     text: &str,
     fmt: &str,
     base_dir: &str,
+    pcap: bool,
+    progress: Option<&Bound<'py, Progress>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let res = py
-        .detach(|| parse(text, fmt, base_dir).and_then(|s| l4s_sim::run(&s)))
+    let opts = l4s_sim::RunOptions {
+        pcap,
+        progress: progress.map(|p| p.get().sim_ns.clone()),
+    };
+    let (res, extras) = py
+        .detach(|| parse(text, fmt, base_dir).and_then(|s| l4s_sim::run_with(&s, &opts)))
         .map_err(scenario_error)?;
-    results_dict(py, res)
+    let d = results_dict(py, res)?;
+    if let Some(b) = extras.pcapng {
+        d.set_item("pcapng", pyo3::types::PyBytes::new(py, &b))?;
+    }
+    Ok(d)
 }
 
 /// Check a scenario without running it: parse, validate, and build the simulated world
@@ -189,9 +223,21 @@ fn validate_scenario(py: Python<'_>, text: &str, fmt: &str, base_dir: &str) -> P
         .map_err(scenario_error)
 }
 
+/// What the simulator resolves from a scenario before it runs, as JSON: the `[aqm]` table
+/// with a BDP-unit limit resolved (`aqm`), how it was resolved (`buffer`, null if not), so
+/// the emulator builds the same queue.
+#[pyfunction]
+#[pyo3(signature = (text, fmt = "toml", base_dir = "."))]
+fn effective_settings(py: Python<'_>, text: &str, fmt: &str, base_dir: &str) -> PyResult<String> {
+    py.detach(|| parse(text, fmt, base_dir).map(|s| l4s_sim::bdp::effective_settings_json(&s)))
+        .map_err(scenario_error)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add_function(wrap_pyfunction!(run_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(validate_scenario, m)?)?;
+    m.add_function(wrap_pyfunction!(effective_settings, m)?)?;
+    m.add_class::<Progress>()?;
     Ok(())
 }

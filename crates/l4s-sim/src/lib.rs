@@ -21,11 +21,13 @@
 
 pub mod app_results;
 pub mod aqm_config;
+pub mod bdp;
 pub mod engine;
 pub mod error;
 pub mod flows;
 pub mod histogram;
 pub mod output;
+pub mod pcap;
 pub mod recorder;
 pub mod results;
 pub mod rt_flows;
@@ -33,6 +35,7 @@ pub mod scenario;
 pub mod stack;
 pub mod wifi_config;
 pub mod workloads;
+pub mod start_jitter;
 pub mod world;
 
 pub use aqm_config::AqmConfig;
@@ -46,6 +49,31 @@ use std::path::Path;
 /// directory when it is unset).
 pub fn run(scenario: &Scenario) -> Result<RunResults, SimError> {
     world::World::new(scenario)?.run(scenario)
+}
+
+/// What a run can do besides producing its results.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// Capture every packet the AQM passed, marked or dropped as pcapng (`pcap`).
+    pub pcap: bool,
+    /// Store the simulated time reached (ns) here every few thousand events, for a progress
+    /// display polled from another thread; set to the duration at the end.
+    pub progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
+}
+
+/// What a run produced besides [`RunResults`], on request ([`RunOptions`]).
+#[derive(Clone, Debug, Default)]
+pub struct RunExtras {
+    /// The pcapng file, with `RunOptions::pcap`.
+    pub pcapng: Option<Vec<u8>>,
+}
+
+/// Run a scenario with [`RunOptions`].
+pub fn run_with(
+    scenario: &Scenario,
+    opts: &RunOptions,
+) -> Result<(RunResults, RunExtras), SimError> {
+    world::World::new(scenario)?.run_with(scenario, opts)
 }
 
 /// Run a scenario with relative paths resolved against `base_dir` (the scenario file's folder).

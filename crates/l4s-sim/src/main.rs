@@ -29,6 +29,9 @@ enum Cmd {
         /// Replace the run files of a directory holding another run (other files are kept).
         #[arg(long)]
         force: bool,
+        /// Also write a pcapng trace of every packet the AQM passed, marked or dropped.
+        #[arg(long, value_name = "FILE")]
+        pcap: Option<PathBuf>,
     },
     /// Parse and validate a scenario file without running it.
     Check { scenario: PathBuf },
@@ -62,7 +65,19 @@ fn main() -> ExitCode {
             out,
             seed,
             force,
+            pcap,
         } => {
+            if let Some(p) = pcap.as_ref().filter(|p| p.exists()) {
+                eprintln!(
+                    "l4s-sim: --pcap {}: exists; results are never overwritten",
+                    p.display()
+                );
+                return ExitCode::from(2);
+            }
+            let opts = l4s_sim::RunOptions {
+                pcap: pcap.is_some(),
+                ..Default::default()
+            };
             let res = l4s_sim::Scenario::load(&scenario).map(|mut s| {
                 if let Some(seed) = seed {
                     s.seed = seed;
@@ -71,7 +86,7 @@ fn main() -> ExitCode {
             });
             let res = match res {
                 Ok(s) => match prepare_out_dir(&out, &s, force) {
-                    Ok(()) => l4s_sim::run(&s),
+                    Ok(()) => l4s_sim::run_with(&s, &opts),
                     Err(msg) => {
                         eprintln!("l4s-sim: {}: {msg}", out.display());
                         return ExitCode::from(2);
@@ -80,10 +95,16 @@ fn main() -> ExitCode {
                 Err(e) => Err(e),
             };
             match res {
-                Ok(r) => {
+                Ok((r, extras)) => {
                     if let Err(e) = l4s_sim::output::write_dir(&r, &out) {
                         eprintln!("l4s-sim: {}: {e}", out.display());
                         return ExitCode::from(2);
+                    }
+                    if let (Some(p), Some(bytes)) = (&pcap, extras.pcapng) {
+                        if let Err(e) = std::fs::write(p, bytes) {
+                            eprintln!("l4s-sim: --pcap {}: {e}", p.display());
+                            return ExitCode::from(2);
+                        }
                     }
                     ExitCode::SUCCESS
                 }

@@ -312,6 +312,7 @@ impl Recorder {
             },
             "aqm": ctx.aqm_kind,
             "aqm_params": ctx.aqm_params,
+            "buffer": ctx.buffer,
             "aqm_counters": aqm_counters(aqm, &snap),
             "flows": flow_docs,
             "queues": queue_docs,
@@ -399,6 +400,7 @@ impl Recorder {
                 "drops": (c.aqm_drops + c.link_losses) - (c0.aqm_drops + c0.link_losses),
                 "retransmits": s.retransmits.saturating_sub(s0.retransmits),
                 "base_rtt_ms": ctx.base_rtt_ms[i],
+                "start_s": ctx.flow_start.get(i).map_or(Value::Null, |t| json!(t.as_secs_f64())),
                 "host": ctx.flow_host.get(i).cloned().unwrap_or(Value::Null),
                 "fct_s": c.done_at.map_or(Value::Null, |d| json!((d - ctx.flow_start[i]).as_secs_f64())),
             }));
@@ -459,6 +461,8 @@ pub struct SummaryCtx<'a> {
     pub raw: &'a Value,
     /// Effective values of the AQM settings a kernel profile decides (Null if none).
     pub aqm_params: &'a Value,
+    /// How a limit in BDP units was resolved (`bdp::BufferSizing::to_json`; Null if none).
+    pub buffer: &'a Value,
 }
 
 #[cfg(test)]

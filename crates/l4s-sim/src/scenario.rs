@@ -135,6 +135,9 @@ pub struct FlowConfig {
     /// Start time (default 0).
     #[serde(default)]
     pub start: Nanos,
+    /// The flow starts at `start` plus a uniform offset in [0, start_jitter) drawn from the
+    /// seed (default: one base RTT; "0s" for exactly `start`). See `start_jitter`.
+    pub start_jitter: Option<Nanos>,
     /// Stop sending new data at this time (default: never).
     pub stop: Option<Nanos>,
     /// Sized transfer (TCP only): payload bytes.
@@ -249,6 +252,8 @@ pub struct Scenario {
     pub ack_link: Option<AckLinkConfig>,
     /// The bottleneck's AQM.
     pub aqm: AqmConfig,
+    /// How a limit given in BDP units (`limit = "2bdp"`) was resolved; None otherwise.
+    pub buffer: Option<crate::bdp::BufferSizing>,
     /// The flows, in `[[flows]]` order.
     pub flows: Vec<FlowConfig>,
     /// What to record besides the series.
@@ -355,10 +360,13 @@ impl Scenario {
         }
         let doc: ScenarioDoc =
             serde_path_to_error::deserialize(v.clone()).map_err(|e| path_error("", e))?;
-        let aqm = AqmConfig::from_value(
+        let (aqm_table, buffer) = crate::bdp::resolve(
             doc.aqm
                 .unwrap_or_else(|| serde_json::json!({"kind": "fifo"})),
+            &doc.link,
+            &doc.flows,
         )?;
+        let aqm = AqmConfig::from_value(aqm_table)?;
         let s = Scenario {
             seed: doc.seed,
             duration: doc.duration,
@@ -367,6 +375,7 @@ impl Scenario {
             link: doc.link,
             ack_link: doc.ack_link,
             aqm,
+            buffer,
             flows: doc.flows,
             output: doc.output,
             workloads: doc.workloads,
@@ -479,6 +488,18 @@ impl Scenario {
         }
         for (i, fl) in self.flows.iter().enumerate() {
             crate::flows::validate_flow(i, fl)?;
+            if let Some(j) = fl.start_jitter {
+                if fl.start + j > self.duration {
+                    return Err(SimError::field(
+                        format!("flows[{i}].start_jitter"),
+                        format!(
+                            "\"{j}\" reaches past the end of the run (start \"{}\", duration \
+                             \"{}\"); expected start + start_jitter ≤ duration",
+                            fl.start, self.duration
+                        ),
+                    ));
+                }
+            }
             // A flow that starts after the run has ended sends nothing: always a mistake.
             if fl.start >= self.duration {
                 return Err(SimError::field(

@@ -143,6 +143,23 @@ pub fn build_jitter(l: &LinkConfig, rng: Rng) -> Option<Jitter> {
     (l.jitter.0 > 0).then(|| Jitter::new(l.jitter, l.reorder, rng))
 }
 
+/// One AQM verdict (0 pass, 1 CE, 2 drop) to the recorder and, when a pcapng capture is on,
+/// to the capture: every place the AQM decides goes through here, whatever the link.
+fn note_verdict(
+    rec: &mut Recorder,
+    capture: &mut Option<Vec<crate::pcap::CaptureRecord>>,
+    now: Nanos,
+    p: &Packet,
+    queue: u8,
+    sojourn: Nanos,
+    verdict: u8,
+) {
+    if let Some(c) = capture {
+        c.push(crate::pcap::CaptureRecord::of(p, now, queue, verdict, sojourn));
+    }
+    rec.on_packet(now, p.flow, queue, sojourn, verdict);
+}
+
 impl Flow {
     /// One instance of the `[[flows]]` entry `fc`: its base RTT split in half each way.
     fn new(ends: FlowEnds, fc: &FlowConfig) -> Self {
@@ -183,7 +200,14 @@ fn build_flows(s: &Scenario, link: &dyn LinkModel) -> Result<(Vec<Flow>, FlowLab
     let mut labels = FlowLabels::default();
     for (i, fc) in s.flows.iter().enumerate() {
         for _ in 0..fc.count {
-            let ends = build_flow(i, flows.len() as u32, fc, s.seed)?;
+            let id = flows.len() as u32;
+            let start = crate::start_jitter::effective_start(s.seed, id, fc);
+            let fc_run = FlowConfig {
+                start,
+                ..fc.clone()
+            };
+            let fc = &fc_run;
+            let ends = build_flow(i, id, fc, s.seed)?;
             labels.start.push(fc.start);
             labels.cc.push(fc.cc.clone());
             labels
@@ -281,6 +305,10 @@ pub struct World {
     flow_every: u64,
     stats_buf: Vec<(FlowStats, FlowStats)>,
     labels: FlowLabels,
+    /// `--pcap`: every packet the AQM passed, marked or dropped (`pcap`).
+    capture: Option<Vec<crate::pcap::CaptureRecord>>,
+    /// Simulated time reached, ns, for a progress display polled by another thread.
+    progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 }
 
 impl World {
@@ -307,13 +335,42 @@ impl World {
             flow_every: s.flow_sample_every(),
             stats_buf: Vec::with_capacity(n),
             labels,
+            capture: None,
+            progress: None,
         };
         w.wifi_init();
         Ok(w)
     }
 
+    /// Run to `s.duration` with `opts` (a pcapng capture, a progress counter).
+    pub fn run_with(
+        mut self,
+        s: &Scenario,
+        opts: &crate::RunOptions,
+    ) -> Result<(RunResults, crate::RunExtras), SimError> {
+        self.capture = opts.pcap.then(Vec::new);
+        self.progress = opts.progress.clone();
+        let progress = self.progress.clone();
+        let mut pcap_records = None;
+        let res = self.run_inner(s, &mut pcap_records)?;
+        if let Some(p) = progress {
+            p.store(s.duration.0, std::sync::atomic::Ordering::Relaxed);
+        }
+        let pcapng = pcap_records.map(|r| crate::pcap::write_pcapng(&r, &res.queue_names));
+        Ok((res, crate::RunExtras { pcapng }))
+    }
+
     /// Run to `s.duration` and produce the results.
-    pub fn run(mut self, s: &Scenario) -> Result<RunResults, SimError> {
+    pub fn run(self, s: &Scenario) -> Result<RunResults, SimError> {
+        let mut none = None;
+        self.run_inner(s, &mut none)
+    }
+
+    fn run_inner(
+        mut self,
+        s: &Scenario,
+        capture_out: &mut Option<Vec<crate::pcap::CaptureRecord>>,
+    ) -> Result<RunResults, SimError> {
         let end = s.duration;
         // Samples are scheduled one at a time (the heap stays a few events per flow deep).
         self.sample_period = s.sample_period();
@@ -330,14 +387,22 @@ impl World {
             self.arm_receiver(f);
         }
         self.arm_aqm();
+        let mut polled: u32 = 0;
         while let Some(e) = self.ev.pop_until(end) {
             self.now = e.time();
+            if let Some(p) = &self.progress {
+                polled = polled.wrapping_add(1);
+                if polled.is_multiple_of(4096) {
+                    p.store(self.now.0, std::sync::atomic::Ordering::Relaxed);
+                }
+            }
             self.dispatch(e.kind, e.arg as usize, e.time());
             if let Some(err) = self.abort.take() {
                 return Err(err);
             }
         }
         self.now = end;
+        *capture_out = self.capture.take();
         self.finish(s)
     }
 
@@ -616,7 +681,7 @@ impl World {
                 .net
                 .aqm_cfg
                 .queue_of(ecn, self.flows[flow as usize].l4s);
-            self.rec.on_packet(now, d.flow, q, Nanos::ZERO, 2);
+            note_verdict(&mut self.rec, &mut self.capture, now, &d, q, Nanos::ZERO, 2);
         } else if self.net.wifi.is_some() {
             self.wifi_pull(now);
         } else if !self.net.busy && !self.net.service_pending {
@@ -633,12 +698,12 @@ impl World {
         for d in n.dropped.drain(..) {
             n.totals.aqm_dropped_pkts += 1;
             let q = n.aqm_cfg.queue_of(d.ecn, self.flows[d.flow as usize].l4s);
-            self.rec.on_packet(now, d.flow, q, d.sojourn(now), 2);
+            note_verdict(&mut self.rec, &mut self.capture, now, &d, q, d.sojourn(now), 2);
         }
         if let Some(p) = p {
             let q = n.aqm_cfg.queue_of(p.ecn, self.flows[p.flow as usize].l4s);
             let verdict = (p.ecn == Ecn::Ce) as u8;
-            self.rec.on_packet(now, p.flow, q, p.sojourn(now), verdict);
+            note_verdict(&mut self.rec, &mut self.capture, now, &p, q, p.sojourn(now), verdict);
             let fin = n.link.transmit(now, p.bytes);
             n.busy = true;
             if fin == Nanos::MAX {
@@ -749,6 +814,10 @@ impl World {
         let capacity_bytes = n.link.capacity_bytes(s.warmup, s.duration);
         let raw = s.raw.clone();
         let aqm_params = s.aqm.profile_json();
+        let buffer = s
+            .buffer
+            .as_ref()
+            .map_or(serde_json::Value::Null, |b| b.to_json());
         let ctx = SummaryCtx {
             seed: s.seed,
             duration: s.duration,
@@ -762,6 +831,7 @@ impl World {
             flow_host: &self.labels.host,
             raw: &raw,
             aqm_params: &aqm_params,
+            buffer: &buffer,
         };
         let wifi = self.wifi_summary((s.duration - s.warmup).as_secs_f64());
         let done_at: Vec<Option<Nanos>> = self.rec.counters.iter().map(|c| c.done_at).collect();

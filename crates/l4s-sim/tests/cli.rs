@@ -132,3 +132,37 @@ fn run_refuses_a_directory_holding_something_else() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("other files"));
     std::fs::remove_dir_all(&d).ok();
 }
+
+#[test]
+fn pcap_writes_one_frame_per_packet_record_and_never_overwrites() {
+    let d = tmp("pcap");
+    let sc = d.join("s.toml");
+    std::fs::write(
+        &sc,
+        "duration = \"200ms\"\n[link]\nrate = \"10mbit\"\n[aqm]\nkind = \"dualpi2\"\n\
+         [[flows]]\ncc = \"cbr\"\nrtt = \"10ms\"\nrate = \"2mbit\"\necn = \"l4s\"\n\
+         [output]\npackets = true\n",
+    )
+    .unwrap();
+    let (out, pcap) = (d.join("out"), d.join("t.pcapng"));
+    let run = || {
+        Command::new(env!("CARGO_BIN_EXE_l4s-sim"))
+            .args(["run", sc.to_str().unwrap(), "-o", out.to_str().unwrap()])
+            .args(["--pcap", pcap.to_str().unwrap()])
+            .output()
+            .unwrap()
+    };
+    assert!(run().status.success());
+    let f = std::fs::read(&pcap).unwrap();
+    assert_eq!(&f[..4], &[0x0A, 0x0D, 0x0D, 0x0A]); // pcapng Section Header Block
+    let frames = f.windows(8).filter(|w| w.starts_with(b"verdict=")).count();
+    let rows = std::fs::read_to_string(out.join("packets.csv")).unwrap();
+    assert_eq!(frames, rows.lines().count() - 1);
+    // 2 Mb/s of 1500 B packets = 166.7/s from a start within 10 ms (start_jitter = rtt):
+    // at least 0.19 s · 166.7 = 31.7 packets sent, all but the last one out of the queue.
+    assert!(frames >= 30, "{frames}");
+    let again = run();
+    assert_eq!(again.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("exists"));
+    std::fs::remove_dir_all(&d).ok();
+}

@@ -16,6 +16,7 @@ cc = "cbr"
 rtt = "20ms"
 rate = "15mbit"
 packet_size = 1500
+start_jitter = "0s"  # the closed form counts packets from t = 0
 [output]
 packets = true
 "#;
@@ -130,6 +131,7 @@ cc = "cbr"
 rtt = "10ms"
 rate = "12mbit"
 start = "0.5ms"
+start_jitter = "0s"  # arrivals exactly at k + 0.5 ms
 [output]
 packets = true
 "#

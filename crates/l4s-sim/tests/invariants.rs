@@ -223,6 +223,7 @@ cc = "cbr"
 rtt = "10ms"
 rate = "1mbit"
 packet_size = 125
+start_jitter = "0s"  # one packet per ms from t = 0: 201 sent, 200 rolls
 "#;
     let r = run_toml(s).unwrap();
     assert_eq!(r.totals.sent_pkts, 201);

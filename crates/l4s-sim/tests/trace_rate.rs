@@ -17,6 +17,7 @@ limit = 20000
 cc = "cbr"
 rtt = "20ms"
 rate = "{cbr}"
+start_jitter = "0s"  # the queue is busy from t = 0 (goodput = capacity)
 "#
     )
 }
@@ -77,6 +78,7 @@ cc = "cbr"
 rtt = "20ms"
 rate = "6.016mbit"
 packet_size = 1504
+start_jitter = "0s"  # packets at exactly 2k ms
 "#;
     let v = summary(&dir, toml);
     assert_eq!(v["link"]["unused_txops"].as_u64().unwrap(), 499);

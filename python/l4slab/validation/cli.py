@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from l4slab.console import make_console, os_error_message
-from l4slab.validation.core import DEFAULT_BOOTSTRAP, load_group, validate_groups
+from l4slab.validation.core import DEFAULT_BOOTSTRAP, copy_groups, load_group, validate_groups
 from l4slab.validation.io import (
     ValidationInputError,
     resolve_group,
@@ -137,6 +137,12 @@ def validate_cmd(
                 results = validate_groups(runs_a, runs_b, _split_metrics(metrics), n_boot,
                                           seed, band)
             print_results(results, console, name_a, name_b)
+            for g in copy_groups(results):
+                console.print(f"[yellow]warning: the runs of group {g} "
+                              f"({name_a if g == 'A' else name_b}) are identical in every "
+                              "metric: they are one run repeated, not independent samples, so "
+                              "p̂_max compares against copies. Vary something per seed "
+                              "(flows' start_jitter, link loss or jitter).[/]")
             target = out_dir if len(pairs) == 1 else out_dir / _slug(f"{name_a}_vs_{name_b}")
             try:
                 written = write_outputs(results, target, name_a, name_b)

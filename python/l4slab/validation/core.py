@@ -83,6 +83,13 @@ class MetricResult:
     interp: Interpretation | None = None
 
     @property
+    def copies(self) -> list[str]:
+        """The groups ("A", "B") whose runs are identical in this metric: every within-group
+        distance is 0, so the group is one run repeated (e.g. seeds that change nothing)."""
+        return [g for g, w in (("A", self.within_a), ("B", self.within_b))
+                if w.size and not np.any(w)]
+
+    @property
     def n_cross(self) -> int:
         """Number of cross-group distances (n_a·n_b)."""
         return int(self.cross.size)
@@ -112,6 +119,7 @@ class MetricResult:
             "seed": self.seed,
             "band": self.band,
             **(interp_row(self.interp) if self.interp is not None else {}),
+            "identical_runs": "+".join(self.copies) or None,
         }
 
 
@@ -230,6 +238,11 @@ def validate_groups(
             )
         )
     return results
+
+
+def copy_groups(results: list[MetricResult]) -> list[str]:
+    """Groups whose runs are identical in every metric: copies, not independent samples."""
+    return [g for g in ("A", "B") if results and all(g in r.copies for r in results)]
 
 
 def improved(before: MetricResult, after: MetricResult) -> bool:

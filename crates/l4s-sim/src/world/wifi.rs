@@ -3,7 +3,7 @@
 //! contend on the same medium, and what the recipient's reorder buffer releases goes on the
 //! flows' delay lines. The model is `l4s_core::wifi` (IEEE 802.11-2020 EDCA, A-MPDU, block ack).
 
-use super::World;
+use super::{note_verdict, World};
 use crate::engine::Kind;
 use crate::histogram::SojournHistogram;
 use crate::wifi_config::summary_block;
@@ -79,12 +79,12 @@ impl World {
             for d in n.dropped.drain(..) {
                 n.totals.aqm_dropped_pkts += 1;
                 let q = n.aqm_cfg.queue_of(d.ecn, self.flows[d.flow as usize].l4s);
-                self.rec.on_packet(now, d.flow, q, d.sojourn(now), 2);
+                note_verdict(&mut self.rec, &mut self.capture, now, &d, q, d.sojourn(now), 2);
             }
             let Some(p) = p else { break };
             let q = n.aqm_cfg.queue_of(p.ecn, self.flows[p.flow as usize].l4s);
             let verdict = (p.ecn == Ecn::Ce) as u8;
-            self.rec.on_packet(now, p.flow, q, p.sojourn(now), verdict);
+            note_verdict(&mut self.rec, &mut self.capture, now, &p, q, p.sojourn(now), verdict);
             h.mac.push_down(p, now);
             let ((_, _, _), (pending, _)) = h.mac.driver_backlog(now);
             h.max_pending_pkts = h.max_pending_pkts.max(pending);

@@ -1,0 +1,251 @@
+//! A pcapng trace of what reached the bottleneck's verdict: every packet that left the AQM
+//! (passed or CE-marked) or was dropped by it, with synthetic IPv4 + TCP/UDP headers.
+//! Follows the pcapng format (IETF draft-ietf-opsawg-pcapng: SHB, IDB with if_tsresol = 9 for
+//! nanoseconds, EPB with opt_comment); link type LINKTYPE_RAW (101, the packet is an IP header).
+//!
+//! The headers are synthetic: the simulator has no addresses or ports, so flow `i` is
+//! 10.0.0.1:(10000 + i) -> 10.0.1.1:5201; the IPv4 ECN field is the codepoint as the packet left
+//! the AQM (CE when marked), the TCP sequence number the model's (mod 2^32), and only the
+//! headers are stored (captured length 40 or 28 bytes, original length the packet's IP size).
+//! Each packet's comment gives the AQM verdict, the queue and the sojourn time, e.g.
+//! `verdict=mark queue=L sojourn_us=812.0`.
+
+use l4s_core::packet::Transport;
+use l4s_core::{Ecn, Nanos, Packet};
+
+/// One captured packet.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CaptureRecord {
+    /// When it left the queue (or was dropped), ns.
+    pub t_ns: u64,
+    /// Flow id.
+    pub flow: u32,
+    /// IP bytes.
+    pub bytes: u32,
+    /// Codepoint as it left the AQM (as it arrived, for a drop).
+    pub ecn: Ecn,
+    /// TCP sequence number or datagram number (None for other packets).
+    pub seq: Option<u64>,
+    /// TCP (true) or UDP.
+    pub tcp: bool,
+    /// 0 pass, 1 CE-marked by the AQM, 2 dropped.
+    pub verdict: u8,
+    /// Queue index (into the run's queue names).
+    pub queue: u8,
+    /// Time in the queue.
+    pub sojourn: Nanos,
+}
+
+impl CaptureRecord {
+    /// The record of packet `p` at `now`.
+    pub fn of(p: &Packet, now: Nanos, queue: u8, verdict: u8, sojourn: Nanos) -> Self {
+        let (seq, tcp) = match &p.transport {
+            Transport::Tcp(h) => (Some(h.seq), true),
+            Transport::Udp { seq } => (Some(*seq), false),
+            Transport::None => (None, false),
+        };
+        CaptureRecord {
+            t_ns: now.0,
+            flow: p.flow,
+            bytes: p.bytes,
+            ecn: p.ecn,
+            seq,
+            tcp,
+            verdict,
+            queue,
+            sojourn,
+        }
+    }
+}
+
+const LINKTYPE_RAW: u16 = 101;
+
+fn ecn_bits(e: Ecn) -> u8 {
+    // RFC 3168 §5: 00 Not-ECT, 10 ECT(0), 01 ECT(1), 11 CE.
+    match e {
+        Ecn::NotEct => 0b00,
+        Ecn::Ect1 => 0b01,
+        Ecn::Ect0 => 0b10,
+        Ecn::Ce => 0b11,
+    }
+}
+
+/// RFC 1071 Internet checksum of `data`.
+fn inet_checksum(data: &[u8]) -> u16 {
+    let mut sum: u32 = 0;
+    for c in data.chunks(2) {
+        let w = u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]) as u32;
+        sum += w;
+    }
+    while sum >> 16 != 0 {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
+}
+
+/// IPv4 header (RFC 791) + TCP (RFC 9293) or UDP (RFC 768) header of a record.
+fn headers(r: &CaptureRecord, id: u16) -> Vec<u8> {
+    let l4 = if r.tcp { 20 } else { 8 };
+    let total = r.bytes.clamp(20 + l4, u16::MAX as u32) as u16;
+    let mut h = Vec::with_capacity(40);
+    h.push(0x45); // version 4, IHL 5
+    h.push(ecn_bits(r.ecn)); // DSCP 0, ECN
+    h.extend_from_slice(&total.to_be_bytes());
+    h.extend_from_slice(&id.to_be_bytes());
+    h.extend_from_slice(&0x4000u16.to_be_bytes()); // DF
+    h.push(64); // TTL
+    h.push(if r.tcp { 6 } else { 17 });
+    h.extend_from_slice(&[0, 0]); // checksum, below
+    h.extend_from_slice(&[10, 0, 0, 1]);
+    h.extend_from_slice(&[10, 0, 1, 1]);
+    let c = inet_checksum(&h);
+    h[10..12].copy_from_slice(&c.to_be_bytes());
+    let sport = (10_000 + r.flow.min(55_000)) as u16;
+    h.extend_from_slice(&sport.to_be_bytes());
+    h.extend_from_slice(&5201u16.to_be_bytes());
+    if r.tcp {
+        h.extend_from_slice(&(r.seq.unwrap_or(0) as u32).to_be_bytes());
+        h.extend_from_slice(&0u32.to_be_bytes()); // ack (not modelled on this direction)
+        h.push(5 << 4); // data offset 5 words
+        h.push(0x10); // ACK
+        h.extend_from_slice(&65535u16.to_be_bytes()); // window
+        h.extend_from_slice(&[0, 0, 0, 0]); // checksum (no payload to sum), urgent
+    } else {
+        h.extend_from_slice(&(total - 20).to_be_bytes());
+        h.extend_from_slice(&[0, 0]); // checksum optional in IPv4 UDP
+    }
+    h
+}
+
+fn pad4(v: &mut Vec<u8>) {
+    while !v.len().is_multiple_of(4) {
+        v.push(0);
+    }
+}
+
+fn option(v: &mut Vec<u8>, code: u16, value: &[u8]) {
+    v.extend_from_slice(&code.to_le_bytes());
+    v.extend_from_slice(&(value.len() as u16).to_le_bytes());
+    v.extend_from_slice(value);
+    pad4(v);
+}
+
+fn block(out: &mut Vec<u8>, kind: u32, body: &[u8]) {
+    let len = (12 + body.len()) as u32;
+    out.extend_from_slice(&kind.to_le_bytes());
+    out.extend_from_slice(&len.to_le_bytes());
+    out.extend_from_slice(body);
+    out.extend_from_slice(&len.to_le_bytes());
+}
+
+/// The pcapng file (little endian) of `records`; `queue_names` names the queue indices.
+pub fn write_pcapng(records: &[CaptureRecord], queue_names: &[String]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64 + records.len() * 120);
+    // Section Header Block.
+    let mut b = Vec::new();
+    b.extend_from_slice(&0x1A2B_3C4Du32.to_le_bytes());
+    b.extend_from_slice(&1u16.to_le_bytes());
+    b.extend_from_slice(&0u16.to_le_bytes());
+    b.extend_from_slice(&(-1i64).to_le_bytes()); // section length unknown
+    option(
+        &mut b,
+        4,
+        concat!("l4slab ", env!("CARGO_PKG_VERSION")).as_bytes(),
+    ); // shb_userappl
+    option(&mut b, 0, &[]);
+    block(&mut out, 0x0A0D_0D0A, &b);
+    // Interface Description Block: raw IPv4, nanosecond timestamps.
+    let mut b = Vec::new();
+    b.extend_from_slice(&LINKTYPE_RAW.to_le_bytes());
+    b.extend_from_slice(&0u16.to_le_bytes());
+    b.extend_from_slice(&0u32.to_le_bytes()); // snaplen: no limit
+    option(&mut b, 2, b"bottleneck"); // if_name
+    option(&mut b, 9, &[9]); // if_tsresol: 10^-9 s
+    option(&mut b, 0, &[]);
+    block(&mut out, 1, &b);
+    const VERDICT: [&str; 3] = ["pass", "mark", "drop"];
+    for (i, r) in records.iter().enumerate() {
+        let data = headers(r, i as u16);
+        let mut b = Vec::with_capacity(data.len() + 80);
+        b.extend_from_slice(&0u32.to_le_bytes()); // interface 0
+        b.extend_from_slice(&((r.t_ns >> 32) as u32).to_le_bytes());
+        b.extend_from_slice(&(r.t_ns as u32).to_le_bytes());
+        b.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        b.extend_from_slice(&r.bytes.max(data.len() as u32).to_le_bytes());
+        b.extend_from_slice(&data);
+        pad4(&mut b);
+        let queue = queue_names
+            .get(r.queue as usize)
+            .map_or("?", |s| s.as_str());
+        let comment = format!(
+            "verdict={} queue={} flow={} sojourn_us={:.1}",
+            VERDICT.get(r.verdict as usize).unwrap_or(&"?"),
+            queue,
+            r.flow,
+            r.sojourn.0 as f64 / 1e3
+        );
+        option(&mut b, 1, comment.as_bytes()); // opt_comment
+        option(&mut b, 0, &[]);
+        block(&mut out, 6, &b);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ipv4_header_checksum_verifies_and_carries_the_ecn_bits() {
+        let r = CaptureRecord {
+            t_ns: 1,
+            flow: 3,
+            bytes: 1500,
+            ecn: Ecn::Ce,
+            seq: Some(7),
+            tcp: true,
+            verdict: 1,
+            queue: 0,
+            sojourn: Nanos(0),
+        };
+        let h = headers(&r, 9);
+        assert_eq!(h.len(), 40);
+        assert_eq!(h[1] & 3, 3);
+        assert_eq!(u16::from_be_bytes([h[2], h[3]]), 1500);
+        // A correct header checksum makes the sum over the header 0xffff (RFC 1071).
+        assert_eq!(inet_checksum(&h[..20]), 0);
+        assert_eq!(u16::from_be_bytes([h[20], h[21]]), 10_003);
+        assert_eq!(u32::from_be_bytes([h[24], h[25], h[26], h[27]]), 7);
+    }
+
+    #[test]
+    fn blocks_are_well_formed() {
+        let r = CaptureRecord {
+            t_ns: 5_000_000_123,
+            flow: 0,
+            bytes: 1000,
+            ecn: Ecn::Ect1,
+            seq: Some(1),
+            tcp: false,
+            verdict: 0,
+            queue: 0,
+            sojourn: Nanos(1500),
+        };
+        let f = write_pcapng(&[r], &["L".into()]);
+        // Walk the blocks: each starts and ends with the same total length, a multiple of 4.
+        let mut off = 0;
+        let mut kinds = Vec::new();
+        while off < f.len() {
+            let kind = u32::from_le_bytes(f[off..off + 4].try_into().unwrap());
+            let len = u32::from_le_bytes(f[off + 4..off + 8].try_into().unwrap()) as usize;
+            assert_eq!(len % 4, 0);
+            let end = u32::from_le_bytes(f[off + len - 4..off + len].try_into().unwrap());
+            assert_eq!(end as usize, len);
+            kinds.push(kind);
+            off += len;
+        }
+        assert_eq!(kinds, vec![0x0A0D_0D0A, 1, 6]);
+        let text = String::from_utf8_lossy(&f);
+        assert!(text.contains("verdict=pass queue=L flow=0 sojourn_us=1.5"));
+    }
+}
