@@ -33,9 +33,9 @@ pub mod results;
 pub mod rt_flows;
 pub mod scenario;
 pub mod stack;
+pub mod start_jitter;
 pub mod wifi_config;
 pub mod workloads;
-pub mod start_jitter;
 pub mod world;
 
 pub use aqm_config::AqmConfig;

@@ -42,6 +42,8 @@ impl CaptureRecord {
         let (seq, tcp) = match &p.transport {
             Transport::Tcp(h) => (Some(h.seq), true),
             Transport::Udp { seq } => (Some(*seq), false),
+            // Real-time media rides on UDP (RTP-like): its data packet number is the sequence.
+            Transport::Rt(h) => (Some(h.seq), false),
             Transport::None => (None, false),
         };
         CaptureRecord {

@@ -155,7 +155,9 @@ fn note_verdict(
     verdict: u8,
 ) {
     if let Some(c) = capture {
-        c.push(crate::pcap::CaptureRecord::of(p, now, queue, verdict, sojourn));
+        c.push(crate::pcap::CaptureRecord::of(
+            p, now, queue, verdict, sojourn,
+        ));
     }
     rec.on_packet(now, p.flow, queue, sojourn, verdict);
 }
@@ -698,12 +700,28 @@ impl World {
         for d in n.dropped.drain(..) {
             n.totals.aqm_dropped_pkts += 1;
             let q = n.aqm_cfg.queue_of(d.ecn, self.flows[d.flow as usize].l4s);
-            note_verdict(&mut self.rec, &mut self.capture, now, &d, q, d.sojourn(now), 2);
+            note_verdict(
+                &mut self.rec,
+                &mut self.capture,
+                now,
+                &d,
+                q,
+                d.sojourn(now),
+                2,
+            );
         }
         if let Some(p) = p {
             let q = n.aqm_cfg.queue_of(p.ecn, self.flows[p.flow as usize].l4s);
             let verdict = (p.ecn == Ecn::Ce) as u8;
-            note_verdict(&mut self.rec, &mut self.capture, now, &p, q, p.sojourn(now), verdict);
+            note_verdict(
+                &mut self.rec,
+                &mut self.capture,
+                now,
+                &p,
+                q,
+                p.sojourn(now),
+                verdict,
+            );
             let fin = n.link.transmit(now, p.bytes);
             n.busy = true;
             if fin == Nanos::MAX {

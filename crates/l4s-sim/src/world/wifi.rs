@@ -79,12 +79,28 @@ impl World {
             for d in n.dropped.drain(..) {
                 n.totals.aqm_dropped_pkts += 1;
                 let q = n.aqm_cfg.queue_of(d.ecn, self.flows[d.flow as usize].l4s);
-                note_verdict(&mut self.rec, &mut self.capture, now, &d, q, d.sojourn(now), 2);
+                note_verdict(
+                    &mut self.rec,
+                    &mut self.capture,
+                    now,
+                    &d,
+                    q,
+                    d.sojourn(now),
+                    2,
+                );
             }
             let Some(p) = p else { break };
             let q = n.aqm_cfg.queue_of(p.ecn, self.flows[p.flow as usize].l4s);
             let verdict = (p.ecn == Ecn::Ce) as u8;
-            note_verdict(&mut self.rec, &mut self.capture, now, &p, q, p.sojourn(now), verdict);
+            note_verdict(
+                &mut self.rec,
+                &mut self.capture,
+                now,
+                &p,
+                q,
+                p.sojourn(now),
+                verdict,
+            );
             h.mac.push_down(p, now);
             let ((_, _, _), (pending, _)) = h.mac.driver_backlog(now);
             h.max_pending_pkts = h.max_pending_pkts.max(pending);
