@@ -540,7 +540,7 @@ def test_interactive_tables_are_means_of_their_runs(inter: Path) -> None:
     assert aqm_label({"kind": "dualpi2"}) == "dualpi2"
     res = pd.read_csv(inter / "tables" / "results.csv")
     idx = pd.read_parquet(inter / "parts" / "web_50mbit" / "sweep.parquet")
-    sel = idx[(idx["flows.0.cc"] == "rt-prague") & (idx["aqm"] == "{kind=dualpi2}")]
+    sel = idx[(idx["flows.0.cc"] == "rt-prague") & (idx["aqm.kind"] == "dualpi2")]
     sums = _summaries(inter, "web_50mbit", list(sel["run_dir"]))
     row = res[(res["link"] == "50mbit") & (res["traffic"] == "50 % web")
               & (res["aqm_q"] == "dualpi2") & (res["video"].str.startswith("L4S"))].iloc[0]
@@ -555,5 +555,7 @@ def test_interactive_tables_are_means_of_their_runs(inter: Path) -> None:
     frames = pd.read_parquet(rd / "frames.parquet")
     fct = pd.read_parquet(rd / "fct.parquet")
     assert len(frames) > 0 and (fct["slowdown"].dropna() >= 1.0).all()
+    # The 1 and 4 BDP FIFOs are rows of their own (labels from the effective aqm.* columns).
+    assert {"fifo 333", "dualpi2"} <= set(res["aqm_q"]), set(res["aqm_q"])
     assert (inter / "figures" / "slowdown_50mbit.png").exists()
     assert (inter / "figures" / "frame_cdf_50mbit_L4S.png").exists()

@@ -140,7 +140,7 @@ def group_table(index: pd.DataFrame, params: list[str], metrics: list[tuple[str,
                 ) -> tuple[list[str], list[list[Any]], list[tuple[Any, ...]]]:
     """(header, rows, identical groups): per grid point, the number of ok runs and each
     metric's mean ± 95% CI over them; a group whose runs are copies says so instead of ± 0."""
-    from l4slab.plots import mean_ci_text
+    from l4slab.plots import _ci95
 
     ok = index[index["status"] == "ok"] if "status" in index else index
     metrics = [(m, lab) for m, lab in metrics if m in ok
@@ -154,6 +154,16 @@ def group_table(index: pd.DataFrame, params: list[str], metrics: list[tuple[str,
         same = key in copies
         row: list[Any] = list(key) + [f"{len(g)} identical" if same else len(g)]
         for m, _ in metrics:
-            row.append(mean_ci_text(pd.to_numeric(g[m], errors="coerce").to_numpy(dtype=float)))
+            # Copies are named once in the runs column; a metric that happens not to vary
+            # between otherwise different runs shows its value without a zero-width interval.
+            mean, half = _ci95(pd.to_numeric(g[m], errors="coerce").to_numpy(dtype=float))
+            if not np.isfinite(mean):
+                row.append("")
+            elif len(g) < 2:
+                row.append(f"{mean:.4g} (n = 1)")
+            elif same or half == 0:
+                row.append(f"{mean:.4g}")
+            else:
+                row.append(f"{mean:.4g} ± {half:.2g}")
         rows.append(row)
     return header, rows, sorted(copies, key=str)

@@ -35,6 +35,18 @@ def aqm_label(aqm: Any) -> str:
     return f"{kind} {kv['limit']}" if "limit" in kv else kind
 
 
+def _aqm_labels(r: pd.DataFrame) -> pd.Series | str:
+    """Each run's AQM label from the sweep index's effective `aqm.*` columns (one per key the
+    grid's aqm tables use; "(default)" where a table leaves a key out). The index's `aqm` column
+    is the summary's AQM kind alone, which would merge the 1 and 4 BDP FIFOs into one row."""
+    cols = [c for c in r.columns if c.startswith("aqm.")]
+    if not cols:
+        return r["aqm"].map(aqm_label) if "aqm" in r else "?"
+    return pd.Series([aqm_label({k[len("aqm."):]: v for k, v in row.items()
+                                 if pd.notna(v) and v != "(default)"})
+                      for row in r[cols].to_dict("records")], index=r.index)
+
+
 def extract(run_dir: Path, scenario: dict[str, Any]) -> dict[str, float]:
     """The interactive metrics of one run from its summary.json (flow 0 is the video)."""
     s = read_summary(run_dir)
@@ -71,7 +83,7 @@ def _trace_of(data: SuiteData, row: Any) -> str:
 
 def _label(runs: pd.DataFrame, data: SuiteData | None = None) -> pd.DataFrame:
     r = runs.copy()
-    r["aqm_q"] = r["aqm"].map(aqm_label) if "aqm" in r else "?"
+    r["aqm_q"] = _aqm_labels(r)
     r["video"] = r["flows.0.cc"].map(lambda c: VIDEO.get(str(c), str(c)))
     if "flows.1.count" in r:
         r["traffic"] = np.where(r["background"] == "bulk",
