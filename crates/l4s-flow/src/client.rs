@@ -477,7 +477,9 @@ pub fn run(o: &ClientOpts, emu: &EmuEnv) -> Result<serde_json::Value, FlowError>
                                     s.phase = Phase::Finished;
                                 }
                             }
-                            Body::Control(Control::Done) => counters.foreign_datagrams += 1,
+                            Body::Control(Control::Done | Control::Reverse(_)) => {
+                                counters.foreign_datagrams += 1
+                            }
                         }
                     }
                     if n > 0 {

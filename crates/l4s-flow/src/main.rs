@@ -8,7 +8,7 @@ use clap::Parser;
 use l4s_core::Nanos;
 use l4s_flow::client::{self, ClientOpts};
 use l4s_flow::server::{self, ServerOpts};
-use l4s_flow::{install_signal_handlers, EmuEnv, FlowError};
+use l4s_flow::{install_signal_handlers, wire, EmuEnv, FlowError};
 use l4s_sim::scenario::FlowEcn;
 
 /// l4slab's TCP (Prague, DCTCP, Cubic, Reno, BBR) over UDP with per-datagram ECN.
@@ -49,6 +49,10 @@ struct Cli {
         default_value = "0"
     )]
     bitrate: String,
+    /// Reverse (as iperf3 -R: the server sends, the client receives). Not implemented yet:
+    /// refused with a one-line error.
+    #[arg(short = 'R', long = "reverse")]
+    reverse: bool,
     /// Parallel streams.
     #[arg(short = 'P', long = "parallel", default_value_t = 1)]
     parallel: u32,
@@ -145,7 +149,7 @@ fn duration(flag: &'static str, s: &str, allow_zero: bool) -> Result<Nanos, Flow
     if d == Nanos::ZERO && !allow_zero {
         return Err(usage(flag, format!("\"{s}\" must be > 0")));
     }
-    if d > Nanos::from_secs(86_400 * 7) {
+    if d > wire::MAX_DURATION {
         return Err(usage(flag, format!("\"{s}\" is longer than a week")));
     }
     Ok(d)
@@ -168,7 +172,7 @@ fn bytes(s: &str) -> Result<u64, FlowError> {
     })?;
     let b = n
         .checked_mul(mult)
-        .filter(|&b| b > 0 && b < 1 << 50)
+        .filter(|&b| b > 0 && b < wire::MAX_BYTES)
         .ok_or_else(|| usage("-n", format!("\"{s}\" must be in 1..2^50 bytes")))?;
     Ok(b)
 }
@@ -176,8 +180,10 @@ fn bytes(s: &str) -> Result<u64, FlowError> {
 /// "5M", "500K", "1G", "2.5M", a bare number of bits/s (powers of 1000, as iperf3's -b), or
 /// a scenario-style rate ("50mbit"). 0 = no limit.
 fn bitrate(s: &str) -> Result<Option<u64>, FlowError> {
-    const MIN_BPS: f64 = 1e3;
-    const MAX_BPS: f64 = 1e12;
+    let (min_bps, max_bps) = (
+        *wire::RATE_RANGE_BPS.start() as f64,
+        *wire::RATE_RANGE_BPS.end() as f64,
+    );
     let t = s.trim();
     let (num, mult) = match t.char_indices().last() {
         Some((i, 'K' | 'k')) => (&t[..i], 1e3),
@@ -197,7 +203,7 @@ fn bitrate(s: &str) -> Result<Option<u64>, FlowError> {
     if bps == 0.0 {
         return Ok(None);
     }
-    if !(MIN_BPS..=MAX_BPS).contains(&bps) {
+    if !(min_bps..=max_bps).contains(&bps) {
         return Err(usage(
             "-b",
             format!("\"{s}\" must be 0 (no limit) or in 1K..=1000G bits/s"),
@@ -220,6 +226,17 @@ fn ecn(s: &str) -> Result<FlowEcn, FlowError> {
 }
 
 fn run(cli: Cli) -> Result<(), FlowError> {
+    if cli.reverse {
+        return Err(usage(
+            "-R",
+            if cli.server {
+                "is a client option (the client asks the server to send); the server takes no -R"
+            } else {
+                "reverse mode is not implemented yet; swap the roles instead: `l4slab flow -s` \
+                 on this host, `l4slab flow -c` on the other"
+            },
+        ));
+    }
     let peer_timeout = duration("--peer-timeout", &cli.peer_timeout, false)?;
     let spin = duration("--spin", &cli.spin, true)?;
     if spin > Nanos::from_ms(10) {

@@ -260,7 +260,8 @@ pub fn run(o: &ServerOpts) -> Result<Vec<ConnResult>, FlowError> {
                                 results.push(finish(c, now, "done", foreign, o.quiet));
                             }
                         }
-                        Body::Control(Control::Report(_)) => foreign += 1,
+                        // A reverse request is not served yet (`l4slab flow -R` refuses to run).
+                        Body::Control(Control::Report(_) | Control::Reverse(_)) => foreign += 1,
                     }
                 }
                 if n < crate::sock::BATCH {

@@ -10,9 +10,12 @@
 //! `hflags`: bit 0 AccECN option present, bits 1-2 number of SACK blocks (0-3), bit 3 control
 //! message. Sequence numbers are the model's 64-bit ones (no wrap, so no PAWS concern here).
 //! The 4-byte magic and the version let a receiver recognise, count and ignore foreign datagrams.
+//! Control bodies start with a tag: 1 Done (nothing more), 2 Report (7 × u64), 3 Reverse (cc u8,
+//! ecn u8, mss u32, duration ns, bytes, seed, rate bits/s: 4 × u64; 0 = none for bytes and rate).
 
 use l4s_core::packet::{AccEcnOption, TcpHeader};
 use l4s_core::Nanos;
+use l4s_sim::scenario::FlowEcn;
 
 /// The first four bytes of every l4s-flow datagram.
 pub const MAGIC: [u8; 4] = *b"L4SF";
@@ -59,6 +62,109 @@ pub enum Control {
     Done,
     /// Receiver → sender: what the receiving side saw.
     Report(ReceiverReport),
+    /// Client → server: send to me with these settings (iperf3's -R). Not served yet: the
+    /// server counts it as foreign (README, `l4slab flow`).
+    Reverse(ReverseRequest),
+}
+
+/// The sender's settings a reverse-mode client asks the server to use (-C, --ecn, -t, -n,
+/// --mss, --seed, -b). Decoding refuses values outside the ranges the command line allows.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct ReverseRequest {
+    /// Index of the congestion control in [`crate::client::CCS`].
+    pub cc: u8,
+    /// ECN mode; None = what the CC asks for.
+    pub ecn: Option<FlowEcn>,
+    /// Send for this long (-t, with -O's seconds added).
+    pub duration: Nanos,
+    /// Send exactly this many bytes (-n); None = for `duration`.
+    pub bytes: Option<u64>,
+    /// TCP MSS in payload bytes.
+    pub mss_bytes: u32,
+    /// Seed of the CC's random streams.
+    pub seed: u64,
+    /// Application rate limit in bits/s (-b); None = always backlogged.
+    pub rate_bps: Option<u64>,
+}
+
+/// Longest -t a reverse request may carry (the command line's limit: a week).
+pub const MAX_DURATION: Nanos = Nanos(86_400 * 7 * 1_000_000_000);
+/// -n must be below this many bytes (the command line's limit).
+pub const MAX_BYTES: u64 = 1 << 50;
+/// -b's range in bits/s when not 0 (the command line's limits).
+pub const RATE_RANGE_BPS: std::ops::RangeInclusive<u64> = 1_000..=1_000_000_000_000;
+
+const REVERSE_BODY_BYTES: usize = 1 + 1 + 1 + 4 + 4 * 8;
+
+fn ecn_code(e: Option<FlowEcn>) -> u8 {
+    match e {
+        None => 0,
+        Some(FlowEcn::L4s) => 1,
+        Some(FlowEcn::Accecn) => 2,
+        Some(FlowEcn::Classic) => 3,
+        Some(FlowEcn::None) => 4,
+    }
+}
+
+fn ecn_of(code: u8) -> Option<Option<FlowEcn>> {
+    Some(match code {
+        0 => None,
+        1 => Some(FlowEcn::L4s),
+        2 => Some(FlowEcn::Accecn),
+        3 => Some(FlowEcn::Classic),
+        4 => Some(FlowEcn::None),
+        _ => return None,
+    })
+}
+
+impl ReverseRequest {
+    /// The congestion control's name.
+    pub fn cc_name(&self) -> &'static str {
+        crate::client::CCS
+            .get(self.cc as usize)
+            .copied()
+            .unwrap_or("?")
+    }
+
+    fn put(&self, buf: &mut Vec<u8>) {
+        buf.push(self.cc);
+        buf.push(ecn_code(self.ecn));
+        buf.extend_from_slice(&self.mss_bytes.to_be_bytes());
+        put_u64(buf, self.duration.as_ns());
+        put_u64(buf, self.bytes.unwrap_or(0));
+        put_u64(buf, self.seed);
+        put_u64(buf, self.rate_bps.unwrap_or(0));
+    }
+
+    /// `b` is the body after the tag byte; None when any field is out of range.
+    fn get(b: &[u8]) -> Option<Self> {
+        if b.len() != REVERSE_BODY_BYTES - 1 {
+            return None;
+        }
+        let cc = b[0];
+        let ecn = ecn_of(b[1])?;
+        let mss_bytes = u32::from_be_bytes([b[2], b[3], b[4], b[5]]);
+        let duration = Nanos(u64_at(b, 6)?);
+        let bytes = Some(u64_at(b, 14)?).filter(|&n| n > 0);
+        let seed = u64_at(b, 22)?;
+        let rate_bps = Some(u64_at(b, 30)?).filter(|&r| r > 0);
+        let mss_most = (crate::sock::RECV_BUF_BYTES - BASE_HEADER_BYTES) as u32;
+        let ok = (cc as usize) < crate::client::CCS.len()
+            && (1..=mss_most).contains(&mss_bytes)
+            && duration > Nanos::ZERO
+            && duration <= MAX_DURATION
+            && bytes.is_none_or(|n| n < MAX_BYTES)
+            && rate_bps.is_none_or(|r| RATE_RANGE_BPS.contains(&r));
+        ok.then_some(ReverseRequest {
+            cc,
+            ecn,
+            duration,
+            bytes,
+            mss_bytes,
+            seed,
+            rate_bps,
+        })
+    }
 }
 
 /// The receiver's own counts, sent back in [`Control::Report`] and printed by the server.
@@ -184,6 +290,10 @@ pub fn encode_control(buf: &mut Vec<u8>, conn: u32, c: &Control) {
                 put_u64(buf, f);
             }
         }
+        Control::Reverse(r) => {
+            buf.push(3);
+            r.put(buf);
+        }
     }
 }
 
@@ -262,6 +372,7 @@ pub fn decode(b: &[u8]) -> Result<Decoded<'_>, Reject> {
                 }
                 Control::Report(ReceiverReport::from_fields(f))
             }
+            Some(3) => Control::Reverse(ReverseRequest::get(&rest[1..]).ok_or(m)?),
             _ => return Err(m),
         };
         return Ok(Decoded {
@@ -404,6 +515,157 @@ mod tests {
             let d = decode(&buf).expect("decodes");
             assert_eq!(d.conn, 9);
             assert_eq!(d.body, Body::Control(c));
+        }
+    }
+
+    fn reverse_sample() -> ReverseRequest {
+        ReverseRequest {
+            cc: 4, // bbr1
+            ecn: Some(FlowEcn::Classic),
+            duration: Nanos::from_secs(30),
+            bytes: Some(5 << 20),
+            mss_bytes: 1428,
+            seed: u64::MAX - 1,
+            rate_bps: Some(20_000_000),
+        }
+    }
+
+    #[test]
+    fn reverse_request_round_trips() {
+        let mut buf = Vec::new();
+        let by_time = ReverseRequest {
+            cc: 0,
+            ecn: None,
+            bytes: None,
+            rate_bps: None,
+            ..reverse_sample()
+        };
+        for r in [reverse_sample(), by_time] {
+            encode_control(&mut buf, 11, &Control::Reverse(r));
+            assert_eq!(buf.len(), BASE_HEADER_BYTES + REVERSE_BODY_BYTES);
+            let d = decode(&buf).expect("decodes");
+            assert_eq!(d.conn, 11);
+            assert_eq!(d.body, Body::Control(Control::Reverse(r)));
+        }
+        assert_eq!(reverse_sample().cc_name(), "bbr1");
+        assert_eq!(by_time.cc_name(), "prague");
+        for e in [
+            None,
+            Some(FlowEcn::L4s),
+            Some(FlowEcn::Accecn),
+            Some(FlowEcn::Classic),
+            Some(FlowEcn::None),
+        ] {
+            assert_eq!(ecn_of(ecn_code(e)), Some(e));
+        }
+    }
+
+    #[test]
+    fn reverse_request_out_of_range_is_malformed() {
+        let mss_most = (crate::sock::RECV_BUF_BYTES - BASE_HEADER_BYTES) as u32;
+        let ok = reverse_sample();
+        // Each field just inside its range decodes; just outside it is refused.
+        let cases = [
+            (ReverseRequest { cc: 5, ..ok }, true),
+            (ReverseRequest { cc: 6, ..ok }, false),
+            (
+                ReverseRequest {
+                    mss_bytes: mss_most,
+                    ..ok
+                },
+                true,
+            ),
+            (
+                ReverseRequest {
+                    mss_bytes: mss_most + 1,
+                    ..ok
+                },
+                false,
+            ),
+            (ReverseRequest { mss_bytes: 0, ..ok }, false),
+            (
+                ReverseRequest {
+                    duration: MAX_DURATION,
+                    ..ok
+                },
+                true,
+            ),
+            (
+                ReverseRequest {
+                    duration: MAX_DURATION + Nanos(1),
+                    ..ok
+                },
+                false,
+            ),
+            (
+                ReverseRequest {
+                    duration: Nanos::ZERO,
+                    ..ok
+                },
+                false,
+            ),
+            (
+                ReverseRequest {
+                    bytes: Some(MAX_BYTES - 1),
+                    ..ok
+                },
+                true,
+            ),
+            (
+                ReverseRequest {
+                    bytes: Some(MAX_BYTES),
+                    ..ok
+                },
+                false,
+            ),
+            (
+                ReverseRequest {
+                    rate_bps: Some(999),
+                    ..ok
+                },
+                false,
+            ),
+            (
+                ReverseRequest {
+                    rate_bps: Some(1_000),
+                    ..ok
+                },
+                true,
+            ),
+            (
+                ReverseRequest {
+                    rate_bps: Some(1_000_000_000_001),
+                    ..ok
+                },
+                false,
+            ),
+        ];
+        let mut buf = Vec::new();
+        for (r, accepted) in cases {
+            encode_control(&mut buf, 1, &Control::Reverse(r));
+            assert_eq!(decode(&buf).is_ok(), accepted, "{r:?}");
+        }
+        // An ECN code beyond the four modes, a missing byte, an extra byte.
+        encode_control(&mut buf, 1, &Control::Reverse(ok));
+        let ecn_at = BASE_HEADER_BYTES + 2;
+        assert_eq!(buf[ecn_at], 3);
+        let mut bad = buf.clone();
+        bad[ecn_at] = 5;
+        assert_eq!(decode(&bad), Err(Reject::Malformed));
+        assert_eq!(decode(&buf[..buf.len() - 1]), Err(Reject::Malformed));
+        let mut long = buf.clone();
+        long.push(0);
+        assert_eq!(decode(&long), Err(Reject::Malformed));
+        // No prefix or bit flip panics; no strict prefix decodes.
+        for n in 0..buf.len() {
+            assert!(decode(&buf[..n]).is_err(), "prefix {n}");
+        }
+        for i in 0..buf.len() {
+            for bit in 0..8 {
+                let mut b = buf.clone();
+                b[i] ^= 1 << bit;
+                let _ = decode(&b);
+            }
         }
     }
 
