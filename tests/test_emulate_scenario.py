@@ -91,6 +91,9 @@ def test_an_emulator_delay_in_the_scenario_wins(tmp_path):
     ('[[flows]]\ncc = "prague"\nrtt = "20ms"\nprague_cwnd_mode = 0\n', {},
      "flows[2].prague_cwnd_mode", "mode 2"),
     ("", {"ack_link": {"rate": "1mbit"}}, "ack_link", "[emulator.downlink]"),
+    ("", {"workloads": [{"load": 0.3, "sizes": "web-search", "cc": "cubic", "rtt": "20ms"}]},
+     "workloads", "simulator only"),
+    ("", {"probes": [{"rtt": "20ms"}]}, "probes", "simulator only"),
 ])
 def test_what_l4s_flow_cannot_honour_is_refused_naming_the_field(tmp_path, extra, top, field,
                                                                  why):

@@ -134,6 +134,15 @@ def _flow_classes(doc: dict[str, Any], base_dir: Path) -> tuple[list[str], list[
     return list(raw["flow_cc"]), list(raw["flow_class"])
 
 
+def _refuse_app_tables(doc: dict[str, Any]) -> None:
+    """[[workloads]] and [[probes]] are simulator-only for now: refused, never dropped."""
+    for key in ("workloads", "probes"):
+        if doc.get(key):
+            raise ScenarioError(
+                f"{key}: [[{key}]] runs in the simulator only; the emulator's scenario mode "
+                "cannot run it yet; remove it to run through the emulator")
+
+
 def plan_scenario(doc: dict[str, Any], base_dir: Path) -> EmuPlan:
     """Validate `doc` as the simulator does, refuse what the emulator cannot run faithfully
     (one ScenarioError naming the field), and return the plan."""
@@ -142,6 +151,7 @@ def plan_scenario(doc: dict[str, Any], base_dir: Path) -> EmuPlan:
     # The simulator's checks first (same messages); [emulator] is the emulator's to read.
     validate_scenario(json.dumps({k: v for k, v in doc.items() if k != "emulator"}), "json",
                       str(base_dir))
+    _refuse_app_tables(doc)
     if "ack_link" in doc:
         raise ScenarioError(
             "ack_link: the emulator has no separate ACK link; limit the server -> client "
