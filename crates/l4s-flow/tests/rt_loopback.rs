@@ -12,7 +12,7 @@ use common::*;
 #[test]
 fn rt_prague_delivers_frames_at_fps_with_paced_latency() {
     let dir = scratch("rt-prague");
-    let mut srv = Server::start("127.0.0.1", &["--app", "rt", "-1", "-q"]);
+    let mut srv = Server::start("127.0.0.1", &["--app", "rt", "-1"]);
     let run = run_client(
         "127.0.0.1",
         srv.port,
@@ -106,7 +106,7 @@ fn bad_rt_parameters_get_one_clear_error() {
         (&["--app", "rt", "--cc", "rt-cbr"][..], "--rate", "missing"),
         (
             &["--app", "rt", "--min-rate", "5mbit", "--max-rate", "1mbit"][..],
-            "--max-rate",
+            "--init-rate",
             "min_rate",
         ),
         (&["--app", "rt", "--ecn", "classic"][..], "--ecn", "l4s"),
