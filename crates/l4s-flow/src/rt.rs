@@ -369,7 +369,7 @@ pub fn run_client(o: &RtClientOpts, emu: &EmuEnv) -> Result<serde_json::Value, F
                 let tput = delivered.saturating_sub(csv_prev.1) as f64 * 8.0 / dt / 1e6;
                 c.row(t_s, &flow_name, &o.flow.cc, &st, tput)?;
                 csv_prev = (t_s, delivered);
-                next_csv = next_csv + emu.sample_interval;
+                next_csv += emu.sample_interval;
             }
         }
         match closing {
