@@ -231,6 +231,9 @@ mod tests {
         encode_feedback(&mut buf, 1, &fb, None);
         buf.push(0);
         assert_eq!(decode(&buf), Err(Reject::Malformed));
+        // Every strict prefix of a valid feedback datagram is refused.
+        buf.pop();
+        assert!(decode(&buf).is_ok());
         for n in 0..buf.len() {
             assert!(decode(&buf[..n]).is_err());
         }
