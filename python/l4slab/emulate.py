@@ -24,7 +24,7 @@ import click
 import numpy as np
 import pandas as pd
 
-from l4slab.emuflows import LAUNCH_FILE, scenario_flows
+from l4slab.emuflows import LAUNCH_FILE, scenario_flows, scenario_frames
 
 __all__ = ["emulate_cmd", "find_binary", "build_run_dir", "EmulateError"]
 
@@ -172,6 +172,14 @@ def build_run_dir(out: Path, *, figures: bool = True, report: bool = True) -> di
         flows, rows, scenario_mode = scenario_flows(
             launch, senders, grid, list(run.summary.get("flows", [])), (warm, end))
         run.flows = flows
+        # Real-time flows: frames.parquet and flows[i].frames, as the simulator writes them.
+        frames, blocks, problems = scenario_frames(launch, out / "flows", (warm, end))
+        if frames is not None:
+            run.app["frames"] = frames
+        for r in rows:
+            if r["id"] in blocks:
+                r["frames"] = blocks[r["id"]]
+        scenario_mode["problems"] += problems
         run.summary = {**run.summary, "flows": rows, "jain": scenario_mode.pop("jain")}
         if run.packets is not None and len(run.packets):
             # Per-packet rows name the bottleneck's flow ids (order of first packet): the
@@ -398,7 +406,6 @@ def emulate_doc(doc: dict[str, Any], base_dir: Path, out: Path, opts: list[str],
     (`command` starts with `--`). `opts` are further l4s-emu options (not -o). Returns the
     exit status (the launcher's or the command's). `report_flows` prints where the run is and
     its flows and queues (off in sweeps, whose runs are renamed afterwards)."""
-    import shlex
     import tempfile
 
     from l4slab.emuflows import LAUNCHER
@@ -421,7 +428,7 @@ def emulate_doc(doc: dict[str, Any], base_dir: Path, out: Path, opts: list[str],
             plan_json = tmp / "plan.json"
             plan_json.write_text(json.dumps(plan.to_json()))
             plan_json.chmod(0o644)
-            server = f"exec {shlex.quote(str(flow_bin))} -s -q"
+            server = plan.servers(str(flow_bin))
             command = ["--server", server, "--", sys.executable, str(LAUNCHER), str(plan_json),
                        str(flow_bin)]
         rc = run_emulator([str(scen_json), *opts, "-o", str(out), *(command or [])],

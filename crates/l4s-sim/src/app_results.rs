@@ -104,12 +104,11 @@ pub fn frame_summary(
     window_s: f64,
     fr: &mut FrameColumns,
 ) -> Value {
-    let (mut n, mut skipped, mut lost, mut late_n, mut ok_n) = (0u64, 0u64, 0u64, 0u64, 0u64);
-    let (mut lat, mut ok_bytes) = (Vec::new(), 0u64);
+    let first = fr.frame.len();
     for sf in sent {
         let complete = done.get(&sf.frame).copied();
-        if complete.is_none() && sf.bytes > 0 && sf.capture_at + deadline > end {
-            continue; // fate unknown at the end of the run
+        if fate_unknown(complete.is_some(), sf.bytes, sf.capture_at, deadline, end) {
+            continue;
         }
         let lat_ms = complete.map_or(f64::NAN, |d| (d - sf.capture_at).as_ms_f64());
         let late = sf.bytes == 0 || complete.is_none_or(|d| d - sf.capture_at > deadline);
@@ -119,13 +118,44 @@ pub fn frame_summary(
         fr.bytes.push(sf.bytes);
         fr.latency_ms.push(lat_ms);
         fr.late.push(late as u8);
-        if sf.capture_at < warm {
+    }
+    let last = fr.frame.len();
+    frames_block(fr, first..last, warm.as_secs_f64(), deadline, window_s)
+}
+
+/// A frame not completed, not skipped and captured less than `deadline` before `end`: its
+/// fate is not known at the end of the run, so it gets no row.
+pub fn fate_unknown(
+    completed: bool,
+    bytes: u64,
+    capture: Nanos,
+    deadline: Nanos,
+    end: Nanos,
+) -> bool {
+    !completed && bytes > 0 && capture + deadline > end
+}
+
+/// The `flows[i].frames` block of one flow's frame rows `fr[rows]`: frames captured at or
+/// after `warm_s` are counted, rates are over `window_s`. The emulator's scenario mode calls
+/// it (through the Python binding) on the rows `l4slab flow --app rt` wrote.
+pub fn frames_block(
+    fr: &FrameColumns,
+    rows: std::ops::Range<usize>,
+    warm_s: f64,
+    deadline: Nanos,
+    window_s: f64,
+) -> Value {
+    let (mut n, mut skipped, mut lost, mut late_n, mut ok_n) = (0u64, 0u64, 0u64, 0u64, 0u64);
+    let (mut lat, mut ok_bytes) = (Vec::new(), 0u64);
+    for i in rows {
+        if fr.capture_s[i] < warm_s {
             continue;
         }
+        let (bytes, lat_ms, late) = (fr.bytes[i], fr.latency_ms[i], fr.late[i] != 0);
         n += 1;
-        if sf.bytes == 0 {
+        if bytes == 0 {
             skipped += 1;
-        } else if complete.is_none() {
+        } else if lat_ms.is_nan() {
             lost += 1;
         } else {
             lat.push(lat_ms);
@@ -134,7 +164,7 @@ pub fn frame_summary(
             late_n += 1;
         } else {
             ok_n += 1;
-            ok_bytes += sf.bytes;
+            ok_bytes += bytes;
         }
     }
     let lat = sorted(lat);
