@@ -13,7 +13,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from l4slab.emuflows import MSS_OFFSET, UNLIMITED_RATE, plan_scenario, scenario_flows
+from l4slab.emuflows import (
+    MSS_OFFSET,
+    RT_PORT,
+    UNLIMITED_RATE,
+    plan_scenario,
+    scenario_flows,
+    scenario_frames,
+)
 from l4slab.scenario import ScenarioError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -76,7 +83,7 @@ def test_an_emulator_delay_in_the_scenario_wins(tmp_path):
 @pytest.mark.parametrize("extra, top, field, why", [
     ('[[flows]]\ncc = "cubic"\nrtt = "40ms"\n', {}, "flows[2].rtt", "one path delay"),
     ('[[flows]]\ncc = "cbr"\nrtt = "20ms"\nrate = "1mbit"\n', {}, "flows[2].cc",
-     "TCP only"),
+     "TCP and real-time video only"),
     ('[[flows]]\ncc = "cubic"\nrtt = "20ms"\ninit_cwnd = 4\n', {}, "flows[2].init_cwnd",
      "always uses 10"),
     ('[[flows]]\ncc = "cubic"\nrtt = "20ms"\nsack = false\n', {}, "flows[2].sack",
@@ -91,6 +98,9 @@ def test_an_emulator_delay_in_the_scenario_wins(tmp_path):
     ('[[flows]]\ncc = "prague"\nrtt = "20ms"\nprague_cwnd_mode = 0\n', {},
      "flows[2].prague_cwnd_mode", "mode 2"),
     ("", {"ack_link": {"rate": "1mbit"}}, "ack_link", "[emulator.downlink]"),
+    ("", {"workloads": [{"load": 0.3, "sizes": "web-search", "cc": "cubic", "rtt": "20ms"}]},
+     "workloads", "simulator only"),
+    ("", {"probes": [{"rtt": "20ms"}]}, "probes", "simulator only"),
 ])
 def test_what_l4s_flow_cannot_honour_is_refused_naming_the_field(tmp_path, extra, top, field,
                                                                  why):
@@ -451,3 +461,121 @@ def test_senders_start_at_the_simulators_jittered_starts(tmp_path):
     assert [f.start_s for f in plan.flows] == [t / 1e9 for t in starts]
     assert all(0.0 <= f.start_s < 0.020 for f in plan.flows)
     assert len(set(starts)) == 2
+
+
+# --- real-time video flows ---------------------------------------------------------------------
+
+RT_FLOW = """
+seed = 1
+duration = "4s"
+warmup = "1s"
+[link]
+rate = "10mbit"
+[aqm]
+kind = "dualpi2"
+[[flows]]
+cc = "rt-prague"
+rtt = "20ms"
+fps = 30
+deadline = "80ms"
+max_rate = "4mbit"
+"""
+
+
+def test_an_rt_flow_is_planned_as_an_rt_sender_with_its_keys(tmp_path):
+    import tomllib
+
+    d = tomllib.loads(RT_FLOW + '[[flows]]\ncc = "cubic"\nrtt = "20ms"\n')
+    plan = plan_scenario(d, tmp_path)
+    rt, bulk = plan.flows
+    assert (rt.app, rt.port, rt.klass, rt.deadline_ms) == ("rt", RT_PORT, "L4S", 80.0)
+    assert rt.rt_flags == ["--fps", "30", "--deadline", "80ms", "--max-rate", "4mbit"]
+    assert (bulk.app, bulk.port, bulk.rt_flags) == ("bulk", None, None)
+    # One receiver per kind, the rt one on its own port (stacks.server_shell waits for them).
+    srv = plan.servers("/x/l4s-flow")
+    assert srv == f"/x/l4s-flow -s -q & /x/l4s-flow -s --app rt -p {RT_PORT} -q"
+    # Without an rt key the deadline is the simulator's default (100 ms).
+    d2 = tomllib.loads(RT_FLOW.replace('deadline = "80ms"\n', ""))
+    assert plan_scenario(d2, tmp_path).flows[0].deadline_ms == 100.0
+    assert plan_scenario(d2, tmp_path).servers("f") == f"f -s --app rt -p {RT_PORT} -q"
+
+
+def test_rt_sender_args_carry_the_app_port_and_keys():
+    from l4slab.emu_launcher import _argv
+
+    f = {"cc": "rt-gcc", "seed": 3, "ecn": "classic", "mss": None, "bytes": None,
+         "app": "rt", "port": RT_PORT, "rt_flags": ["--fps", "30"]}
+    assert _argv("l4s-flow", "10.0.0.2", f, 2.5) == [
+        "l4s-flow", "-c", "10.0.0.2", "--cc", "rt-gcc", "-i", "0", "-q", "--seed", "3",
+        "--ecn", "classic", "-p", str(RT_PORT), "--app", "rt", "--fps", "30", "-t", "2.500000"]
+
+
+def test_frame_rows_get_the_simulators_rows_and_block(tmp_path):
+    # The simulator's own frame rows of an rt flow, written as l4s-flow writes frames-<pid>.csv,
+    # come back with the same rows and the same flows[0].frames block: one definition.
+    from l4slab import run
+
+    scen = tmp_path / "rt.toml"
+    scen.write_text(RT_FLOW.replace('rate = "10mbit"', 'rate = "2mbit"'))
+    sim = run(scen, out_dir=tmp_path / "sim", figures=False)
+    fr = sim.app["frames"]
+    fr = fr[fr["flow"] == 0]
+    assert fr["late"].sum() > 0 and fr["latency_ms"].notna().sum() > 50
+    # The sender also reported the frames the simulator drops as of unknown fate: an
+    # incomplete frame captured less than a deadline (80 ms) before the end (4 s).
+    extra = pd.DataFrame({"frame": [10**6], "capture_s": [3.95], "bytes": [5000],
+                          "latency_ms": [np.nan], "late": [1]})
+    csv = pd.concat([fr.drop(columns="flow"), extra], ignore_index=True)
+    (tmp_path / "flows").mkdir()
+    csv.to_csv(tmp_path / "flows" / "frames-42.csv", index=False)
+    launch = {"flows": [{"index": 0, "cc": "rt-prague", "app": "rt", "pid": 42,
+                         "deadline_ms": 80.0}]}
+    frames, blocks, problems = scenario_frames(launch, tmp_path / "flows", (1.0, 4.0))
+    assert problems == []
+    pd.testing.assert_frame_equal(frames.reset_index(drop=True), fr.reset_index(drop=True),
+                                  check_exact=False, rtol=1e-12)
+    assert blocks[0] == sim.summary["flows"][0]["frames"]
+
+
+def test_missing_frame_rows_are_a_problem_not_a_crash(tmp_path):
+    launch = {"flows": [{"index": 0, "cc": "rt-cbr", "app": "rt", "pid": 5,
+                         "deadline_ms": 100.0},
+                        {"index": 1, "cc": "cubic", "app": "bulk", "pid": 6}]}
+    frames, blocks, problems = scenario_frames(launch, tmp_path, (0.0, 1.0))
+    assert len(frames) == 0 and list(frames.columns) == [
+        "flow", "frame", "capture_s", "bytes", "latency_ms", "late"]
+    assert blocks == {} and len(problems) == 1 and "flow 0 (rt-cbr)" in problems[0]
+
+
+def test_an_rt_flow_runs_through_the_emulator_with_frames(tmp_path):
+    need_root()
+    scen = tmp_path / "rt.toml"
+    scen.write_text(RT_FLOW + '[[flows]]\ncc = "cubic"\nrtt = "20ms"\n')
+    out = tmp_path / "run"
+    r = l4slab(str(scen), "-o", str(out), "--quiet", timeout=60)
+    assert r.returncode == 0, r.stderr
+    s = json.loads((out / "summary.json").read_text())
+    mode = s["emulator"]["scenario_mode"]
+    assert mode["problems"] == [], mode["problems"]
+    assert [(f["cc"], f["class"]) for f in s["flows"]] == [("rt-prague", "L4S"),
+                                                           ("cubic", "Classic")]
+    block = s["flows"][0]["frames"]
+    assert "frames" not in s["flows"][1]
+    fr = pd.read_parquet(out / "frames.parquet")
+    assert set(fr["flow"]) == {0}
+    # 30 fps over (warmup, duration] = 3 s: 90 captures, less the few at the start (the sender
+    # starts after the emulator) and at most a deadline's worth of unknown fate at the end.
+    assert 80 <= block["frames"] <= 90, block
+    assert block["frames"] == int((fr["capture_s"] >= 1.0).sum())
+    done = fr[fr["latency_ms"].notna()]
+    assert len(done) >= 80
+    # Lower bound of a completed frame's latency: its bytes (IP datagrams, so at least the
+    # frame's size) cross the 10 Mb/s bottleneck no faster than back to back from capture on,
+    # and the last one then takes the one-way delay rtt/2 = 10 ms (the emulator's uplink delay).
+    # Queueing, pacing over the frame budget and emulator lateness only add to it; both ends
+    # stamp on CLOCK_MONOTONIC. 1 µs covers the CSV's rounding.
+    bound_ms = 10.0 + done["bytes"].to_numpy() * 8 / 10e6 * 1e3
+    assert (done["latency_ms"].to_numpy() >= bound_ms - 1e-3).all(), \
+        done[done["latency_ms"] < bound_ms]
+    # Through DualPI2's L queue next to Cubic, a 4 Mb/s video keeps most frames in time.
+    assert block["latency_ms"]["p50"] < 80.0 and block["miss_ratio"] < 0.5, block

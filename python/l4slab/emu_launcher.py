@@ -6,7 +6,8 @@ Run by `l4slab emulate SCENARIO.toml` inside the client namespace as
 `python3 emu_launcher.py PLAN.json FLOW_BIN`; standard library only, so it starts in
 milliseconds. Times count from $L4SLAB_T0_NS (CLOCK_MONOTONIC at the emulation's start, the
 origin of every t_s in the run directory). It records each sender's pid (its CSV is
-$L4SLAB_FLOW_DIR/flow-<pid>.csv) and exit status in $L4SLAB_FLOW_DIR/launch.json. Exit status
+$L4SLAB_FLOW_DIR/flow-<pid>.csv, an rt sender's frames are frames-<pid>.csv) and exit status in
+$L4SLAB_FLOW_DIR/launch.json. Exit status
 0 when every sender ended by itself with 0 or was ended here at its end time; 1 when a sender
 failed (each named on stderr); 2 on a bad plan or environment.
 """
@@ -49,6 +50,11 @@ def _argv(flow_bin: str, server: str, f: dict[str, Any], secs: float) -> list[st
             "--seed", str(f["seed"])]
     if f.get("ecn"):
         argv += ["--ecn", f["ecn"]]
+    if f.get("port") is not None:
+        argv += ["-p", str(f["port"])]
+    if f.get("app", "bulk") != "bulk":
+        # A real-time video flow: its scenario keys as flags (emuflows.EmuFlow.rt_flags).
+        argv += ["--app", f["app"], *(f.get("rt_flags") or [])]
     if f.get("mss") is not None:
         argv += ["--mss", str(f["mss"])]
     if f.get("bytes") is not None:

@@ -1,7 +1,9 @@
 """Scenario mode of the emulator: a scenario's own `[[flows]]` run as `l4slab flow` (l4s-flow)
 processes through the emulated bottleneck for the scenario's `duration`.
 
-One l4s-flow receiver runs on the server side; on the client side a small launcher
+One l4s-flow receiver runs on the server side (and, when the scenario has real-time flows
+`rt-prague`/`rt-gcc`/`rt-cbr`, one `l4s-flow -s --app rt` receiver on port `RT_PORT`); on the
+client side a small launcher
 (`emu_launcher.py`, standard library only) starts one l4s-flow sender per flow (after `count`
 is expanded, in the simulator's flow order) at its `start` (plus the
 simulator's start_jitter offset for that flow and seed), ends it at its `stop` or at
@@ -20,7 +22,8 @@ apply to both directions (loss, Gilbert-Elliott loss, jitter, rate steps, 1 ms t
 Afterwards `scenario_flows` turns the senders' rows into the simulator's flows.parquet layout
 (flow = the scenario's flow index, its cc and class, one row per sampling instant) and
 summary.json flow rows with the simulator's definitions, so `l4slab validate SIM EMU` compares
-like with like.
+like with like; `scenario_frames` turns the rt senders' frames-<pid>.csv into frames.parquet
+rows and `flows[i].frames` blocks by the simulator's rules (`app_results::frames_block`).
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ import pandas as pd
 from l4slab.scenario import ScenarioError
 
 __all__ = ["EmuFlow", "EmuPlan", "plan_scenario", "scenario_flows", "LAUNCH_FILE",
-           "UNLIMITED_RATE", "MSS_OFFSET", "LAUNCHER"]
+           "UNLIMITED_RATE", "MSS_OFFSET", "LAUNCHER", "RT_PORT", "scenario_frames"]
 
 #: The launcher script (run with the same Python in the client namespace).
 LAUNCHER = Path(__file__).resolve().with_name("emu_launcher.py")
@@ -62,6 +65,14 @@ _FIXED_IN_L4S_FLOW = {
     "prague_cwnd_mode": (2, "l4slab flow runs Prague with 0.7's default mode 2"),
 }
 _L4S_FLOW_CCS = ("prague", "dctcp", "cubic", "reno", "bbr1", "bbr3")
+#: Real-time video controllers, run as `l4s-flow --app rt`.
+_RT_CCS = ("rt-prague", "rt-gcc", "rt-cbr")
+#: The rt flow keys; each is the l4s-flow flag of the same name (`frame_budget` ->
+#: `--frame-budget`), checked there by the simulator's rules.
+_RT_KEYS = ("fps", "frame_budget", "deadline", "init_rate", "min_rate", "max_rate",
+            "packet_size", "rate")
+#: UDP port of the rt receiver (the bulk receiver keeps l4s-flow's default, 5201).
+RT_PORT = 5202
 
 
 @dataclass
@@ -80,6 +91,10 @@ class EmuFlow:
     seed: int           # --seed (the CC's random streams)
     rtt_ms: float
     stack: dict[str, Any] | None = None  # kernel/command flows: l4slab.stacks.plan_stacks
+    app: str = "bulk"   # "bulk" (TCP) | "rt" (real-time video)
+    port: int | None = None                  # -p (None: l4s-flow's default)
+    rt_flags: list[str] | None = None        # rt: the flow's rt keys as l4s-flow flags
+    deadline_ms: float | None = None         # rt: the frame deadline the simulator resolves
 
 
 @dataclass
@@ -95,6 +110,19 @@ class EmuPlan:
     def to_json(self) -> dict[str, Any]:
         """The plan as the launcher reads it."""
         return {"duration_s": self.duration_s, "flows": [asdict(f) for f in self.flows]}
+
+    def servers(self, flow_bin: str) -> str:
+        """The l4s-flow receivers of the model-stack flows, one per kind of flow the plan has,
+        as one shell list (`stacks.server_shell` adds the other stacks' receivers and waits;
+        every process of the server's PID namespace ends with the emulation)."""
+        import shlex
+
+        exe = shlex.quote(flow_bin)
+        model = [f for f in self.flows if not f.stack]
+        cmds = [f"{exe} -s -q"] if any(f.app == "bulk" for f in model) else []
+        if any(f.app == "rt" for f in model):
+            cmds.append(f"{exe} -s --app rt -p {RT_PORT} -q")
+        return " & ".join(cmds)
 
 
 def _ns(text: Any, field: str) -> int:
@@ -117,10 +145,11 @@ def _duration_text(ns: int) -> str:
     return f"{ns}ns"
 
 
-def _flow_classes(doc: dict[str, Any], base_dir: Path) -> tuple[list[str], list[str]]:
-    """(cc, class) of each simulated flow, asked of the simulator itself (a 1 ms run with every
-    flow started at 0): the class follows the CC's ECN negotiation, which only the models
-    know."""
+def _flow_classes(doc: dict[str, Any], base_dir: Path
+                  ) -> tuple[list[str], list[str], list[float | None]]:
+    """(cc, class, frame deadline in ms or None) of each simulated flow, asked of the simulator
+    itself (a 1 ms run with every flow started at 0): the class follows the CC's ECN
+    negotiation, which only the models know, and the deadline default is the simulator's."""
     from l4slab._core import run_scenario
 
     probe = copy.deepcopy(doc)
@@ -133,7 +162,18 @@ def _flow_classes(doc: dict[str, Any], base_dir: Path) -> tuple[list[str], list[
         fl["start"] = "0s"
         fl.pop("stop", None)
     raw = run_scenario(json.dumps(probe), "json", str(base_dir))
-    return list(raw["flow_cc"]), list(raw["flow_class"])
+    rows = json.loads(raw["summary_json"]).get("flows", [])
+    deadlines = [(r.get("frames") or {}).get("deadline_ms") for r in rows]
+    return list(raw["flow_cc"]), list(raw["flow_class"]), deadlines
+
+
+def _refuse_app_tables(doc: dict[str, Any]) -> None:
+    """[[workloads]] and [[probes]] are simulator-only for now: refused, never dropped."""
+    for key in ("workloads", "probes"):
+        if doc.get(key):
+            raise ScenarioError(
+                f"{key}: [[{key}]] runs in the simulator only; the emulator's scenario mode "
+                "cannot run it yet; remove it to run through the emulator")
 
 
 def _simulator_settings(doc: dict[str, Any], base_dir: Path) -> dict[str, Any]:
@@ -154,6 +194,7 @@ def plan_scenario(doc: dict[str, Any], base_dir: Path) -> EmuPlan:
     # The simulator's checks first (same messages); [emulator] is the emulator's to read.
     validate_scenario(json.dumps({k: v for k, v in doc.items() if k != "emulator"}), "json",
                       str(base_dir))
+    _refuse_app_tables(doc)
     if "ack_link" in doc:
         raise ScenarioError(
             "ack_link: the emulator has no separate ACK link; limit the server -> client "
@@ -175,7 +216,7 @@ def plan_scenario(doc: dict[str, Any], base_dir: Path) -> EmuPlan:
     duration_ns = _ns(doc["duration"], "duration")
     warmup_ns = _ns(doc["warmup"], "warmup") if "warmup" in doc else 0
     seed = int(doc.get("seed", 1))
-    ccs, classes = _flow_classes(doc, base_dir)
+    ccs, classes, deadlines = _flow_classes(doc, base_dir)
     from l4slab.stacks import COMMAND_PORT_BASE, StackError, plan_stacks
     try:
         stacks = plan_stacks(doc)
@@ -187,9 +228,13 @@ def plan_scenario(doc: dict[str, Any], base_dir: Path) -> EmuPlan:
     for i, fl in enumerate(doc["flows"]):
         p = f"flows[{i}]"
         cc = fl["cc"]
-        if not stacks[i] and cc not in _L4S_FLOW_CCS:
+        if not stacks[i] and cc not in _L4S_FLOW_CCS + _RT_CCS:
             raise ScenarioError(f"{p}.cc: \"{cc}\" cannot run through the emulator: l4slab flow "
-                                f"carries TCP only; expected one of {', '.join(_L4S_FLOW_CCS)}")
+                                "carries TCP and real-time video only; expected one of "
+                                f"{', '.join(_L4S_FLOW_CCS + _RT_CCS)}")
+        rt = cc in _RT_CCS
+        rt_flags = [a for k in _RT_KEYS if k in fl
+                    for a in (f"--{k.replace('_', '-')}", str(fl[k]))] if rt else None
         rtt_ns = _ns(fl["rtt"], f"{p}.rtt")
         if rtt0_ns is None:
             rtt0_ns = rtt_ns
@@ -221,7 +266,9 @@ def plan_scenario(doc: dict[str, Any], base_dir: Path) -> EmuPlan:
                 bytes=int(fl["bytes"]) if "bytes" in fl else None, mss=mss,
                 seed=(seed + idx) % (1 << 63), rtt_ms=rtt_ns / 1e6,
                 stack={**stacks[i], "mss": fl.get("mss"), "port": COMMAND_PORT_BASE + idx}
-                if stacks[i] else None))
+                if stacks[i] else None,
+                app="rt" if rt else "bulk", port=RT_PORT if rt else None, rt_flags=rt_flags,
+                deadline_ms=deadlines[idx] if rt else None))
     assert ccs == [f.cc for f in flows], (ccs, flows)
     out = copy.deepcopy(doc)
     if sim["buffer"] is not None:
@@ -370,3 +417,48 @@ def port_rows(launch: dict[str, Any], senders: pd.DataFrame | None, bottleneck: 
             "srtt_ms": np.nan, "pacing_mbps": np.nan, "ce_acked": g["ce_acked"].to_numpy(),
             "_pid": int(f["pid"])}))
     return pd.concat(frames, ignore_index=True) if frames else None
+
+
+def scenario_frames(launch: dict[str, Any], flow_dir: Path, window: tuple[float, float]
+                    ) -> tuple[pd.DataFrame | None, dict[int, dict[str, Any]], list[str]]:
+    """frames.parquet rows (the simulator's columns and dtypes), the `flows[i].frames` block
+    per scenario flow index and problems, from the rt senders' frames-<pid>.csv.
+
+    The rows a simulated run would keep and the block come from the simulator's own rules
+    (`_core.frame_rows_summary` = `app_results::fate_unknown` + `frames_block`): frames
+    captured from warmup counted, incomplete frames captured less than a deadline before the
+    end left out, rates over (warmup, end]."""
+    from l4slab._core import frame_rows_summary
+
+    warm, end = window
+    cols = {"flow": np.uint32, "frame": np.uint64, "capture_s": np.float64,
+            "bytes": np.uint64, "latency_ms": np.float64, "late": np.uint8}
+    parts, blocks, problems = [], {}, []
+    rt_flows = [f for f in launch["flows"] if f.get("app") == "rt"]
+    for f in rt_flows:
+        idx = int(f["index"])
+        path = flow_dir / f"frames-{f.get('pid')}.csv"
+        try:
+            df = pd.read_csv(path)
+        except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError,
+                UnicodeDecodeError) as e:
+            problems.append(f"flow {idx} ({f['cc']}): no frame rows from its sender ({e})")
+            continue
+        if list(df.columns) != list(cols)[1:]:
+            problems.append(f"flow {idx} ({f['cc']}): {path.name}: unexpected columns "
+                            f"{list(df.columns)}")
+            continue
+        df = df.sort_values("frame", kind="stable").reset_index(drop=True)
+        keep, block = frame_rows_summary(
+            df["capture_s"].to_numpy(np.float64).tolist(), df["bytes"].to_numpy(np.uint64).tolist(),
+            df["latency_ms"].to_numpy(np.float64).tolist(), df["late"].to_numpy(np.uint8).tolist(),
+            warm, end, float(f["deadline_ms"]), end - warm)
+        df = df[np.asarray(keep, dtype=bool)]
+        df.insert(0, "flow", idx)
+        parts.append(df.astype(cols))
+        blocks[idx] = json.loads(block)
+    if not rt_flows:
+        return None, blocks, problems
+    frames = pd.concat(parts, ignore_index=True) if parts else \
+        pd.DataFrame({k: np.array([], dtype=t) for k, t in cols.items()})
+    return frames, blocks, problems

@@ -24,7 +24,7 @@ import click
 import numpy as np
 import pandas as pd
 
-from l4slab.emuflows import LAUNCH_FILE, port_rows, scenario_flows
+from l4slab.emuflows import LAUNCH_FILE, port_rows, scenario_flows, scenario_frames
 
 __all__ = ["emulate_cmd", "find_binary", "build_run_dir", "EmulateError"]
 
@@ -182,6 +182,14 @@ def build_run_dir(out: Path, *, figures: bool = True, report: bool = True) -> di
         flows, rows, scenario_mode = scenario_flows(
             launch, senders, grid, list(run.summary.get("flows", [])), (warm, end))
         run.flows = flows
+        # Real-time flows: frames.parquet and flows[i].frames, as the simulator writes them.
+        frames, blocks, problems = scenario_frames(launch, out / "flows", (warm, end))
+        if frames is not None:
+            run.app["frames"] = frames
+        for r in rows:
+            if r["id"] in blocks:
+                r["frames"] = blocks[r["id"]]
+        scenario_mode["problems"] += problems
         run.summary = {**run.summary, "flows": rows, "jain": scenario_mode.pop("jain")}
         if run.packets is not None and len(run.packets):
             # Per-packet rows name the bottleneck's flow ids (order of first packet): the
@@ -412,7 +420,6 @@ def emulate_doc(doc: dict[str, Any], base_dir: Path, out: Path, opts: list[str],
     (`command` starts with `--`). `opts` are further l4s-emu options (not -o). Returns the
     exit status (the launcher's or the command's). `report_flows` prints where the run is and
     its flows and queues (off in sweeps, whose runs are renamed afterwards)."""
-    import shlex
     import tempfile
 
     from l4slab.emuflows import LAUNCHER
@@ -438,7 +445,7 @@ def emulate_doc(doc: dict[str, Any], base_dir: Path, out: Path, opts: list[str],
             from l4slab.stacks import server_shell
 
             server = server_shell([{"stack": "model", **(f.stack or {})} for f in plan.flows],
-                                  f"{shlex.quote(str(flow_bin))} -s -q", plan.duration_s)
+                                  plan.servers(str(flow_bin)), plan.duration_s)
             command = ["--server", server, "--", sys.executable, str(LAUNCHER), str(plan_json),
                        str(flow_bin)]
         rc = run_emulator([str(scen_json), *opts, "-o", str(out), *(command or [])],

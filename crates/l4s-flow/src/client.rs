@@ -155,7 +155,7 @@ pub struct ClientCounters {
     pub rx_overflow: u64,
 }
 
-fn resolve(host: &str, port: u16) -> Result<SocketAddr, FlowError> {
+pub fn resolve(host: &str, port: u16) -> Result<SocketAddr, FlowError> {
     let mut it = (host, port)
         .to_socket_addrs()
         .map_err(|e| FlowError::Resolve {
@@ -202,7 +202,7 @@ fn check_mss_fits(
 }
 
 /// A connection id unlikely to repeat across runs (demultiplexing key with the address).
-fn conn_id(i: u32) -> u32 {
+pub fn conn_id(i: u32) -> u32 {
     let t = crate::clock::monotonic_ns();
     let x = (std::process::id() as u64) << 32 ^ t ^ ((i as u64) << 20);
     // splitmix64 finaliser: spread the bits.

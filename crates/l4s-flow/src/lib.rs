@@ -6,6 +6,8 @@ pub mod client;
 pub mod clock;
 pub mod error;
 pub mod report;
+pub mod rt;
+pub mod rtwire;
 pub mod server;
 pub mod sock;
 pub mod wire;

@@ -99,6 +99,12 @@ struct Cli {
     /// overwritten).
     #[arg(long, value_name = "FILE")]
     logfile: Option<PathBuf>,
+    /// Application: bulk (TCP, default) or rt (real-time video: --cc rt-prague|rt-gcc|rt-cbr;
+    /// the server needs --app rt too).
+    #[arg(long, default_value = "bulk")]
+    app: String,
+    #[command(flatten)]
+    rt_args: l4s_flow::rt::RtArgs,
 }
 
 /// Send stdout and stderr to a new file (`--logfile`).
@@ -263,6 +269,9 @@ fn run(cli: Cli) -> Result<(), FlowError> {
         }
     }
     let interval = (interval > Nanos::ZERO).then_some(interval);
+    if let Some(r) = run_app(&cli, peer_timeout, spin, interval) {
+        return r;
+    }
     if cli.server {
         let o = ServerOpts {
             port: cli.port,
@@ -303,6 +312,70 @@ fn run(cli: Cli) -> Result<(), FlowError> {
         client::run(&o, &emu).map(|_| ())
     } else {
         Err(usage("-s/-c", "give -s (server) or -c HOST (client)"))
+    }
+}
+
+/// `--app rt` (l4s_flow::rt); None for the bulk TCP of `run`.
+fn run_app(
+    cli: &Cli,
+    peer_timeout: Nanos,
+    spin: Nanos,
+    interval: Option<Nanos>,
+) -> Option<Result<(), FlowError>> {
+    match cli.app.as_str() {
+        "bulk" => l4s_flow::rt::first_flag(&cli.rt_args).map(|f| {
+            Err(usage(
+                f,
+                "applies to --app rt only (real-time video); add --app rt or remove it",
+            ))
+        }),
+        "rt" if cli.server => Some(l4s_flow::rt::run_server(&ServerOpts {
+            port: cli.port,
+            bind: cli.bind,
+            peer_timeout,
+            one_off: cli.one_off,
+            interval,
+            json: cli.json.clone(),
+            quiet: cli.quiet,
+        })),
+        "rt" => Some((|| {
+            let host = cli
+                .client
+                .clone()
+                .ok_or_else(|| usage("-s/-c", "give -s (server) or -c HOST (client)"))?;
+            if cli.parallel != 1 || cli.bytes.is_some() {
+                return Err(usage(
+                    if cli.bytes.is_some() { "-n" } else { "-P" },
+                    "does not apply to --app rt (one video flow for -t seconds)",
+                ));
+            }
+            let cc = if cli.cc == "prague" {
+                "rt-prague"
+            } else {
+                &cli.cc
+            };
+            let flow = l4s_flow::rt::flow_config(
+                cc,
+                cli.ecn.as_deref().map(ecn).transpose()?,
+                duration("-t", &cli.time, false)?,
+                &cli.rt_args,
+            )?;
+            let o = l4s_flow::rt::RtClientOpts {
+                host,
+                port: cli.port,
+                bind: cli.bind,
+                flow,
+                json: cli.json.clone(),
+                peer_timeout,
+                spin,
+                quiet: cli.quiet,
+            };
+            l4s_flow::rt::run_client(&o, &EmuEnv::from_env()?).map(|_| ())
+        })()),
+        other => Some(Err(usage(
+            "--app",
+            format!("\"{other}\" is not an application; expected bulk or rt"),
+        ))),
     }
 }
 

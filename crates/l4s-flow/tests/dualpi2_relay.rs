@@ -13,26 +13,6 @@ use l4s_core::{Nanos, Rate};
 
 const RATE_MBPS: u64 = 50;
 
-/// These tests time packets to tens of µs on the wall clock, which needs SCHED_FIFO (root or
-/// CAP_SYS_NICE) on a shared machine. Without it they skip, unless L4SLAB_REQUIRE_ROOT_TESTS=1.
-fn realtime_or_skip(test: &str) -> Option<std::sync::MutexGuard<'static, ()>> {
-    // One at a time: the tests measure the machine's timing.
-    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let guard = ONE.lock().unwrap_or_else(|e| e.into_inner());
-    let probe = std::thread::spawn(|| l4s_flow::clock::set_realtime(1)).join();
-    match probe {
-        Ok(Ok(())) => Some(guard),
-        Ok(Err(e)) => {
-            if std::env::var("L4SLAB_REQUIRE_ROOT_TESTS").as_deref() == Ok("1") {
-                panic!("{test}: needs SCHED_FIFO ({e}) and L4SLAB_REQUIRE_ROOT_TESTS=1");
-            }
-            eprintln!("skipped {test}: needs SCHED_FIFO (root or CAP_SYS_NICE): {e}");
-            None
-        }
-        Err(_) => panic!("probe thread"),
-    }
-}
-
 #[test]
 fn prague_fills_a_50mbit_dualpi2_link_with_a_shallow_l_queue() {
     let Some(_one) = realtime_or_skip("prague_fills_a_50mbit_dualpi2_link_with_a_shallow_l_queue")

@@ -233,11 +233,57 @@ fn effective_settings(py: Python<'_>, text: &str, fmt: &str, base_dir: &str) -> 
         .map_err(scenario_error)
 }
 
+/// One real-time flow's frame rows measured elsewhere (the emulator's `l4slab flow --app rt`)
+/// under the simulator's rules (`app_results::fate_unknown`, `app_results::frames_block`):
+/// returns which rows a simulated run would keep (fate known at `end_s`) and the
+/// `flows[i].frames` block as JSON text (frames captured from `warm_s`, rates over `window_s`).
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn frame_rows_summary(
+    capture_s: Vec<f64>,
+    bytes: Vec<u64>,
+    latency_ms: Vec<f64>,
+    late: Vec<u8>,
+    warm_s: f64,
+    end_s: f64,
+    deadline_ms: f64,
+    window_s: f64,
+) -> PyResult<(Vec<bool>, String)> {
+    use l4s_core::Nanos;
+    use l4s_sim::app_results::{fate_unknown, frames_block, FrameColumns};
+    let n = capture_s.len();
+    if bytes.len() != n || latency_ms.len() != n || late.len() != n {
+        return Err(PyValueError::new_err("frame columns differ in length"));
+    }
+    let (deadline, end) = (
+        Nanos::from_secs_f64(deadline_ms / 1e3),
+        Nanos::from_secs_f64(end_s),
+    );
+    let keep: Vec<bool> = (0..n)
+        .map(|i| {
+            let capture = Nanos::from_secs_f64(capture_s[i].max(0.0));
+            !fate_unknown(latency_ms[i].is_finite(), bytes[i], capture, deadline, end)
+        })
+        .collect();
+    let mut fr = FrameColumns::default();
+    for i in (0..n).filter(|&i| keep[i]) {
+        fr.flow.push(0);
+        fr.frame.push(i as u64);
+        fr.capture_s.push(capture_s[i]);
+        fr.bytes.push(bytes[i]);
+        fr.latency_ms.push(latency_ms[i]);
+        fr.late.push(late[i]);
+    }
+    let block = frames_block(&fr, 0..fr.frame.len(), warm_s, deadline, window_s);
+    Ok((keep, block.to_string()))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add_function(wrap_pyfunction!(run_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(validate_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(effective_settings, m)?)?;
     m.add_class::<Progress>()?;
+    m.add_function(wrap_pyfunction!(frame_rows_summary, m)?)?;
     Ok(())
 }

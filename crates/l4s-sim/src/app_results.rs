@@ -88,6 +88,104 @@ pub fn percentile_f64(sorted: &[f64], q: f64) -> f64 {
     sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo])
 }
 
+/// The frame rows of one real-time flow (appended to `fr`) and its `flows[i].frames` block:
+/// `sent` as the sender captured them, `done` the completion instant per frame number, frames
+/// captured before `warm` in the rows only, incomplete frames captured less than `deadline`
+/// before `end` left out, rates over `window_s`. The emulator's `l4slab flow --app rt` uses
+/// it too, so both report frames with one definition.
+#[allow(clippy::too_many_arguments)]
+pub fn frame_summary(
+    flow: u32,
+    sent: &[l4s_core::rt::SentFrame],
+    done: &HashMap<u64, Nanos>,
+    deadline: Nanos,
+    warm: Nanos,
+    end: Nanos,
+    window_s: f64,
+    fr: &mut FrameColumns,
+) -> Value {
+    let first = fr.frame.len();
+    for sf in sent {
+        let complete = done.get(&sf.frame).copied();
+        if fate_unknown(complete.is_some(), sf.bytes, sf.capture_at, deadline, end) {
+            continue;
+        }
+        let lat_ms = complete.map_or(f64::NAN, |d| (d - sf.capture_at).as_ms_f64());
+        let late = sf.bytes == 0 || complete.is_none_or(|d| d - sf.capture_at > deadline);
+        fr.flow.push(flow);
+        fr.frame.push(sf.frame);
+        fr.capture_s.push(sf.capture_at.as_secs_f64());
+        fr.bytes.push(sf.bytes);
+        fr.latency_ms.push(lat_ms);
+        fr.late.push(late as u8);
+    }
+    let last = fr.frame.len();
+    frames_block(fr, first..last, warm.as_secs_f64(), deadline, window_s)
+}
+
+/// A frame not completed, not skipped and captured less than `deadline` before `end`: its
+/// fate is not known at the end of the run, so it gets no row.
+pub fn fate_unknown(
+    completed: bool,
+    bytes: u64,
+    capture: Nanos,
+    deadline: Nanos,
+    end: Nanos,
+) -> bool {
+    !completed && bytes > 0 && capture + deadline > end
+}
+
+/// The `flows[i].frames` block of one flow's frame rows `fr[rows]`: frames captured at or
+/// after `warm_s` are counted, rates are over `window_s`. The emulator's scenario mode calls
+/// it (through the Python binding) on the rows `l4slab flow --app rt` wrote.
+pub fn frames_block(
+    fr: &FrameColumns,
+    rows: std::ops::Range<usize>,
+    warm_s: f64,
+    deadline: Nanos,
+    window_s: f64,
+) -> Value {
+    let (mut n, mut skipped, mut lost, mut late_n, mut ok_n) = (0u64, 0u64, 0u64, 0u64, 0u64);
+    let (mut lat, mut ok_bytes) = (Vec::new(), 0u64);
+    for i in rows {
+        if fr.capture_s[i] < warm_s {
+            continue;
+        }
+        let (bytes, lat_ms, late) = (fr.bytes[i], fr.latency_ms[i], fr.late[i] != 0);
+        n += 1;
+        if bytes == 0 {
+            skipped += 1;
+        } else if lat_ms.is_nan() {
+            lost += 1;
+        } else {
+            lat.push(lat_ms);
+        }
+        if late {
+            late_n += 1;
+        } else {
+            ok_n += 1;
+            ok_bytes += bytes;
+        }
+    }
+    let lat = sorted(lat);
+    json!({
+        "frames": n,
+        "skipped": skipped,
+        "incomplete": lost,
+        "deadline_ms": deadline.as_ms_f64(),
+        "deadline_misses": late_n,
+        "miss_ratio": num(if n > 0 { late_n as f64 / n as f64 } else { f64::NAN }),
+        "latency_ms": {
+            "p50": num(percentile_f64(&lat, 0.50)),
+            "p95": num(percentile_f64(&lat, 0.95)),
+            "p99": num(percentile_f64(&lat, 0.99)),
+            "max": num(lat.last().copied().unwrap_or(f64::NAN)),
+        },
+        "delivered_fps": num(ok_n as f64 / window_s),
+        "bitrate_mbps": num(ok_bytes as f64 * 8.0 / window_s / 1e6),
+    })
+}
+
 fn num(x: f64) -> Value {
     if x.is_finite() {
         json!(x)
@@ -146,59 +244,10 @@ pub fn attach(
             AppLog::FramesDone(d) => d.into_iter().map(|d| (d.frame, d.done_at)).collect(),
             _ => HashMap::new(),
         };
-        let (mut n, mut skipped, mut lost, mut late_n, mut ok_n) = (0u64, 0u64, 0u64, 0u64, 0u64);
-        let (mut lat, mut ok_bytes) = (Vec::new(), 0u64);
-        for sf in &sent {
-            let complete = done.get(&sf.frame).copied();
-            if complete.is_none() && sf.bytes > 0 && sf.capture_at + deadline > end {
-                continue; // fate unknown at the end of the run
-            }
-            let lat_ms = complete.map_or(f64::NAN, |d| (d - sf.capture_at).as_ms_f64());
-            let late = sf.bytes == 0 || complete.is_none_or(|d| d - sf.capture_at > deadline);
-            fr.flow.push(f as u32);
-            fr.frame.push(sf.frame);
-            fr.capture_s.push(sf.capture_at.as_secs_f64());
-            fr.bytes.push(sf.bytes);
-            fr.latency_ms.push(lat_ms);
-            fr.late.push(late as u8);
-            if sf.capture_at < warm {
-                continue;
-            }
-            n += 1;
-            if sf.bytes == 0 {
-                skipped += 1;
-            } else if complete.is_none() {
-                lost += 1;
-            } else {
-                lat.push(lat_ms);
-            }
-            if late {
-                late_n += 1;
-            } else {
-                ok_n += 1;
-                ok_bytes += sf.bytes;
-            }
-        }
-        let lat = sorted(lat);
-        frame_docs.push((
-            f,
-            json!({
-                "frames": n,
-                "skipped": skipped,
-                "incomplete": lost,
-                "deadline_ms": deadline.as_ms_f64(),
-                "deadline_misses": late_n,
-                "miss_ratio": num(if n > 0 { late_n as f64 / n as f64 } else { f64::NAN }),
-                "latency_ms": {
-                    "p50": num(percentile_f64(&lat, 0.50)),
-                    "p95": num(percentile_f64(&lat, 0.95)),
-                    "p99": num(percentile_f64(&lat, 0.99)),
-                    "max": num(lat.last().copied().unwrap_or(f64::NAN)),
-                },
-                "delivered_fps": num(ok_n as f64 / window_s),
-                "bitrate_mbps": num(ok_bytes as f64 * 8.0 / window_s / 1e6),
-            }),
-        ));
+        let doc = frame_summary(
+            f as u32, &sent, &done, deadline, warm, end, window_s, &mut fr,
+        );
+        frame_docs.push((f, doc));
     }
     if !frame_docs.is_empty() {
         tables.frames = Some(fr);

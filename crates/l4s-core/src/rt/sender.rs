@@ -186,6 +186,11 @@ impl RtSender {
         self.cfg.start + Nanos(k * 1_000_000_000 / self.cfg.fps as u64)
     }
 
+    /// When frame `k` is (or was) captured: start + k/fps.
+    pub fn capture_time(&self, k: u64) -> Nanos {
+        self.slot_time(k)
+    }
+
     fn stopped(&self, t: Nanos) -> bool {
         self.cfg.stop.is_some_and(|s| t >= s)
     }

@@ -309,3 +309,23 @@ pub fn u(v: &serde_json::Value, key: &str) -> u64 {
         .as_u64()
         .unwrap_or_else(|| panic!("{key} missing in {v}"))
 }
+
+/// Tests that time packets on the wall clock need SCHED_FIFO (root or CAP_SYS_NICE) on a
+/// shared machine. Without it they skip, unless L4SLAB_REQUIRE_ROOT_TESTS=1.
+pub fn realtime_or_skip(test: &str) -> Option<std::sync::MutexGuard<'static, ()>> {
+    // One at a time: the tests measure the machine's timing.
+    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let guard = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    let probe = std::thread::spawn(|| l4s_flow::clock::set_realtime(1)).join();
+    match probe {
+        Ok(Ok(())) => Some(guard),
+        Ok(Err(e)) => {
+            if std::env::var("L4SLAB_REQUIRE_ROOT_TESTS").as_deref() == Ok("1") {
+                panic!("{test}: needs SCHED_FIFO ({e}) and L4SLAB_REQUIRE_ROOT_TESTS=1");
+            }
+            eprintln!("skipped {test}: needs SCHED_FIFO (root or CAP_SYS_NICE): {e}");
+            None
+        }
+        Err(_) => panic!("probe thread"),
+    }
+}

@@ -1,0 +1,647 @@
+//! `l4slab flow --app rt`: l4s-core's real-time media sender and receiver (`rt::RtSender`,
+//! `rt::RtReceiver`, udp_prague frame mode) over UDP with per-datagram ECN, wall-clock driven.
+//!
+//! Model time is CLOCK_MONOTONIC itself (origin 0) on both ends, so capture and send times
+//! travel as they are and the receiver measures each frame's capture-to-complete latency
+//! (valid when both ends share the clock: one host, or the emulator's namespaces). The frame
+//! table and its summary use the simulator's definitions (`app_results::frame_summary`).
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+
+use l4s_core::packet::Transport;
+use l4s_core::rt::receiver::RtReceiver;
+use l4s_core::rt::sender::RtSender;
+use l4s_core::rt::AppLog;
+use l4s_core::{Ecn, Endpoint, Nanos, Packet};
+use l4s_sim::app_results::{frame_summary, FrameColumns};
+use l4s_sim::rt_flows::{rt_config, validate_rt, DEFAULT_DEADLINE};
+use l4s_sim::scenario::{FlowConfig, FlowEcn};
+
+use crate::clock::{monotonic_ns, set_min_timer_slack};
+use crate::error::FlowError;
+use crate::rtwire;
+use crate::sock::{any_of_family, wait, EcnSocket, RecvBatch};
+use crate::wire::{self, Body, Control, ReceiverReport};
+use crate::{EmuEnv, INTERRUPTED};
+
+/// The real-time flags of `l4slab flow` (used with `--app rt`; the scenario keys of the same
+/// names, see docs/interactive.md).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct RtArgs {
+    /// rt: frames per second (1-255; default 60).
+    #[arg(long)]
+    pub fps: Option<String>,
+    /// rt: time over which a frame is paced (default 1/fps).
+    #[arg(long = "frame-budget")]
+    pub frame_budget: Option<String>,
+    /// rt: a frame later than this is a miss (default 100ms).
+    #[arg(long)]
+    pub deadline: Option<String>,
+    /// rt: starting rate, e.g. 1mbit (rt-prague, rt-gcc).
+    #[arg(long = "init-rate")]
+    pub init_rate: Option<String>,
+    /// rt: lowest rate (default 100kbit).
+    #[arg(long = "min-rate")]
+    pub min_rate: Option<String>,
+    /// rt: highest rate (default 1gbit).
+    #[arg(long = "max-rate")]
+    pub max_rate: Option<String>,
+    /// rt: largest packet, IP bytes (150-1500 here; default 1400).
+    #[arg(long = "packet-size")]
+    pub packet_size: Option<String>,
+    /// rt: the fixed video rate of rt-cbr, e.g. 4mbit.
+    #[arg(long)]
+    pub rate: Option<String>,
+}
+
+/// The first rt flag given, if any (they mean nothing to the bulk TCP).
+pub fn first_flag(a: &RtArgs) -> Option<&'static str> {
+    [
+        ("--fps", &a.fps),
+        ("--frame-budget", &a.frame_budget),
+        ("--deadline", &a.deadline),
+        ("--init-rate", &a.init_rate),
+        ("--min-rate", &a.min_rate),
+        ("--max-rate", &a.max_rate),
+        ("--packet-size", &a.packet_size),
+        ("--rate", &a.rate),
+    ]
+    .into_iter()
+    .find_map(|(f, v)| v.is_some().then_some(f))
+}
+
+/// What the rt client runs with.
+#[derive(Clone, Debug)]
+pub struct RtClientOpts {
+    /// Server host.
+    pub host: String,
+    /// Server port.
+    pub port: u16,
+    /// Local address.
+    pub bind: Option<std::net::IpAddr>,
+    /// The scenario-style flow entry (cc rt-*), checked.
+    pub flow: FlowConfig,
+    /// JSON result file.
+    pub json: Option<PathBuf>,
+    /// Give up when the server answers nothing for this long.
+    pub peer_timeout: Nanos,
+    /// Busy-wait this long before a send deadline.
+    pub spin: Nanos,
+    /// No lines on stdout.
+    pub quiet: bool,
+}
+
+fn usage(flag: &'static str, msg: impl Into<String>) -> FlowError {
+    FlowError::Usage {
+        flag,
+        msg: msg.into(),
+    }
+}
+
+/// The scenario flow entry for `--cc`, `--ecn`, `-t` and the rt flags, checked by the
+/// simulator's own rules (`rt_flows::validate_rt`); errors name the flag.
+pub fn flow_config(
+    cc: &str,
+    ecn: Option<FlowEcn>,
+    duration: Nanos,
+    a: &RtArgs,
+) -> Result<FlowConfig, FlowError> {
+    const CCS: &str = "rt-prague, rt-gcc, rt-cbr";
+    if !matches!(cc, "rt-prague" | "rt-gcc" | "rt-cbr") {
+        return Err(usage(
+            "--cc",
+            format!("\"{cc}\" is not a real-time controller; with --app rt expected one of {CCS}"),
+        ));
+    }
+    let dur = |flag: &'static str, v: &Option<String>| -> Result<Option<Nanos>, FlowError> {
+        v.as_deref()
+            .map(|s| {
+                l4s_core::parse_duration(s)
+                    .map_err(|e| usage(flag, format!("\"{s}\": {e}; e.g. \"16ms\", \"100ms\"")))
+            })
+            .transpose()
+    };
+    let rate = |flag: &'static str, v: &Option<String>| {
+        v.as_deref()
+            .map(|s| {
+                l4s_core::parse_rate(s)
+                    .map_err(|e| usage(flag, format!("\"{s}\": {e}; e.g. \"4mbit\"")))
+            })
+            .transpose()
+    };
+    let int = |flag: &'static str, v: &Option<String>, hi: u32| -> Result<Option<u32>, FlowError> {
+        v.as_deref()
+            .map(|s| {
+                s.trim()
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|&x| x <= hi)
+                    .ok_or_else(|| {
+                        usage(flag, format!("\"{s}\" is not a whole number in [0, {hi}]"))
+                    })
+            })
+            .transpose()
+    };
+    let packet_size = int("--packet-size", &a.packet_size, 1500)?;
+    let fl = FlowConfig {
+        cc: cc.to_string(),
+        rtt: Nanos::from_ms(1),
+        count: 1,
+        start: Nanos::ZERO,
+        stop: Some(duration),
+        bytes: None,
+        ecn,
+        rate: rate("--rate", &a.rate)?,
+        packet_size,
+        on: None,
+        off: None,
+        mss: None,
+        sack: None,
+        init_cwnd: None,
+        pacing: None,
+        prague_cwnd_mode: None,
+        tso: None,
+        nic_rate: None,
+        gro: None,
+        rx_usecs: None,
+        rx_frames: None,
+        qdisc: None,
+        fps: int("--fps", &a.fps, 255)?,
+        frame_budget: dur("--frame-budget", &a.frame_budget)?,
+        deadline: dur("--deadline", &a.deadline)?,
+        init_rate: rate("--init-rate", &a.init_rate)?,
+        min_rate: rate("--min-rate", &a.min_rate)?,
+        max_rate: rate("--max-rate", &a.max_rate)?,
+    };
+    validate_rt(0, &fl).map_err(|e| {
+        let s = e.to_string();
+        let key = s
+            .strip_prefix("flows[0].")
+            .and_then(|r| r.split(':').next())
+            .unwrap_or("");
+        let flag = match key {
+            "fps" => "--fps",
+            "frame_budget" => "--frame-budget",
+            "deadline" => "--deadline",
+            "init_rate" => "--init-rate",
+            "min_rate" => "--min-rate",
+            "max_rate" => "--max-rate",
+            "packet_size" => "--packet-size",
+            "rate" => "--rate",
+            "ecn" => "--ecn",
+            _ => "--cc",
+        };
+        let msg = s.split_once(": ").map_or(s.clone(), |(_, m)| m.to_string());
+        usage(flag, msg)
+    })?;
+    Ok(fl)
+}
+
+/// IP + UDP header bytes for the peer's family (the model's sizes are IP packet sizes).
+fn overhead(peer: &SocketAddr) -> usize {
+    (if peer.is_ipv4() { 20 } else { 40 }) + wire::UDP_HEADER_BYTES
+}
+
+fn send_err(peer: SocketAddr, e: std::io::Error) -> Option<FlowError> {
+    match e.kind() {
+        std::io::ErrorKind::WouldBlock => None,
+        _ if e.raw_os_error() == Some(libc::ENOBUFS) => None,
+        _ => Some(FlowError::Unreachable { peer, source: e }),
+    }
+}
+
+/// Run the rt client; returns the JSON result (also written to `--json`).
+pub fn run_client(o: &RtClientOpts, emu: &EmuEnv) -> Result<serde_json::Value, FlowError> {
+    if let Some(j) = &o.json {
+        if j.exists() {
+            return Err(FlowError::Exists {
+                flag: "--json",
+                path: j.display().to_string(),
+            });
+        }
+    }
+    let peer = crate::client::resolve(&o.host, o.port)?;
+    let hdr = overhead(&peer);
+    set_min_timer_slack();
+    let local = match o.bind {
+        Some(ip) => SocketAddr::new(ip, 0),
+        None => any_of_family(&peer.ip()),
+    };
+    let mut sock = EcnSocket::bind(local)?;
+    sock.connect(peer)?;
+    let conn = crate::client::conn_id(0);
+    let deadline = o.flow.deadline.unwrap_or(DEFAULT_DEADLINE);
+    let duration = o.flow.stop.unwrap_or(Nanos::from_secs(10));
+    let t_start = Nanos(monotonic_ns());
+    let mut cfg = rt_config(&o.flow);
+    cfg.start = t_start;
+    cfg.stop = Some(t_start + duration);
+    let stop = t_start + duration;
+    let ecn_sent = cfg.ecn;
+    let mut snd = RtSender::new(0, cfg).map_err(|e| usage("--cc", e.to_string()))?;
+    if !o.quiet {
+        println!(
+            "l4s-flow: rt {} to {peer}, {:.1} s, frames every {:.2} ms, deadline {:.0} ms",
+            o.flow.cc,
+            duration.as_secs_f64(),
+            1e3 / o.flow.fps.unwrap_or(60) as f64,
+            deadline.as_ms_f64()
+        );
+    }
+    let mut batch = RecvBatch::new();
+    let mut buf = Vec::with_capacity(2048);
+    let mut done: HashMap<u64, Nanos> = HashMap::new();
+    let mut frame_bytes: HashMap<u64, u64> = HashMap::new();
+    let (mut data_pkts, mut fb_pkts, mut foreign) = (0u64, 0u64, 0u64);
+    let mut report: Option<ReceiverReport> = None;
+    let mut last_rx = t_start;
+    let mut closing: Option<(Nanos, Nanos)> = None;
+    let mut delivered = 0u64;
+    let mut csv = match &emu.flow_dir {
+        Some(d) => Some(crate::report::FlowCsv::create(
+            &d.join(format!("flow-{}.csv", std::process::id())),
+        )?),
+        None => None,
+    };
+    let flow_name = format!(
+        "udp {}>{peer}",
+        sock.local_addr()
+            .map_err(|e| FlowError::io("getsockname", e))?
+    );
+    let mut next_csv = t_start + emu.sample_interval;
+    let mut csv_prev = (0.0f64, 0u64);
+    // Frames still in flight at `stop` get one deadline to complete (then they are misses).
+    let end_at = stop + deadline;
+    let result: Result<(), FlowError> = (|| loop {
+        if INTERRUPTED.load(Ordering::Relaxed) {
+            return Err(FlowError::Interrupted);
+        }
+        let now = Nanos(monotonic_ns());
+        loop {
+            let n = match sock.recv_batch(&mut batch) {
+                Ok(n) => n,
+                Err(_) if closing.is_some() => {
+                    eprintln!("l4s-flow: warning: no report from {peer} (the server has gone)");
+                    return Ok(());
+                }
+                Err(e) => return Err(FlowError::Unreachable { peer, source: e }),
+            };
+            for i in 0..n {
+                let Some(r) = sock.received(&batch, i) else {
+                    continue;
+                };
+                if r.truncated {
+                    foreign += 1;
+                    continue;
+                }
+                if let Ok(d) = rtwire::decode(r.data) {
+                    if d.conn != conn || !d.h.feedback {
+                        foreign += 1;
+                        continue;
+                    }
+                    last_rx = now;
+                    fb_pkts += 1;
+                    if let Some((f, lat)) = d.done {
+                        {
+                            let sent = snd.capture_time(f);
+                            if done.insert(f, sent + lat).is_none() {
+                                delivered += frame_bytes.get(&f).copied().unwrap_or(0);
+                            }
+                        }
+                    }
+                    let pkt = Packet {
+                        bytes: (d.len + hdr) as u32,
+                        ecn: r.ecn.unwrap_or(Ecn::NotEct),
+                        transport: Transport::Rt(d.h),
+                        ..Default::default()
+                    };
+                    snd.handle_packet(pkt, now);
+                    continue;
+                }
+                match wire::decode(r.data) {
+                    Ok(wire::Decoded {
+                        conn: c,
+                        body: Body::Control(Control::Report(rep)),
+                    }) if c == conn => {
+                        report = Some(rep);
+                        if closing.is_some() {
+                            return Ok(());
+                        }
+                    }
+                    _ => foreign += 1,
+                }
+            }
+            if n < crate::sock::BATCH {
+                break;
+            }
+        }
+        let now = Nanos(monotonic_ns());
+        if snd.poll_timeout().is_some_and(|t| t <= now) {
+            snd.handle_timeout(now);
+        }
+        if closing.is_none() {
+            while let Some(p) = snd.poll_transmit(now) {
+                let Transport::Rt(mut h) = p.transport else {
+                    continue;
+                };
+                frame_bytes.entry(h.frame).or_insert(h.frame_bytes as u64);
+                h.echo = Nanos(monotonic_ns());
+                let len = (p.bytes as usize).saturating_sub(hdr);
+                rtwire::encode_data(&mut buf, conn, &h, len);
+                data_pkts += 1;
+                if let Err(e) = sock.send(&buf, p.ecn, None) {
+                    if let Some(err) = send_err(peer, e) {
+                        return Err(err);
+                    }
+                }
+            }
+        }
+        let now = Nanos(monotonic_ns());
+        if let Some(c) = csv.as_mut() {
+            if now >= next_csv {
+                let t_s = now.0.saturating_sub(emu.t0_ns) as f64 / 1e9;
+                let mut st = snd.stats();
+                st.delivered_bytes = delivered;
+                let dt = (t_s - csv_prev.0).max(1e-9);
+                let tput = delivered.saturating_sub(csv_prev.1) as f64 * 8.0 / dt / 1e6;
+                c.row(t_s, &flow_name, &o.flow.cc, &st, tput)?;
+                csv_prev = (t_s, delivered);
+                next_csv += emu.sample_interval;
+            }
+        }
+        match closing {
+            None if now >= end_at => {
+                wire::encode_control(&mut buf, conn, &Control::Done);
+                let _ = sock.send(&buf, Ecn::NotEct, None);
+                closing = Some((now, now));
+            }
+            None if now.saturating_sub(last_rx) > o.peer_timeout => {
+                return Err(FlowError::PeerVanished(format!(
+                    "no feedback from {peer} for {:.1} s: is `l4slab flow -s --app rt` running there on port {}?",
+                    now.saturating_sub(last_rx).as_secs_f64(),
+                    peer.port()
+                )));
+            }
+            Some((since, _)) if now.saturating_sub(since) >= Nanos::from_secs(2) => {
+                eprintln!("l4s-flow: warning: no report from {peer} within 2 s; its receiver counts are missing");
+                return Ok(());
+            }
+            Some((since, last)) if now.saturating_sub(last) >= Nanos::from_ms(200) => {
+                wire::encode_control(&mut buf, conn, &Control::Done);
+                let _ = sock.send(&buf, Ecn::NotEct, None);
+                closing = Some((since, now));
+            }
+            _ => {}
+        }
+        let mut wake = match closing {
+            Some((_, last)) => last + Nanos::from_ms(200),
+            None => snd.poll_timeout().unwrap_or(end_at).min(end_at),
+        };
+        if csv.is_some() {
+            wake = wake.min(next_csv);
+        }
+        let now = Nanos(monotonic_ns());
+        let left = wake.saturating_sub(now);
+        if left > o.spin {
+            wait(&[(sock.fd(), false)], Some(left.0 - o.spin.0))
+                .map_err(|e| FlowError::io("ppoll", e))?;
+        }
+    })();
+    if let Some(c) = csv.as_mut() {
+        c.flush()?;
+    }
+    let AppLog::FramesSent(sent) = snd.take_app_log() else {
+        return Err(FlowError::io(
+            "rt sender",
+            std::io::Error::other("no frame log"),
+        ));
+    };
+    let mut rows = FrameColumns::default();
+    let summary = frame_summary(
+        0,
+        &sent,
+        &done,
+        deadline,
+        t_start,
+        end_at,
+        duration.as_secs_f64(),
+        &mut rows,
+    );
+    // Rows in the emulator's time base (t = 0 at L4SLAB_T0_NS) for frames.parquet.
+    let t0_s = emu.t0_ns as f64 / 1e9;
+    if let Some(d) = &emu.flow_dir {
+        write_frames_csv(
+            &d.join(format!("frames-{}.csv", std::process::id())),
+            &rows,
+            t0_s,
+        )?;
+    }
+    let st = snd.stats();
+    let json = serde_json::json!({
+        "l4slab_version": env!("CARGO_PKG_VERSION"),
+        "role": "client",
+        "app": "rt",
+        "server": peer.to_string(),
+        "cc": o.flow.cc,
+        "ecn_sent": format!("{ecn_sent:?}"),
+        "clock": "CLOCK_MONOTONIC (both ends; frame latency = receiver's completion - sender's capture)",
+        "realtime": crate::REALTIME.load(Ordering::Relaxed),
+        "fps": o.flow.fps.unwrap_or(60),
+        "duration_s": duration.as_secs_f64(),
+        "data_pkts_sent": data_pkts,
+        "feedback_pkts": fb_pkts,
+        "foreign_datagrams": foreign,
+        "rate_mbps_final": snd.rate_bps() / 1e6,
+        "srtt_ms": st.srtt.as_ms_f64(),
+        "ce_fed_back": st.ce_acked,
+        "lost_fed_back": st.lost_pkts,
+        "frames": summary,
+        "receiver": report,
+        "error": result.as_ref().err().map(|e| e.to_string()),
+    });
+    if let Some(j) = &o.json {
+        let text = serde_json::to_string_pretty(&json).unwrap_or_default();
+        std::fs::write(j, text + "\n")
+            .map_err(|e| FlowError::io(format!("write {}", j.display()), e))?;
+    }
+    result?;
+    if !o.quiet {
+        let f = &json["frames"];
+        println!(
+            "l4s-flow: rt {} frames, {} deadline misses, latency p50 {} p95 {} p99 {} ms, {} fps, {} Mbit/s",
+            f["frames"], f["deadline_misses"], f["latency_ms"]["p50"], f["latency_ms"]["p95"],
+            f["latency_ms"]["p99"], f["delivered_fps"], f["bitrate_mbps"]
+        );
+    }
+    Ok(json)
+}
+
+fn write_frames_csv(path: &std::path::Path, r: &FrameColumns, t0_s: f64) -> Result<(), FlowError> {
+    use std::io::Write;
+    let f = std::fs::File::options()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|e| FlowError::io(format!("create {}", path.display()), e))?;
+    let mut out = std::io::BufWriter::new(f);
+    let mut text = String::from("frame,capture_s,bytes,latency_ms,late\n");
+    for i in 0..r.frame.len() {
+        let lat = r.latency_ms[i];
+        text.push_str(&format!(
+            "{},{:.9},{},{},{}\n",
+            r.frame[i],
+            r.capture_s[i] - t0_s,
+            r.bytes[i],
+            if lat.is_finite() {
+                format!("{lat:.6}")
+            } else {
+                String::new()
+            },
+            r.late[i]
+        ));
+    }
+    out.write_all(text.as_bytes())
+        .and_then(|_| out.flush())
+        .map_err(|e| FlowError::io(format!("write {}", path.display()), e))
+}
+
+struct RtConn {
+    rcv: RtReceiver,
+    rep: ReceiverReport,
+    last_rx: Nanos,
+    closed: Option<Nanos>,
+    last_done: Option<(u64, Nanos)>,
+}
+
+/// `l4slab flow -s --app rt`: one `RtReceiver` per (peer, connection id), created by its first
+/// data datagram; each data datagram is answered by one feedback datagram at once.
+pub fn run_server(o: &crate::server::ServerOpts) -> Result<(), FlowError> {
+    let addr = match o.bind {
+        Some(ip) => SocketAddr::new(ip, o.port),
+        None => SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, o.port)),
+    };
+    let mut sock = match EcnSocket::bind(addr) {
+        Err(FlowError::Bind { source, .. })
+            if o.bind.is_none() && source.raw_os_error() == Some(libc::EAFNOSUPPORT) =>
+        {
+            EcnSocket::bind(SocketAddr::from((std::net::Ipv4Addr::UNSPECIFIED, o.port)))?
+        }
+        r => r?,
+    };
+    set_min_timer_slack();
+    if !o.quiet {
+        if let Ok(a) = sock.local_addr() {
+            println!("l4s-flow: rt server listening on {a} (udp)");
+        }
+    }
+    let mut conns: HashMap<(SocketAddr, u32), RtConn> = HashMap::new();
+    let mut batch = RecvBatch::new();
+    let mut buf = Vec::with_capacity(2048);
+    let mut served = 0u32;
+    loop {
+        if INTERRUPTED.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let now = Nanos(monotonic_ns());
+        loop {
+            let n = match sock.recv_batch(&mut batch) {
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => continue,
+                Err(e) => return Err(FlowError::io("recvmmsg", e)),
+            };
+            for i in 0..n {
+                let Some(r) = sock.received(&batch, i) else {
+                    continue;
+                };
+                if r.truncated {
+                    continue;
+                }
+                let from = r.from;
+                let hdr = overhead(&from);
+                if let Ok(d) = rtwire::decode(r.data) {
+                    if d.h.feedback {
+                        continue;
+                    }
+                    let c = conns.entry((from, d.conn)).or_insert_with(|| RtConn {
+                        rcv: RtReceiver::new(0),
+                        rep: ReceiverReport::default(),
+                        last_rx: now,
+                        closed: None,
+                        last_done: None,
+                    });
+                    c.last_rx = now;
+                    if c.closed.is_some() {
+                        continue;
+                    }
+                    let ecn = r.ecn.unwrap_or(Ecn::NotEct);
+                    c.rep.data_pkts += 1;
+                    c.rep.delivered_bytes += (d.len + hdr) as u64;
+                    match ecn {
+                        Ecn::NotEct => c.rep.not_ect_pkts += 1,
+                        Ecn::Ect1 => c.rep.ect1_pkts += 1,
+                        Ecn::Ect0 => c.rep.ect0_pkts += 1,
+                        Ecn::Ce => c.rep.ce_pkts += 1,
+                    }
+                    if !wire::check_pattern(&r.data[rtwire::DATA_HEADER_BYTES..], d.h.seq) {
+                        c.rep.bad_payload_pkts += 1;
+                    }
+                    let mut pkt = Packet::new(d.h.seq, 0, (d.len + hdr) as u32, ecn);
+                    pkt.sent_at = d.h.echo;
+                    pkt.transport = Transport::Rt(d.h);
+                    c.rcv.handle_packet(pkt, now);
+                    if let AppLog::FramesDone(v) = c.rcv.take_app_log() {
+                        if let Some(f) = v.last() {
+                            c.last_done = Some((f.frame, f.done_at.saturating_sub(d.h.capture_at)));
+                        }
+                    }
+                    while let Some(p) = c.rcv.poll_transmit(now) {
+                        let Transport::Rt(h) = p.transport else {
+                            continue;
+                        };
+                        rtwire::encode_feedback(&mut buf, d.conn, &h, c.last_done);
+                        let _ = sock.send(&buf, p.ecn, Some(from));
+                    }
+                    continue;
+                }
+                if let Ok(wire::Decoded {
+                    conn,
+                    body: Body::Control(Control::Done),
+                }) = wire::decode(r.data)
+                {
+                    if let Some(c) = conns.get_mut(&(from, conn)) {
+                        wire::encode_control(&mut buf, conn, &Control::Report(c.rep));
+                        let _ = sock.send(&buf, Ecn::NotEct, Some(from));
+                        if c.closed.is_none() {
+                            c.closed = Some(now);
+                            if !o.quiet {
+                                println!(
+                                    "l4s-flow: rt {from} conn {conn:08x} done: {} data datagrams, {} CE, {} lost",
+                                    c.rep.data_pkts,
+                                    c.rep.ce_pkts,
+                                    c.rcv.stats().lost_pkts
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+            if n < crate::sock::BATCH {
+                break;
+            }
+        }
+        let now = Nanos(monotonic_ns());
+        let before = conns.len();
+        conns.retain(|_, c| match c.closed {
+            Some(t) => now.saturating_sub(t) < Nanos::from_ms(300),
+            None => now.saturating_sub(c.last_rx) <= o.peer_timeout,
+        });
+        served += (before - conns.len()) as u32;
+        if o.one_off && served > 0 {
+            return Ok(());
+        }
+        wait(&[(sock.fd(), false)], Some(100_000_000)).map_err(|e| FlowError::io("ppoll", e))?;
+    }
+}
