@@ -156,25 +156,13 @@ pub fn flow_config(
         ecn,
         rate: rate("--rate", &a.rate)?,
         packet_size,
-        on: None,
-        off: None,
-        mss: None,
-        sack: None,
-        init_cwnd: None,
-        pacing: None,
-        prague_cwnd_mode: None,
-        tso: None,
-        nic_rate: None,
-        gro: None,
-        rx_usecs: None,
-        rx_frames: None,
-        qdisc: None,
         fps: int("--fps", &a.fps, 255)?,
         frame_budget: dur("--frame-budget", &a.frame_budget)?,
         deadline: dur("--deadline", &a.deadline)?,
         init_rate: rate("--init-rate", &a.init_rate)?,
         min_rate: rate("--min-rate", &a.min_rate)?,
         max_rate: rate("--max-rate", &a.max_rate)?,
+        ..FlowConfig::default()
     };
     validate_rt(0, &fl).map_err(|e| {
         let s = e.to_string();
