@@ -41,14 +41,16 @@ fn bitrate_limits_a_timed_run_to_the_application_rate() {
     // Each 1 s interval gets the writes due in it: 5e6/8/1428 = 437.7 segments, so 437 or
     // 438 (±0.2 %); an ACK held by the receiver's delayed-ACK rule (every second segment,
     // one 2.3 ms write apart here) or a late interval boundary moves a few segments between
-    // neighbours. The median of the three stays within 2 % (8.75 segments) of the rate.
+    // neighbours. The median interval stays within 2 % (8.75 segments) of the rate.
     let mut mbps: Vec<f64> = s["intervals"]
         .as_array()
         .expect("intervals")
         .iter()
         .map(|r| r["mbps"].as_f64().expect("mbps"))
         .collect();
-    assert!(mbps.len() >= 3, "{mbps:?}");
+    // Two full intervals at least: the one ending at -t is printed only when the loop wakes
+    // before the run ends, which a loaded host may not give it (its bytes are in the total).
+    assert!(mbps.len() >= 2, "{mbps:?}");
     mbps.sort_by(f64::total_cmp);
     let med = mbps[mbps.len() / 2];
     assert!(
