@@ -692,8 +692,9 @@ impl World {
         self.arm_aqm();
     }
 
-    /// The link takes the next packet from the AQM at `now`.
-    fn link_service(&mut self, now: Nanos) {
+    /// One dequeue from the AQM at `now`: its drops and the packet it passes (CE-marked or not)
+    /// go to the recorder and the capture; the packet is returned for the link or the MAC.
+    fn aqm_dequeue(&mut self, now: Nanos) -> Option<Packet> {
         let n = &mut self.net;
         n.dropped.clear();
         let p = n.aqm.dequeue(now, &mut n.dropped);
@@ -710,18 +711,26 @@ impl World {
                 2,
             );
         }
+        let p = p?;
+        let q = n.aqm_cfg.queue_of(p.ecn, self.flows[p.flow as usize].l4s);
+        let verdict = (p.ecn == Ecn::Ce) as u8;
+        note_verdict(
+            &mut self.rec,
+            &mut self.capture,
+            now,
+            &p,
+            q,
+            p.sojourn(now),
+            verdict,
+        );
+        Some(p)
+    }
+
+    /// The link takes the next packet from the AQM at `now`.
+    fn link_service(&mut self, now: Nanos) {
+        let p = self.aqm_dequeue(now);
+        let n = &mut self.net;
         if let Some(p) = p {
-            let q = n.aqm_cfg.queue_of(p.ecn, self.flows[p.flow as usize].l4s);
-            let verdict = (p.ecn == Ecn::Ce) as u8;
-            note_verdict(
-                &mut self.rec,
-                &mut self.capture,
-                now,
-                &p,
-                q,
-                p.sojourn(now),
-                verdict,
-            );
             let fin = n.link.transmit(now, p.bytes);
             n.busy = true;
             if fin == Nanos::MAX {

@@ -3,13 +3,13 @@
 //! contend on the same medium, and what the recipient's reorder buffer releases goes on the
 //! flows' delay lines. The model is `l4s_core::wifi` (IEEE 802.11-2020 EDCA, A-MPDU, block ack).
 
-use super::{note_verdict, World};
+use super::World;
 use crate::engine::Kind;
 use crate::histogram::SojournHistogram;
 use crate::wifi_config::summary_block;
 use l4s_core::aqm::QueueSample;
 use l4s_core::wifi::{Dir, WifiMac, WifiParams};
-use l4s_core::{Ecn, Nanos, Packet, Rng};
+use l4s_core::{Nanos, Packet, Rng};
 use serde_json::json;
 
 /// The MAC and the engine's bookkeeping around it.
@@ -71,36 +71,13 @@ impl World {
 
     /// Move packets from the AQM to the driver queue while it has room.
     pub(super) fn wifi_pull(&mut self, now: Nanos) {
-        let n = &mut self.net;
-        let Some(h) = n.wifi.as_mut() else { return };
-        while h.mac.has_room() && !n.aqm.is_empty() {
-            n.dropped.clear();
-            let p = n.aqm.dequeue(now, &mut n.dropped);
-            for d in n.dropped.drain(..) {
-                n.totals.aqm_dropped_pkts += 1;
-                let q = n.aqm_cfg.queue_of(d.ecn, self.flows[d.flow as usize].l4s);
-                note_verdict(
-                    &mut self.rec,
-                    &mut self.capture,
-                    now,
-                    &d,
-                    q,
-                    d.sojourn(now),
-                    2,
-                );
-            }
-            let Some(p) = p else { break };
-            let q = n.aqm_cfg.queue_of(p.ecn, self.flows[p.flow as usize].l4s);
-            let verdict = (p.ecn == Ecn::Ce) as u8;
-            note_verdict(
-                &mut self.rec,
-                &mut self.capture,
-                now,
-                &p,
-                q,
-                p.sojourn(now),
-                verdict,
-            );
+        while self.net.wifi.as_ref().is_some_and(|h| h.mac.has_room()) && !self.net.aqm.is_empty() {
+            let Some(p) = self.aqm_dequeue(now) else {
+                break;
+            };
+            let Some(h) = self.net.wifi.as_mut() else {
+                break;
+            };
             h.mac.push_down(p, now);
             let ((_, _, _), (pending, _)) = h.mac.driver_backlog(now);
             h.max_pending_pkts = h.max_pending_pkts.max(pending);
