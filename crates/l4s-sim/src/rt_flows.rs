@@ -156,6 +156,22 @@ pub fn validate_rt(i: usize, fl: &FlowConfig) -> Result<(), SimError> {
         ));
     }
     let cfg = rt_config(fl);
+    // The range first: with min_rate > max_rate no init_rate could be right, so naming
+    // init_rate would send the user to the wrong key.
+    if cfg.min_rate_bps > cfg.max_rate_bps {
+        return Err(SimError::field(
+            p(if fl.max_rate.is_some() {
+                "max_rate"
+            } else {
+                "min_rate"
+            }),
+            format!(
+                "min_rate {} is above max_rate {}; expected min_rate ≤ max_rate",
+                Rate(cfg.min_rate_bps),
+                Rate(cfg.max_rate_bps)
+            ),
+        ));
+    }
     if cfg.init_rate_bps < cfg.min_rate_bps || cfg.init_rate_bps > cfg.max_rate_bps {
         return Err(SimError::field(
             p("init_rate"),

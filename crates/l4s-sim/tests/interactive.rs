@@ -331,7 +331,8 @@ fn bad_keys_files_and_parameters_name_the_field() {
         ("[[flows]]\ncc = \"rt-gcc\"\nrtt = \"20ms\"\nbytes = 100\n", "flows[0].bytes"),
         ("[[flows]]\ncc = \"rt-vp8\"\nrtt = \"20ms\"\n", "flows[0].cc"),
         ("[[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\nfps = 30\n", "flows[0].fps"),
-        ("[[flows]]\ncc = \"rt-prague\"\nrtt = \"20ms\"\nmin_rate = \"2mbit\"\nmax_rate = \"1mbit\"\n", "flows[0].init_rate"),
+        ("[[flows]]\ncc = \"rt-prague\"\nrtt = \"20ms\"\nmin_rate = \"2mbit\"\nmax_rate = \"1mbit\"\n", "flows[0].max_rate"),
+        ("[[flows]]\ncc = \"rt-prague\"\nrtt = \"20ms\"\nmin_rate = \"1mbit\"\nmax_rate = \"2mbit\"\ninit_rate = \"3mbit\"\n", "flows[0].init_rate"),
     ];
     for (t, field) in cases {
         let e = err(&format!("{base}{t}"));
