@@ -126,6 +126,10 @@ def test_bdp_link_model_validation_matches_the_exceedance_test(bdp: Path) -> Non
         cross = [d(x.tolist(), y.tolist(), None) for x in xa for y in xb]
         assert row["p_hat_max"] == pytest.approx((sum(c > eps for c in cross) + 1) / 10)
         assert row["ci_low"] <= row["ci_high"]
+        # The verdict beside p̂_max: 3 runs a side give C(6, 3) = 20 splits, a split and its
+        # mirror tie, so the exact permutation test's smallest p is 2/20 = 0.1 ≥ 0.05.
+        assert row["perm_p"] >= 0.1
+        assert row["verdict"].startswith("too few runs (n = 3/3")
 
 
 def test_bdp_variants_compare_against_the_default(bdp: Path) -> None:

@@ -34,8 +34,8 @@ DEFAULT = {"step_thresh": "1ms", "target": "15ms"}
 RESULT_VALUES = {"tput_mbps": "tput_mbps", "backlog_pkts": "backlog_pkts", "marks": "marks",
                  "drops": "drops", "sojourn_L_ms": "queues.L.sojourn_ms.mean",
                  "sojourn_C_ms": "queues.C.sojourn_ms.mean", "utilisation": "link.utilisation"}
-LINK_MODEL_VALUES = ["smooth", "txop1ms", "difference", "p_hat_max"]
-VARIANT_VALUES = ["default", "variant", "difference", "p_hat_max"]
+LINK_MODEL_VALUES = ["smooth", "txop1ms", "difference", "p_hat_max", "perm_p"]
+VARIANT_VALUES = ["default", "variant", "difference", "p_hat_max", "perm_p"]
 
 
 def extract(run_dir: Path, scenario: dict[str, Any]) -> dict[str, float]:
@@ -61,8 +61,11 @@ def analyse(data: SuiteData) -> Analysis:
                         "(validation, p̂_max with bootstrap 95 % CI)", lm,
                         other_keys() + ["metric"], LINK_MODEL_VALUES,
                         note="difference = txop1ms - smooth (means of each run's series); "
-                             "similar when p̂_max < 0.05. Each run's measured interval is cut "
-                             f"into {SERIES_BINS} bins (throughput and backlog: bin means; "
+                             "similar: the published criterion p̂_max < 0.05, near which identical "
+                             "groups sit by construction; the verdict comes from the "
+                             "permutation test (perm_p, validation/interpret.py). Each run's "
+                             "measured interval is cut into "
+                             f"{SERIES_BINS} bins (throughput and backlog: bin means; "
                              "marks and drops: per second), compared by normalised DTW; "
                              "bootstrap B = 2000.")
     vf = _validation_frame(data.part_tables("variants"), KEYS, "default", "variant")
@@ -134,10 +137,11 @@ def part_analyse(runs: pd.DataFrame) -> dict[str, pd.DataFrame]:
 def _validation_frame(df: pd.DataFrame, keys: list[str], a: str, b: str) -> pd.DataFrame:
     if df.empty:
         return pd.DataFrame(columns=[*keys, "metric", a, b, "difference", "p_hat_max", "ci_low",
-                                     "ci_high", "similar", "n_a", "n_b"])
+                                     "ci_high", "similar", "perm_p", "verdict", "n_a",
+                                     "n_b"])
     df = df.rename(columns={"mean_a": a, "mean_b": b})
     return df[[*keys, "metric", a, b, "difference", "p_hat_max", "ci_low", "ci_high",
-               "similar", "n_a", "n_b"]]
+               "similar", "perm_p", "verdict", "n_a", "n_b"]]
 
 
 SUITE = Suite(

@@ -52,33 +52,6 @@ def rename_params(runs: pd.DataFrame) -> pd.DataFrame:
     return runs.rename(columns={k: v for k, v in mapping.items() if k in runs.columns})
 
 
-def scalar_validation(a: pd.DataFrame, b: pd.DataFrame, metrics: dict[str, str],
-                      bootstrap: int = 2000, seed: int = 0) -> list[dict[str, Any]]:
-    """The validation toolkit's exceedance test on per-run scalars (distance |x - y|): one row
-    per metric with both groups' means, p̂_max and its bootstrap 95 % CI. Groups of fewer than
-    two runs get no test (NaN)."""
-    from l4slab.validation import Run, validate_groups
-
-    rows = []
-    for out, col in metrics.items():
-        xa = a[col].to_numpy(dtype=float)
-        xb = b[col].to_numpy(dtype=float)
-        row: dict[str, Any] = {"metric": out, "mean_a": mean_ci(xa)[0],
-                               "mean_b": mean_ci(xb)[0], "n_a": len(xa), "n_b": len(xb)}
-        row["difference"] = row["mean_b"] - row["mean_a"]
-        row.update(p_hat_max=np.nan, ci_low=np.nan, ci_high=np.nan, similar=None)
-        if len(xa) >= 2 and len(xb) >= 2 and np.isfinite(xa).all() and np.isfinite(xb).all():
-            ra = [Run(Path(f"a{i}"), {out: np.array([v])}) for i, v in enumerate(xa)]
-            rb = [Run(Path(f"b{i}"), {out: np.array([v])}) for i, v in enumerate(xb)]
-            # The suite tables report p̂_max only: no permutation interpretation (its cost).
-            res = validate_groups(ra, rb, [f"mean:{out}"], bootstrap=bootstrap, seed=seed,
-                                  interpretation=False)[0]
-            row.update(p_hat_max=_f(res.p_hat), ci_low=_f(res.ci_low), ci_high=_f(res.ci_high),
-                       similar=res.similar)
-        rows.append(row)
-    return rows
-
-
 def _f(v: Any) -> float:
     return float(v) if v is not None else float("nan")
 
@@ -130,9 +103,10 @@ def series_validation(a: list[dict[str, np.ndarray]], b: list[dict[str, np.ndarr
                       metrics: list[str], values_a: pd.DataFrame, values_b: pd.DataFrame,
                       bootstrap: int = 2000, seed: int = 0) -> list[dict[str, Any]]:
     """The validation toolkit's test on time series (normalised DTW distances, p̂_max with
-    its bootstrap 95 % CI) between two groups of `binned_series`: one row per metric, with
-    both groups' means of the per-run scalar of the same name (`values_a`/`values_b`, the
-    numbers of the results table). Groups of fewer than two runs get no test (NaN)."""
+    its bootstrap 95 % CI, the permutation test's p-value and the verdict) between two groups
+    of `binned_series`: one row per metric, with both groups' means of the per-run scalar of
+    the same name (`values_a`/`values_b`, the numbers of the results table). Groups of fewer
+    than two runs get no test (NaN)."""
     from l4slab.validation import Run, validate_groups
 
     rows = []
@@ -144,14 +118,18 @@ def series_validation(a: list[dict[str, np.ndarray]], b: list[dict[str, np.ndarr
         row: dict[str, Any] = {"metric": m, "mean_a": mean_ci(ma)[0], "mean_b": mean_ci(mb)[0],
                                "n_a": len(xa), "n_b": len(xb)}
         row["difference"] = row["mean_b"] - row["mean_a"]
-        row.update(p_hat_max=np.nan, ci_low=np.nan, ci_high=np.nan, similar=None)
+        row.update(p_hat_max=np.nan, ci_low=np.nan, ci_high=np.nan, similar=None,
+                   perm_p=np.nan, verdict="too few runs")
         finite = all(np.isfinite(x).all() for x in xa + xb)
         if len(xa) >= 2 and len(xb) >= 2 and finite:
             ra = [Run(Path(f"a{i}"), {m: x}) for i, x in enumerate(xa)]
             rb = [Run(Path(f"b{i}"), {m: x}) for i, x in enumerate(xb)]
-            res = validate_groups(ra, rb, [m], bootstrap=bootstrap, seed=seed,
-                                  interpretation=False)[0]
+            # p̂_max alone sits near 5 % for identical groups by construction: the verdict
+            # comes from the permutation test beside it (validation/interpret.py).
+            res = validate_groups(ra, rb, [m], bootstrap=bootstrap, seed=seed)[0]
             row.update(p_hat_max=_f(res.p_hat), ci_low=_f(res.ci_low), ci_high=_f(res.ci_high),
                        similar=res.similar, kind=res.kind)
+            if res.interp is not None:
+                row.update(perm_p=res.interp.perm_p, verdict=res.interp.verdict)
         rows.append(row)
     return rows
