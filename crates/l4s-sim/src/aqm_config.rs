@@ -158,12 +158,7 @@ impl AqmConfig {
                 DualPi2::new(p.clone(), rng).map(|a| Box::new(a) as Box<dyn Aqm>)
             }
         };
-        r.map_err(|e| {
-            SimError::field(
-                format!("aqm.{}", e.param),
-                format!("{} is out of range; expected {}", e.value, e.expected),
-            )
-        })
+        r.map_err(|e| SimError::param("aqm.", e))
     }
 
     /// Sampling period when the scenario gives none: the AQM's tupdate, else 16 ms.

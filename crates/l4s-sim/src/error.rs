@@ -42,6 +42,14 @@ impl SimError {
             message: message.into(),
         }
     }
+    /// A model's range check (`ParamError`) as a `Field` error under `prefix`, the path of
+    /// the table it came from with its trailing dot (e.g. `flows[1].`).
+    pub fn param(prefix: &str, e: l4s_core::ParamError) -> Self {
+        SimError::field(
+            format!("{prefix}{}", e.param),
+            format!("{} is out of range; expected {}", e.value, e.expected),
+        )
+    }
     /// The field path the error names, if any.
     pub fn path(&self) -> Option<&str> {
         match self {

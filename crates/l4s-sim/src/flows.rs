@@ -88,6 +88,35 @@ fn is_cbr(fl: &FlowConfig) -> bool {
     fl.cc == "cbr"
 }
 
+/// The keys of a `[[flows]]` entry that only the TCP models read, each with whether it is set.
+pub(crate) fn tcp_only_keys(fl: &FlowConfig) -> [(&'static str, bool); 10] {
+    [
+        ("mss", fl.mss.is_some()),
+        ("sack", fl.sack.is_some()),
+        ("init_cwnd", fl.init_cwnd.is_some()),
+        ("pacing", fl.pacing.is_some()),
+        ("tso", fl.tso.is_some()),
+        ("nic_rate", fl.nic_rate.is_some()),
+        ("gro", fl.gro.is_some()),
+        ("rx_usecs", fl.rx_usecs.is_some()),
+        ("rx_frames", fl.rx_frames.is_some()),
+        ("qdisc", fl.qdisc.is_some()),
+    ]
+}
+
+/// Refuse the first key in `keys` that is set (it does not apply to this kind of flow), naming
+/// it through `path` and saying `why`: a key the model would ignore is an error, never silent.
+pub(crate) fn refuse_set(
+    path: &dyn Fn(&str) -> String,
+    keys: &[(&str, bool)],
+    why: &str,
+) -> Result<(), SimError> {
+    match keys.iter().find(|(_, set)| *set) {
+        Some((name, _)) => Err(SimError::field(path(name), why)),
+        None => Ok(()),
+    }
+}
+
 /// Check one `[[flows]]` entry; errors name `flows[i].<field>`.
 pub fn validate_flow(i: usize, fl: &FlowConfig) -> Result<(), SimError> {
     let p = |f: &str| format!("flows[{i}].{f}");
@@ -112,24 +141,21 @@ pub fn validate_flow(i: usize, fl: &FlowConfig) -> Result<(), SimError> {
     if crate::rt_flows::is_rt(fl) {
         return crate::rt_flows::validate_rt(i, fl);
     }
-    for (name, set) in [
-        ("fps", fl.fps.is_some()),
-        ("frame_budget", fl.frame_budget.is_some()),
-        ("deadline", fl.deadline.is_some()),
-        ("init_rate", fl.init_rate.is_some()),
-        ("min_rate", fl.min_rate.is_some()),
-        ("max_rate", fl.max_rate.is_some()),
-    ] {
-        if set {
-            return Err(SimError::field(
-                p(name),
-                format!(
-                    "applies to real-time flows only (cc = \"rt-prague\", \"rt-gcc\", \"rt-cbr\"), not to \"{}\"",
-                    fl.cc
-                ),
-            ));
-        }
-    }
+    refuse_set(
+        &p,
+        &[
+            ("fps", fl.fps.is_some()),
+            ("frame_budget", fl.frame_budget.is_some()),
+            ("deadline", fl.deadline.is_some()),
+            ("init_rate", fl.init_rate.is_some()),
+            ("min_rate", fl.min_rate.is_some()),
+            ("max_rate", fl.max_rate.is_some()),
+        ],
+        &format!(
+            "applies to real-time flows only (cc = \"rt-prague\", \"rt-gcc\", \"rt-cbr\"), not to \"{}\"",
+            fl.cc
+        ),
+    )?;
     if is_cbr(fl) {
         let Some(rate) = fl.rate else {
             return Err(SimError::field(
@@ -143,37 +169,20 @@ pub fn validate_flow(i: usize, fl: &FlowConfig) -> Result<(), SimError> {
                 "applies to TCP flows only; a cbr flow runs from start to stop",
             ));
         }
-        for (name, set) in [
-            ("mss", fl.mss.is_some()),
-            ("sack", fl.sack.is_some()),
-            ("init_cwnd", fl.init_cwnd.is_some()),
-            ("pacing", fl.pacing.is_some()),
-            ("tso", fl.tso.is_some()),
-            ("nic_rate", fl.nic_rate.is_some()),
-            ("gro", fl.gro.is_some()),
-            ("rx_usecs", fl.rx_usecs.is_some()),
-            ("rx_frames", fl.rx_frames.is_some()),
-            ("qdisc", fl.qdisc.is_some()),
-        ] {
-            if set {
-                return Err(SimError::field(
-                    p(name),
-                    "applies to TCP flows only, not to cc = \"cbr\"",
-                ));
-            }
-        }
+        refuse_set(
+            &p,
+            &tcp_only_keys(fl),
+            "applies to TCP flows only, not to cc = \"cbr\"",
+        )?;
         if fl.ecn == Some(FlowEcn::Accecn) {
             return Err(SimError::field(
                 p("ecn"),
                 "\"accecn\" needs TCP; for cbr expected one of \"none\", \"classic\" (ECT(0)), \"l4s\" (ECT(1))",
             ));
         }
-        cbr_config(fl, rate).validate().map_err(|e| {
-            SimError::field(
-                p(&e.param),
-                format!("{} is out of range; expected {}", e.value, e.expected),
-            )
-        })?;
+        cbr_config(fl, rate)
+            .validate()
+            .map_err(|e| SimError::param(&p(""), e))?;
         return Ok(());
     }
     for (name, set) in [
@@ -222,12 +231,7 @@ pub fn validate_flow(i: usize, fl: &FlowConfig) -> Result<(), SimError> {
         }
     }
     if let Some(g) = gro_config(fl) {
-        g.validate().map_err(|e| {
-            SimError::field(
-                p(&e.param),
-                format!("{} is out of range; expected {}", e.value, e.expected),
-            )
-        })?;
+        g.validate().map_err(|e| SimError::param(&p(""), e))?;
     }
     if let Some(m) = fl.prague_cwnd_mode {
         if fl.cc != "prague" {
@@ -243,12 +247,9 @@ pub fn validate_flow(i: usize, fl: &FlowConfig) -> Result<(), SimError> {
             ));
         }
     }
-    tcp_config(fl).validate().map_err(|e| {
-        SimError::field(
-            p(&e.param),
-            format!("{} is out of range; expected {}", e.value, e.expected),
-        )
-    })?;
+    tcp_config(fl)
+        .validate()
+        .map_err(|e| SimError::param(&p(""), e))?;
     Ok(())
 }
 
@@ -361,12 +362,8 @@ pub fn build_flow(i: usize, id: u32, fl: &FlowConfig, seed: u64) -> Result<FlowE
         })?;
         let cfg = cbr_config(fl, rate);
         let l4s = cfg.ecn == Ecn::Ect1;
-        let src = CbrSource::new(id, cfg).map_err(|e| {
-            SimError::field(
-                format!("flows[{i}].{}", e.param),
-                format!("{} is out of range; expected {}", e.value, e.expected),
-            )
-        })?;
+        let src =
+            CbrSource::new(id, cfg).map_err(|e| SimError::param(&format!("flows[{i}]."), e))?;
         return Ok(FlowEnds {
             sender: SimSender::Dyn(Box::new(src)),
             receiver: SimReceiver::Dyn(Box::new(CbrSink::new())),

@@ -8,7 +8,7 @@
 //! rt-cbr "none", "classic" or "l4s" (unresponsive video in either queue).
 
 use crate::error::SimError;
-use crate::flows::{FlowEnds, SimReceiver, SimSender};
+use crate::flows::{refuse_set, tcp_only_keys, FlowEnds, SimReceiver, SimSender};
 use crate::scenario::{FlowConfig, FlowEcn};
 use l4s_core::rt::receiver::RtReceiver;
 use l4s_core::rt::sender::{RtConfig, RtSender};
@@ -72,29 +72,18 @@ pub fn validate_rt(i: usize, fl: &FlowConfig) -> Result<(), SimError> {
             ),
         ));
     }
-    for (name, set) in [
-        ("bytes", fl.bytes.is_some()),
-        ("on", fl.on.is_some()),
-        ("off", fl.off.is_some()),
-        ("mss", fl.mss.is_some()),
-        ("sack", fl.sack.is_some()),
-        ("init_cwnd", fl.init_cwnd.is_some()),
-        ("pacing", fl.pacing.is_some()),
-        ("prague_cwnd_mode", fl.prague_cwnd_mode.is_some()),
-        ("tso", fl.tso.is_some()),
-        ("nic_rate", fl.nic_rate.is_some()),
-        ("gro", fl.gro.is_some()),
-        ("rx_usecs", fl.rx_usecs.is_some()),
-        ("rx_frames", fl.rx_frames.is_some()),
-        ("qdisc", fl.qdisc.is_some()),
-    ] {
-        if set {
-            return Err(SimError::field(
-                p(name),
-                format!("does not apply to a real-time flow (cc = \"{}\")", fl.cc),
-            ));
-        }
-    }
+    let why = format!("does not apply to a real-time flow (cc = \"{}\")", fl.cc);
+    refuse_set(
+        &p,
+        &[
+            ("bytes", fl.bytes.is_some()),
+            ("on", fl.on.is_some()),
+            ("off", fl.off.is_some()),
+            ("prague_cwnd_mode", fl.prague_cwnd_mode.is_some()),
+        ],
+        &why,
+    )?;
+    refuse_set(&p, &tcp_only_keys(fl), &why)?;
     let allowed: &[FlowEcn] = match fl.cc.as_str() {
         "rt-prague" => &[FlowEcn::L4s, FlowEcn::None],
         "rt-gcc" => &[FlowEcn::None, FlowEcn::Classic],
@@ -128,18 +117,15 @@ pub fn validate_rt(i: usize, fl: &FlowConfig) -> Result<(), SimError> {
                 "missing; rt-cbr (fixed-rate video) needs a rate like \"4mbit\"",
             ));
         }
-        for (name, set) in [
-            ("init_rate", fl.init_rate.is_some()),
-            ("min_rate", fl.min_rate.is_some()),
-            ("max_rate", fl.max_rate.is_some()),
-        ] {
-            if set {
-                return Err(SimError::field(
-                    p(name),
-                    "applies to rate-controlled video (rt-prague, rt-gcc), not to rt-cbr",
-                ));
-            }
-        }
+        refuse_set(
+            &p,
+            &[
+                ("init_rate", fl.init_rate.is_some()),
+                ("min_rate", fl.min_rate.is_some()),
+                ("max_rate", fl.max_rate.is_some()),
+            ],
+            "applies to rate-controlled video (rt-prague, rt-gcc), not to rt-cbr",
+        )?;
     } else if fl.rate.is_some() {
         return Err(SimError::field(
             p("rate"),
@@ -183,24 +169,14 @@ pub fn validate_rt(i: usize, fl: &FlowConfig) -> Result<(), SimError> {
             ),
         ));
     }
-    cfg.validate().map_err(|e| {
-        SimError::field(
-            p(&e.param),
-            format!("{} is out of range; expected {}", e.value, e.expected),
-        )
-    })
+    cfg.validate().map_err(|e| SimError::param(&p(""), e))
 }
 
 /// Build the sender and receiver of rt flow `id` from its (checked) entry `flows[i]`.
 pub fn build_rt(i: usize, id: u32, fl: &FlowConfig) -> Result<FlowEnds, SimError> {
     let cfg = rt_config(fl);
     let l4s = cfg.ecn == Ecn::Ect1;
-    let snd = RtSender::new(id, cfg).map_err(|e| {
-        SimError::field(
-            format!("flows[{i}].{}", e.param),
-            format!("{} is out of range; expected {}", e.value, e.expected),
-        )
-    })?;
+    let snd = RtSender::new(id, cfg).map_err(|e| SimError::param(&format!("flows[{i}]."), e))?;
     Ok(FlowEnds {
         sender: SimSender::Dyn(Box::new(snd)),
         receiver: SimReceiver::Dyn(Box::new(RtReceiver::new(id))),

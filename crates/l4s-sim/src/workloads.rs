@@ -417,12 +417,9 @@ pub fn validate(s: &Scenario) -> Result<(), SimError> {
                 ),
             ));
         }
-        pr.config().validate().map_err(|e| {
-            field(
-                p(&e.param),
-                format!("{} is out of range; expected {}", e.value, e.expected),
-            )
-        })?;
+        pr.config()
+            .validate()
+            .map_err(|e| SimError::param(&p(""), e))?;
     }
     Ok(())
 }
@@ -563,12 +560,7 @@ pub fn build_probe(s: &Scenario, i: usize, id: u32) -> Result<crate::flows::Flow
     use l4s_core::rt::probe::{ProbeClient, ProbeServer};
     let cfg = s.probes[i].config();
     let l4s = cfg.ecn == Ecn::Ect1;
-    let c = ProbeClient::new(id, cfg).map_err(|e| {
-        field(
-            format!("probes[{i}].{}", e.param),
-            format!("{} is out of range; expected {}", e.value, e.expected),
-        )
-    })?;
+    let c = ProbeClient::new(id, cfg).map_err(|e| SimError::param(&format!("probes[{i}]."), e))?;
     Ok(crate::flows::FlowEnds {
         sender: SimSender::Dyn(Box::new(c)),
         receiver: SimReceiver::Dyn(Box::new(ProbeServer::default())),
