@@ -1,6 +1,9 @@
 //! `[[flows]] gro` / `rx_usecs` / `rx_frames` (the GRO receiver host): accepted values, the
 //! errors for the others, and CE feedback that stays exact when GRO merges segments.
 
+mod common;
+use common::parse_err;
+
 use l4s_sim::{run_toml, Scenario};
 
 fn scenario(extra: &str) -> String {
@@ -20,30 +23,23 @@ rtt = "10ms"
     )
 }
 
-fn err(toml: &str) -> String {
-    match Scenario::from_toml_str(toml) {
-        Ok(_) => panic!("accepted:\n{toml}"),
-        Err(e) => e.to_string(),
-    }
-}
-
 #[test]
 fn gro_keys_are_checked_by_name() {
     Scenario::from_toml_str(&scenario("gro = true\nrx_usecs = \"50us\"\nrx_frames = 64"))
         .unwrap_or_else(|e| panic!("{e}"));
-    let msg = err(&scenario("rx_usecs = \"50us\""));
+    let msg = parse_err(&scenario("rx_usecs = \"50us\""));
     assert!(msg.starts_with("flows[0].rx_usecs: "), "{msg}");
     assert!(msg.contains("gro = true"), "{msg}");
-    let msg = err(&scenario("rx_frames = 4"));
+    let msg = parse_err(&scenario("rx_frames = 4"));
     assert!(msg.starts_with("flows[0].rx_frames: "), "{msg}");
-    let msg = err(&scenario("gro = true\nrx_usecs = \"5ms\""));
+    let msg = parse_err(&scenario("gro = true\nrx_usecs = \"5ms\""));
     assert!(msg.starts_with("flows[0].rx_usecs: "), "{msg}");
     assert!(msg.contains("4095us"), "{msg}");
-    let msg = err(&scenario("gro = true\nrx_frames = 0"));
+    let msg = parse_err(&scenario("gro = true\nrx_frames = 0"));
     assert!(msg.starts_with("flows[0].rx_frames: "), "{msg}");
     assert!(msg.contains("[1, 65535]"), "{msg}");
     let cbr = "duration = \"1s\"\n[link]\nrate = \"10mbit\"\n[[flows]]\ncc = \"cbr\"\nrtt = \"5ms\"\nrate = \"1mbit\"\ngro = true\n";
-    let msg = err(cbr);
+    let msg = parse_err(cbr);
     assert!(msg.starts_with("flows[0].gro: "), "{msg}");
 }
 

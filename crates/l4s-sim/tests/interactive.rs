@@ -2,27 +2,13 @@
 //! latency probes against closed forms, the size sampler and arrival process, determinism,
 //! and the errors of bad keys, CDF files and application parameters.
 
+mod common;
+use common::{err, summary};
+
 use l4s_core::link::{ConstantRate, LinkModel};
 use l4s_core::{Nanos, Rate, Rng};
 use l4s_sim::workloads::{expand, ideal_fct_s, ExtraKind, SizeCdf};
 use l4s_sim::{run_toml, Scenario};
-use serde_json::Value;
-
-fn summary(toml: &str) -> (l4s_sim::RunResults, Value) {
-    let r = run_toml(toml).unwrap_or_else(|e| panic!("{e}"));
-    let v = serde_json::from_str(&r.summary_json).unwrap();
-    (r, v)
-}
-
-fn err(toml: &str) -> String {
-    match Scenario::from_toml_str(toml) {
-        Ok(s) => match l4s_sim::run(&s) {
-            Ok(_) => panic!("accepted:\n{toml}"),
-            Err(e) => e.to_string(),
-        },
-        Err(e) => e.to_string(),
-    }
-}
 
 #[test]
 fn frame_latency_on_an_empty_link_is_paced_serialisation_plus_propagation() {

@@ -1,6 +1,9 @@
 //! `[[flows]] prague_cwnd_mode` (Linux tcp_prague.c 0.7 module parameter) and the TSO host keys
 //! `tso` / `nic_rate`: accepted values and the errors for the others.
 
+mod common;
+use common::parse_err;
+
 use l4s_sim::Scenario;
 
 fn scenario(cc: &str, extra: &str) -> String {
@@ -22,13 +25,6 @@ rtt = "5ms"
     )
 }
 
-fn err(toml: &str) -> String {
-    match Scenario::from_toml_str(toml) {
-        Ok(_) => panic!("accepted:\n{toml}"),
-        Err(e) => e.to_string(),
-    }
-}
-
 #[test]
 fn accepts_the_three_linux_values() {
     for m in 0..=2 {
@@ -39,25 +35,25 @@ fn accepts_the_three_linux_values() {
 
 #[test]
 fn out_of_range_mode_names_the_field_and_the_values() {
-    let msg = err(&scenario("prague", "prague_cwnd_mode = 3"));
+    let msg = parse_err(&scenario("prague", "prague_cwnd_mode = 3"));
     assert!(msg.starts_with("flows[0].prague_cwnd_mode: "), "{msg}");
     assert!(msg.contains('3') && msg.contains("0 (window)"), "{msg}");
 }
 
 #[test]
 fn mode_on_another_cc_is_refused() {
-    let msg = err(&scenario("dctcp", "prague_cwnd_mode = 1"));
+    let msg = parse_err(&scenario("dctcp", "prague_cwnd_mode = 1"));
     assert!(msg.starts_with("flows[0].prague_cwnd_mode: "), "{msg}");
     assert!(msg.contains("prague"), "{msg}");
 }
 
 #[test]
 fn nic_rate_needs_tso_and_a_sane_rate() {
-    let msg = err(&scenario("prague", "nic_rate = \"1gbit\""));
+    let msg = parse_err(&scenario("prague", "nic_rate = \"1gbit\""));
     assert!(msg.starts_with("flows[0].nic_rate: "), "{msg}");
     assert!(msg.contains("tso = true"), "{msg}");
     let ok = scenario("prague", "tso = true\nnic_rate = \"10gbit\"");
     Scenario::from_toml_str(&ok).unwrap_or_else(|e| panic!("{e}"));
-    let msg = err(&scenario("prague", "tso = true\nnic_rate = \"1kbit\""));
+    let msg = parse_err(&scenario("prague", "tso = true\nnic_rate = \"1kbit\""));
     assert!(msg.starts_with("flows[0].nic_rate: "), "{msg}");
 }

@@ -2,6 +2,9 @@
 //! used to be accepted silently (ambiguous rate units, a zero rate, flows that start after the
 //! run ends) and `check` on broken trace files.
 
+mod common;
+use common::parse_err;
+
 use l4s_sim::{Scenario, SimError};
 use std::process::Command;
 
@@ -16,13 +19,6 @@ cc = "cbr"
 rtt = "20ms"
 rate = "1mbit"
 "#;
-
-fn err(toml: &str) -> String {
-    match Scenario::from_toml_str(toml) {
-        Ok(_) => panic!("accepted:\n{toml}"),
-        Err(e) => e.to_string(),
-    }
-}
 
 fn assert_names(msg: &str, path: &str, words: &[&str]) {
     assert!(
@@ -49,7 +45,7 @@ fn negative_aqm_duration_names_aqm_field() {
         "kind = \"dualpi2\"\nstep_thresh = \"-1ms\"",
     );
     assert_names(
-        &err(&t),
+        &parse_err(&t),
         "aqm.step_thresh",
         &["\"-1ms\"", "negative", "duration"],
     );
@@ -58,32 +54,36 @@ fn negative_aqm_duration_names_aqm_field() {
 #[test]
 fn out_of_range_aqm_parameter_names_it_and_the_range() {
     let t = BASE.replace("kind = \"fifo\"", "kind = \"fifo\"\nlimit = 0");
-    assert_names(&err(&t), "aqm.limit", &["0", ">= 1"]);
+    assert_names(&parse_err(&t), "aqm.limit", &["0", ">= 1"]);
 }
 
 #[test]
 fn parameter_of_another_aqm_is_unknown_with_allowed_list() {
     let t = BASE.replace("kind = \"fifo\"", "kind = \"fifo\"\nstep_thresh = \"1ms\"");
-    assert_names(&err(&t), "aqm.step_thresh", &["unknown field", "limit"]);
+    assert_names(
+        &parse_err(&t),
+        "aqm.step_thresh",
+        &["unknown field", "limit"],
+    );
 }
 
 #[test]
 fn unknown_aqm_kind_lists_kinds() {
     let t = BASE.replace("kind = \"fifo\"", "kind = \"red\"");
-    assert_names(&err(&t), "aqm.kind", &["\"red\"", "fifo", "dualpi2"]);
+    assert_names(&parse_err(&t), "aqm.kind", &["\"red\"", "fifo", "dualpi2"]);
 }
 
 #[test]
 fn second_flow_zero_rtt_names_index() {
     let t = format!("{BASE}\n[[flows]]\ncc = \"cbr\"\nrtt = \"0s\"\nrate = \"1mbit\"\n");
-    assert_names(&err(&t), "flows[1].rtt", &["> 0"]);
+    assert_names(&parse_err(&t), "flows[1].rtt", &["> 0"]);
 }
 
 #[test]
 fn bad_enum_value_lists_allowed_values() {
     let t = BASE.replace("rate = \"1mbit\"", "rate = \"1mbit\"\necn = \"maybe\"");
     assert_names(
-        &err(&t),
+        &parse_err(&t),
         "flows[0].ecn",
         &["maybe", "none", "classic", "accecn", "l4s"],
     );
@@ -92,51 +92,55 @@ fn bad_enum_value_lists_allowed_values() {
 #[test]
 fn unknown_top_level_and_nested_fields() {
     assert_names(
-        &err(&format!("colour = 1\n{BASE}")),
+        &parse_err(&format!("colour = 1\n{BASE}")),
         "colour",
         &["unknown field", "duration"],
     );
     let t = BASE.replace("rate = \"10mbit\"", "rate = \"10mbit\"\nspeed = 3");
-    assert_names(&err(&t), "link.speed", &["unknown field", "trace"]);
+    assert_names(&parse_err(&t), "link.speed", &["unknown field", "trace"]);
 }
 
 #[test]
 fn missing_required_field() {
     let t = BASE.replace("duration = \"1s\"", "");
-    assert_names(&err(&t), "duration", &["missing"]);
+    assert_names(&parse_err(&t), "duration", &["missing"]);
     let t = BASE.replace("rtt = \"20ms\"", "");
-    assert_names(&err(&t), "flows[0].rtt", &["missing"]);
+    assert_names(&parse_err(&t), "flows[0].rtt", &["missing"]);
 }
 
 #[test]
 fn rate_without_unit() {
     let t = BASE.replace("rate = \"10mbit\"", "rate = \"10\"");
-    assert_names(&err(&t), "link.rate", &["missing unit", "mbit"]);
+    assert_names(&parse_err(&t), "link.rate", &["missing unit", "mbit"]);
     let t = BASE.replace("rate = \"10mbit\"", "rate = 10");
-    assert_names(&err(&t), "link.rate", &["integer", "string", "\"50mbit\""]);
+    assert_names(
+        &parse_err(&t),
+        "link.rate",
+        &["integer", "string", "\"50mbit\""],
+    );
 }
 
 #[test]
 fn link_needs_exactly_one_of_rate_and_trace() {
     let t = BASE.replace("rate = \"10mbit\"", "rate = \"10mbit\"\ntrace = \"x.down\"");
-    assert_names(&err(&t), "link", &["exactly one"]);
+    assert_names(&parse_err(&t), "link", &["exactly one"]);
     let t = BASE.replace("rate = \"10mbit\"", "loss = 0.5");
-    assert_names(&err(&t), "link", &["neither"]);
+    assert_names(&parse_err(&t), "link", &["neither"]);
     let t = BASE.replace("rate = \"10mbit\"", "rate = \"10mbit\"\nloss = 1.5");
-    assert_names(&err(&t), "link.loss", &["1.5", "[0, 1]"]);
+    assert_names(&parse_err(&t), "link.loss", &["1.5", "[0, 1]"]);
     let t = BASE.replace(
         "rate = \"10mbit\"",
         "rate = \"10mbit\"\nsteps = [{at = \"2s\", rate = \"1mbit\"}, {at = \"1s\", rate = \"2mbit\"}]",
     );
-    assert_names(&err(&t), "link.steps[1].at", &["strictly increase"]);
+    assert_names(&parse_err(&t), "link.steps[1].at", &["strictly increase"]);
 }
 
 #[test]
 fn cbr_needs_a_rate_and_tcp_fields_are_refused() {
     let t = BASE.replace("rate = \"1mbit\"", "");
-    assert_names(&err(&t), "flows[0].rate", &["missing", "cbr"]);
+    assert_names(&parse_err(&t), "flows[0].rate", &["missing", "cbr"]);
     let t = BASE.replace("rate = \"1mbit\"", "rate = \"1mbit\"\nbytes = 1000");
-    assert_names(&err(&t), "flows[0].bytes", &["TCP"]);
+    assert_names(&parse_err(&t), "flows[0].bytes", &["TCP"]);
 }
 
 #[test]
@@ -144,7 +148,7 @@ fn absurd_sampling_is_refused() {
     // 1 s / 10 ns = 1e8 samples > 1e7.
     let t = format!("sample_interval = \"10ns\"\n{BASE}");
     assert_names(
-        &err(&t),
+        &parse_err(&t),
         "sample_interval",
         &["100000000 samples", "at most"],
     );
@@ -153,7 +157,7 @@ fn absurd_sampling_is_refused() {
 #[test]
 fn warmup_must_be_shorter_than_duration() {
     let t = format!("warmup = \"1s\"\n{BASE}");
-    assert_names(&err(&t), "warmup", &["duration"]);
+    assert_names(&parse_err(&t), "warmup", &["duration"]);
 }
 
 #[test]
@@ -203,14 +207,14 @@ fn json_scenario_runs_like_its_toml_twin() {
 
 #[test]
 fn unknown_kernel_profile_names_the_field_and_the_profiles() {
-    let msg = err(&BASE.replace("kind = \"fifo\"", "kind = \"dualpi2\"\nprofile = \"bsd\""));
+    let msg = parse_err(&BASE.replace("kind = \"fifo\"", "kind = \"dualpi2\"\nprofile = \"bsd\""));
     assert_names(&msg, "aqm.profile", &["mainline", "l4steam"]);
 }
 
 // --- inputs that were accepted silently or checked only by `run` ---
 #[test]
 fn bps_link_rate_is_ambiguous_not_megabytes() {
-    let e = err(&BASE.replace("\"10mbit\"", "\"50Mbps\""));
+    let e = parse_err(&BASE.replace("\"10mbit\"", "\"50Mbps\""));
     assert!(e.starts_with("link.rate: \"50Mbps\" is ambiguous"), "{e}");
     assert!(e.contains("\"50mbit\"") && e.contains("\"50mbyte\""), "{e}");
     // The spellings that are not ambiguous mean megabits.
@@ -222,7 +226,7 @@ fn bps_link_rate_is_ambiguous_not_megabytes() {
 
 #[test]
 fn zero_rate_is_not_echoed_as_another_spelling() {
-    let e = err(&BASE.replace("\"10mbit\"", "\"0mbit\""));
+    let e = parse_err(&BASE.replace("\"10mbit\"", "\"0mbit\""));
     assert!(
         e.starts_with("link.rate: is zero; expected a rate > 0"),
         "{e}"
@@ -232,13 +236,13 @@ fn zero_rate_is_not_echoed_as_another_spelling() {
 
 #[test]
 fn flow_starting_after_the_end_is_refused() {
-    let e = err(&BASE.replace("rtt = \"20ms\"", "rtt = \"20ms\"\nstart = \"2s\""));
+    let e = parse_err(&BASE.replace("rtt = \"20ms\"", "rtt = \"20ms\"\nstart = \"2s\""));
     assert!(
         e.starts_with("flows[0].start: \"2s\" is not before the end"),
         "{e}"
     );
     assert!(e.contains("duration \"1s\""), "{e}");
-    let e = err(&BASE.replace("rtt = \"20ms\"", "rtt = \"20ms\"\nstart = \"1s\""));
+    let e = parse_err(&BASE.replace("rtt = \"20ms\"", "rtt = \"20ms\"\nstart = \"1s\""));
     assert!(
         e.starts_with("flows[0].start"),
         "start == duration sends nothing: {e}"
@@ -332,7 +336,7 @@ fn summary_names_the_window_of_every_block() {
 
 #[test]
 fn messages_name_the_file_and_no_rust_types() {
-    let e = err("duration = \"1s\"\nflows = [1]\n[link]\nrate = \"10mbit\"\n");
+    let e = parse_err("duration = \"1s\"\nflows = [1]\n[link]\nrate = \"10mbit\"\n");
     assert!(
         e.starts_with("flows[0]") && e.contains("expected a table"),
         "{e}"
@@ -360,7 +364,7 @@ fn summary_durations_are_exact() {
 fn dualpi2_duration_ranges_read_as_durations_not_raw_u32_counts() {
     // Linux keeps tupdate in u32 ns (at most 4.294967295 s) and target in u32 us.
     let toml = BASE.replace("kind = \"fifo\"", "kind = \"dualpi2\"\ntupdate = \"5000s\"");
-    let msg = err(&toml);
+    let msg = parse_err(&toml);
     assert!(msg.contains("aqm.tupdate"), "{msg}");
     assert!(msg.contains("[1us, 4.294s]"), "{msg}");
     assert!(!msg.contains("4294967295"), "{msg}");
@@ -369,9 +373,9 @@ fn dualpi2_duration_ranges_read_as_durations_not_raw_u32_counts() {
 #[test]
 fn host_qdisc_lists_its_values_and_is_tcp_only() {
     let t = BASE.replace("rate = \"1mbit\"", "rate = \"1mbit\"\nqdisc = \"pfifo\"");
-    assert_names(&err(&t), "flows[0].qdisc", &["pfifo", "none", "fq"]);
+    assert_names(&parse_err(&t), "flows[0].qdisc", &["pfifo", "none", "fq"]);
     let t = BASE.replace("rate = \"1mbit\"", "rate = \"1mbit\"\nqdisc = \"fq\"");
-    assert_names(&err(&t), "flows[0].qdisc", &["TCP flows only"]);
+    assert_names(&parse_err(&t), "flows[0].qdisc", &["TCP flows only"]);
     let t = BASE.replace(
         "cc = \"cbr\"\nrtt = \"20ms\"\nrate = \"1mbit\"",
         "cc = \"cubic\"\nrtt = \"20ms\"\nqdisc = \"fq\"",

@@ -1,14 +1,10 @@
 //! TCP flows through the simulator: utilisation, RTT bounds, AQM delay targets, ACK-path
 //! conservation and sized transfers.
 
-use l4s_sim::run_toml;
-use serde_json::Value;
+mod common;
+use common::summary;
 
-fn summary(toml: &str) -> (l4s_sim::RunResults, Value) {
-    let r = run_toml(toml).unwrap_or_else(|e| panic!("{e}"));
-    let v = serde_json::from_str(&r.summary_json).unwrap();
-    (r, v)
-}
+use serde_json::Value;
 
 #[test]
 fn reno_fills_a_one_bdp_fifo() {
