@@ -31,6 +31,8 @@ fn rt_prague_delivers_frames_at_fps_with_paced_latency() {
             "3",
             "--fps",
             "60",
+            "--frame-budget",
+            "10ms",
             "--init-rate",
             "5mbit",
             "--max-rate",
@@ -56,13 +58,22 @@ fn rt_prague_delivers_frames_at_fps_with_paced_latency() {
     );
     assert_eq!(u(&j["receiver"], "bad_payload_pkts"), 0, "{j}");
     assert_eq!(u(f, "incomplete"), 0, "{j}");
-    // Frames are skipped only when the sender falls a whole frame interval behind; allow a
-    // few for a loaded 2-core machine at normal priority.
-    assert!(f["delivered_fps"].as_f64().unwrap() >= 0.95 * 60.0, "{j}");
+    // A frame is skipped only when the sender is a whole frame interval (16.7 ms) late
+    // (udp_prague's frame_adv): on loopback nothing queues, so a skip is the host's stall, not
+    // the model's. Every frame the sender did produce is on time (no other deadline miss),
+    // and delivered_fps counts exactly those. Stalls that long at SCHED_FIFO are rare even on
+    // a loaded 2-core host: more than 18 (10 % of the frames) in 3 s is a broken sender.
+    let skipped = u(f, "skipped");
+    assert_eq!(u(f, "deadline_misses"), skipped, "{j}");
+    assert!(skipped <= 18, "{j}");
+    let fps = f["delivered_fps"].as_f64().unwrap();
+    assert!((fps - (180 - skipped) as f64 / 3.0).abs() < 1e-9, "{j}");
     // RT-Prague sizes a frame rate·budget and paces it at the rate, so its last packet leaves
-    // one packet time (≤ 1400 B at ≥ init_rate 5 Mb/s: 2.24 ms) before the budget (1/60 s)
+    // one packet time (≤ 1400 B at ≥ init_rate 5 Mb/s: 2.24 ms) before the budget (10 ms)
     // ends; loopback adds tens of µs. The median lies in [budget − 2.24 ms, budget + 3 ms].
-    let budget_ms = 1e3 / 60.0;
+    // The budget is shorter than the frame interval on purpose: with budget = 1/fps a frame
+    // fills its whole interval, so one stall of the host delays every later frame by as much.
+    let budget_ms = 10.0;
     let p50 = f["latency_ms"]["p50"].as_f64().unwrap();
     assert!(
         p50 >= budget_ms - 1400.0 * 8.0 / 5e6 * 1e3 && p50 <= budget_ms + 3.0,
@@ -113,8 +124,13 @@ fn bad_rt_parameters_get_one_clear_error() {
         (&["--app", "rt", "--cc", "rt-cbr"][..], "--rate", "missing"),
         (
             &["--app", "rt", "--min-rate", "5mbit", "--max-rate", "1mbit"][..],
+            "--max-rate",
+            "min_rate ≤ max_rate",
+        ),
+        (
+            &["--app", "rt", "--max-rate", "2mbit", "--init-rate", "3mbit"][..],
             "--init-rate",
-            "min_rate",
+            "[min_rate, max_rate]",
         ),
         (&["--app", "rt", "--ecn", "classic"][..], "--ecn", "l4s"),
         (&["--app", "rt", "-P", "2"][..], "-P", "--app rt"),
