@@ -9,6 +9,11 @@ use l4s_core::{Ecn, Endpoint, Nanos, Packet};
 use crate::error::FlowError;
 use crate::wire::{self, Control, ReceiverReport};
 
+/// A SYN without ACK: the segment that opens a connection (RFC 9293 §3.5).
+pub fn is_syn(h: &TcpHeader) -> bool {
+    h.has(l4s_core::packet::tcp_flags::SYN) && !h.has(l4s_core::packet::tcp_flags::ACK)
+}
+
 /// One receiver interval, as printed and stored in a reverse run's JSON.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct ReceiverInterval {

@@ -8,7 +8,6 @@
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 
-use l4s_core::packet::tcp_flags;
 use l4s_core::{Ecn, Nanos};
 use l4s_sim::scenario::FlowConfig;
 
@@ -18,7 +17,7 @@ use crate::client::{
 };
 use crate::clock::{set_min_timer_slack, Clock};
 use crate::error::FlowError;
-use crate::receiver::{ReceiverInterval, RecvConn};
+use crate::receiver::{is_syn, ReceiverInterval, RecvConn};
 use crate::sock::{wait, EcnSocket, RecvBatch};
 use crate::wire::{self, Body, Control, ReceiverReport, ReverseRequest, SenderSummary};
 use crate::INTERRUPTED;
@@ -223,7 +222,7 @@ fn receive(
                                 s.phase = Phase::Receiving;
                             }
                             if s.rcv.is_none() {
-                                if !(h.has(tcp_flags::SYN) && !h.has(tcp_flags::ACK)) {
+                                if !is_syn(&h) {
                                     counters.foreign_datagrams += 1;
                                     continue;
                                 }

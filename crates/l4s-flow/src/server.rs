@@ -7,13 +7,12 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
-use l4s_core::packet::tcp_flags;
 use l4s_core::{Ecn, Nanos};
 
 use crate::client::ReverseOutcome;
 use crate::clock::{set_min_timer_slack, Clock};
 use crate::error::FlowError;
-use crate::receiver::RecvConn;
+use crate::receiver::{is_syn, RecvConn};
 use crate::sock::{wait, EcnSocket, RecvBatch};
 use crate::wire::{self, Body, Control, ReceiverReport, ReverseRequest};
 use crate::INTERRUPTED;
@@ -270,7 +269,7 @@ pub fn run(o: &ServerOpts) -> Result<Vec<ConnResult>, FlowError> {
                     let key = (r.from, d.conn);
                     match d.body {
                         Body::Segment(h, payload) => {
-                            let is_syn = h.has(tcp_flags::SYN) && !h.has(tcp_flags::ACK);
+                            let is_syn = is_syn(&h);
                             let c = match conns.entry(key) {
                                 Entry::Occupied(e) => e.into_mut(),
                                 Entry::Vacant(v) if is_syn => {
