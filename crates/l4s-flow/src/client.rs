@@ -429,6 +429,13 @@ pub fn run(o: &ClientOpts, emu: &EmuEnv) -> Result<serde_json::Value, FlowError>
     let mss = o.mss.unwrap_or(wire::default_mss(1500, peer.is_ipv6()));
     let fl = flow_config(o, mss).map_err(early)?;
     if o.reverse {
+        if let Some(d) = &emu.flow_dir {
+            eprintln!(
+                "l4s-flow: warning: -R: the sender is the server, so this client writes no flow \
+                 CSV to L4SLAB_FLOW_DIR ({})",
+                d.display()
+            );
+        }
         return crate::reverse::run(o, peer, mss, &fl);
     }
     set_min_timer_slack();

@@ -241,6 +241,8 @@ pub fn run(o: &ServerOpts) -> Result<Vec<ConnResult>, FlowError> {
     let mut next_iv = o.interval;
     // Reverse runs (-R): one sender thread each, keyed like the receivers.
     let mut reverse: HashMap<(SocketAddr, u32), Reverse> = HashMap::new();
+    // Served reverse requests, kept for a peer timeout (when they ended) against late repeats.
+    let mut reverse_ended: HashMap<(SocketAddr, u32), Nanos> = HashMap::new();
     let mut outcome: Result<(), FlowError> = Ok(());
     'serve: loop {
         if INTERRUPTED.load(Ordering::Relaxed) {
@@ -313,6 +315,9 @@ pub fn run(o: &ServerOpts) -> Result<Vec<ConnResult>, FlowError> {
                             if o.no_reverse {
                                 wire::encode_control(&mut buf, d.conn, &Control::ReverseRefused);
                                 let _ = sock.send(&buf, Ecn::NotEct, Some(r.from));
+                            } else if reverse_ended.contains_key(&key) {
+                                // A late repeat of a request already served.
+                                stray += 1;
                             } else if let Entry::Vacant(v) = reverse.entry(key) {
                                 // A repeated request of a running one is answered by its data.
                                 next_id += 1;
@@ -390,7 +395,9 @@ pub fn run(o: &ServerOpts) -> Result<Vec<ConnResult>, FlowError> {
             .filter(|(_, r)| r.handle.is_finished())
             .map(|(k, _)| *k)
             .collect();
+        reverse_ended.retain(|_, t| now.saturating_sub(*t) < o.peer_timeout);
         for k in done {
+            reverse_ended.insert(k, now);
             if let Some(rv) = reverse.remove(&k) {
                 let (res, err) = rv.join(now, foreign, o.quiet);
                 results.push(res);

@@ -262,3 +262,37 @@ fn a_server_killed_mid_run_ends_the_reverse_client_with_one_line() {
         "{j}"
     );
 }
+
+#[test]
+fn reverse_carries_the_rate_limit_and_the_omitted_start_to_the_server() {
+    // -b 5M with -t 1 -O 0.5: the server's application writes whole 1428-byte segments at
+    // 5 Mbit/s for 1.5 s, floor(937_500 / 1428) = 656 segments = 936_768 bytes (as
+    // app_limit.rs's forward run); without the limit loopback would move far more.
+    const WRITTEN: u64 = 656 * 1428;
+    let dir = scratch("reverse-b");
+    let _srv = Server::start("127.0.0.1", &["-i", "0"]);
+    let run = run_client(
+        "127.0.0.1",
+        _srv.port,
+        &["-R", "-t", "1", "-O", "0.5", "-b", "5M", "-i", "0"],
+        &dir,
+    );
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let j = run.json.expect("json");
+    assert_eq!(u(&j, "rate_limit_bps"), 5_000_000);
+    assert_eq!(j["omit_s"].as_f64(), Some(0.5));
+    let s = &j["streams"][0];
+    let acked = u(s, "bytes_acked");
+    // Never more than written; at least what was written 90 ms before the end (a write the
+    // loaded sender hands over after -t is not sent, see app_limit.rs).
+    assert!(acked <= WRITTEN, "{acked} > {WRITTEN}");
+    assert!(acked >= (5e6 * (1.5 - 0.09) / 8.0) as u64, "{acked}");
+    assert_eq!(u(&s["receiver"], "delivered_bytes"), acked);
+    // The sender left its first 0.5 s out: about 0.5 s of 5 Mbit/s (312_500 bytes) omitted,
+    // and the counted second runs at the application's rate (±10 %: a few segments at the
+    // window's edges and the last ACK's delay).
+    let omitted = u(s, "omitted_bytes");
+    assert!(omitted > 0 && omitted < acked, "{omitted} of {acked}");
+    let tput = s["tput_mbps"].as_f64().expect("tput");
+    assert!((4.5..=5.5).contains(&tput), "{tput}");
+}
