@@ -110,6 +110,12 @@ impl Reverse {
                     "[{:>3}] {} conn {:08x} reverse {end}: {line}",
                     self.idx, self.peer, self.conn
                 ),
+                // The client's end of the path refused our data: it has gone (not a server
+                // that is missing, as the error's own hint would say to a client).
+                Some(FlowError::Unreachable { source, .. }) => println!(
+                    "[{:>3}] {} conn {:08x} reverse ended: the client has gone ({source})",
+                    self.idx, self.peer, self.conn
+                ),
                 Some(e) => println!(
                     "[{:>3}] {} conn {:08x} reverse ended: {e}",
                     self.idx, self.peer, self.conn
