@@ -80,7 +80,12 @@ fn reverse_moves_exactly_n_bytes_from_server_to_client() {
         );
         // N / 1428 = 1400.6: 1401 data segments at least (more only by retransmissions).
         assert!(u(s, "data_pkts_sent") >= 1401, "{ctx}");
-        assert!(u(&s["pacing_error"], "n") > 0, "{ctx}");
+        // The sender's pacing error came back: Prague paces (timer-released sends), Cubic
+        // here is ACK-clocked and may have none.
+        assert!(s["pacing_error"]["p99_us"].is_f64(), "{ctx}");
+        if cc == "prague" {
+            assert!(u(&s["pacing_error"], "n") > 0, "{ctx}");
+        }
         receiver_matches_sender(&j, s, &ctx);
         // The final lines (-q keeps them) carry both sides.
         assert!(run.stdout.contains("sender"), "{}", run.stdout);
