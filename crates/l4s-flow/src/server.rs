@@ -88,8 +88,11 @@ impl Reverse {
                 "the reverse sender's thread panicked".into(),
             ))
         });
+        // The sender's own duration (the thread also lingered for the client's repeats).
+        let mut duration_s = now.saturating_sub(self.started).as_secs_f64();
         let (end, report, err, line) = match r {
             Ok(out) => {
+                duration_s = out.summary.duration_s;
                 let s = &out.summary;
                 let line = format!(
                     "{} bytes acknowledged in {:.2} s ({:.2} Mbit/s), retr {}",
@@ -125,7 +128,7 @@ impl Reverse {
         let res = ConnResult {
             peer: self.peer.to_string(),
             conn: self.conn,
-            duration_s: now.saturating_sub(self.started).as_secs_f64(),
+            duration_s,
             end,
             report,
             foreign_datagrams: foreign,
