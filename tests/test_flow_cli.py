@@ -228,3 +228,17 @@ def test_parallel_streams_end_with_a_sum_line_and_logfile_takes_the_output(tmp_p
     # Never overwritten.
     r = _flow("-c", "127.0.0.1", "-n", "1K", "--logfile", str(log))
     assert r.returncode == 2 and "--logfile" in r.stderr
+
+
+@needs_binary
+def test_reverse_passes_through_the_wrapper(tmp_path: Path) -> None:
+    # -R reaches the binary unchanged: the server sends exactly -n bytes and the client's JSON
+    # says reverse, with the sender's count (from the server) equal to the receiver's.
+    out = tmp_path / "r.json"
+    with _Server() as srv:
+        r = _flow("-c", "127.0.0.1", "-p", srv.port, "-R", "-n", "1M", "-q", "--json", str(out))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    assert doc["reverse"] is True and doc["intervals_side"] == "receiver"
+    s = doc["streams"][0]
+    assert s["bytes_acked"] == s["receiver"]["delivered_bytes"] == 1 << 20

@@ -15,7 +15,7 @@ use crate::clock::{set_min_timer_slack, Clock};
 use crate::error::FlowError;
 use crate::report::{format_row, interval_row, FlowCsv, IntervalRow, PacingError, Snapshot};
 use crate::sock::{any_of_family, wait, EcnSocket, RecvBatch};
-use crate::wire::{self, Body, Control, ReceiverReport};
+use crate::wire::{self, Body, Control, ReceiverReport, ReverseRequest, SenderSummary};
 use crate::{EmuEnv, INTERRUPTED};
 
 /// The TCP congestion controls (`cbr` is the simulator's UDP source, not a TCP).
@@ -63,6 +63,8 @@ pub struct ClientOpts {
     pub omit: Nanos,
     /// Print the JSON result on stdout instead of the text lines (-J).
     pub json_stdout: bool,
+    /// Reverse (-R): ask the server to send; this side receives.
+    pub reverse: bool,
 }
 
 /// Why a stream's loop is where it is.
@@ -176,7 +178,7 @@ pub fn max_mss(path_mtu: usize, ipv6: bool) -> u32 {
     wire::default_mss(path_mtu, ipv6).min(by_buffer)
 }
 
-fn check_mss_fits(
+pub(crate) fn check_mss_fits(
     mss: u32,
     given: bool,
     peer: SocketAddr,
@@ -199,6 +201,17 @@ fn check_mss_fits(
         });
     }
     Ok(())
+}
+
+/// The local address of a client socket: -B's address, or any of the server's family.
+pub(crate) fn any_of_family_or_bind(
+    bind: Option<std::net::IpAddr>,
+    peer: SocketAddr,
+) -> SocketAddr {
+    match bind {
+        Some(ip) => SocketAddr::new(ip, 0),
+        None => any_of_family(&peer.ip()),
+    }
 }
 
 /// A connection id unlikely to repeat across runs (demultiplexing key with the address).
@@ -292,8 +305,8 @@ impl Stream {
     }
 }
 
-/// Run the client; returns the JSON result (also written to `--json`).
-pub fn run(o: &ClientOpts, emu: &EmuEnv) -> Result<serde_json::Value, FlowError> {
+/// Refuse a `--json` file that exists or whose directory does not (checked before the run).
+pub(crate) fn check_json_target(o: &ClientOpts) -> Result<(), FlowError> {
     if let Some(j) = &o.json {
         if j.exists() {
             return Err(FlowError::Exists {
@@ -301,7 +314,6 @@ pub fn run(o: &ClientOpts, emu: &EmuEnv) -> Result<serde_json::Value, FlowError>
                 path: j.display().to_string(),
             });
         }
-        // Checked now, not after the whole run.
         let dir = j.parent().filter(|d| !d.as_os_str().is_empty());
         if let Some(d) = dir.filter(|d| !d.is_dir()) {
             return Err(FlowError::Usage {
@@ -310,91 +322,132 @@ pub fn run(o: &ClientOpts, emu: &EmuEnv) -> Result<serde_json::Value, FlowError>
             });
         }
     }
-    // A run that fails before it starts still writes its JSON (with the error).
-    let early = |e: FlowError| -> FlowError {
-        if let Some(j) = &o.json {
-            let v = serde_json::json!({
-                "l4slab_version": env!("CARGO_PKG_VERSION"),
-                "role": "client",
-                "server": format!("{}:{}", o.host, o.port),
-                "cc": o.cc,
-                "error": e.to_string(),
-                "streams": [],
-            });
-            let text = serde_json::to_string_pretty(&v).unwrap_or_default();
-            if let Err(w) = std::fs::write(j, text + "\n") {
-                eprintln!("l4s-flow: warning: write {}: {w}", j.display());
+    Ok(())
+}
+
+/// A run that fails before it starts still writes its JSON (with the error).
+pub(crate) fn early_json(o: &ClientOpts, e: FlowError) -> FlowError {
+    if let Some(j) = &o.json {
+        let v = serde_json::json!({
+            "l4slab_version": env!("CARGO_PKG_VERSION"),
+            "role": "client",
+            "reverse": o.reverse,
+            "server": format!("{}:{}", o.host, o.port),
+            "cc": o.cc,
+            "error": e.to_string(),
+            "streams": [],
+        });
+        let text = serde_json::to_string_pretty(&v).unwrap_or_default();
+        if let Err(w) = std::fs::write(j, text + "\n") {
+            eprintln!("l4s-flow: warning: write {}: {w}", j.display());
+        }
+    }
+    e
+}
+
+/// Write the result to `--json` and, with -J, to stdout.
+pub(crate) fn emit_json(o: &ClientOpts, json: &serde_json::Value) -> Result<(), FlowError> {
+    if let Some(j) = &o.json {
+        let text = serde_json::to_string_pretty(json).unwrap_or_default();
+        std::fs::write(j, text + "\n")
+            .map_err(|e| FlowError::io(format!("write {}", j.display()), e))?;
+    }
+    if o.json_stdout {
+        println!("{}", serde_json::to_string_pretty(json).unwrap_or_default());
+    }
+    Ok(())
+}
+
+/// A stream's sender: the CC model, its -b supply, its state, on socket `sock` toward `peer`.
+fn new_stream(
+    i: u32,
+    conn: u32,
+    sock: EcnSocket,
+    peer: SocketAddr,
+    fl: &FlowConfig,
+    o: &ClientOpts,
+    mss: u32,
+) -> Result<Stream, FlowError> {
+    let ends = build_flow(0, i, fl, o.seed).map_err(|e| FlowError::Usage {
+        flag: "--cc",
+        msg: e.to_string(),
+    })?;
+    let mut sender = ends.sender;
+    let supply = o.rate_bps.map(|rate_bps| AppSupply {
+        rate_bps,
+        mss_bytes: mss as u64,
+        written_bytes: 0,
+    });
+    if supply.is_some() {
+        match &mut sender {
+            // An empty write queue until the first write is due.
+            SimSender::Tcp(t) => t.app_write(0),
+            SimSender::Dyn(_) => {
+                return Err(FlowError::Usage {
+                    flag: "-b",
+                    msg: format!("--cc {} is not a TCP sender", o.cc),
+                })
             }
         }
-        e
-    };
+    }
+    let la = sock
+        .local_addr()
+        .map_err(|e| FlowError::io("getsockname", e))?;
+    Ok(Stream {
+        id: i,
+        conn,
+        sock,
+        peer,
+        flow_name: format!("udp {la}>{peer}"),
+        sender,
+        supply,
+        l4s: ends.l4s,
+        phase: Phase::Sending,
+        pending: None,
+        more: false,
+        last_rx: Nanos::ZERO,
+        gate: None,
+        pacing: PacingError::default(),
+        data_ecn: [0; 4],
+        data_pkts: 0,
+        report: None,
+        snap: Snapshot::default(),
+        intervals: Vec::new(),
+        csv_prev: (0.0, 0),
+        end_s: 0.0,
+        final_stats: None,
+        srtt_steady: None,
+        omit_snap: (o.omit == Nanos::ZERO).then(Snapshot::default),
+    })
+}
+
+/// Run the client; returns the JSON result (also written to `--json`).
+pub fn run(o: &ClientOpts, emu: &EmuEnv) -> Result<serde_json::Value, FlowError> {
+    check_json_target(o)?;
+    let early = |e: FlowError| early_json(o, e);
     let peer = resolve(&o.host, o.port).map_err(early)?;
     let mss = o.mss.unwrap_or(wire::default_mss(1500, peer.is_ipv6()));
     let fl = flow_config(o, mss).map_err(early)?;
+    if o.reverse {
+        if let Some(d) = &emu.flow_dir {
+            eprintln!(
+                "l4s-flow: warning: -R: the sender is the server, so this client writes no flow \
+                 CSV to L4SLAB_FLOW_DIR ({})",
+                d.display()
+            );
+        }
+        return crate::reverse::run(o, peer, mss, &fl);
+    }
     set_min_timer_slack();
     let clock = Clock::start();
     let mut streams = Vec::new();
     for i in 0..o.parallel {
-        let local = match o.bind {
-            Some(ip) => SocketAddr::new(ip, 0),
-            None => any_of_family(&peer.ip()),
-        };
-        let sock = EcnSocket::bind(local).map_err(early)?;
+        let sock = EcnSocket::bind(any_of_family_or_bind(o.bind, peer)).map_err(early)?;
         sock.connect(peer).map_err(early)?;
         if i == 0 {
             check_mss_fits(mss, o.mss.is_some(), peer, sock.path_mtu()).map_err(early)?;
         }
-        let ends = build_flow(0, i, &fl, o.seed).map_err(|e| FlowError::Usage {
-            flag: "--cc",
-            msg: e.to_string(),
-        })?;
-        let mut sender = ends.sender;
-        let supply = o.rate_bps.map(|rate_bps| AppSupply {
-            rate_bps,
-            mss_bytes: mss as u64,
-            written_bytes: 0,
-        });
-        if supply.is_some() {
-            match &mut sender {
-                // An empty write queue until the first write is due.
-                SimSender::Tcp(t) => t.app_write(0),
-                SimSender::Dyn(_) => {
-                    return Err(early(FlowError::Usage {
-                        flag: "-b",
-                        msg: format!("--cc {} is not a TCP sender", o.cc),
-                    }))
-                }
-            }
-        }
-        let la = sock
-            .local_addr()
-            .map_err(|e| FlowError::io("getsockname", e))?;
-        streams.push(Stream {
-            id: i,
-            conn: conn_id(i),
-            sock,
-            peer,
-            flow_name: format!("udp {la}>{peer}"),
-            sender,
-            supply,
-            l4s: ends.l4s,
-            phase: Phase::Sending,
-            pending: None,
-            more: false,
-            last_rx: Nanos::ZERO,
-            gate: None,
-            pacing: PacingError::default(),
-            data_ecn: [0; 4],
-            data_pkts: 0,
-            report: None,
-            snap: Snapshot::default(),
-            intervals: Vec::new(),
-            csv_prev: (0.0, 0),
-            end_s: 0.0,
-            final_stats: None,
-            srtt_steady: None,
-            omit_snap: (o.omit == Nanos::ZERO).then(Snapshot::default),
-        });
+        streams.push(new_stream(i, conn_id(i), sock, peer, &fl, o, mss).map_err(early)?);
     }
     let mut csv = match &emu.flow_dir {
         Some(d) => Some(FlowCsv::create(
@@ -402,305 +455,25 @@ pub fn run(o: &ClientOpts, emu: &EmuEnv) -> Result<serde_json::Value, FlowError>
         )?),
         None => None,
     };
-    let scalable = matches!(o.cc.as_str(), "prague" | "dctcp") || streams.iter().any(|s| s.l4s);
+    let scalable = is_scalable(o, streams.iter().any(|s| s.l4s));
     if !o.quiet && !o.json_stdout {
         println!(
-            "l4s-flow: connecting to {peer}, cc {}, {} stream(s), mss {mss}{}{}",
+            "l4s-flow: connecting to {peer}, cc {}, {} stream(s), mss {mss}{}",
             o.cc,
             o.parallel,
-            match o.bytes {
-                Some(b) => format!(", {b} bytes each"),
-                None => format!(", {:.1} s", o.duration.as_secs_f64()),
-            },
-            match o.rate_bps {
-                Some(r) => format!(", application-limited to {:.3} Mbit/s each", r as f64 / 1e6),
-                None => String::new(),
-            }
+            run_words(o)
         );
     }
     let mut counters = ClientCounters::default();
-    let mut batch = RecvBatch::new();
-    let mut buf = Vec::with_capacity(2048);
-    let mut next_iv = o.interval;
-    let mut next_csv = csv.as_ref().map(|_| emu.sample_interval);
-    let result: Result<(), FlowError> = (|| {
-        loop {
-            if INTERRUPTED.load(Ordering::Relaxed) {
-                return Err(FlowError::Interrupted);
-            }
-            let now = clock.now();
-            // 1. Receive everything waiting.
-            for s in streams.iter_mut() {
-                loop {
-                    let n = match s.sock.recv_batch(&mut batch) {
-                        Ok(n) => n,
-                        // The data is acknowledged; a receiver that already exited (its ICMP
-                        // port unreachable) only costs its report.
-                        Err(_) if matches!(s.phase, Phase::Closing(..)) => {
-                            warn_no_report(s, "the server has gone");
-                            s.phase = Phase::Finished;
-                            0
-                        }
-                        Err(e) => {
-                            return Err(FlowError::Unreachable {
-                                peer: s.peer,
-                                source: e,
-                            })
-                        }
-                    };
-                    for i in 0..n {
-                        let Some(r) = s.sock.received(&batch, i) else {
-                            continue;
-                        };
-                        let d = match wire::decode(r.data) {
-                            Ok(d) if d.conn == s.conn && !r.truncated => d,
-                            _ => {
-                                counters.foreign_datagrams += 1;
-                                continue;
-                            }
-                        };
-                        s.last_rx = now;
-                        match d.body {
-                            Body::Segment(h, _) => {
-                                let pkt = Packet {
-                                    bytes: h.payload_bytes + l4s_core::tcp::TCP_IP_HEADER_BYTES,
-                                    ecn: r.ecn.unwrap_or(Ecn::NotEct),
-                                    sent_at: h.ts_val,
-                                    transport: Transport::Tcp(h),
-                                    ..Default::default()
-                                };
-                                s.sender.handle_packet(pkt, now);
-                            }
-                            Body::Control(Control::Report(rep)) => {
-                                s.report = Some(rep);
-                                if matches!(s.phase, Phase::Closing(..)) {
-                                    s.phase = Phase::Finished;
-                                }
-                            }
-                            Body::Control(Control::Done | Control::Reverse(_)) => {
-                                counters.foreign_datagrams += 1
-                            }
-                        }
-                    }
-                    if n > 0 {
-                        let st = s.sender.stats();
-                        if st.in_flight_bytes >= 2 * mss as u64 {
-                            s.srtt_steady = Some(st.srtt);
-                        }
-                    }
-                    if n < crate::sock::BATCH {
-                        break;
-                    }
-                }
-                counters.rx_overflow = counters.rx_overflow.max(s.sock.rx_overflow);
-            }
-            // 2. Timers, 3. transmit.
-            let now = clock.now();
-            for s in streams.iter_mut() {
-                if s.phase == Phase::Finished {
-                    continue;
-                }
-                if s.sender.poll_timeout().is_some_and(|t| t <= now) {
-                    s.sender.handle_timeout(now);
-                }
-                if let Some(a) = s.supply.as_mut() {
-                    a.write_due(&mut s.sender, now);
-                }
-                if let Some((b, ecn, _)) = s.pending.take() {
-                    if !s.send_now(&b, ecn)? {
-                        s.pending = Some((b, ecn, false));
-                        continue;
-                    }
-                }
-                // A bounded burst per iteration, so that ACKs are read between bursts (the
-                // role TSQ plays in Linux: the window is not dumped into the socket at once).
-                let mut budget = SEND_BUDGET;
-                s.more = false;
-                while budget > 0 {
-                    let Some(p) = s.sender.poll_transmit(now) else {
-                        break;
-                    };
-                    budget -= 1;
-                    let Some(h) = p.tcp() else { continue };
-                    let h = *h;
-                    let off = h.seq.saturating_sub(l4s_core::tcp::DATA_SEQ_START);
-                    wire::encode_segment(&mut buf, s.conn, &h, |dst| wire::fill_pattern(dst, off));
-                    if h.payload_bytes > 0 && !h.has(tcp_flags::SYN) {
-                        s.data_pkts += 1;
-                        s.data_ecn[p.ecn.bits() as usize] += 1;
-                    }
-                    let t_send = clock.now();
-                    if let Some(g) = s.gate.take() {
-                        if t_send >= g {
-                            s.pacing.push(t_send.0 - g.0);
-                        }
-                    }
-                    if !s.send_now(&buf, p.ecn)? {
-                        s.pending = Some((buf.clone(), p.ecn, true));
-                        break;
-                    }
-                }
-                s.more = budget == 0;
-                s.gate = s.sender.poll_timeout().filter(|&t| t > now);
-                if let Some(a) = &s.supply {
-                    // Waiting for the application is not a pacing delay.
-                    let st = s.sender.stats();
-                    if st.delivered_bytes + st.in_flight_bytes >= a.written_bytes {
-                        s.gate = None;
-                    }
-                }
-            }
-            // 4. Completion and the end-of-run handshake.
-            let now = clock.now();
-            for s in streams.iter_mut() {
-                match s.phase {
-                    Phase::Sending => {
-                        let done = s.sender.is_done()
-                            || (o.bytes.is_none() && now >= o.duration && {
-                                let st = s.sender.stats();
-                                st.in_flight_bytes == 0
-                                    || now >= o.duration + o.peer_timeout.min(Nanos::from_secs(2))
-                            });
-                        if done {
-                            s.end_s = now.as_secs_f64();
-                            s.final_stats = Some(s.sender.stats());
-                            s.send_control(&Control::Done, &mut buf)?;
-                            s.phase = Phase::Closing(now, now);
-                        }
-                    }
-                    Phase::Closing(since, last) => {
-                        if now.saturating_sub(since) >= o.peer_timeout {
-                            // The data is acknowledged; only the receiver's report is missing.
-                            eprintln!(
-                                "l4s-flow: warning: stream {}: no report from {} after {:.1} s; its receiver counts are missing",
-                                s.id,
-                                s.peer,
-                                o.peer_timeout.as_secs_f64()
-                            );
-                            s.phase = Phase::Finished;
-                        } else if now.saturating_sub(last) >= Nanos::from_ms(200) {
-                            if s.send_control(&Control::Done, &mut buf).is_err() {
-                                warn_no_report(s, "the server has gone");
-                                s.phase = Phase::Finished;
-                            } else {
-                                s.phase = Phase::Closing(since, now);
-                            }
-                        }
-                    }
-                    Phase::Finished => {}
-                }
-                if s.phase == Phase::Sending && now.saturating_sub(s.last_rx) > o.peer_timeout {
-                    if s.last_rx == Nanos::ZERO {
-                        return Err(FlowError::PeerVanished(format!(
-                            "no answer from {} within {:.1} s (stream {}): is `l4slab flow -s` running there, and does a firewall pass UDP port {}?",
-                            s.peer,
-                            o.peer_timeout.as_secs_f64(),
-                            s.id,
-                            s.peer.port()
-                        )));
-                    }
-                    let st = s.sender.stats();
-                    return Err(FlowError::PeerVanished(format!(
-                        "{} stopped answering: no datagram for {:.1} s (stream {}, {} bytes acknowledged); the server stopped or the path is down",
-                        s.peer,
-                        now.saturating_sub(s.last_rx).as_secs_f64(),
-                        s.id,
-                        st.delivered_bytes
-                    )));
-                }
-            }
-            // 5. The end of the omitted start, interval lines and emulator samples.
-            for s in streams.iter_mut().filter(|s| s.omit_snap.is_none()) {
-                if now >= o.omit {
-                    s.omit_snap = Some(Snapshot::of(&s.sender.stats(), now.as_secs_f64()));
-                }
-            }
-            if let Some(t) = next_iv {
-                if now >= t {
-                    for s in streams.iter_mut() {
-                        if s.phase != Phase::Sending {
-                            continue;
-                        }
-                        let st = s.sender.stats();
-                        let ts = now.as_secs_f64();
-                        let row = interval_row(&s.snap, &st, ts, mss);
-                        if !o.quiet {
-                            let omitted = if s.omit_snap.is_none() {
-                                "  (omitted)"
-                            } else {
-                                ""
-                            };
-                            println!("{}{omitted}", format_row(s.id, &row, scalable));
-                        }
-                        s.intervals.push(row);
-                        s.snap = Snapshot::of(&st, ts);
-                    }
-                    next_iv = o.interval.map(|i| t + i);
-                }
-            }
-            if let (Some(t), Some(c)) = (next_csv, csv.as_mut()) {
-                if now >= t {
-                    let t_s = (clock.origin_ns() + now.0).saturating_sub(emu.t0_ns) as f64 / 1e9;
-                    for s in streams.iter_mut() {
-                        let st = s.sender.stats();
-                        let (pt, pb) = s.csv_prev;
-                        let dt = (t_s - pt).max(1e-9);
-                        let tput = st.delivered_bytes.saturating_sub(pb) as f64 * 8.0 / dt / 1e6;
-                        c.row(t_s, &s.flow_name, &o.cc, &st, tput)?;
-                        s.csv_prev = (t_s, st.delivered_bytes);
-                    }
-                    next_csv = Some(t + emu.sample_interval);
-                }
-            }
-            if streams.iter().all(|s| s.phase == Phase::Finished) {
-                return Ok(());
-            }
-            // 6. Sleep until the earliest deadline, then spin.
-            let mut deadline = now + o.peer_timeout;
-            let mut want_write = false;
-            for s in &streams {
-                match s.phase {
-                    Phase::Finished => continue,
-                    Phase::Closing(_, last) => deadline = deadline.min(last + Nanos::from_ms(200)),
-                    Phase::Sending => {
-                        if let Some(t) = s.sender.poll_timeout() {
-                            deadline = deadline.min(t);
-                        }
-                        if let Some(a) = &s.supply {
-                            deadline = deadline.min(a.next_write_at());
-                        }
-                        if o.bytes.is_none() {
-                            deadline = deadline.min(o.duration.max(now + Nanos::from_ms(1)));
-                        }
-                    }
-                }
-                want_write |= s.pending.is_some();
-                if s.more && s.phase == Phase::Sending {
-                    deadline = now;
-                }
-            }
-            if let Some(t) = next_iv {
-                deadline = deadline.min(t);
-            }
-            if let Some(t) = next_csv {
-                deadline = deadline.min(t);
-            }
-            let now = clock.now();
-            let left = deadline.saturating_sub(now);
-            if left > o.spin || want_write {
-                let fds: Vec<_> = streams
-                    .iter()
-                    .map(|s| (s.sock.fd(), s.pending.is_some()))
-                    .collect();
-                let t = if want_write {
-                    left.0.min(1_000_000)
-                } else {
-                    left.0 - o.spin.0
-                };
-                wait(&fds, Some(t)).map_err(|e| FlowError::io("ppoll", e))?;
-            }
-        }
-    })();
+    let result = drive(
+        o,
+        mss,
+        &mut streams,
+        &clock,
+        csv.as_mut().map(|c| (c, emu)),
+        scalable,
+        &mut counters,
+    );
     if let Some(c) = csv.as_mut() {
         c.flush()?;
     }
@@ -719,32 +492,351 @@ pub fn run(o: &ClientOpts, emu: &EmuEnv) -> Result<serde_json::Value, FlowError>
         }
         r => r,
     };
+    let now = clock.now();
+    let ends: Vec<_> = streams
+        .iter()
+        .map(|s| StreamEnd {
+            id: s.id,
+            conn: s.conn,
+            flow: s.flow_name.clone(),
+            sender: Some(s.summary(now)),
+            receiver: s.report,
+            intervals: serde_json::to_value(&s.intervals).unwrap_or_default(),
+        })
+        .collect();
     let json = result_json(
         o,
         peer,
         mss,
-        &streams,
+        &ends,
         &counters,
-        clock.now(),
         result.as_ref().err(),
+        "sender",
     );
-    if let Some(j) = &o.json {
-        let text = serde_json::to_string_pretty(&json).unwrap_or_default();
-        std::fs::write(j, text + "\n")
-            .map_err(|e| FlowError::io(format!("write {}", j.display()), e))?;
-    }
-    if o.json_stdout {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&json).unwrap_or_default()
-        );
-    }
+    emit_json(o, &json)?;
     result?;
     // -q drops the interval lines only; the final lines are the run's result.
     if !o.json_stdout {
-        print_summary(&streams, scalable);
+        print_summary(&ends, scalable);
     }
     Ok(json)
+}
+
+/// Prague and DCTCP (or any L4S flow) print α and CE in their lines.
+pub(crate) fn is_scalable(o: &ClientOpts, any_l4s: bool) -> bool {
+    matches!(o.cc.as_str(), "prague" | "dctcp") || any_l4s
+}
+
+/// ", N bytes each" or ", T s", and the -b limit, for the first line.
+pub(crate) fn run_words(o: &ClientOpts) -> String {
+    format!(
+        "{}{}",
+        match o.bytes {
+            Some(b) => format!(", {b} bytes each"),
+            None => format!(", {:.1} s", o.duration.as_secs_f64()),
+        },
+        match o.rate_bps {
+            Some(r) => format!(", application-limited to {:.3} Mbit/s each", r as f64 / 1e6),
+            None => String::new(),
+        }
+    )
+}
+
+/// Drive `streams` (the sans-I/O contract of `l4s_core::tcp`) until each has sent what it
+/// must and has its receiver's report, or an error ends the run. The client runs it for a
+/// forward run, the server for each stream of a reverse one.
+fn drive(
+    o: &ClientOpts,
+    mss: u32,
+    streams: &mut [Stream],
+    clock: &Clock,
+    mut csv: Option<(&mut FlowCsv, &EmuEnv)>,
+    scalable: bool,
+    counters: &mut ClientCounters,
+) -> Result<(), FlowError> {
+    let mut batch = RecvBatch::new();
+    let mut buf = Vec::with_capacity(2048);
+    let mut next_iv = o.interval;
+    let mut next_csv = csv.as_ref().map(|(_, emu)| emu.sample_interval);
+    loop {
+        if INTERRUPTED.load(Ordering::Relaxed) {
+            return Err(FlowError::Interrupted);
+        }
+        let now = clock.now();
+        // 1. Receive everything waiting.
+        for s in streams.iter_mut() {
+            loop {
+                let n = match s.sock.recv_batch(&mut batch) {
+                    Ok(n) => n,
+                    // The data is acknowledged; a receiver that already exited (its ICMP
+                    // port unreachable) only costs its report.
+                    Err(_) if matches!(s.phase, Phase::Closing(..)) => {
+                        warn_no_report(s, "the server has gone");
+                        s.phase = Phase::Finished;
+                        0
+                    }
+                    Err(e) => {
+                        return Err(FlowError::Unreachable {
+                            peer: s.peer,
+                            source: e,
+                        })
+                    }
+                };
+                for i in 0..n {
+                    let Some(r) = s.sock.received(&batch, i) else {
+                        continue;
+                    };
+                    let d = match wire::decode(r.data) {
+                        Ok(d) if d.conn == s.conn && !r.truncated => d,
+                        _ => {
+                            counters.foreign_datagrams += 1;
+                            continue;
+                        }
+                    };
+                    s.last_rx = now;
+                    match d.body {
+                        Body::Segment(h, _) => {
+                            let pkt = Packet {
+                                bytes: h.payload_bytes + l4s_core::tcp::TCP_IP_HEADER_BYTES,
+                                ecn: r.ecn.unwrap_or(Ecn::NotEct),
+                                sent_at: h.ts_val,
+                                transport: Transport::Tcp(h),
+                                ..Default::default()
+                            };
+                            s.sender.handle_packet(pkt, now);
+                        }
+                        Body::Control(Control::Report(rep)) => {
+                            s.report = Some(rep);
+                            if matches!(s.phase, Phase::Closing(..)) {
+                                s.phase = Phase::Finished;
+                            }
+                        }
+                        Body::Control(
+                            Control::Done
+                            | Control::Reverse(_)
+                            | Control::SenderReport(_)
+                            | Control::ReverseRefused,
+                        ) => counters.foreign_datagrams += 1,
+                    }
+                }
+                if n > 0 {
+                    let st = s.sender.stats();
+                    if st.in_flight_bytes >= 2 * mss as u64 {
+                        s.srtt_steady = Some(st.srtt);
+                    }
+                }
+                if n < crate::sock::BATCH {
+                    break;
+                }
+            }
+            counters.rx_overflow = counters.rx_overflow.max(s.sock.rx_overflow);
+        }
+        // 2. Timers, 3. transmit.
+        let now = clock.now();
+        for s in streams.iter_mut() {
+            if s.phase == Phase::Finished {
+                continue;
+            }
+            if s.sender.poll_timeout().is_some_and(|t| t <= now) {
+                s.sender.handle_timeout(now);
+            }
+            if let Some(a) = s.supply.as_mut() {
+                a.write_due(&mut s.sender, now);
+            }
+            if let Some((b, ecn, _)) = s.pending.take() {
+                if !s.send_now(&b, ecn)? {
+                    s.pending = Some((b, ecn, false));
+                    continue;
+                }
+            }
+            // A bounded burst per iteration, so that ACKs are read between bursts (the
+            // role TSQ plays in Linux: the window is not dumped into the socket at once).
+            let mut budget = SEND_BUDGET;
+            s.more = false;
+            while budget > 0 {
+                let Some(p) = s.sender.poll_transmit(now) else {
+                    break;
+                };
+                budget -= 1;
+                let Some(h) = p.tcp() else { continue };
+                let h = *h;
+                let off = h.seq.saturating_sub(l4s_core::tcp::DATA_SEQ_START);
+                wire::encode_segment(&mut buf, s.conn, &h, |dst| wire::fill_pattern(dst, off));
+                if h.payload_bytes > 0 && !h.has(tcp_flags::SYN) {
+                    s.data_pkts += 1;
+                    s.data_ecn[p.ecn.bits() as usize] += 1;
+                }
+                let t_send = clock.now();
+                if let Some(g) = s.gate.take() {
+                    if t_send >= g {
+                        s.pacing.push(t_send.0 - g.0);
+                    }
+                }
+                if !s.send_now(&buf, p.ecn)? {
+                    s.pending = Some((buf.clone(), p.ecn, true));
+                    break;
+                }
+            }
+            s.more = budget == 0;
+            s.gate = s.sender.poll_timeout().filter(|&t| t > now);
+            if let Some(a) = &s.supply {
+                // Waiting for the application is not a pacing delay.
+                let st = s.sender.stats();
+                if st.delivered_bytes + st.in_flight_bytes >= a.written_bytes {
+                    s.gate = None;
+                }
+            }
+        }
+        // 4. Completion and the end-of-run handshake.
+        let now = clock.now();
+        for s in streams.iter_mut() {
+            match s.phase {
+                Phase::Sending => {
+                    let done = s.sender.is_done()
+                        || (o.bytes.is_none() && now >= o.duration && {
+                            let st = s.sender.stats();
+                            st.in_flight_bytes == 0
+                                || now >= o.duration + o.peer_timeout.min(Nanos::from_secs(2))
+                        });
+                    if done {
+                        s.end_s = now.as_secs_f64();
+                        s.final_stats = Some(s.sender.stats());
+                        s.send_control(&Control::Done, &mut buf)?;
+                        s.phase = Phase::Closing(now, now);
+                    }
+                }
+                Phase::Closing(since, last) => {
+                    if now.saturating_sub(since) >= o.peer_timeout {
+                        // The data is acknowledged; only the receiver's report is missing.
+                        eprintln!(
+                            "l4s-flow: warning: stream {}: no report from {} after {:.1} s; its receiver counts are missing",
+                            s.id,
+                            s.peer,
+                            o.peer_timeout.as_secs_f64()
+                        );
+                        s.phase = Phase::Finished;
+                    } else if now.saturating_sub(last) >= Nanos::from_ms(200) {
+                        if s.send_control(&Control::Done, &mut buf).is_err() {
+                            warn_no_report(s, "the server has gone");
+                            s.phase = Phase::Finished;
+                        } else {
+                            s.phase = Phase::Closing(since, now);
+                        }
+                    }
+                }
+                Phase::Finished => {}
+            }
+            if s.phase == Phase::Sending && now.saturating_sub(s.last_rx) > o.peer_timeout {
+                if s.last_rx == Nanos::ZERO {
+                    return Err(FlowError::PeerVanished(format!(
+                        "no answer from {} within {:.1} s (stream {}): is `l4slab flow -s` running there, and does a firewall pass UDP port {}?",
+                        s.peer,
+                        o.peer_timeout.as_secs_f64(),
+                        s.id,
+                        s.peer.port()
+                    )));
+                }
+                let st = s.sender.stats();
+                return Err(FlowError::PeerVanished(format!(
+                    "{} stopped answering: no datagram for {:.1} s (stream {}, {} bytes acknowledged); the server stopped or the path is down",
+                    s.peer,
+                    now.saturating_sub(s.last_rx).as_secs_f64(),
+                    s.id,
+                    st.delivered_bytes
+                )));
+            }
+        }
+        // 5. The end of the omitted start, interval lines and emulator samples.
+        for s in streams.iter_mut().filter(|s| s.omit_snap.is_none()) {
+            if now >= o.omit {
+                s.omit_snap = Some(Snapshot::of(&s.sender.stats(), now.as_secs_f64()));
+            }
+        }
+        if let Some(t) = next_iv {
+            if now >= t {
+                for s in streams.iter_mut() {
+                    if s.phase != Phase::Sending {
+                        continue;
+                    }
+                    let st = s.sender.stats();
+                    let ts = now.as_secs_f64();
+                    let row = interval_row(&s.snap, &st, ts, mss);
+                    if !o.quiet {
+                        let omitted = if s.omit_snap.is_none() {
+                            "  (omitted)"
+                        } else {
+                            ""
+                        };
+                        println!("{}{omitted}", format_row(s.id, &row, scalable));
+                    }
+                    s.intervals.push(row);
+                    s.snap = Snapshot::of(&st, ts);
+                }
+                next_iv = o.interval.map(|i| t + i);
+            }
+        }
+        if let (Some(t), Some((c, emu))) = (next_csv, csv.as_mut()) {
+            if now >= t {
+                let t_s = (clock.origin_ns() + now.0).saturating_sub(emu.t0_ns) as f64 / 1e9;
+                for s in streams.iter_mut() {
+                    let st = s.sender.stats();
+                    let (pt, pb) = s.csv_prev;
+                    let dt = (t_s - pt).max(1e-9);
+                    let tput = st.delivered_bytes.saturating_sub(pb) as f64 * 8.0 / dt / 1e6;
+                    c.row(t_s, &s.flow_name, &o.cc, &st, tput)?;
+                    s.csv_prev = (t_s, st.delivered_bytes);
+                }
+                next_csv = Some(t + emu.sample_interval);
+            }
+        }
+        if streams.iter().all(|s| s.phase == Phase::Finished) {
+            return Ok(());
+        }
+        // 6. Sleep until the earliest deadline, then spin.
+        let mut deadline = now + o.peer_timeout;
+        let mut want_write = false;
+        for s in streams.iter() {
+            match s.phase {
+                Phase::Finished => continue,
+                Phase::Closing(_, last) => deadline = deadline.min(last + Nanos::from_ms(200)),
+                Phase::Sending => {
+                    if let Some(t) = s.sender.poll_timeout() {
+                        deadline = deadline.min(t);
+                    }
+                    if let Some(a) = &s.supply {
+                        deadline = deadline.min(a.next_write_at());
+                    }
+                    if o.bytes.is_none() {
+                        deadline = deadline.min(o.duration.max(now + Nanos::from_ms(1)));
+                    }
+                }
+            }
+            want_write |= s.pending.is_some();
+            if s.more && s.phase == Phase::Sending {
+                deadline = now;
+            }
+        }
+        if let Some(t) = next_iv {
+            deadline = deadline.min(t);
+        }
+        if let Some(t) = next_csv {
+            deadline = deadline.min(t);
+        }
+        let now = clock.now();
+        let left = deadline.saturating_sub(now);
+        if left > o.spin || want_write {
+            let fds: Vec<_> = streams
+                .iter()
+                .map(|s| (s.sock.fd(), s.pending.is_some()))
+                .collect();
+            let t = if want_write {
+                left.0.min(1_000_000)
+            } else {
+                left.0 - o.spin.0
+            };
+            wait(&fds, Some(t)).map_err(|e| FlowError::io("ppoll", e))?;
+        }
+    }
 }
 
 fn warn_no_report(s: &Stream, why: &str) {
@@ -754,33 +846,199 @@ fn warn_no_report(s: &Stream, why: &str) {
     );
 }
 
-/// A stream's result row: from the end of the omitted start (-O) to its end, with the srtt
-/// of the run (not of the delayed-ACK tail).
-fn final_row(s: &Stream) -> IntervalRow {
-    let st = s.final_stats.clone().unwrap_or_else(|| s.sender.stats());
-    let mut row = interval_row(&s.omit_snap.unwrap_or_default(), &st, s.end_s, 1);
-    row.srtt_ms = s.srtt_steady.unwrap_or(st.srtt).as_ms_f64();
-    row
+impl Stream {
+    /// What the sender measured, for the JSON result and the final lines.
+    fn summary(&self, now: Nanos) -> SenderSummary {
+        let st = self
+            .final_stats
+            .clone()
+            .unwrap_or_else(|| self.sender.stats());
+        let end = if self.end_s > 0.0 {
+            self.end_s
+        } else {
+            now.as_secs_f64()
+        };
+        let from = self.omit_snap.unwrap_or_default();
+        let counted = st.delivered_bytes.saturating_sub(from.delivered_bytes);
+        SenderSummary {
+            l4s: self.l4s,
+            bytes_acked: st.delivered_bytes,
+            start_s: from.t_s,
+            duration_s: end,
+            tput_mbps: counted as f64 * 8.0 / (end - from.t_s).max(1e-9) / 1e6,
+            omitted_bytes: from.delivered_bytes,
+            omitted_retransmits: from.retransmits,
+            data_pkts_sent: self.data_pkts,
+            data_ecn_sent: self.data_ecn,
+            sent_pkts: st.sent_pkts,
+            retransmits: st.retransmits,
+            lost_pkts: st.lost_pkts,
+            ce_acked: st.ce_acked,
+            cwnd_pkts: st.cwnd_pkts.is_finite().then_some(st.cwnd_pkts),
+            // The srtt of the run, not of the delayed-ACK tail.
+            srtt_ms: self.srtt_steady.unwrap_or(st.srtt).as_ms_f64(),
+            srtt_last_ms: st.srtt.as_ms_f64(),
+            alpha: st.alpha.is_finite().then_some(st.alpha),
+            pacing_error: self.pacing.summary(),
+        }
+    }
 }
 
-fn print_summary(streams: &[Stream], scalable: bool) {
+/// One stream's end of a run, forward or reverse: what its sender and receiver reported
+/// (None when that report never arrived) and its interval rows.
+pub(crate) struct StreamEnd {
+    pub id: u32,
+    pub conn: u32,
+    pub flow: String,
+    pub sender: Option<SenderSummary>,
+    pub receiver: Option<ReceiverReport>,
+    pub intervals: serde_json::Value,
+}
+
+/// What a reverse run's sender (the server) ends with.
+#[derive(Clone, Debug)]
+pub struct ReverseOutcome {
+    /// The sender's measurements (also sent to the client).
+    pub summary: SenderSummary,
+    /// The client's receiver counts, when they arrived.
+    pub report: Option<ReceiverReport>,
+}
+
+/// The server's side of a reverse run (-R): the client's sender loop ([`drive`]) on a new
+/// socket connected to `peer`, for connection `conn`, with the request's settings; then the
+/// [`SenderSummary`] to the client, repeated while it asks (it repeats its report until the
+/// summary arrives).
+pub fn serve_reverse(
+    req: &ReverseRequest,
+    peer: SocketAddr,
+    conn: u32,
+    bind: Option<std::net::IpAddr>,
+    spin: Nanos,
+    peer_timeout: Nanos,
+) -> Result<ReverseOutcome, FlowError> {
+    let o = ClientOpts {
+        host: peer.ip().to_string(),
+        port: peer.port(),
+        bind,
+        cc: req.cc_name().to_string(),
+        ecn: req.ecn,
+        duration: req.duration,
+        bytes: req.bytes,
+        parallel: 1,
+        rate_bps: req.rate_bps,
+        interval: None,
+        json: None,
+        mss: Some(req.mss_bytes),
+        peer_timeout,
+        spin,
+        seed: req.seed,
+        quiet: true,
+        omit: req.omit,
+        json_stdout: false,
+        reverse: false,
+    };
+    let fl = flow_config(&o, req.mss_bytes)?;
+    // The server's address of the peer's family (-B when it is of that family).
+    let local = match bind {
+        Some(ip) if ip.is_ipv4() == peer.is_ipv4() => SocketAddr::new(ip, 0),
+        _ => any_of_family(&peer.ip()),
+    };
+    let sock = EcnSocket::bind(local)?;
+    sock.connect(peer)?;
+    set_min_timer_slack();
+    let mut streams = [new_stream(
+        req.stream,
+        conn,
+        sock,
+        peer,
+        &fl,
+        &o,
+        req.mss_bytes,
+    )?];
+    let clock = Clock::start();
+    let mut counters = ClientCounters::default();
+    drive(
+        &o,
+        req.mss_bytes,
+        &mut streams,
+        &clock,
+        None,
+        false,
+        &mut counters,
+    )?;
+    let [mut s] = streams;
+    let summary = s.summary(clock.now());
+    let mut buf = Vec::with_capacity(2048);
+    let msg = Control::SenderReport(summary.clone());
+    s.send_control(&msg, &mut buf)?;
+    // Answer the client's repeated report (it lost our summary) for a while.
+    // One second covers five of its 200 ms repeats.
+    let until = clock.now() + peer_timeout.min(Nanos::from_secs(1));
+    let mut batch = RecvBatch::new();
+    while clock.now() < until && !INTERRUPTED.load(Ordering::Relaxed) {
+        // Short waits: the signal that ends the server wakes its main thread only.
+        let left = until.saturating_sub(clock.now()).0.min(100_000_000);
+        wait(&[(s.sock.fd(), false)], Some(left)).map_err(|e| FlowError::io("ppoll", e))?;
+        // A client that has gone (ICMP port unreachable) needs nothing more.
+        let Ok(n) = s.sock.recv_batch(&mut batch) else {
+            break;
+        };
+        let asks = (0..n).any(|i| {
+            s.sock.received(&batch, i).is_some_and(|r| {
+                matches!(wire::decode(r.data), Ok(d) if d.conn == conn
+                    && matches!(d.body, Body::Control(Control::Report(_))))
+            })
+        });
+        if asks {
+            let _ = s.send_control(&msg, &mut buf);
+        }
+    }
+    Ok(ReverseOutcome {
+        summary,
+        report: s.report,
+    })
+}
+
+/// A stream's result row (from the end of the omitted start to its end) for the final line.
+fn final_row(s: &SenderSummary) -> IntervalRow {
+    let counted = s.bytes_acked.saturating_sub(s.omitted_bytes);
+    IntervalRow {
+        start_s: s.start_s,
+        end_s: s.duration_s,
+        bytes: counted,
+        mbps: s.tput_mbps,
+        retransmits: s.retransmits.saturating_sub(s.omitted_retransmits),
+        cwnd_pkts: s.cwnd_pkts.unwrap_or(f64::INFINITY),
+        srtt_ms: s.srtt_ms,
+        pacing_mbps: 0.0,
+        alpha: s.alpha,
+        ce_fraction: 0.0,
+    }
+}
+
+/// The final lines: per stream the sender's, the receiver's and the pacing error; [SUM].
+pub(crate) fn print_summary(ends: &[StreamEnd], scalable: bool) {
     println!("- - - - - - - - - - - - - - - - - - - - - - - - -");
     let mut sum = (0u64, 0.0f64, 0u64, f64::INFINITY, 0.0f64);
-    for s in streams {
-        let row = final_row(s);
-        sum = (
-            sum.0 + row.bytes,
-            sum.1 + row.mbps,
-            sum.2 + row.retransmits,
-            sum.3.min(row.start_s),
-            sum.4.max(row.end_s),
-        );
-        println!("{}  sender", format_row(s.id, &row, false));
-        if let Some(r) = s.report {
+    for e in ends {
+        let mut end_s = 0.0;
+        if let Some(sr) = &e.sender {
+            let row = final_row(sr);
+            end_s = row.end_s;
+            sum = (
+                sum.0 + row.bytes,
+                sum.1 + row.mbps,
+                sum.2 + row.retransmits,
+                sum.3.min(row.start_s),
+                sum.4.max(row.end_s),
+            );
+            println!("{}  sender", format_row(e.id, &row, false));
+        }
+        if let Some(r) = e.receiver {
             let mut line = format!(
                 "[{:>3}]   0.00-{:<6.2} s  {:>12}  receiver  bad payloads {}",
-                s.id,
-                s.end_s,
+                e.id,
+                end_s,
                 crate::report::human_bytes(r.delivered_bytes),
                 r.bad_payload_pkts
             );
@@ -792,17 +1050,19 @@ fn print_summary(streams: &[Stream], scalable: bool) {
             }
             println!("{line}");
         }
-        let p = s.pacing.summary();
-        println!(
-            "[{:>3}] pacing error (send − release): mean {:.1} µs, p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs over {} sends",
-            s.id, p.mean_us, p.p50_us, p.p99_us, p.max_us, p.n
-        );
+        if let Some(sr) = &e.sender {
+            let p = &sr.pacing_error;
+            println!(
+                "[{:>3}] pacing error (send − release): mean {:.1} µs, p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs over {} sends",
+                e.id, p.mean_us, p.p50_us, p.p99_us, p.max_us, p.n
+            );
+        }
     }
-    if streams.len() > 1 {
+    if ends.len() > 1 {
         // As iperf3: the streams' bytes and rates added up.
         println!(
             "[SUM] {:>6.2}-{:<6.2} s  {:>12}  {:>8.2} Mbit/s  retr {:<4} sender",
-            sum.3,
+            if sum.3.is_finite() { sum.3 } else { 0.0 },
             sum.4,
             crate::report::human_bytes(sum.0),
             sum.1,
@@ -811,66 +1071,95 @@ fn print_summary(streams: &[Stream], scalable: bool) {
     }
 }
 
-fn result_json(
+/// A stream's JSON object; the sender's keys are null when its report is missing.
+fn stream_json(e: &StreamEnd) -> serde_json::Value {
+    let mut v = serde_json::json!({
+        "id": e.id,
+        "conn": e.conn,
+        "flow": e.flow,
+        "receiver": e.receiver,
+        "intervals": e.intervals,
+    });
+    let Some(s) = &e.sender else {
+        for k in [
+            "class",
+            "bytes_acked",
+            "duration_s",
+            "tput_mbps",
+            "omitted_bytes",
+            "data_pkts_sent",
+            "data_ecn_sent",
+            "sent_pkts",
+            "retransmits",
+            "lost_pkts",
+            "ce_acked",
+            "cwnd_pkts",
+            "srtt_ms",
+            "srtt_last_ms",
+            "alpha",
+            "pacing_error",
+        ] {
+            v[k] = serde_json::Value::Null;
+        }
+        return v;
+    };
+    let mut ecn = serde_json::Map::new();
+    for c in Ecn::ALL {
+        ecn.insert(format!("{c:?}"), s.data_ecn_sent[c.bits() as usize].into());
+    }
+    let fields = serde_json::json!({
+        "class": if s.l4s { "L4S" } else { "Classic" },
+        "bytes_acked": s.bytes_acked,
+        "duration_s": s.duration_s,
+        "tput_mbps": s.tput_mbps,
+        "omitted_bytes": s.omitted_bytes,
+        "data_pkts_sent": s.data_pkts_sent,
+        "data_ecn_sent": ecn,
+        "sent_pkts": s.sent_pkts,
+        "retransmits": s.retransmits,
+        "lost_pkts": s.lost_pkts,
+        "ce_acked": s.ce_acked,
+        "cwnd_pkts": s.cwnd_pkts,
+        "srtt_ms": s.srtt_ms,
+        "srtt_last_ms": s.srtt_last_ms,
+        "alpha": s.alpha,
+        "pacing_error": s.pacing_error,
+    });
+    if let (Some(m), serde_json::Value::Object(f)) = (v.as_object_mut(), fields) {
+        m.extend(f);
+    }
+    v
+}
+
+/// The run's JSON result; `intervals_side` says whose counters the interval rows are
+/// ("sender" forward, "receiver" in reverse).
+pub(crate) fn result_json(
     o: &ClientOpts,
     peer: SocketAddr,
     mss: u32,
-    streams: &[Stream],
+    ends: &[StreamEnd],
     c: &ClientCounters,
-    now: Nanos,
     err: Option<&FlowError>,
+    intervals_side: &str,
 ) -> serde_json::Value {
-    let ss: Vec<_> = streams
-        .iter()
-        .map(|s| {
-            let st = s.final_stats.clone().unwrap_or_else(|| s.sender.stats());
-            let end = if s.end_s > 0.0 {
-                s.end_s
-            } else {
-                now.as_secs_f64()
-            };
-            let from = s.omit_snap.unwrap_or_default();
-            let counted = st.delivered_bytes.saturating_sub(from.delivered_bytes);
-            let mut ecn = serde_json::Map::new();
-            for e in Ecn::ALL {
-                ecn.insert(format!("{e:?}"), s.data_ecn[e.bits() as usize].into());
-            }
-            serde_json::json!({
-                "id": s.id,
-                "conn": s.conn,
-                "flow": s.flow_name,
-                "class": if s.l4s { "L4S" } else { "Classic" },
-                "bytes_acked": st.delivered_bytes,
-                "duration_s": end,
-                "tput_mbps": counted as f64 * 8.0 / (end - from.t_s).max(1e-9) / 1e6,
-                "omitted_bytes": from.delivered_bytes,
-                "data_pkts_sent": s.data_pkts,
-                "data_ecn_sent": ecn,
-                "sent_pkts": st.sent_pkts,
-                "retransmits": st.retransmits,
-                "lost_pkts": st.lost_pkts,
-                "ce_acked": st.ce_acked,
-                "cwnd_pkts": if st.cwnd_pkts.is_finite() { Some(st.cwnd_pkts) } else { None },
-                "srtt_ms": s.srtt_steady.unwrap_or(st.srtt).as_ms_f64(),
-                "srtt_last_ms": st.srtt.as_ms_f64(),
-                "alpha": if st.alpha.is_finite() { Some(st.alpha) } else { None },
-                "pacing_error": s.pacing.summary(),
-                "receiver": s.report,
-                "intervals": s.intervals,
-            })
-        })
-        .collect();
+    let ss: Vec<_> = ends.iter().map(stream_json).collect();
     // As iperf3's "sum": the streams added up.
     let count = |k: &str| -> u64 { ss.iter().filter_map(|v| v[k].as_u64()).sum() };
     let sum = serde_json::json!({
         "bytes_acked": count("bytes_acked"),
         "tput_mbps": ss.iter().filter_map(|v| v["tput_mbps"].as_f64()).sum::<f64>(),
         "retransmits": count("retransmits"),
+        "receiver_delivered_bytes": ends
+            .iter()
+            .filter_map(|e| e.receiver.map(|r| r.delivered_bytes))
+            .sum::<u64>(),
         "streams": ss.len(),
     });
     serde_json::json!({
         "l4slab_version": env!("CARGO_PKG_VERSION"),
         "role": "client",
+        "reverse": o.reverse,
+        "intervals_side": intervals_side,
         "omit_s": o.omit.as_secs_f64(),
         "sum": sum,
         "server": peer.to_string(),

@@ -60,6 +60,9 @@ pub enum FlowError {
         /// The path.
         path: String,
     },
+    /// The server refuses what was asked (a reverse run on a `--no-reverse` server).
+    #[error("{0}")]
+    Refused(String),
     /// The run ended without delivering a byte: a failure, not an empty success.
     #[error("{0}")]
     NothingDelivered(String),
@@ -81,13 +84,14 @@ impl FlowError {
             source,
         }
     }
-    /// Process exit code: 2 bad input or environment, 3 the peer vanished or is unreachable or
-    /// nothing was delivered, 130 interrupted.
+    /// Process exit code: 2 bad input or environment, 3 the peer vanished, is unreachable or
+    /// refused, or nothing was delivered, 130 interrupted.
     pub fn exit_code(&self) -> u8 {
         match self {
             FlowError::PeerVanished(_)
             | FlowError::Unreachable { .. }
-            | FlowError::NothingDelivered(_) => 3,
+            | FlowError::NothingDelivered(_)
+            | FlowError::Refused(_) => 3,
             FlowError::Interrupted => 130,
             _ => 2,
         }

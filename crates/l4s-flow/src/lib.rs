@@ -5,7 +5,9 @@
 pub mod client;
 pub mod clock;
 pub mod error;
+pub mod receiver;
 pub mod report;
+pub mod reverse;
 pub mod rt;
 pub mod rtwire;
 pub mod server;

@@ -49,10 +49,13 @@ struct Cli {
         default_value = "0"
     )]
     bitrate: String,
-    /// Reverse (as iperf3 -R: the server sends, the client receives). Not implemented yet:
-    /// refused with a one-line error.
+    /// Reverse (as iperf3 -R): the server sends with this command line's -C, --ecn, -t/-n,
+    /// -O, --mss, --seed and -b, and this client receives (the interval lines are its own).
     #[arg(short = 'R', long = "reverse")]
     reverse: bool,
+    /// Server: refuse reverse runs (-R) from clients.
+    #[arg(long)]
+    no_reverse: bool,
     /// Parallel streams.
     #[arg(short = 'P', long = "parallel", default_value_t = 1)]
     parallel: u32,
@@ -232,16 +235,24 @@ fn ecn(s: &str) -> Result<FlowEcn, FlowError> {
 }
 
 fn run(cli: Cli) -> Result<(), FlowError> {
-    if cli.reverse {
+    if cli.reverse && cli.server {
         return Err(usage(
             "-R",
-            if cli.server {
-                "is a client option (the client asks the server to send); the server takes no -R"
-            } else {
-                "reverse mode is not implemented yet; swap the roles instead: `l4slab flow -s` \
-                 on this host, `l4slab flow -c` on the other"
-            },
+            "is a client option (the client asks the server to send); the server takes no -R",
         ));
+    }
+    if cli.reverse && cli.app != "bulk" {
+        return Err(usage(
+            "-R",
+            format!(
+                "reverse mode with --app {} is not supported (bulk TCP only); run the rt \
+                 sender on the other host instead",
+                cli.app
+            ),
+        ));
+    }
+    if cli.no_reverse && !cli.server {
+        return Err(usage("--no-reverse", "is a server option (-s)"));
     }
     let peer_timeout = duration("--peer-timeout", &cli.peer_timeout, false)?;
     let spin = duration("--spin", &cli.spin, true)?;
@@ -281,6 +292,8 @@ fn run(cli: Cli) -> Result<(), FlowError> {
             interval,
             json: cli.json,
             quiet: cli.quiet,
+            spin,
+            no_reverse: cli.no_reverse,
         };
         server::run(&o).map(|_| ())
     } else if let Some(host) = cli.client {
@@ -307,6 +320,7 @@ fn run(cli: Cli) -> Result<(), FlowError> {
             spin,
             seed: cli.seed,
             quiet: cli.quiet || cli.json_stdout,
+            reverse: cli.reverse,
         };
         let emu = EmuEnv::from_env()?;
         client::run(&o, &emu).map(|_| ())
@@ -337,6 +351,8 @@ fn run_app(
             interval,
             json: cli.json.clone(),
             quiet: cli.quiet,
+            spin,
+            no_reverse: true,
         })),
         "rt" => Some((|| {
             let host = cli

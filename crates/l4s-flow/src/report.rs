@@ -126,7 +126,7 @@ pub struct PacingError {
 const PACING_SAMPLES_MAX: usize = 1 << 24;
 
 /// Summary of [`PacingError`] in µs.
-#[derive(Clone, Debug, Default, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct PacingSummary {
     /// Sends measured.
     pub n: u64,

@@ -7,14 +7,14 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
-use l4s_core::packet::{tcp_flags, Transport};
-use l4s_core::tcp::{TcpConfig, TcpReceiver, DATA_SEQ_START, TCP_IP_HEADER_BYTES};
-use l4s_core::{Ecn, Endpoint, Nanos, Packet};
+use l4s_core::{Ecn, Nanos};
 
+use crate::client::ReverseOutcome;
 use crate::clock::{set_min_timer_slack, Clock};
 use crate::error::FlowError;
+use crate::receiver::{is_syn, RecvConn};
 use crate::sock::{wait, EcnSocket, RecvBatch};
-use crate::wire::{self, Body, Control, ReceiverReport};
+use crate::wire::{self, Body, Control, ReceiverReport, ReverseRequest};
 use crate::INTERRUPTED;
 
 /// Everything `l4s-flow -s` takes.
@@ -34,6 +34,108 @@ pub struct ServerOpts {
     pub json: Option<PathBuf>,
     /// No lines on stdout.
     pub quiet: bool,
+    /// Busy-wait this long before a send deadline of a reverse run's sender.
+    pub spin: Nanos,
+    /// Refuse reverse runs (-R) with a [`Control::ReverseRefused`].
+    pub no_reverse: bool,
+}
+
+/// A reverse run (-R) in progress: the sender's thread (`client::serve_reverse`).
+struct Reverse {
+    idx: u32,
+    peer: SocketAddr,
+    conn: u32,
+    started: Nanos,
+    handle: std::thread::JoinHandle<Result<ReverseOutcome, FlowError>>,
+}
+
+impl Reverse {
+    fn start(
+        o: &ServerOpts,
+        idx: u32,
+        peer: SocketAddr,
+        conn: u32,
+        req: ReverseRequest,
+        now: Nanos,
+    ) -> Self {
+        if !o.quiet {
+            println!(
+                "l4s-flow: reverse connection {conn:08x} from {peer}: sending cc {}, {}",
+                req.cc_name(),
+                match req.bytes {
+                    Some(b) => format!("{b} bytes"),
+                    None => format!("{:.1} s", req.duration.as_secs_f64()),
+                }
+            );
+        }
+        let (bind, spin, peer_timeout) = (o.bind, o.spin, o.peer_timeout);
+        let handle = std::thread::spawn(move || {
+            crate::client::serve_reverse(&req, peer, conn, bind, spin, peer_timeout)
+        });
+        Reverse {
+            idx,
+            peer,
+            conn,
+            started: now,
+            handle,
+        }
+    }
+
+    /// The ended thread's result (printed unless quiet), and its error.
+    fn join(self, now: Nanos, foreign: u64, quiet: bool) -> (ConnResult, Option<FlowError>) {
+        let r = self.handle.join().unwrap_or_else(|_| {
+            Err(FlowError::PeerVanished(
+                "the reverse sender's thread panicked".into(),
+            ))
+        });
+        // The sender's own duration (the thread also lingered for the client's repeats).
+        let mut duration_s = now.saturating_sub(self.started).as_secs_f64();
+        let (end, report, err, line) = match r {
+            Ok(out) => {
+                duration_s = out.summary.duration_s;
+                let s = &out.summary;
+                let line = format!(
+                    "{} bytes acknowledged in {:.2} s ({:.2} Mbit/s), retr {}",
+                    s.bytes_acked, s.duration_s, s.tput_mbps, s.retransmits
+                );
+                ("done", out.report.unwrap_or_default(), None, line)
+            }
+            Err(e) => (
+                "vanished",
+                ReceiverReport::default(),
+                Some(e),
+                String::new(),
+            ),
+        };
+        if !quiet {
+            match &err {
+                None => println!(
+                    "[{:>3}] {} conn {:08x} reverse {end}: {line}",
+                    self.idx, self.peer, self.conn
+                ),
+                // The client's end of the path refused our data: it has gone (not a server
+                // that is missing, as the error's own hint would say to a client).
+                Some(FlowError::Unreachable { source, .. }) => println!(
+                    "[{:>3}] {} conn {:08x} reverse ended: the client has gone ({source})",
+                    self.idx, self.peer, self.conn
+                ),
+                Some(e) => println!(
+                    "[{:>3}] {} conn {:08x} reverse ended: {e}",
+                    self.idx, self.peer, self.conn
+                ),
+            }
+        }
+        let res = ConnResult {
+            peer: self.peer.to_string(),
+            conn: self.conn,
+            duration_s,
+            end,
+            report,
+            foreign_datagrams: foreign,
+            reverse: true,
+        };
+        (res, err)
+    }
 }
 
 struct Conn {
@@ -43,15 +145,7 @@ struct Conn {
     idx: u32,
     sock: usize,
     peer: SocketAddr,
-    rcv: TcpReceiver,
-    rep: ReceiverReport,
-    last_rx: Nanos,
-    started: Nanos,
-    /// When the sender's Done arrived (the report was sent); kept a while to answer repeats.
-    closed: Option<Nanos>,
-    iv_bytes: u64,
-    iv_ce: u64,
-    iv_pkts: u64,
+    r: RecvConn,
 }
 
 /// The result of one connection, as printed and written to `--json`.
@@ -69,25 +163,28 @@ pub struct ConnResult {
     pub report: ReceiverReport,
     /// Datagrams that were not l4s-flow datagrams (whole server, at this point).
     pub foreign_datagrams: u64,
+    /// A reverse run (-R): this server sent and `report` is the client's receiver counts.
+    pub reverse: bool,
 }
 
 fn finish(c: &Conn, now: Nanos, end: &'static str, foreign: u64, quiet: bool) -> ConnResult {
-    let d = now.saturating_sub(c.started).as_secs_f64();
+    let d = now.saturating_sub(c.r.started).as_secs_f64();
+    let rep = c.r.rep;
     if !quiet {
         println!(
             "[{:>3}] {} conn {:08x} {end}: {} bytes in {:.2} s ({:.2} Mbit/s), {} data datagrams: {} ECT(1), {} ECT(0), {} CE, {} Not-ECT, {} bad payloads",
             c.idx,
             c.peer,
             c.id,
-            c.rep.delivered_bytes,
+            rep.delivered_bytes,
             d,
-            c.rep.delivered_bytes as f64 * 8.0 / d.max(1e-9) / 1e6,
-            c.rep.data_pkts,
-            c.rep.ect1_pkts,
-            c.rep.ect0_pkts,
-            c.rep.ce_pkts,
-            c.rep.not_ect_pkts,
-            c.rep.bad_payload_pkts
+            rep.delivered_bytes as f64 * 8.0 / d.max(1e-9) / 1e6,
+            rep.data_pkts,
+            rep.ect1_pkts,
+            rep.ect0_pkts,
+            rep.ce_pkts,
+            rep.not_ect_pkts,
+            rep.bad_payload_pkts
         );
     }
     ConnResult {
@@ -95,8 +192,9 @@ fn finish(c: &Conn, now: Nanos, end: &'static str, foreign: u64, quiet: bool) ->
         conn: c.id,
         duration_s: d,
         end,
-        report: c.rep,
+        report: rep,
         foreign_datagrams: foreign,
+        reverse: false,
     }
 }
 
@@ -150,10 +248,10 @@ pub fn run(o: &ServerOpts) -> Result<Vec<ConnResult>, FlowError> {
     let mut buf = Vec::with_capacity(2048);
     let mut next_id = 0u32;
     let mut next_iv = o.interval;
-    let rcv_cfg = TcpConfig {
-        ecn: None,
-        ..TcpConfig::default()
-    };
+    // Reverse runs (-R): one sender thread each, keyed like the receivers.
+    let mut reverse: HashMap<(SocketAddr, u32), Reverse> = HashMap::new();
+    // Served reverse requests, kept for a peer timeout (when they ended) against late repeats.
+    let mut reverse_ended: HashMap<(SocketAddr, u32), Nanos> = HashMap::new();
     let mut outcome: Result<(), FlowError> = Ok(());
     'serve: loop {
         if INTERRUPTED.load(Ordering::Relaxed) {
@@ -182,7 +280,7 @@ pub fn run(o: &ServerOpts) -> Result<Vec<ConnResult>, FlowError> {
                     let key = (r.from, d.conn);
                     match d.body {
                         Body::Segment(h, payload) => {
-                            let is_syn = h.has(tcp_flags::SYN) && !h.has(tcp_flags::ACK);
+                            let is_syn = is_syn(&h);
                             let c = match conns.entry(key) {
                                 Entry::Occupied(e) => e.into_mut(),
                                 Entry::Vacant(v) if is_syn => {
@@ -198,14 +296,7 @@ pub fn run(o: &ServerOpts) -> Result<Vec<ConnResult>, FlowError> {
                                         idx: next_id - 1,
                                         sock: si,
                                         peer: r.from,
-                                        rcv: TcpReceiver::new(next_id - 1, &rcv_cfg),
-                                        rep: ReceiverReport::default(),
-                                        last_rx: now,
-                                        started: now,
-                                        closed: None,
-                                        iv_bytes: 0,
-                                        iv_ce: 0,
-                                        iv_pkts: 0,
+                                        r: RecvConn::new(next_id - 1, now),
                                     })
                                 }
                                 Entry::Vacant(_) => {
@@ -214,54 +305,37 @@ pub fn run(o: &ServerOpts) -> Result<Vec<ConnResult>, FlowError> {
                                     continue;
                                 }
                             };
-                            c.last_rx = now;
-                            if c.closed.is_some() {
-                                continue;
-                            }
-                            let ecn = r.ecn.unwrap_or(Ecn::NotEct);
-                            if h.payload_bytes > 0 {
-                                c.rep.data_pkts += 1;
-                                c.iv_pkts += 1;
-                                match ecn {
-                                    Ecn::NotEct => c.rep.not_ect_pkts += 1,
-                                    Ecn::Ect1 => c.rep.ect1_pkts += 1,
-                                    Ecn::Ect0 => c.rep.ect0_pkts += 1,
-                                    Ecn::Ce => {
-                                        c.rep.ce_pkts += 1;
-                                        c.iv_ce += 1;
-                                    }
-                                }
-                                let off = h.seq.saturating_sub(DATA_SEQ_START);
-                                if h.seq < DATA_SEQ_START || !wire::check_pattern(payload, off) {
-                                    c.rep.bad_payload_pkts += 1;
-                                }
-                            }
-                            let pkt = Packet {
-                                bytes: h.payload_bytes + TCP_IP_HEADER_BYTES,
-                                ecn,
-                                sent_at: h.ts_val,
-                                transport: Transport::Tcp(h),
-                                ..Default::default()
-                            };
-                            c.rcv.handle_packet(pkt, now);
+                            c.r.on_segment(h, payload, r.ecn, now);
                         }
                         Body::Control(Control::Done) => {
                             let Some(c) = conns.get_mut(&key) else {
                                 stray += 1;
                                 continue;
                             };
-                            c.last_rx = now;
-                            c.rep.delivered_bytes = c.rcv.delivered_bytes();
-                            wire::encode_control(&mut buf, c.id, &Control::Report(c.rep));
+                            let (report, first) = c.r.on_done(now);
+                            wire::encode_control(&mut buf, c.id, &report);
                             // Best effort: the sender repeats Done until a report arrives.
                             let _ = sock.send(&buf, Ecn::NotEct, Some(c.peer));
-                            if c.closed.is_none() {
-                                c.closed = Some(now);
+                            if first {
                                 results.push(finish(c, now, "done", foreign, o.quiet));
                             }
                         }
-                        // A reverse request is not served yet (`l4slab flow -R` refuses to run).
-                        Body::Control(Control::Report(_) | Control::Reverse(_)) => foreign += 1,
+                        Body::Control(Control::Reverse(req)) => {
+                            if o.no_reverse {
+                                wire::encode_control(&mut buf, d.conn, &Control::ReverseRefused);
+                                let _ = sock.send(&buf, Ecn::NotEct, Some(r.from));
+                            } else if reverse_ended.contains_key(&key) {
+                                // A late repeat of a request already served.
+                                stray += 1;
+                            } else if let Entry::Vacant(v) = reverse.entry(key) {
+                                // A repeated request of a running one is answered by its data.
+                                next_id += 1;
+                                v.insert(Reverse::start(o, next_id - 1, r.from, d.conn, req, now));
+                            }
+                        }
+                        Body::Control(
+                            Control::Report(_) | Control::SenderReport(_) | Control::ReverseRefused,
+                        ) => foreign += 1,
                     }
                 }
                 if n < crate::sock::BATCH {
@@ -272,41 +346,16 @@ pub fn run(o: &ServerOpts) -> Result<Vec<ConnResult>, FlowError> {
         // Timers and ACKs.
         let now = clock.now();
         for c in conns.values_mut() {
-            if c.closed.is_some() {
-                continue;
-            }
-            if c.rcv.poll_timeout().is_some_and(|t| t <= now) {
-                c.rcv.handle_timeout(now);
-            }
-            while let Some(p) = c.rcv.poll_transmit(now) {
-                let Some(h) = p.tcp() else { continue };
-                wire::encode_segment(&mut buf, c.id, h, |_| {});
-                match socks[c.sock].send(&buf, p.ecn, Some(c.peer)) {
-                    Ok(()) => {}
-                    // A full send buffer or a transient error loses an ACK, as a network would.
-                    Err(e)
-                        if e.kind() == std::io::ErrorKind::WouldBlock
-                            || e.raw_os_error() == Some(libc::ENOBUFS)
-                            || e.kind() == std::io::ErrorKind::ConnectionRefused => {}
-                    Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
-                        return Err(FlowError::EcnUnsupported {
-                            option: if c.peer.is_ipv4() {
-                                "IP_TOS"
-                            } else {
-                                "IPV6_TCLASS"
-                            },
-                            source: e,
-                        })
-                    }
-                    Err(_) => {}
-                }
-            }
+            let sock = &socks[c.sock];
+            c.r.transmit(c.id, now, &mut buf, c.peer.is_ipv4(), |b, e| {
+                sock.send(b, e, Some(c.peer))
+            })?;
         }
         // Ends: linger after Done, silence before it.
         let mut ended = Vec::new();
         for (k, c) in conns.iter() {
-            let quiet_for = now.saturating_sub(c.last_rx);
-            match c.closed {
+            let quiet_for = now.saturating_sub(c.r.last_rx);
+            match c.r.closed {
                 Some(t) => {
                     // Keep answering repeated Done for a while (our report may be lost).
                     let linger = if o.one_off {
@@ -325,13 +374,13 @@ pub fn run(o: &ServerOpts) -> Result<Vec<ConnResult>, FlowError> {
         for (k, done) in ended {
             if let Some(mut c) = conns.remove(&k) {
                 if !done {
-                    c.rep.delivered_bytes = c.rcv.delivered_bytes();
+                    c.r.rep.delivered_bytes = c.r.delivered();
                     if !o.quiet {
                         println!(
                             "l4s-flow: {} conn {:08x} vanished: no datagram for {:.1} s",
                             c.peer,
                             c.id,
-                            now.saturating_sub(c.last_rx).as_secs_f64()
+                            now.saturating_sub(c.r.last_rx).as_secs_f64()
                         );
                     }
                     results.push(finish(&c, now, "vanished", foreign, o.quiet));
@@ -339,37 +388,43 @@ pub fn run(o: &ServerOpts) -> Result<Vec<ConnResult>, FlowError> {
                         outcome = Err(FlowError::PeerVanished(format!(
                             "client {} vanished: no datagram for {:.1} s after {} bytes",
                             c.peer,
-                            now.saturating_sub(c.last_rx).as_secs_f64(),
-                            c.rep.delivered_bytes
+                            now.saturating_sub(c.r.last_rx).as_secs_f64(),
+                            c.r.rep.delivered_bytes
                         )));
                         break 'serve;
                     }
-                } else if o.one_off {
+                } else if o.one_off && reverse.is_empty() {
+                    break 'serve;
+                }
+            }
+        }
+        // Reverse senders that ended.
+        let done: Vec<_> = reverse
+            .iter()
+            .filter(|(_, r)| r.handle.is_finished())
+            .map(|(k, _)| *k)
+            .collect();
+        reverse_ended.retain(|_, t| now.saturating_sub(*t) < o.peer_timeout);
+        for k in done {
+            reverse_ended.insert(k, now);
+            if let Some(rv) = reverse.remove(&k) {
+                let (res, err) = rv.join(now, foreign, o.quiet);
+                results.push(res);
+                if o.one_off && reverse.is_empty() && conns.is_empty() {
+                    if let Some(e) = err {
+                        outcome = Err(e);
+                    }
                     break 'serve;
                 }
             }
         }
         if let Some(t) = next_iv {
             if now >= t {
-                for c in conns.values_mut().filter(|c| c.closed.is_none()) {
-                    let b = c.rcv.delivered_bytes();
-                    let dt = o.interval.map_or(1.0, |i| i.as_secs_f64());
+                for c in conns.values_mut().filter(|c| c.r.closed.is_none()) {
+                    let row = c.r.interval(now);
                     if !o.quiet {
-                        println!(
-                            "[{:>3}] {:>8.2} Mbit/s received, CE {:.1}% of {} data datagrams",
-                            c.idx,
-                            (b - c.iv_bytes) as f64 * 8.0 / dt / 1e6,
-                            if c.iv_pkts > 0 {
-                                100.0 * c.iv_ce as f64 / c.iv_pkts as f64
-                            } else {
-                                0.0
-                            },
-                            c.iv_pkts
-                        );
+                        println!("{}", row.line(c.idx));
                     }
-                    c.iv_bytes = b;
-                    c.iv_ce = 0;
-                    c.iv_pkts = 0;
                 }
                 next_iv = o.interval.map(|i| t + i);
             }
@@ -377,13 +432,15 @@ pub fn run(o: &ServerOpts) -> Result<Vec<ConnResult>, FlowError> {
         // Sleep until the next receiver timer, silence deadline or interval.
         let mut deadline: Option<Nanos> = next_iv;
         for c in conns.values() {
-            let t = match c.closed {
+            let t = match c.r.closed {
                 Some(t) => t + o.peer_timeout,
-                None => {
-                    let silence = c.last_rx + o.peer_timeout + Nanos(1);
-                    c.rcv.poll_timeout().map_or(silence, |d| d.min(silence))
-                }
+                None => c.r.deadline(o.peer_timeout),
             };
+            deadline = Some(deadline.map_or(t, |d| d.min(t)));
+        }
+        if !reverse.is_empty() {
+            // Notice a reverse sender's end soon (its thread has no way to wake this loop).
+            let t = now + Nanos::from_ms(50);
             deadline = Some(deadline.map_or(t, |d| d.min(t)));
         }
         let now = clock.now();
@@ -393,6 +450,11 @@ pub fn run(o: &ServerOpts) -> Result<Vec<ConnResult>, FlowError> {
         if left > 0 {
             wait(&fds, Some(left.min(1_000_000_000))).map_err(|e| FlowError::io("ppoll", e))?;
         }
+    }
+    // Reverse senders end by themselves (Done, silence or the interrupt).
+    let now = clock.now();
+    for (_, rv) in reverse.drain() {
+        results.push(rv.join(now, foreign, o.quiet).0);
     }
     if !o.quiet && (foreign > 0 || stray > 0) {
         println!("l4s-flow: ignored {foreign} foreign datagram(s) and {stray} late segment(s)");

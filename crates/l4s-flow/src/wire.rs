@@ -11,7 +11,9 @@
 //! message. Sequence numbers are the model's 64-bit ones (no wrap, so no PAWS concern here).
 //! The 4-byte magic and the version let a receiver recognise, count and ignore foreign datagrams.
 //! Control bodies start with a tag: 1 Done (nothing more), 2 Report (7 × u64), 3 Reverse (cc u8,
-//! ecn u8, mss u32, duration ns, bytes, seed, rate bits/s: 4 × u64; 0 = none for bytes and rate).
+//! ecn u8, mss u32, duration ns, bytes, seed, rate bits/s, omit ns: 5 × u64, stream index u32;
+//! 0 = none for bytes and rate), 4 SenderReport (27 × u64, f64 as IEEE bits, NaN = none),
+//! 5 ReverseRefused (nothing more).
 
 use l4s_core::packet::{AccEcnOption, TcpHeader};
 use l4s_core::Nanos;
@@ -62,9 +64,12 @@ pub enum Control {
     Done,
     /// Receiver → sender: what the receiving side saw.
     Report(ReceiverReport),
-    /// Client → server: send to me with these settings (iperf3's -R). Not served yet: the
-    /// server counts it as foreign (README, `l4slab flow`).
+    /// Client → server: send to me with these settings (iperf3's -R).
     Reverse(ReverseRequest),
+    /// Reverse mode, server → client at the end: what the sending side measured.
+    SenderReport(SenderSummary),
+    /// Server → client: this server does not serve reverse mode (`-s --no-reverse`).
+    ReverseRefused,
 }
 
 /// The sender's settings a reverse-mode client asks the server to use (-C, --ecn, -t, -n,
@@ -85,6 +90,10 @@ pub struct ReverseRequest {
     pub seed: u64,
     /// Application rate limit in bits/s (-b); None = always backlogged.
     pub rate_bps: Option<u64>,
+    /// Leave this much of the start out of the result (-O; included in `duration`).
+    pub omit: Nanos,
+    /// The stream's index among the client's -P streams (seeds the CC's random stream).
+    pub stream: u32,
 }
 
 /// Longest -t a reverse request may carry (the command line's limit: a week).
@@ -94,7 +103,10 @@ pub const MAX_BYTES: u64 = 1 << 50;
 /// -b's range in bits/s when not 0 (the command line's limits).
 pub const RATE_RANGE_BPS: std::ops::RangeInclusive<u64> = 1_000..=1_000_000_000_000;
 
-const REVERSE_BODY_BYTES: usize = 1 + 1 + 1 + 4 + 4 * 8;
+/// Highest -P stream index a reverse request may carry (-P is at most 128).
+pub const MAX_STREAM: u32 = 127;
+
+const REVERSE_BODY_BYTES: usize = 1 + 1 + 1 + 4 + 5 * 8 + 4;
 
 fn ecn_code(e: Option<FlowEcn>) -> u8 {
     match e {
@@ -134,6 +146,8 @@ impl ReverseRequest {
         put_u64(buf, self.bytes.unwrap_or(0));
         put_u64(buf, self.seed);
         put_u64(buf, self.rate_bps.unwrap_or(0));
+        put_u64(buf, self.omit.as_ns());
+        buf.extend_from_slice(&self.stream.to_be_bytes());
     }
 
     /// `b` is the body after the tag byte; None when any field is out of range.
@@ -148,13 +162,17 @@ impl ReverseRequest {
         let bytes = Some(u64_at(b, 14)?).filter(|&n| n > 0);
         let seed = u64_at(b, 22)?;
         let rate_bps = Some(u64_at(b, 30)?).filter(|&r| r > 0);
+        let omit = Nanos(u64_at(b, 38)?);
+        let stream = u32::from_be_bytes([b[46], b[47], b[48], b[49]]);
         let mss_most = (crate::sock::RECV_BUF_BYTES - BASE_HEADER_BYTES) as u32;
         let ok = (cc as usize) < crate::client::CCS.len()
             && (1..=mss_most).contains(&mss_bytes)
             && duration > Nanos::ZERO
             && duration <= MAX_DURATION
             && bytes.is_none_or(|n| n < MAX_BYTES)
-            && rate_bps.is_none_or(|r| RATE_RANGE_BPS.contains(&r));
+            && rate_bps.is_none_or(|r| RATE_RANGE_BPS.contains(&r))
+            && omit < duration
+            && stream <= MAX_STREAM;
         ok.then_some(ReverseRequest {
             cc,
             ecn,
@@ -163,6 +181,132 @@ impl ReverseRequest {
             mss_bytes,
             seed,
             rate_bps,
+            omit,
+            stream,
+        })
+    }
+}
+
+/// What a sender measured over a run: the per-stream result of a forward run's JSON and final
+/// lines, sent by the server in reverse mode ([`Control::SenderReport`]) so that the client
+/// reports a reverse run in the same shape.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SenderSummary {
+    /// The flow ran as L4S (scalable CC, ECT(1)).
+    pub l4s: bool,
+    /// Payload bytes acknowledged over the whole run (the omitted start included).
+    pub bytes_acked: u64,
+    /// Start of the counted part (the end of -O's omitted start), s since the run began.
+    pub start_s: f64,
+    /// End of the run, s since it began.
+    pub duration_s: f64,
+    /// Goodput of the counted part, Mbit/s.
+    pub tput_mbps: f64,
+    /// Acknowledged bytes in the omitted start.
+    pub omitted_bytes: u64,
+    /// Retransmitted segments in the omitted start.
+    pub omitted_retransmits: u64,
+    /// Data datagrams sent.
+    pub data_pkts_sent: u64,
+    /// Data datagrams sent by codepoint (index = ECN bits).
+    pub data_ecn_sent: [u64; 4],
+    /// Segments sent (all).
+    pub sent_pkts: u64,
+    /// Retransmitted segments (whole run).
+    pub retransmits: u64,
+    /// Segments declared lost.
+    pub lost_pkts: u64,
+    /// Packets acknowledged with CE feedback.
+    pub ce_acked: u64,
+    /// Congestion window at the end, packets (None where the CC has none).
+    pub cwnd_pkts: Option<f64>,
+    /// The run's srtt (see the client's `srtt_steady`), ms.
+    pub srtt_ms: f64,
+    /// srtt after the last ACK, ms.
+    pub srtt_last_ms: f64,
+    /// The CC's α at the end (Prague, DCTCP).
+    pub alpha: Option<f64>,
+    /// Lateness of timer-released sends.
+    pub pacing_error: crate::report::PacingSummary,
+}
+
+const SENDER_FIELDS: usize = 27;
+
+fn opt_bits(x: Option<f64>) -> u64 {
+    x.filter(|v| v.is_finite()).unwrap_or(f64::NAN).to_bits()
+}
+
+fn opt_of(bits: u64) -> Option<f64> {
+    Some(f64::from_bits(bits)).filter(|v| v.is_finite())
+}
+
+impl SenderSummary {
+    fn fields(&self) -> [u64; SENDER_FIELDS] {
+        let f = |x: f64| x.to_bits();
+        let p = &self.pacing_error;
+        let e = &self.data_ecn_sent;
+        [
+            self.l4s as u64,
+            self.bytes_acked,
+            f(self.start_s),
+            f(self.duration_s),
+            f(self.tput_mbps),
+            self.omitted_bytes,
+            self.omitted_retransmits,
+            self.data_pkts_sent,
+            e[0],
+            e[1],
+            e[2],
+            e[3],
+            self.sent_pkts,
+            self.retransmits,
+            self.lost_pkts,
+            self.ce_acked,
+            opt_bits(self.cwnd_pkts),
+            f(self.srtt_ms),
+            f(self.srtt_last_ms),
+            opt_bits(self.alpha),
+            p.n,
+            f(p.mean_us),
+            f(p.p50_us),
+            f(p.p99_us),
+            f(p.max_us),
+            0,
+            0,
+        ]
+    }
+
+    /// None when a field is impossible (a flag other than 0/1, reserved words not 0).
+    fn from_fields(v: [u64; SENDER_FIELDS]) -> Option<Self> {
+        let f = f64::from_bits;
+        if v[0] > 1 || v[25] != 0 || v[26] != 0 {
+            return None;
+        }
+        Some(SenderSummary {
+            l4s: v[0] == 1,
+            bytes_acked: v[1],
+            start_s: f(v[2]),
+            duration_s: f(v[3]),
+            tput_mbps: f(v[4]),
+            omitted_bytes: v[5],
+            omitted_retransmits: v[6],
+            data_pkts_sent: v[7],
+            data_ecn_sent: [v[8], v[9], v[10], v[11]],
+            sent_pkts: v[12],
+            retransmits: v[13],
+            lost_pkts: v[14],
+            ce_acked: v[15],
+            cwnd_pkts: opt_of(v[16]),
+            srtt_ms: f(v[17]),
+            srtt_last_ms: f(v[18]),
+            alpha: opt_of(v[19]),
+            pacing_error: crate::report::PacingSummary {
+                n: v[20],
+                mean_us: f(v[21]),
+                p50_us: f(v[22]),
+                p99_us: f(v[23]),
+                max_us: f(v[24]),
+            },
         })
     }
 }
@@ -294,6 +438,13 @@ pub fn encode_control(buf: &mut Vec<u8>, conn: u32, c: &Control) {
             buf.push(3);
             r.put(buf);
         }
+        Control::SenderReport(r) => {
+            buf.push(4);
+            for f in r.fields() {
+                put_u64(buf, f);
+            }
+        }
+        Control::ReverseRefused => buf.push(5),
     }
 }
 
@@ -373,6 +524,14 @@ pub fn decode(b: &[u8]) -> Result<Decoded<'_>, Reject> {
                 Control::Report(ReceiverReport::from_fields(f))
             }
             Some(3) => Control::Reverse(ReverseRequest::get(&rest[1..]).ok_or(m)?),
+            Some(4) if rest.len() == 1 + 8 * SENDER_FIELDS => {
+                let mut f = [0u64; SENDER_FIELDS];
+                for (i, v) in f.iter_mut().enumerate() {
+                    *v = u64_at(rest, 1 + 8 * i).ok_or(m)?;
+                }
+                Control::SenderReport(SenderSummary::from_fields(f).ok_or(m)?)
+            }
+            Some(5) if rest.len() == 1 => Control::ReverseRefused,
             _ => return Err(m),
         };
         return Ok(Decoded {
@@ -518,6 +677,56 @@ mod tests {
         }
     }
 
+    #[test]
+    fn sender_report_and_refusal_round_trip() {
+        let r = SenderSummary {
+            l4s: true,
+            bytes_acked: 1 << 40,
+            start_s: 2.0,
+            duration_s: 12.25,
+            tput_mbps: 47.5,
+            omitted_bytes: 12_345,
+            omitted_retransmits: 3,
+            data_pkts_sent: 9,
+            data_ecn_sent: [1, 2, 3, 4],
+            sent_pkts: 10,
+            retransmits: 11,
+            lost_pkts: 12,
+            ce_acked: 13,
+            cwnd_pkts: Some(20.5),
+            srtt_ms: 40.1,
+            srtt_last_ms: 45.0,
+            alpha: None,
+            pacing_error: crate::report::PacingSummary {
+                n: 100,
+                mean_us: 3.5,
+                p50_us: 1.0,
+                p99_us: 40.0,
+                max_us: 5600.0,
+            },
+        };
+        let mut buf = Vec::new();
+        for c in [Control::SenderReport(r.clone()), Control::ReverseRefused] {
+            encode_control(&mut buf, 5, &c);
+            let d = decode(&buf).expect("decodes");
+            assert_eq!(d.body, Body::Control(c));
+        }
+        // A report fits one datagram of the smallest IPv6 MTU (1280) with room to spare.
+        encode_control(&mut buf, 5, &Control::SenderReport(r));
+        assert_eq!(buf.len(), BASE_HEADER_BYTES + 1 + 8 * SENDER_FIELDS);
+        assert!(buf.len() + 48 <= 1280);
+        // A class flag other than 0/1 or a nonzero reserved word is malformed; so is any prefix.
+        let mut bad = buf.clone();
+        bad[BASE_HEADER_BYTES + 8] = 2;
+        assert_eq!(decode(&bad), Err(Reject::Malformed));
+        let mut bad = buf.clone();
+        *bad.last_mut().expect("nonempty") = 1;
+        assert_eq!(decode(&bad), Err(Reject::Malformed));
+        for n in 0..buf.len() {
+            assert!(decode(&buf[..n]).is_err(), "prefix {n}");
+        }
+    }
+
     fn reverse_sample() -> ReverseRequest {
         ReverseRequest {
             cc: 4, // bbr1
@@ -527,6 +736,8 @@ mod tests {
             mss_bytes: 1428,
             seed: u64::MAX - 1,
             rate_bps: Some(20_000_000),
+            omit: Nanos::from_secs(2),
+            stream: 3,
         }
     }
 
@@ -635,6 +846,35 @@ mod tests {
             (
                 ReverseRequest {
                     rate_bps: Some(1_000_000_000_001),
+                    ..ok
+                },
+                false,
+            ),
+            // -O shorter than the run it is part of.
+            (
+                ReverseRequest {
+                    omit: Nanos::from_secs(30) - Nanos(1),
+                    ..ok
+                },
+                true,
+            ),
+            (
+                ReverseRequest {
+                    omit: Nanos::from_secs(30),
+                    ..ok
+                },
+                false,
+            ),
+            (
+                ReverseRequest {
+                    stream: MAX_STREAM,
+                    ..ok
+                },
+                true,
+            ),
+            (
+                ReverseRequest {
+                    stream: MAX_STREAM + 1,
                     ..ok
                 },
                 false,

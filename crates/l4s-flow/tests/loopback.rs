@@ -388,9 +388,6 @@ fn bad_flags_are_one_clear_error_each() {
         (vec!["-c", "127.0.0.1", "-P", "0"], "-P"),
         (vec!["-c", "127.0.0.1", "--mss", "10"], "--mss"),
         (vec!["-c", "no-such-host.invalid"], "resolve"),
-        // Reverse mode is not implemented: refused before anything starts, with or without -s.
-        (vec!["-c", "127.0.0.1", "-R"], "-R"),
-        (vec!["-s", "-R", "-p", "1"], "-R"),
     ] {
         let (code, err, _) = one_error_line(&args);
         assert_eq!(code, Some(2), "{args:?}: {err}");

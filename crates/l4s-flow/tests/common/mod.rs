@@ -46,10 +46,18 @@ pub struct Server {
 }
 
 impl Server {
-    /// Start `l4s-flow -s -p 0 -B <bind> args...` and read its port from the first line.
+    /// Start `l4s-flow -s -p 0 -B <bind> args...` and read its port from the first line. With
+    /// `-q` the server prints nothing, so the port is chosen here (a free one the kernel gave a
+    /// probe socket) and the server is ready when it answers on it.
     pub fn start(bind: &str, args: &[&str]) -> Server {
+        let quiet = args.iter().any(|a| *a == "-q" || *a == "--quiet");
+        let chosen = quiet.then(|| {
+            let probe = std::net::UdpSocket::bind((bind, 0)).expect("probe bind");
+            probe.local_addr().expect("probe addr").port()
+        });
+        let port_arg = chosen.unwrap_or(0).to_string();
         let mut child = Command::new(BIN)
-            .args(["-s", "-p", "0", "-B", bind])
+            .args(["-s", "-p", &port_arg, "-B", bind])
             .args(args)
             .args(rt_default(args))
             .stdout(Stdio::piped())
@@ -58,14 +66,23 @@ impl Server {
             .expect("spawn server");
         let stdout = child.stdout.take().expect("stdout");
         let mut r = BufReader::new(stdout);
-        let mut first = String::new();
-        r.read_line(&mut first).expect("server's first line");
-        let port: u16 = first
-            .trim()
-            .rsplit_once(':')
-            .and_then(|(_, p)| p.split(' ').next())
-            .and_then(|p| p.parse().ok())
-            .unwrap_or_else(|| panic!("no port in server line {first:?}"));
+        let (port, first) = match chosen {
+            Some(p) => {
+                wait_bound(p, &mut child);
+                (p, String::new())
+            }
+            None => {
+                let mut first = String::new();
+                r.read_line(&mut first).expect("server's first line");
+                let port: u16 = first
+                    .trim()
+                    .rsplit_once(':')
+                    .and_then(|(_, p)| p.split(' ').next())
+                    .and_then(|p| p.parse().ok())
+                    .unwrap_or_else(|| panic!("no port in server line {first:?}"));
+                (port, first)
+            }
+        };
         let out = Arc::new(Mutex::new(first));
         let o2 = out.clone();
         std::thread::spawn(move || {
@@ -95,6 +112,34 @@ impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// Wait until a UDP socket is bound to `port` (the kernel's table, /proc/net/udp and udp6;
+/// binding the port ourselves to test it could take it from the server), at most 5 s.
+fn wait_bound(port: u16, child: &mut Child) {
+    let needle = format!(":{port:04X} ");
+    let bound = || {
+        ["/proc/net/udp", "/proc/net/udp6"].iter().any(|f| {
+            std::fs::read_to_string(f).is_ok_and(|t| {
+                t.lines().skip(1).any(|l| {
+                    l.split_whitespace()
+                        .nth(1)
+                        .is_some_and(|a| format!("{a} ").contains(&needle))
+                })
+            })
+        })
+    };
+    let t = Instant::now();
+    while !bound() {
+        if let Ok(Some(st)) = child.try_wait() {
+            panic!("quiet server exited at start: {st}");
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "quiet server did not bind {port}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
     }
 }
 
