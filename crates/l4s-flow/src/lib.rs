@@ -5,12 +5,14 @@
 pub mod client;
 pub mod clock;
 pub mod error;
+pub mod probe;
 pub mod report;
 pub mod rt;
 pub mod rtwire;
 pub mod server;
 pub mod sock;
 pub mod wire;
+pub mod workload;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
