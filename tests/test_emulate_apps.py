@@ -139,6 +139,27 @@ def test_measured_rows_become_the_simulators_tables_and_blocks(tmp_path):
                     "completed": len(transfers) - 2, "start_late_us_max": 12.5}
 
 
+def test_the_simulators_own_rows_give_back_its_own_blocks(tmp_path):
+    """`app_blocks` on a simulated run's fct and probe rows reproduces that run's summary
+    blocks exactly: one set of rules for both engines."""
+    from l4slab._core import app_blocks
+
+    d = scenario(tmp_path)
+    d["warmup"] = "1s"  # the blocks count transfers and exchanges from warmup on
+    summary, fct, probes = simulate(d, tmp_path)
+    ideal, slow, blocks = app_blocks(
+        json.dumps(d), "json", str(tmp_path), fct["flow"].tolist(), fct["workload"].tolist(),
+        fct["size_bytes"].tolist(), fct["start_s"].tolist(), fct["fct_s"].tolist(),
+        probes["probe"].tolist(), probes["t_s"].tolist(), probes["rtt_ms"].tolist())
+    assert ideal == fct["ideal_s"].tolist() and slow == fct["slowdown"].tolist()
+    b = json.loads(blocks)
+    for k in ("workloads", "probes", "rpm"):
+        assert b[k] == summary[k], k
+    with pytest.raises(ValueError, match="workload 1: the scenario has 1"):
+        app_blocks(json.dumps(d), "json", str(tmp_path), [1], [1], [1000], [0.6], [0.1],
+                   [], [], [])
+
+
 def ideal_lower_bound_s(size: int, mss: int, hdr: int, rate_bps: float, rtt_s: float) -> float:
     """`workloads::ideal_fct_s` (slow start alone on the empty link, initial window 10) for a
     sender of `mss` payload bytes and `hdr` header bytes per packet: l4s-flow's 1428 + 72."""

@@ -98,9 +98,12 @@ pub fn run_client(
         if INTERRUPTED.load(Ordering::Relaxed) {
             return Ok(());
         }
-        let n = sock
-            .recv_batch(&mut batch)
-            .map_err(|e| FlowError::Unreachable { peer, source: e })?;
+        let n = match sock.recv_batch(&mut batch) {
+            Ok(n) => n,
+            // The echo server was not up yet: that request is lost.
+            Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => 0,
+            Err(e) => return Err(FlowError::Unreachable { peer, source: e }),
+        };
         let t = now();
         for i in 0..n {
             let Some(r) = sock.received(&batch, i) else {

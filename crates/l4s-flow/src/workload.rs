@@ -171,10 +171,12 @@ pub fn run(
         // 2. ACKs; a transfer is complete at the ACK after which its sender is done.
         for a in active.iter_mut() {
             loop {
-                let n = a
-                    .sock
-                    .recv_batch(&mut batch)
-                    .map_err(|e| FlowError::Unreachable { peer, source: e })?;
+                let n = match a.sock.recv_batch(&mut batch) {
+                    Ok(n) => n,
+                    // The receiver was not up yet: the SYN is lost and retransmitted.
+                    Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => 0,
+                    Err(e) => return Err(FlowError::Unreachable { peer, source: e }),
+                };
                 let t = now();
                 for i in 0..n {
                     let Some(r) = a.sock.received(&batch, i) else {
