@@ -549,9 +549,10 @@ def scenario_apps(launch: dict[str, Any], flow_dir: Path, window: tuple[float, f
     processes' fct-<pid>.csv and probes-<pid>.csv.
 
     Every planned transfer gets a row: one with no completion row (not complete when the
-    emulation ended, or its process failed) has fct_s NaN, as in the simulator. A completion
-    after the end of the run (`window[1]`) counts as not complete, as the simulator stops
-    there; so does a probe answer after it."""
+    emulation ended, or its process failed) has fct_s NaN, as in the simulator. fct_s counts
+    from the transfer's actual start (its arrival plus the driver's lateness, reported as
+    `start_late_us_max`). A completion after the end of the run (`window[1]`) counts as not
+    complete, as the simulator stops there; so does a probe answer after it."""
     from l4slab._core import app_blocks
 
     apps = launch.get("apps") or []
@@ -568,9 +569,11 @@ def scenario_apps(launch: dict[str, Any], flow_dir: Path, window: tuple[float, f
     done = _read_csvs(flow_dir, "fct", [a.get("pid") for a in apps if a["app"] == "workload"],
                       ["flow", "workload", "size_bytes", "start_s", "fct_s", "start_late_us"],
                       problems)
-    fct_by_flow = {int(f): float(x) for f, x, s in
-                   zip(done["flow"], done["fct_s"], done["start_s"], strict=True)
-                   if float(s) + float(x) <= end}
+    # Timed from the transfer's actual start (start_s + its lateness), as the driver does.
+    fct_by_flow = {int(f): float(x) for f, x, s, late in
+                   zip(done["flow"], done["fct_s"], done["start_s"], done["start_late_us"],
+                       strict=True)
+                   if float(s) + float(late) / 1e6 + float(x) <= end}
     fct = pd.DataFrame({
         "flow": np.array([t["flow"] for t in transfers], dtype=np.uint32),
         "workload": np.array([t["workload"] for t in transfers], dtype=np.uint32),

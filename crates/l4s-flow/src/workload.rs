@@ -6,7 +6,9 @@
 //! (`l4s_sim::workloads::expand`, handed over by the emulator's scenario mode as a plan
 //! file); each sender is built as the simulator builds it (`flows::build_flow` with the
 //! simulator's flow id and seed). The completion time is the simulator's (world.rs
-//! `rev_arrive`): from the arrival to the ACK after which the sender is done.
+//! `rev_arrive`): from the transfer's start (its SYN) to the ACK after which the sender is
+//! done. A transfer the driver starts late (an arrival before the process is up, or a late
+//! wake-up) is timed from its actual start; the lateness is its own column.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -90,7 +92,7 @@ struct Active {
     sender: SimSender,
     /// A datagram the kernel would not take yet, with its codepoint.
     pending: Option<(Vec<u8>, Ecn)>,
-    /// When the SYN left.
+    /// When the sender was built and its SYN left.
     started: Nanos,
     done: bool,
 }
@@ -211,7 +213,7 @@ pub fn run(
                             tr.workload,
                             tr.bytes,
                             start.as_secs_f64(),
-                            t.saturating_sub(start).as_secs_f64(),
+                            t.saturating_sub(a.started).as_secs_f64(),
                             a.started.saturating_sub(start).0 as f64 / 1e3
                         )
                         .map_err(|e| FlowError::io("write fct csv", e))?;

@@ -79,9 +79,9 @@ fn workload_runs_every_transfer_and_records_its_completion() {
     assert_eq!(rows.len(), 3, "{rows:?}");
     for (r, w) in rows.iter().zip(want) {
         assert_eq!((r[0], r[1], r[2], r[3]), w, "{rows:?}");
-        // From the arrival to the last ACK: after the start on the wall clock (and the
-        // driver's lateness is part of it), well below a retransmission timeout on loopback.
-        assert!(r[4] > 0.0 && r[4] >= r[5] * 1e-6 && r[4] < 1.0, "{rows:?}");
+        // From its start to the last ACK: well below a retransmission timeout on loopback;
+        // the start is at or after the arrival.
+        assert!(r[4] > 0.0 && r[4] < 1.0 && r[5] >= 0.0, "{rows:?}");
     }
 }
 
