@@ -98,9 +98,10 @@ def test_an_emulator_delay_in_the_scenario_wins(tmp_path):
     ('[[flows]]\ncc = "prague"\nrtt = "20ms"\nprague_cwnd_mode = 0\n', {},
      "flows[2].prague_cwnd_mode", "mode 2"),
     ("", {"ack_link": {"rate": "1mbit"}}, "ack_link", "[emulator.downlink]"),
-    ("", {"workloads": [{"load": 0.3, "sizes": "web-search", "cc": "cubic", "rtt": "20ms"}]},
-     "workloads", "simulator only"),
-    ("", {"probes": [{"rtt": "20ms"}]}, "probes", "simulator only"),
+    ("", {"workloads": [{"load": 0.3, "sizes": "web-search", "cc": "cubic", "rtt": "40ms"}]},
+     "workloads[0].rtt", "one path delay"),
+    ("", {"probes": [{"rtt": "20ms"}, {"rtt": "30ms"}]}, "probes[1].rtt", "one path delay"),
+    ("", {"probes": [{"rtt": "20ms", "packet_size": 39}]}, "probes[0].packet_size", "≥ 40"),
 ])
 def test_what_l4s_flow_cannot_honour_is_refused_naming_the_field(tmp_path, extra, top, field,
                                                                  why):

@@ -1,6 +1,6 @@
-"""Client side of the emulator's scenario mode: start one `l4s-flow` sender per planned flow at
-its start time, end each at its end time, exit at the scenario's duration (which ends the
-emulation).
+"""Client side of the emulator's scenario mode: start one `l4s-flow` sender per planned flow
+(and one per `apps` entry: the `[[workloads]]` driver, each `[[probes]]` probe) at its start
+time, end each at its end time, exit at the scenario's duration (which ends the emulation).
 
 Run by `l4slab emulate SCENARIO.toml` inside the client namespace as
 `python3 emu_launcher.py PLAN.json FLOW_BIN`; standard library only, so it starts in
@@ -42,6 +42,9 @@ def _sleep_until(t0_ns: int, t_s: float) -> None:
 
 
 def _argv(flow_bin: str, server: str, f: dict[str, Any], secs: float) -> list[str]:
+    if f.get("app") in ("workload", "probe"):  # [[workloads]] / [[probes]]: a plan file
+        argv = [flow_bin, "-c", server, "--app", f["app"], "--plan", f["plan_file"], "-q"]
+        return argv + (["-p", str(f["port"])] if f.get("port") is not None else [])
     if f.get("stack"):  # a kernel or command flow (stacks.py, beside this file)
         from stacks import client_argv
 
@@ -78,9 +81,15 @@ def main(argv: list[str]) -> int:
     except (OSError, ValueError, KeyError) as e:
         print(f"emu_launcher: {e}", file=sys.stderr)
         return 2
-    flows = sorted(plan["flows"], key=lambda f: (f["start_s"], f["index"]))
-    record = {"duration_s": plan["duration_s"], "flows": [dict(f) for f in plan["flows"]]}
-    by_index = {f["index"]: f for f in record["flows"]}
+    record = {"duration_s": plan["duration_s"], "flows": [dict(f) for f in plan["flows"]],
+              "apps": [dict(a) for a in plan.get("apps", [])],
+              "scenario": plan.get("scenario")}
+    for a in record["apps"]:
+        # The workload's transfers and a probe's settings: its own file, not launch.json.
+        a["plan_file"] = str(flow_dir / f"{a['app']}-{a['index']}.plan.json")
+        Path(a["plan_file"]).write_text(json.dumps(a.pop("plan")))
+    flows = sorted(record["flows"] + record["apps"], key=lambda f: (f["start_s"], f["index"]))
+    by_index = {f["index"]: f for f in flows}
     procs: dict[int, subprocess.Popen[bytes]] = {}
 
     def save() -> None:
@@ -149,7 +158,7 @@ def main(argv: list[str]) -> int:
             p.wait()
     reap()
     save()
-    failed = [f for f in record["flows"]
+    failed = [f for f in record["flows"] + record["apps"]
               if f.get("ended_by") == "itself" and f.get("exit") not in (0, None)]
     for f in failed:
         try:

@@ -31,7 +31,7 @@ from __future__ import annotations
 import copy
 import json
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +41,8 @@ import pandas as pd
 from l4slab.scenario import ScenarioError
 
 __all__ = ["EmuFlow", "EmuPlan", "plan_scenario", "scenario_flows", "LAUNCH_FILE",
-           "UNLIMITED_RATE", "MSS_OFFSET", "LAUNCHER", "RT_PORT", "scenario_frames"]
+           "UNLIMITED_RATE", "MSS_OFFSET", "LAUNCHER", "RT_PORT", "PROBE_PORT", "scenario_frames",
+           "scenario_apps"]
 
 #: The launcher script (run with the same Python in the client namespace).
 LAUNCHER = Path(__file__).resolve().with_name("emu_launcher.py")
@@ -73,6 +74,10 @@ _RT_KEYS = ("fps", "frame_budget", "deadline", "init_rate", "min_rate", "max_rat
             "packet_size", "rate")
 #: UDP port of the rt receiver (the bulk receiver keeps l4s-flow's default, 5201).
 RT_PORT = 5202
+#: UDP port of the probe echo server (`l4s-flow -s --app probe`).
+PROBE_PORT = 5203
+#: Smallest probe packet the emulator carries: IPv4 (20) + UDP (8) + the probe header (12).
+PROBE_MIN_BYTES = 40
 
 
 @dataclass
@@ -106,10 +111,20 @@ class EmuPlan:
     warmup_s: float
     doc: dict[str, Any]         # the scenario the emulator reads (delays and ACK path set)
     base_rtt_ms: float          # the emulated path's RTT (uplink + downlink delay)
+    #: [[workloads]] and [[probes]] processes (`_plan_apps`); launched like flows.
+    apps: list[dict[str, Any]] = field(default_factory=list)
+    #: The scenario as the simulator reads it, and its directory (CDF and trace files).
+    sim_doc: dict[str, Any] = field(default_factory=dict)
+    base_dir: str = "."
 
     def to_json(self) -> dict[str, Any]:
-        """The plan as the launcher reads it."""
-        return {"duration_s": self.duration_s, "flows": [asdict(f) for f in self.flows]}
+        """The plan as the launcher reads it (`apps` with the scenario their results are
+        summarised by, `scenario_apps`)."""
+        j = {"duration_s": self.duration_s, "flows": [asdict(f) for f in self.flows],
+             "apps": self.apps}
+        if self.apps:
+            j["scenario"] = {"doc": self.sim_doc, "base_dir": self.base_dir}
+        return j
 
     def servers(self, flow_bin: str) -> str:
         """The l4s-flow receivers of the model-stack flows, one per kind of flow the plan has,
@@ -119,9 +134,13 @@ class EmuPlan:
 
         exe = shlex.quote(flow_bin)
         model = [f for f in self.flows if not f.stack]
-        cmds = [f"{exe} -s -q"] if any(f.app == "bulk" for f in model) else []
+        apps = {a["app"] for a in self.apps}
+        cmds = [f"{exe} -s -q"] if any(f.app == "bulk" for f in model) or "workload" in apps \
+            else []
         if any(f.app == "rt" for f in model):
             cmds.append(f"{exe} -s --app rt -p {RT_PORT} -q")
+        if "probe" in apps:
+            cmds.append(f"{exe} -s --app probe -p {PROBE_PORT} -q")
         return " & ".join(cmds)
 
 
@@ -153,7 +172,8 @@ def _flow_classes(doc: dict[str, Any], base_dir: Path
     from l4slab._core import run_scenario
 
     probe = copy.deepcopy(doc)
-    for k in ("emulator", "warmup", "sample_interval"):
+    # The [[flows]] alone (workloads and probes follow them in the simulator's flow order).
+    for k in ("emulator", "warmup", "sample_interval", "workloads", "probes"):
         probe.pop(k, None)
     probe["duration"] = "1ms"
     probe["output"] = {"packets": False}
@@ -167,13 +187,43 @@ def _flow_classes(doc: dict[str, Any], base_dir: Path
     return list(raw["flow_cc"]), list(raw["flow_class"]), deadlines
 
 
-def _refuse_app_tables(doc: dict[str, Any]) -> None:
-    """[[workloads]] and [[probes]] are simulator-only for now: refused, never dropped."""
+def _plan_apps(doc: dict[str, Any], base_dir: Path, rtt_ns: int | None, duration_s: float
+               ) -> list[dict[str, Any]]:
+    """The `[[workloads]]` and `[[probes]]` of `doc` as launcher entries: one `l4s-flow --app
+    workload` process for every transfer (arrivals, sizes and ccs from the simulator's own
+    generator, `_core.workload_schedule`) and one `--app probe` process per probe, each with
+    its plan; what the emulator cannot run as the simulator does is refused naming the key."""
+    from l4slab._core import workload_schedule
+
     for key in ("workloads", "probes"):
-        if doc.get(key):
+        for i, w in enumerate(doc.get(key) or []):
+            if rtt_ns is not None and _ns(w.get("rtt"), f"{key}[{i}].rtt") != rtt_ns:
+                raise ScenarioError(
+                    f"{key}[{i}].rtt: \"{w.get('rtt')}\" differs from the path's RTT "
+                    f"({_duration_text(rtt_ns)}); the emulator has one path delay for all "
+                    "traffic, so every rtt must be the same")
+    for i, pr in enumerate(doc.get("probes") or []):
+        if int(pr.get("packet_size", 100)) < PROBE_MIN_BYTES:
             raise ScenarioError(
-                f"{key}: [[{key}]] runs in the simulator only; the emulator's scenario mode "
-                "cannot run it yet; remove it to run through the emulator")
+                f"probes[{i}].packet_size: {pr['packet_size']} is too small for the emulator: "
+                f"a probe datagram carries IP, UDP and a 12-byte probe header; expected ≥ "
+                f"{PROBE_MIN_BYTES}")
+    if not doc.get("workloads") and not doc.get("probes"):
+        return []
+    sched = json.loads(workload_schedule(
+        json.dumps({k: v for k, v in doc.items() if k != "emulator"}), "json", str(base_dir)))
+    apps: list[dict[str, Any]] = []
+    seed = int(doc.get("seed", 1))
+    if sched["transfers"]:
+        apps.append({"index": min(t["flow"] for t in sched["transfers"]), "app": "workload",
+                     "cc": "workload", "start_s": 0.0, "end_s": duration_s,
+                     "port": None, "plan": {"seed": seed, "mss": None,
+                                            "transfers": sched["transfers"]}})
+    for p in sched["probes"]:
+        apps.append({"index": p["flow"], "app": "probe", "cc": "probe", "start_s": 0.0,
+                     "end_s": duration_s, "port": PROBE_PORT, "probe": p["probe"],
+                     "plan": {"flow": p["flow"], "probe": doc["probes"][p["probe"]]}})
+    return apps
 
 
 def _simulator_settings(doc: dict[str, Any], base_dir: Path) -> dict[str, Any]:
@@ -194,7 +244,6 @@ def plan_scenario(doc: dict[str, Any], base_dir: Path) -> EmuPlan:
     # The simulator's checks first (same messages); [emulator] is the emulator's to read.
     validate_scenario(json.dumps({k: v for k, v in doc.items() if k != "emulator"}), "json",
                       str(base_dir))
-    _refuse_app_tables(doc)
     if "ack_link" in doc:
         raise ScenarioError(
             "ack_link: the emulator has no separate ACK link; limit the server -> client "
@@ -224,8 +273,11 @@ def plan_scenario(doc: dict[str, Any], base_dir: Path) -> EmuPlan:
         raise ScenarioError(str(e)) from None
     sim = _simulator_settings(doc, base_dir)
     rtt0_ns = None
+    for key in ("flows", "workloads", "probes"):
+        if rtt0_ns is None and doc.get(key):
+            rtt0_ns = _ns(doc[key][0].get("rtt"), f"{key}[0].rtt")
     flows: list[EmuFlow] = []
-    for i, fl in enumerate(doc["flows"]):
+    for i, fl in enumerate(doc.get("flows") or []):
         p = f"flows[{i}]"
         cc = fl["cc"]
         if not stacks[i] and cc not in _L4S_FLOW_CCS + _RT_CCS:
@@ -236,9 +288,7 @@ def plan_scenario(doc: dict[str, Any], base_dir: Path) -> EmuPlan:
         rt_flags = [a for k in _RT_KEYS if k in fl
                     for a in (f"--{k.replace('_', '-')}", str(fl[k]))] if rt else None
         rtt_ns = _ns(fl["rtt"], f"{p}.rtt")
-        if rtt0_ns is None:
-            rtt0_ns = rtt_ns
-        elif rtt_ns != rtt0_ns:
+        if rtt_ns != rtt0_ns:
             raise ScenarioError(
                 f"{p}.rtt: \"{fl['rtt']}\" differs from flows[0].rtt \"{doc['flows'][0]['rtt']}\"; "
                 "the emulator has one path delay for all flows, so every flow needs the same rtt")
@@ -271,6 +321,9 @@ def plan_scenario(doc: dict[str, Any], base_dir: Path) -> EmuPlan:
                 deadline_ms=deadlines[idx] if rt else None))
     assert ccs == [f.cc for f in flows], (ccs, flows)
     out = copy.deepcopy(doc)
+    # The emulator builds the path only; the launcher runs the workloads and probes.
+    out.pop("workloads", None)
+    out.pop("probes", None)
     if sim["buffer"] is not None:
         out["aqm"] = sim["aqm"]
     emu = out.setdefault("emulator", {})
@@ -291,7 +344,10 @@ def plan_scenario(doc: dict[str, Any], base_dir: Path) -> EmuPlan:
     d_up = _ns(up["delay"], "emulator.uplink.delay") if "delay" in up else d_all
     d_down = _ns(down["delay"], "emulator.downlink.delay") if "delay" in down else d_all
     return EmuPlan(flows=flows, duration_s=duration_ns / 1e9, warmup_s=warmup_ns / 1e9,
-                   doc=out, base_rtt_ms=(d_up + d_down) / 1e6)
+                   doc=out, base_rtt_ms=(d_up + d_down) / 1e6,
+                   apps=_plan_apps(doc, base_dir, rtt0_ns, duration_ns / 1e9),
+                   sim_doc={k: v for k, v in doc.items() if k != "emulator"},
+                   base_dir=str(base_dir))
 
 
 # --- after the run: the senders' rows in the simulator's layout -------------------------------
@@ -462,3 +518,99 @@ def scenario_frames(launch: dict[str, Any], flow_dir: Path, window: tuple[float,
     frames = pd.concat(parts, ignore_index=True) if parts else \
         pd.DataFrame({k: np.array([], dtype=t) for k, t in cols.items()})
     return frames, blocks, problems
+
+
+def _read_csvs(flow_dir: Path, stem: str, pids: list[Any], cols: list[str],
+               problems: list[str]) -> pd.DataFrame:
+    """The rows of `STEM-<pid>.csv` of the given processes (a missing or malformed file is a
+    problem, not an error: the run's other results stay)."""
+    parts = []
+    for pid in pids:
+        path = flow_dir / f"{stem}-{pid}.csv"
+        try:
+            df = pd.read_csv(path)
+        except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError,
+                UnicodeDecodeError) as e:
+            problems.append(f"{stem}: no rows from process {pid} ({e})")
+            continue
+        if list(df.columns) != cols:
+            problems.append(f"{path.name}: unexpected columns {list(df.columns)}")
+            continue
+        parts.append(df)
+    return pd.concat(parts, ignore_index=True) if parts else \
+        pd.DataFrame({c: np.array([], dtype=np.float64) for c in cols})
+
+
+def scenario_apps(launch: dict[str, Any], flow_dir: Path, window: tuple[float, float]
+                  ) -> tuple[dict[str, pd.DataFrame], dict[str, Any], dict[str, Any]]:
+    """fct.parquet and probes.parquet rows (the simulator's columns and dtypes), the summary
+    blocks `workloads`, `probes` and `rpm` (by the simulator's rules, `_core.app_blocks` =
+    `app_results::external_blocks`) and diagnostics, from the `--app workload|probe`
+    processes' fct-<pid>.csv and probes-<pid>.csv.
+
+    Every planned transfer gets a row: one with no completion row (not complete when the
+    emulation ended, or its process failed) has fct_s NaN, as in the simulator. fct_s counts
+    from the transfer's actual start (its arrival plus the driver's lateness, reported as
+    `start_late_us_max`). A completion after the end of the run (`window[1]`) counts as not
+    complete, as the simulator stops there; so does a probe answer after it."""
+    from l4slab._core import app_blocks
+
+    apps = launch.get("apps") or []
+    problems: list[str] = []
+    tables: dict[str, pd.DataFrame] = {}
+    scenario = (launch.get("scenario") or {}).get("doc") or {}
+    if not scenario.get("workloads") and not scenario.get("probes"):
+        return tables, {}, {}
+    end = window[1]
+    plans = {a["index"]: json.loads(Path(a["plan_file"]).read_text()) for a in apps
+             if Path(a.get("plan_file", "")).exists()}
+    transfers = [t for a in apps if a["app"] == "workload"
+                 for t in plans.get(a["index"], {}).get("transfers", [])]
+    done = _read_csvs(flow_dir, "fct", [a.get("pid") for a in apps if a["app"] == "workload"],
+                      ["flow", "workload", "size_bytes", "start_s", "fct_s", "start_late_us"],
+                      problems)
+    # Timed from the transfer's actual start (start_s + its lateness), as the driver does.
+    fct_by_flow = {int(f): float(x) for f, x, s, late in
+                   zip(done["flow"], done["fct_s"], done["start_s"], done["start_late_us"],
+                       strict=True)
+                   if float(s) + float(late) / 1e6 + float(x) <= end}
+    fct = pd.DataFrame({
+        "flow": np.array([t["flow"] for t in transfers], dtype=np.uint32),
+        "workload": np.array([t["workload"] for t in transfers], dtype=np.uint32),
+        "size_bytes": np.array([t["bytes"] for t in transfers], dtype=np.uint64),
+        "start_s": np.array([t["start_ns"] / 1e9 for t in transfers], dtype=np.float64),
+        "fct_s": np.array([fct_by_flow.get(t["flow"], np.nan) for t in transfers],
+                          dtype=np.float64)})
+    fct = fct.sort_values("flow", kind="stable").reset_index(drop=True)
+    parts = []
+    for a in apps:
+        if a["app"] != "probe":
+            continue
+        rows = _read_csvs(flow_dir, "probes", [a.get("pid")], ["t_s", "rtt_ms"], problems)
+        probe = int(a["probe"])
+        rows = rows[rows["t_s"] + rows["rtt_ms"] / 1e3 <= end]
+        parts.append(pd.DataFrame({
+            "probe": np.full(len(rows), probe, dtype=np.uint32),
+            "flow": np.full(len(rows), int(a["index"]), dtype=np.uint32),
+            "t_s": rows["t_s"].to_numpy(np.float64),
+            "rtt_ms": rows["rtt_ms"].to_numpy(np.float64)}))
+    probes = pd.concat(parts, ignore_index=True) if parts else None
+    text = json.dumps(scenario)
+    pr = probes if probes is not None else pd.DataFrame(
+        {"probe": np.array([], np.uint32), "flow": np.array([], np.uint32),
+         "t_s": np.array([], np.float64), "rtt_ms": np.array([], np.float64)})
+    ideal, slow, blocks = app_blocks(
+        text, "json", str(launch["scenario"]["base_dir"]), fct["flow"].tolist(),
+        fct["workload"].tolist(), fct["size_bytes"].tolist(), fct["start_s"].tolist(),
+        fct["fct_s"].tolist(),
+        pr["probe"].tolist(), pr["t_s"].tolist(), pr["rtt_ms"].tolist())
+    if scenario.get("workloads"):
+        fct["ideal_s"] = np.asarray(ideal, dtype=np.float64)
+        fct["slowdown"] = np.asarray(slow, dtype=np.float64)
+        tables["fct"] = fct
+    if scenario.get("probes"):
+        tables["probes"] = pr.reset_index(drop=True)
+    late = done["start_late_us"].to_numpy(np.float64)
+    diag = {"problems": problems, "transfers": len(transfers), "completed": len(fct_by_flow),
+            "start_late_us_max": float(late.max()) if len(late) else None}
+    return tables, json.loads(blocks), diag

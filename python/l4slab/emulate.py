@@ -24,7 +24,7 @@ import click
 import numpy as np
 import pandas as pd
 
-from l4slab.emuflows import LAUNCH_FILE, port_rows, scenario_flows, scenario_frames
+from l4slab.emuflows import LAUNCH_FILE, port_rows, scenario_apps, scenario_flows, scenario_frames
 
 __all__ = ["emulate_cmd", "find_binary", "build_run_dir", "EmulateError"]
 
@@ -190,7 +190,14 @@ def build_run_dir(out: Path, *, figures: bool = True, report: bool = True) -> di
             if r["id"] in blocks:
                 r["frames"] = blocks[r["id"]]
         scenario_mode["problems"] += problems
-        run.summary = {**run.summary, "flows": rows, "jain": scenario_mode.pop("jain")}
+        # [[workloads]] and [[probes]]: fct/probes.parquet and their summary blocks.
+        app_tables, app_blocks, app_diag = scenario_apps(launch, out / "flows", (warm, end))
+        run.app.update(app_tables)
+        if app_diag:
+            scenario_mode["problems"] += app_diag.pop("problems")
+            scenario_mode["apps"] = app_diag
+        run.summary = {**run.summary, "flows": rows, "jain": scenario_mode.pop("jain"),
+                       **app_blocks}
         if run.packets is not None and len(run.packets):
             # Per-packet rows name the bottleneck's flow ids (order of first packet): the
             # scenario's index instead; a 5-tuple no sender owns gets an id after them.
@@ -444,7 +451,8 @@ def emulate_doc(doc: dict[str, Any], base_dir: Path, out: Path, opts: list[str],
             plan_json.chmod(0o644)
             from l4slab.stacks import server_shell
 
-            server = server_shell([{"stack": "model", **(f.stack or {})} for f in plan.flows],
+            server = server_shell([{"stack": "model", **(f.stack or {})} for f in plan.flows]
+                                  + [{"stack": "model"}] * bool(plan.apps),
                                   plan.servers(str(flow_bin)), plan.duration_s)
             command = ["--server", server, "--", sys.executable, str(LAUNCHER), str(plan_json),
                        str(flow_bin)]

@@ -5,6 +5,7 @@
 pub mod client;
 pub mod clock;
 pub mod error;
+pub mod probe;
 pub mod receiver;
 pub mod report;
 pub mod reverse;
@@ -13,6 +14,7 @@ pub mod rtwire;
 pub mod server;
 pub mod sock;
 pub mod wire;
+pub mod workload;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};

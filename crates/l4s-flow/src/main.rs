@@ -103,9 +103,14 @@ struct Cli {
     #[arg(long, value_name = "FILE")]
     logfile: Option<PathBuf>,
     /// Application: bulk (TCP, default) or rt (real-time video: --cc rt-prague|rt-gcc|rt-cbr;
-    /// the server needs --app rt too).
+    /// the server needs --app rt too); the emulator's scenario mode also runs workload (the
+    /// transfers of [[workloads]], to a bulk server) and probe ([[probes]], to a server with
+    /// --app probe) from a --plan file.
     #[arg(long, default_value = "bulk")]
     app: String,
+    /// --app workload|probe: the JSON plan the emulator's scenario mode writes.
+    #[arg(long, value_name = "FILE")]
+    plan: Option<PathBuf>,
     #[command(flatten)]
     rt_args: l4s_flow::rt::RtArgs,
 }
@@ -387,6 +392,35 @@ fn run_app(
                 quiet: cli.quiet,
             };
             l4s_flow::rt::run_client(&o, &EmuEnv::from_env()?).map(|_| ())
+        })()),
+        "probe" if cli.server => Some(l4s_flow::probe::run_server(&ServerOpts {
+            port: cli.port,
+            bind: cli.bind,
+            peer_timeout,
+            one_off: false,
+            interval: None,
+            json: None,
+            quiet: cli.quiet,
+        })),
+        "workload" | "probe" => Some((|| {
+            let host = cli.client.as_deref().ok_or_else(|| {
+                usage(
+                    "-c",
+                    format!("--app {} runs as a client: give -c HOST", cli.app),
+                )
+            })?;
+            let plan = cli
+                .plan
+                .as_deref()
+                .ok_or_else(|| usage("--plan", format!("--app {} needs --plan FILE", cli.app)))?;
+            let emu = EmuEnv::from_env()?;
+            if cli.app == "workload" {
+                let p = l4s_flow::workload::read_plan(plan)?;
+                l4s_flow::workload::run(host, cli.port, cli.bind, &p, spin, &emu)
+            } else {
+                let p = l4s_flow::workload::read_plan(plan)?;
+                l4s_flow::probe::run_client(host, cli.port, cli.bind, &p, &emu)
+            }
         })()),
         other => Some(Err(usage(
             "--app",

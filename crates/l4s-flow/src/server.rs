@@ -198,7 +198,7 @@ fn finish(c: &Conn, now: Nanos, end: &'static str, foreign: u64, quiet: bool) ->
     }
 }
 
-fn bind_all(o: &ServerOpts) -> Result<Vec<EcnSocket>, FlowError> {
+pub(crate) fn bind_all(o: &ServerOpts) -> Result<Vec<EcnSocket>, FlowError> {
     match o.bind {
         Some(ip) => Ok(vec![EcnSocket::bind(SocketAddr::new(ip, o.port))?]),
         None => {

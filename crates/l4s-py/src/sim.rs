@@ -278,6 +278,102 @@ fn frame_rows_summary(
     Ok((keep, block.to_string()))
 }
 
+/// The workload transfers and probes of a scenario as the simulator expands them
+/// (`workloads::expand`: the seed's "workload/i" streams, in the simulator's flow order), as
+/// JSON: `transfers` [{flow, workload, start_ns, bytes, cc, ecn}] and `probes` [{flow,
+/// probe}], `flow` being the simulator's flow id. The emulator's scenario mode runs these.
+#[pyfunction]
+#[pyo3(signature = (text, fmt = "toml", base_dir = "."))]
+fn workload_schedule(py: Python<'_>, text: &str, fmt: &str, base_dir: &str) -> PyResult<String> {
+    use l4s_sim::workloads::{expand, ExtraKind};
+    py.detach(|| {
+        let s = parse(text, fmt, base_dir)?;
+        let link = l4s_sim::world::build_link(&s.link, s.base_dir.as_deref())?;
+        let n_main: u64 = s.flows.iter().map(|f| f.count).sum();
+        let (mut transfers, mut probes) = (Vec::new(), Vec::new());
+        for (k, (fc, kind)) in expand(&s, link.as_ref())?.into_iter().enumerate() {
+            let flow = n_main + k as u64;
+            match kind {
+                ExtraKind::Transfer { workload, bytes } => transfers.push(serde_json::json!({
+                    "flow": flow, "workload": workload, "start_ns": fc.start.0,
+                    "bytes": bytes, "cc": fc.cc,
+                    "ecn": fc.ecn.map(|e| format!("{e:?}").to_lowercase()),
+                })),
+                ExtraKind::Probe { probe } => {
+                    probes.push(serde_json::json!({"flow": flow, "probe": probe}))
+                }
+            }
+        }
+        Ok(serde_json::json!({"transfers": transfers, "probes": probes}).to_string())
+    })
+    .map_err(scenario_error)
+}
+
+/// Workload transfers and probe exchanges measured elsewhere (the emulator) under the
+/// simulator's rules (`app_results::external_blocks`): returns the transfers' ideal_s and
+/// slowdown columns and the summary.json blocks (`workloads`, `probes`, `rpm`) as JSON text.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (text, fmt, base_dir, flow, workload, size_bytes, start_s, fct_s, probe, t_s, rtt_ms))]
+fn app_blocks(
+    text: &str,
+    fmt: &str,
+    base_dir: &str,
+    flow: Vec<u32>,
+    workload: Vec<u32>,
+    size_bytes: Vec<u64>,
+    start_s: Vec<f64>,
+    fct_s: Vec<f64>,
+    probe: Vec<u32>,
+    t_s: Vec<f64>,
+    rtt_ms: Vec<f64>,
+) -> PyResult<(Vec<f64>, Vec<f64>, String)> {
+    use l4s_sim::app_results::{external_blocks, ProbeColumns};
+    let n = flow.len();
+    if [workload.len(), size_bytes.len(), start_s.len(), fct_s.len()] != [n; 4]
+        || probe.len() != t_s.len()
+        || probe.len() != rtt_ms.len()
+    {
+        return Err(PyValueError::new_err(
+            "transfer or probe columns differ in length",
+        ));
+    }
+    let s = parse(text, fmt, base_dir).map_err(scenario_error)?;
+    if let Some(w) = workload.iter().find(|&&w| w as usize >= s.workloads.len()) {
+        return Err(PyValueError::new_err(format!(
+            "workload {w}: the scenario has {} [[workloads]]",
+            s.workloads.len()
+        )));
+    }
+    if let Some(p) = probe.iter().find(|&&p| p as usize >= s.probes.len()) {
+        return Err(PyValueError::new_err(format!(
+            "probe {p}: the scenario has {} [[probes]]",
+            s.probes.len()
+        )));
+    }
+    let link =
+        l4s_sim::world::build_link(&s.link, s.base_dir.as_deref()).map_err(scenario_error)?;
+    let rows: Vec<_> = (0..n)
+        .map(|i| {
+            (
+                flow[i],
+                workload[i] as usize,
+                size_bytes[i],
+                start_s[i],
+                fct_s[i],
+            )
+        })
+        .collect();
+    let pr = ProbeColumns {
+        flow: vec![0; probe.len()],
+        probe,
+        t_s,
+        rtt_ms,
+    };
+    let (fct, doc) = external_blocks(&s, link.as_ref(), &rows, &pr);
+    Ok((fct.ideal_s, fct.slowdown, doc.to_string()))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add_function(wrap_pyfunction!(run_scenario, m)?)?;
@@ -285,5 +381,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(effective_settings, m)?)?;
     m.add_class::<Progress>()?;
     m.add_function(wrap_pyfunction!(frame_rows_summary, m)?)?;
+    m.add_function(wrap_pyfunction!(workload_schedule, m)?)?;
+    m.add_function(wrap_pyfunction!(app_blocks, m)?)?;
     Ok(())
 }

@@ -256,25 +256,16 @@ pub fn attach(
     // Transfers and probes.
     let mut fct = FctColumns::default();
     let mut pr = ProbeColumns::default();
-    let mut w_rate: Vec<f64> = Vec::new();
-    for w in &s.workloads {
-        let stop = w.stop.unwrap_or(end).min(end);
-        w_rate.push(mean_rate_bps(link, w.start, stop));
-    }
+    let w_rate = workload_rates_bps(s, link);
     for (k, x) in inp.extras.iter().enumerate() {
         let f = n_main + k;
         match x {
             ExtraKind::Transfer { workload, bytes } => {
-                let w = &s.workloads[*workload];
-                let ideal = ideal_fct_s(*bytes, 1448, w_rate[*workload], w.rtt, 10);
                 let t = inp.done_at[f].map_or(f64::NAN, |d| (d - inp.start[f]).as_secs_f64());
-                fct.flow.push(f as u32);
-                fct.workload.push(*workload as u32);
-                fct.size_bytes.push(*bytes);
-                fct.start_s.push(inp.start[f].as_secs_f64());
-                fct.fct_s.push(t);
-                fct.ideal_s.push(ideal);
-                fct.slowdown.push(t / ideal);
+                let start_s = inp.start[f].as_secs_f64();
+                push_fct(
+                    s, &w_rate, &mut fct, f as u32, *workload, *bytes, start_s, t,
+                );
             }
             ExtraKind::Probe { probe } => {
                 if let AppLog::ProbeRtts(v) = std::mem::take(&mut logs[f].0) {
@@ -304,17 +295,86 @@ pub fn attach(
         let j = crate::recorder::jain(&tputs);
         summary["jain"] = num(j);
     }
+    add_blocks(s, &w_rate, &fct, &pr, summary);
     if !s.workloads.is_empty() {
-        summary["workloads"] = Value::Array(workload_docs(s, &fct, &w_rate));
         tables.fct = Some(fct);
     }
     if !s.probes.is_empty() {
-        let (docs, rpm) = probe_docs(s, &pr);
-        summary["probes"] = Value::Array(docs);
-        summary["rpm"] = rpm;
         tables.probes = Some(pr);
     }
     tables
+}
+
+/// The mean link rate over each workload's [start, stop): the C of its `load` and of its
+/// transfers' slowdown denominator.
+pub fn workload_rates_bps(s: &Scenario, link: &dyn l4s_core::link::LinkModel) -> Vec<f64> {
+    let end = s.duration;
+    s.workloads
+        .iter()
+        .map(|w| mean_rate_bps(link, w.start, w.stop.unwrap_or(end).min(end)))
+        .collect()
+}
+
+/// One transfer's fct.parquet row: `fct_s` NaN when not complete; the slowdown denominator
+/// is `ideal_fct_s` with the model's 1448-byte MSS and initial window 10.
+#[allow(clippy::too_many_arguments)]
+fn push_fct(
+    s: &Scenario,
+    w_rate: &[f64],
+    fct: &mut FctColumns,
+    flow: u32,
+    workload: usize,
+    bytes: u64,
+    start_s: f64,
+    fct_s: f64,
+) {
+    let ideal = ideal_fct_s(bytes, 1448, w_rate[workload], s.workloads[workload].rtt, 10);
+    fct.flow.push(flow);
+    fct.workload.push(workload as u32);
+    fct.size_bytes.push(bytes);
+    fct.start_s.push(start_s);
+    fct.fct_s.push(fct_s);
+    fct.ideal_s.push(ideal);
+    fct.slowdown.push(fct_s / ideal);
+}
+
+/// The `workloads`, `probes` and `rpm` blocks of summary.json (each only when the scenario
+/// has such tables).
+fn add_blocks(
+    s: &Scenario,
+    w_rate: &[f64],
+    fct: &FctColumns,
+    pr: &ProbeColumns,
+    summary: &mut Value,
+) {
+    if !s.workloads.is_empty() {
+        summary["workloads"] = Value::Array(workload_docs(s, fct, w_rate));
+    }
+    if !s.probes.is_empty() {
+        let (docs, rpm) = probe_docs(s, pr);
+        summary["probes"] = Value::Array(docs);
+        summary["rpm"] = rpm;
+    }
+}
+
+/// Transfers and probe exchanges measured elsewhere (the emulator's `l4slab flow --app
+/// workload|probe`) under the simulator's rules: `rows` are (flow, workload, bytes, start_s,
+/// fct_s) per transfer, `pr` the answered exchanges. Returns the fct table (ideal_s and
+/// slowdown filled in as `attach` does) and a JSON object with the summary blocks.
+pub fn external_blocks(
+    s: &Scenario,
+    link: &dyn l4s_core::link::LinkModel,
+    rows: &[(u32, usize, u64, f64, f64)],
+    pr: &ProbeColumns,
+) -> (FctColumns, Value) {
+    let w_rate = workload_rates_bps(s, link);
+    let mut fct = FctColumns::default();
+    for &(flow, workload, bytes, start_s, fct_s) in rows {
+        push_fct(s, &w_rate, &mut fct, flow, workload, bytes, start_s, fct_s);
+    }
+    let mut doc = json!({});
+    add_blocks(s, &w_rate, &fct, pr, &mut doc);
+    (fct, doc)
 }
 
 /// Size buckets of the slowdown table, upper bounds in payload bytes.
