@@ -401,6 +401,8 @@ fn run_app(
             interval: None,
             json: None,
             quiet: cli.quiet,
+            spin,
+            no_reverse: cli.no_reverse,
         })),
         "workload" | "probe" => Some((|| {
             let host = cli.client.as_deref().ok_or_else(|| {
