@@ -39,7 +39,7 @@ pub struct HopSpec {
 }
 
 /// Rename a field path: `from` (e.g. "link") or "from.x" becomes `to` / "to.x".
-fn reprefix(e: SimError, from: &str, to: &str) -> SimError {
+pub(crate) fn reprefix(e: SimError, from: &str, to: &str) -> SimError {
     match e {
         SimError::Field { path, message } => {
             let path = if path == from {

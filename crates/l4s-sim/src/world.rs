@@ -2,6 +2,9 @@
 //! receivers, each with its own base RTT; ACKs return on an uncongested path (or an optional
 //! rate-limited FIFO). Time is virtual, in ns; see `engine` for the event list.
 //!
+//! A `[[links]]` chain puts more hops after this one (`chain`, `hops`): hop 0 is the bottleneck
+//! below, the others repeat it, joined by their propagation delays.
+//!
 //! Simplifications (named):
 //! - a flow's whole forward propagation, rtt/2, is applied after the bottleneck (senders reach
 //!   the queue at once), and rtt/2 on the way back; only the sum matters for every figure;
@@ -325,7 +328,11 @@ impl World {
     /// Build the bottleneck, the flows and the recorder of a scenario, ready to `run`.
     pub fn new(s: &Scenario) -> Result<Self, SimError> {
         s.validate()?;
-        let net = Net::new(s)?;
+        // A chain's hop 0 is built as [link]; its errors name links[0].
+        let net = Net::new(s).map_err(|e| match s.hops.is_empty() {
+            true => e,
+            false => crate::hops::reprefix(e, "link", "links[0]"),
+        })?;
         let (flows, labels) = build_flows(s, net.link.as_ref())?;
         let mut q0 = Vec::new();
         net.aqm.sample(Nanos::ZERO, &mut q0);

@@ -424,6 +424,21 @@ fn bad_chains_get_one_error_naming_the_field() {
         assert!(e.starts_with(path) && e.contains(what), "{toml}\n=> {e}");
         assert_eq!(e.lines().count(), 1, "{e}");
     }
+    // A trace that cannot be read is named by its hop (hop 0 is built as [link] is).
+    for (toml, path) in [
+        (
+            format!("{head}{hop}[[links]]\ntrace = \"missing.trace\"\n{FLOW}"),
+            "links[1].trace:",
+        ),
+        (
+            format!("{head}[[links]]\ntrace = \"missing.trace\"\n{hop}{FLOW}"),
+            "links[0].trace:",
+        ),
+    ] {
+        let s = Scenario::from_toml_str(&toml).unwrap();
+        let e = l4s_sim::run(&s).unwrap_err().to_string();
+        assert!(e.starts_with(path) && e.contains("missing.trace"), "{e}");
+    }
     // A flow crossing only the 10 ms hop needs rtt ≥ 20 ms, not the whole chain's 50 ms.
     let ok = format!(
         "{head}{hop}delay = \"15ms\"\n{hop}delay = \"10ms\"\n[[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\npath = [1, 1]\n"

@@ -66,8 +66,9 @@ impl Chain {
         for (k, h) in s.hops.iter().enumerate().skip(1) {
             let at = |what: &str| format!("links[{k}]/{what}");
             let aqm = h.aqm.build(Rng::derive(s.seed, &at("aqm")))?;
-            let link = build_link(&h.link, s.base_dir.as_deref())?;
-            let loss = build_loss(&h.link, Rng::derive(s.seed, &at("loss")))?;
+            let named = |e| crate::hops::reprefix(e, "link", &format!("links[{k}]"));
+            let link = build_link(&h.link, s.base_dir.as_deref()).map_err(named)?;
+            let loss = build_loss(&h.link, Rng::derive(s.seed, &at("loss"))).map_err(named)?;
             let jitter = build_jitter(&h.link, Rng::derive(s.seed, &at("jitter")));
             let mut q0 = Vec::new();
             aqm.sample(Nanos::ZERO, &mut q0);
