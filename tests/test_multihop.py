@@ -148,3 +148,15 @@ def test_the_shipped_parking_lot_runs(tmp_path):
     assert [h["name"] for h in run.summary["hops"]] == ["access", "metro", "core"]
     assert isinstance(run.samples, pd.DataFrame) and "hop" in run.samples.columns
     json.dumps(run.summary)
+
+
+def test_a_hops_aqm_kind_override_starts_its_table_afresh():
+    from l4slab.scenario import apply_overrides
+
+    d = chain()
+    d["links"][1]["aqm"]["target"] = "5ms"
+    out = apply_overrides(d, ["links.1.aqm.kind=fifo", "links.1.aqm.limit=50"])
+    assert out["links"][1]["aqm"] == {"kind": "fifo", "limit": 50}
+    assert d["links"][1]["aqm"]["kind"] == "dualpi2"  # the input is untouched
+    # The run takes it: hop 1 is now a FIFO.
+    assert simulate(out, Path.cwd()).summary["hops"][1]["aqm"] == "fifo"
