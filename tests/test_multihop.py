@@ -160,3 +160,15 @@ def test_a_hops_aqm_kind_override_starts_its_table_afresh():
     assert d["links"][1]["aqm"]["kind"] == "dualpi2"  # the input is untouched
     # The run takes it: hop 1 is now a FIFO.
     assert simulate(out, Path.cwd()).summary["hops"][1]["aqm"] == "fifo"
+
+
+def test_the_cli_run_names_every_hops_aqm_and_writes_the_hop_column(tmp_path):
+    scen = tmp_path / "chain.toml"
+    scen.write_text(CHAIN)
+    out = tmp_path / "out"
+    r = l4slab("run", str(scen), "-o", str(out), "--no-figures")
+    assert r.returncode == 0, r.stderr
+    assert "fifo > dualpi2" in r.stdout + r.stderr
+    samples = pd.read_parquet(out / "samples.parquet")
+    assert list(samples["hop"].cat.categories) == ["access", "core"]
+    assert json.loads((out / "summary.json").read_text())["hops"][0]["name"] == "access"
