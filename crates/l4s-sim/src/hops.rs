@@ -185,8 +185,21 @@ pub fn validate_flows(hops: &[HopSpec], flows: &[FlowConfig]) -> Result<(), SimE
     Ok(())
 }
 
-/// Workload transfers and probes cross every hop: their rtt must cover the whole chain.
+/// Workload transfers and probes cross every hop: their rtt must cover the whole chain (and
+/// workloads need a chain of one hop).
 pub fn validate_extras(s: &crate::Scenario) -> Result<(), SimError> {
+    // A workload's load and its transfers' ideal completion times are relative to one link's
+    // rate: with several hops that would silently be hop 0's.
+    if s.hops.len() > 1 && !s.workloads.is_empty() {
+        return Err(SimError::field(
+            "workloads",
+            format!(
+                "[[workloads]] cannot run on a [[links]] chain of {} hops yet (their load and \
+                 slowdowns are relative to one link's rate); use [link] or one [[links]] hop",
+                s.hops.len()
+            ),
+        ));
+    }
     let rtts = s.workloads.iter().map(|w| ("workloads", w.rtt));
     let rtts = rtts.chain(s.probes.iter().map(|p| ("probes", p.rtt)));
     let mut idx = std::collections::HashMap::new();

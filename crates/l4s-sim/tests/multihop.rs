@@ -414,6 +414,16 @@ fn bad_chains_get_one_error_naming_the_field() {
             "expected rtt ≥ 50ms",
         ),
         (
+            format!("{head}{hop}{hop}{FLOW}[[workloads]]\nload = 0.5\nsizes = \"web-search\"\nrtt = \"20ms\"\n"),
+            "workloads:",
+            "chain of 2 hops",
+        ),
+        (
+            format!("{head}{hop}delay = \"15ms\"\n[[probes]]\nrtt = \"20ms\"\n"),
+            "probes[0].rtt:",
+            "expected rtt ≥ 30ms",
+        ),
+        (
             format!("{head}[[links]]\ntrace = \"x.trace\"\n[links.aqm]\nkind = \"fifo\"\nlimit = \"2bdp\"\n{FLOW}"),
             "links[0].aqm.limit:",
             "no single rate",
