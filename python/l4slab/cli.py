@@ -272,6 +272,8 @@ def _scenario_bits(summary: dict[str, Any], scenario: dict[str, Any]) -> tuple[s
     aqm = summary.get("aqm") or (scenario.get("aqm") or {}).get("kind", "?")
     if isinstance(aqm, dict):
         aqm = aqm.get("kind", "?")
+    if summary.get("hops"):  # a [[links]] chain: every hop's AQM in path order
+        aqm = " > ".join(str(h.get("aqm", "?")) for h in summary["hops"])
     ccs: dict[str, int] = {}
     for f in summary.get("flows") or []:
         ccs[str(f.get("cc", "?"))] = ccs.get(str(f.get("cc", "?")), 0) + 1

@@ -236,6 +236,29 @@ def _simulator_settings(doc: dict[str, Any], base_dir: Path) -> dict[str, Any]:
         json.dumps({k: v for k, v in doc.items() if k != "emulator"}), "json", str(base_dir)))
 
 
+def _chain_as_link(doc: dict[str, Any]) -> dict[str, Any]:
+    """A [[links]] chain of one hop as the [link] + [aqm] the emulator runs (the hop's delay is
+    already part of every flow's rtt, and every flow crosses it); a longer chain is refused:
+    the emulator has one bottleneck."""
+    links = doc.get("links")
+    if links is None:
+        return doc
+    if len(links) != 1:
+        raise ScenarioError(
+            f"links: a chain of {len(links)} hops runs in the simulator only (l4slab run); the "
+            "emulator has one bottleneck: give it one [link] + [aqm] (or one [[links]] hop)")
+    out = copy.deepcopy(doc)
+    hop = dict(out.pop("links")[0])
+    for key in ("name", "delay"):
+        hop.pop(key, None)
+    if "aqm" in hop:
+        out["aqm"] = hop.pop("aqm")
+    out["link"] = hop
+    for fl in out.get("flows", []):
+        fl.pop("path", None)
+    return out
+
+
 def plan_scenario(doc: dict[str, Any], base_dir: Path) -> EmuPlan:
     """Validate `doc` as the simulator does, refuse what the emulator cannot run faithfully
     (one ScenarioError naming the field), and return the plan."""
@@ -244,6 +267,7 @@ def plan_scenario(doc: dict[str, Any], base_dir: Path) -> EmuPlan:
     # The simulator's checks first (same messages); [emulator] is the emulator's to read.
     validate_scenario(json.dumps({k: v for k, v in doc.items() if k != "emulator"}), "json",
                       str(base_dir))
+    doc = _chain_as_link(doc)
     if "ack_link" in doc:
         raise ScenarioError(
             "ack_link: the emulator has no separate ACK link; limit the server -> client "

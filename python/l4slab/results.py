@@ -153,6 +153,17 @@ def _per_flow_category(ids: np.ndarray, per_flow: list[str], categories: list[st
     return Categorical(of_flow[ids] if ids.size else np.empty(0, dtype=dt), categories)
 
 
+def _hop_column(codes: np.ndarray, queue_names: list[str]) -> pd.Categorical | None:
+    """A [[links]] chain names its queues "hop/queue": the hop of each sample row as a column
+    of its own (hops in chain order); None for one link, whose queue names have no "/"."""
+    if not queue_names or not all("/" in n for n in queue_names):
+        return None
+    of_queue = [n.split("/", 1)[0] for n in queue_names]
+    hops = list(dict.fromkeys(of_queue))
+    index = np.asarray([hops.index(h) for h in of_queue], dtype=np.int16)
+    return pd.Categorical.from_codes(index[codes.astype(np.intp)], categories=hops)
+
+
 def from_core(raw: dict[str, Any], scenario: dict[str, Any] | None = None) -> RunData:
     """Build a RunData from the dict `_core.run_scenario` returns. The per-flow and
     per-packet columns are kept as they came (no copy); see `RunData`."""
@@ -163,6 +174,9 @@ def from_core(raw: dict[str, Any], scenario: dict[str, Any] | None = None) -> Ru
     s = {k: _array(v) for k, v in raw["samples"].items()}
     samples = pd.DataFrame({k: s[k] for k in SAMPLE_COLUMNS if k != "queue"})
     samples.insert(1, "queue", _codes(s["queue"], queue_names, "queue"))
+    hop = _hop_column(s["queue"], queue_names)
+    if hop is not None:
+        samples.insert(2, "hop", hop)
 
     f = {k: _array(v) for k, v in raw["flows"].items()}
     ids = f["flow"]

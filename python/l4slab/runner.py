@@ -32,10 +32,14 @@ def effective_scenario(source: ScenarioSource,
     data = apply_overrides(source.data, overrides, unset)
     for table, key in PATH_KEYS:
         t = data.get(table)
-        if isinstance(t, dict) and isinstance(t.get(key), str):
-            p = Path(t[key])
-            if not p.is_absolute() and (source.base_dir / p).exists():
-                t[key] = str((source.base_dir / p).resolve())
+        # [[links]]: each hop may name a trace too.
+        hops = data.get("links") if table == "link" else None
+        tables = [t, *(hops if isinstance(hops, list) else [])]
+        for t in tables:
+            if isinstance(t, dict) and isinstance(t.get(key), str):
+                p = Path(t[key])
+                if not p.is_absolute() and (source.base_dir / p).exists():
+                    t[key] = str((source.base_dir / p).resolve())
     # [[workloads]] sizes = a CDF file (the named distributions are not files).
     for w in data.get("workloads") or []:
         if isinstance(w, dict) and isinstance(w.get("sizes"), str):

@@ -165,7 +165,8 @@ def apply_overrides(data: dict[str, Any],
     """Remove the `unset` keys, then apply ``{"a.b": v}`` or ``["a.b=v", ...]`` in order to a
     copy of ``data``. A changed ``aqm.kind`` is applied first and starts the ``[aqm]`` table
     from that AQM's defaults (the old AQM's parameters mean nothing to the new one), so
-    ``--set aqm.kind=fifo`` works from a DualPI2 base and a sweep can grid over AQM kinds."""
+    ``--set aqm.kind=fifo`` works from a DualPI2 base and a sweep can grid over AQM kinds;
+    ``links.N.aqm.kind`` does the same for hop N of a [[links]] chain."""
     out = copy.deepcopy(data)
     for k in unset:
         unset_path(out, k)
@@ -175,15 +176,26 @@ def apply_overrides(data: dict[str, Any],
         pairs = [(normalise_key(k), v) for k, v in overrides.items()]
     else:
         pairs = [parse_override(s) for s in overrides]
-    pairs.sort(key=lambda kv: kv[0] != "aqm.kind")  # stable: the rest keep their order
+    # stable: the rest keep their order; a hop's links.N.aqm.kind as aqm.kind
+    pairs.sort(key=lambda kv: _AQM_KIND.match(kv[0]) is None)
     for k, v in pairs:
-        if k == "aqm.kind":
-            old = out.get("aqm")
-            if not isinstance(old, dict) or old.get("kind") != v:
-                out["aqm"] = {"kind": v}
+        m = _AQM_KIND.match(k)
+        if m:
+            holder = out
+            if m.group(1) is not None:
+                hops = out.get("links")
+                i = int(m.group(1))
+                holder = hops[i] if isinstance(hops, list) and i < len(hops) else None
+            old = holder.get("aqm") if isinstance(holder, dict) else None
+            if isinstance(holder, dict) and (not isinstance(old, dict) or old.get("kind") != v):
+                holder["aqm"] = {"kind": v}
                 continue
         set_path(out, k, v)
     return out
+
+
+#: ``aqm.kind`` or a [[links]] hop's ``links.N.aqm.kind`` (group 1: the hop index).
+_AQM_KIND = re.compile(r"^(?:links\.(\d+)\.)?aqm\.kind$")
 
 
 # --- TOML output (the effective scenario written to scenario.toml) ---------------------------

@@ -101,6 +101,13 @@ fn table<'a>(v: &'a Value, path: &str) -> Result<&'a Map<String, Value>, EmuErro
 
 /// Read the document (a scenario file with the command-line flags applied).
 pub fn from_doc(doc: &Map<String, Value>) -> Result<EmuScenario, EmuError> {
+    if doc.contains_key("links") {
+        return Err(field(
+            "links",
+            "a [[links]] chain runs in the simulator only (l4slab run); the emulator has one \
+             bottleneck path: give it as [link] + [aqm]",
+        ));
+    }
     check_keys(doc, "", TOP_KEYS)?;
     let seed = match doc.get("seed") {
         None => 1,
@@ -247,6 +254,20 @@ mod tests {
         assert_eq!(s.downlink.link, json!({"trace": "x.down"}));
         assert_eq!(s.downlink.delay, Nanos::from_ms(5));
         assert_eq!(s.downlink.aqm["kind"], "dualpi2");
+    }
+
+    #[test]
+    fn a_links_chain_is_refused_naming_the_key() {
+        let e = from_doc(&doc(
+            "[[links]]\nrate = \"10mbit\"\n[[links]]\nrate = \"5mbit\"",
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("links: a [[links]] chain runs in the simulator only"),
+            "{e}"
+        );
+        assert_eq!(e.lines().count(), 1);
     }
 
     #[test]

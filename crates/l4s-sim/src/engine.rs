@@ -35,6 +35,14 @@ pub enum Kind {
     Warmup,
     /// The Wi-Fi MAC's next event (channel access, end of an exchange, reorder timeout).
     Wifi,
+    /// `[[links]]`: hop `arg` (≥ 1) can take its next packet.
+    HopService,
+    /// `[[links]]`: hop `arg` (≥ 1) finished sending its packet.
+    HopDone,
+    /// `[[links]]`: the head of the line after hop `arg` reaches hop `arg` + 1.
+    HopArrive,
+    /// `[[links]]`: the AQM timer of hop `arg` (≥ 1).
+    HopAqmTimer,
 }
 
 /// One scheduled event: 24 bytes, no payload pointers.

@@ -26,6 +26,7 @@ pub mod engine;
 pub mod error;
 pub mod flows;
 pub mod histogram;
+pub mod hops;
 pub mod output;
 pub mod pcap;
 pub mod recorder;

@@ -69,6 +69,9 @@ pub struct Recorder {
     /// Queues below the AQM (e.g. a Wi-Fi driver queue), sampled after the AQM's own; their
     /// latest state, set by the engine before each sample.
     pub extra_queues: Vec<QueueSample>,
+    /// `[[links]]` chains: (hop name, "hop/queue" name) of every queue in column order; empty
+    /// for one link, whose queues keep their bare names.
+    pub queue_labels: Vec<(String, String)>,
 }
 
 /// summary.json's `aqm_counters`: each named AQM counter's increase since warmup (an empty
@@ -151,6 +154,7 @@ impl Recorder {
             snap: None,
             scratch: Vec::new(),
             extra_queues: Vec::new(),
+            queue_labels: Vec::new(),
         }
     }
 
@@ -341,7 +345,11 @@ impl Recorder {
         let summary_json = serde_json::to_string_pretty(&summary)
             .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
         RunResults {
-            queue_names: self.queue_names.iter().map(|s| s.to_string()).collect(),
+            queue_names: if self.queue_labels.is_empty() {
+                self.queue_names.iter().map(|s| s.to_string()).collect()
+            } else {
+                self.queue_labels.iter().map(|l| l.1.clone()).collect()
+            },
             flow_cc: ctx.flow_cc.to_vec(),
             flow_class: ctx.flow_class.to_vec(),
             samples: self.samples,
@@ -417,7 +425,7 @@ impl Recorder {
             let h = &self.sojourns[i];
             let mean = h.mean() / 1e6;
             let [p50, p95, p99] = h.percentiles([0.50, 0.95, 0.99]);
-            queue_docs.push(json!({
+            let mut doc = json!({
                 "name": q.name,
                 "sojourn_ms": {
                     "mean": num(mean),
@@ -428,7 +436,12 @@ impl Recorder {
                 "marks": q.marks - q0.marks,
                 "drops": q.drops - q0.drops,
                 "packets": q.packets - q0.packets,
-            }));
+            });
+            if let Some((hop, name)) = self.queue_labels.get(i) {
+                doc["name"] = json!(name);
+                doc["hop"] = json!(hop);
+            }
+            queue_docs.push(doc);
         }
         queue_docs
     }

@@ -144,6 +144,8 @@ pub struct FlowConfig {
     pub bytes: Option<u64>,
     /// ECN use (default: what the CC asks for).
     pub ecn: Option<FlowEcn>,
+    /// `[[links]]` chains: the first and last hop this flow crosses (default: all; `hops`).
+    pub path: Option<[u32; 2]>,
     /// cbr: sending rate.
     pub rate: Option<Rate>,
     /// cbr: IP bytes per packet (default 1500).
@@ -221,7 +223,9 @@ struct ScenarioDoc {
     #[serde(default)]
     warmup: Nanos,
     sample_interval: Option<Nanos>,
-    link: LinkConfig,
+    link: Option<LinkConfig>,
+    /// `[[links]]`: a chain of hops (`hops`), instead of `[link]` + `[aqm]`.
+    links: Option<Vec<Value>>,
     ack_link: Option<AckLinkConfig>,
     aqm: Option<Value>,
     #[serde(default)]
@@ -262,6 +266,9 @@ pub struct Scenario {
     pub workloads: Vec<crate::workloads::WorkloadConfig>,
     /// `[[probes]]`: request/response latency probes (`workloads`).
     pub probes: Vec<crate::workloads::ProbeSpec>,
+    /// `[[links]]`: every hop of the chain (hop 0 is also `link`, `aqm`, `buffer`); empty for
+    /// the one-link form `[link]` + `[aqm]`.
+    pub hops: Vec<crate::hops::HopSpec>,
     /// The document as given, echoed into summary.json.
     pub raw: Value,
     /// Directory relative trace paths resolve against (the scenario file's directory).
@@ -360,19 +367,41 @@ impl Scenario {
         }
         let doc: ScenarioDoc =
             serde_path_to_error::deserialize(v.clone()).map_err(|e| path_error("", e))?;
-        let (aqm_table, buffer) = crate::bdp::resolve(
-            doc.aqm
-                .unwrap_or_else(|| serde_json::json!({"kind": "fifo"})),
-            &doc.link,
-            &doc.flows,
-        )?;
-        let aqm = AqmConfig::from_value(aqm_table)?;
+        let (link, aqm, buffer, hops) = match (doc.link, doc.links) {
+            (Some(_), Some(_)) => {
+                return Err(SimError::field(
+                    "links",
+                    "set together with [link]; a [[links]] chain replaces [link] and [aqm]                      (each hop has its own rate and [links.aqm]): keep one form",
+                ))
+            }
+            (None, Some(_)) if doc.aqm.is_some() => {
+                return Err(SimError::field(
+                    "aqm",
+                    "set together with [[links]]; give each hop its AQM as [links.aqm]",
+                ))
+            }
+            (None, Some(links)) => {
+                let hops = crate::hops::parse(links, &doc.flows)?;
+                let h0 = &hops[0];
+                (h0.link.clone(), h0.aqm.clone(), h0.buffer.clone(), hops)
+            }
+            (None, None) => return Err(SimError::field("link", "missing (required)")),
+            (Some(link), None) => {
+                let (aqm_table, buffer) = crate::bdp::resolve(
+                    doc.aqm
+                        .unwrap_or_else(|| serde_json::json!({"kind": "fifo"})),
+                    &link,
+                    &doc.flows,
+                )?;
+                (link, AqmConfig::from_value(aqm_table)?, buffer, Vec::new())
+            }
+        };
         let s = Scenario {
             seed: doc.seed,
             duration: doc.duration,
             warmup: doc.warmup,
             sample_interval: doc.sample_interval,
-            link: doc.link,
+            link,
             ack_link: doc.ack_link,
             aqm,
             buffer,
@@ -380,6 +409,7 @@ impl Scenario {
             output: doc.output,
             workloads: doc.workloads,
             probes: doc.probes,
+            hops,
             raw: v,
             base_dir: None,
         };
@@ -512,6 +542,8 @@ impl Scenario {
                 ));
             }
         }
+        crate::hops::validate_flows(&self.hops, &self.flows)?;
+        crate::hops::validate_extras(self)?;
         crate::workloads::validate(self)?;
         Ok(())
     }

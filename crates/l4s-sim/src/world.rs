@@ -2,6 +2,9 @@
 //! receivers, each with its own base RTT; ACKs return on an uncongested path (or an optional
 //! rate-limited FIFO). Time is virtual, in ns; see `engine` for the event list.
 //!
+//! A `[[links]]` chain puts more hops after this one (`chain`, `hops`): hop 0 is the bottleneck
+//! below, the others repeat it, joined by their propagation delays.
+//!
 //! Simplifications (named):
 //! - a flow's whole forward propagation, rtt/2, is applied after the bottleneck (senders reach
 //!   the queue at once), and rtt/2 on the way back; only the sum matters for every figure;
@@ -26,6 +29,7 @@ use l4s_core::link::{
 use l4s_core::{Ecn, Endpoint, FlowStats, Nanos, Packet, Rate, Rng};
 use std::collections::VecDeque;
 
+mod chain;
 mod wifi;
 
 /// Timer firings at one instant after which an endpoint is declared stuck.
@@ -45,6 +49,8 @@ struct Flow {
     await_done: bool,
     /// Consecutive timer firings at one instant (livelock guard).
     same_instant: (Nanos, u32),
+    /// First and last hop of a `[[links]]` chain the flow crosses ((0, 0) for one link).
+    path: (u8, u8),
 }
 
 /// The bottleneck and its surroundings.
@@ -163,13 +169,15 @@ fn note_verdict(
 }
 
 impl Flow {
-    /// One instance of the `[[flows]]` entry `fc`: its base RTT split in half each way.
-    fn new(ends: FlowEnds, fc: &FlowConfig) -> Self {
+    /// One instance of the `[[flows]]` entry `fc`: its base RTT split in half each way (on a
+    /// `[[links]]` chain the forward half less the delays of the hops before its last).
+    fn new(ends: FlowEnds, fc: &FlowConfig, hops: &[crate::hops::HopSpec]) -> Self {
         let half = Nanos(fc.rtt.0 / 2);
+        let (first, last) = crate::hops::flow_path(fc, hops.len());
         Flow {
             sender: ends.sender,
             receiver: ends.receiver,
-            fwd_delay: half,
+            fwd_delay: crate::hops::final_segment(hops, fc),
             rev_delay: fc.rtt - half,
             fwd: DelayLine::default(),
             rev: DelayLine::default(),
@@ -178,6 +186,7 @@ impl Flow {
             l4s: ends.l4s,
             await_done: fc.bytes.is_some(),
             same_instant: (Nanos::MAX, 0),
+            path: (first as u8, last as u8),
         }
     }
 }
@@ -221,7 +230,7 @@ fn build_flows(s: &Scenario, link: &dyn LinkModel) -> Result<(Vec<Flow>, FlowLab
                 crate::rt_flows::is_rt(fc)
                     .then(|| fc.deadline.unwrap_or(crate::rt_flows::DEFAULT_DEADLINE)),
             );
-            flows.push(Flow::new(ends, fc));
+            flows.push(Flow::new(ends, fc, &s.hops));
         }
     }
     // Workload transfers and probes follow, built like `[[flows]]` entries.
@@ -242,7 +251,7 @@ fn build_flows(s: &Scenario, link: &dyn LinkModel) -> Result<(Vec<Flow>, FlowLab
         labels.host.push(serde_json::Value::Null);
         labels.deadline.push(None);
         labels.extras.push(kind);
-        flows.push(Flow::new(ends, &fc));
+        flows.push(Flow::new(ends, &fc, &s.hops));
     }
     Ok((flows, labels))
 }
@@ -311,17 +320,24 @@ pub struct World {
     capture: Option<Vec<crate::pcap::CaptureRecord>>,
     /// Simulated time reached, ns, for a progress display polled by another thread.
     progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
+    /// `[[links]]`: hops 1.. of the chain (hop 0 is `net`); None for one link.
+    chain: Option<chain::Chain>,
 }
 
 impl World {
     /// Build the bottleneck, the flows and the recorder of a scenario, ready to `run`.
     pub fn new(s: &Scenario) -> Result<Self, SimError> {
         s.validate()?;
-        let net = Net::new(s)?;
+        // A chain's hop 0 is built as [link]; its errors name links[0].
+        let net = Net::new(s).map_err(|e| match s.hops.is_empty() {
+            true => e,
+            false => crate::hops::reprefix(e, "link", "links[0]"),
+        })?;
         let (flows, labels) = build_flows(s, net.link.as_ref())?;
         let mut q0 = Vec::new();
         net.aqm.sample(Nanos::ZERO, &mut q0);
-        let rec = Recorder::new(s.warmup, q0, flows.len(), s.output.packets);
+        let mut rec = Recorder::new(s.warmup, q0, flows.len(), s.output.packets);
+        let chain = chain::Chain::new(s, &mut rec)?;
         let n = flows.len();
         let mut w = World {
             flows,
@@ -339,6 +355,7 @@ impl World {
             labels,
             capture: None,
             progress: None,
+            chain,
         };
         w.wifi_init();
         Ok(w)
@@ -437,6 +454,10 @@ impl World {
                 self.snapshot();
             }
             Kind::Wifi => self.wifi_timer(t),
+            Kind::HopService => self.hop_service_event(f, t),
+            Kind::HopDone => self.hop_done(f, t),
+            Kind::HopArrive => self.hop_arrive(f, t),
+            Kind::HopAqmTimer => self.hop_aqm_timer(f, t),
         }
     }
 
@@ -535,6 +556,7 @@ impl World {
         self.ev
             .push(Nanos(self.sample_period.0 * k), Kind::Sample, 0);
         self.wifi_sample(t);
+        self.chain_sample(t);
         self.rec.sample_queues(t, self.net.aqm.as_ref());
         // This is sample k - 1 (at (k - 1)·period): it carries per-flow rows when k - 1 is a
         // multiple of flow_every, i.e. at multiples of the flow sample interval.
@@ -593,6 +615,8 @@ impl World {
         self.collect_stats();
         self.wifi_sample(self.now);
         self.wifi_warmup();
+        self.chain_sample(self.now);
+        self.chain_warmup();
         self.rec
             .warmup_snapshot(self.now, self.net.aqm.as_ref(), &self.stats_buf, unused);
     }
@@ -643,7 +667,10 @@ impl World {
             p.flow = f as u32;
             p.sent_at = now;
             self.net.totals.sent_pkts += 1;
-            self.enqueue(p);
+            match self.flows[f].path.0 {
+                0 => self.enqueue(p),
+                k => self.hop_enqueue(k as usize, p),
+            }
         }
     }
 
@@ -758,6 +785,10 @@ impl World {
             self.rec.counters[f].link_losses += 1;
             return;
         }
+        if self.flows[f].path.1 > 0 {
+            self.hop_propagate(0, p, fin);
+            return;
+        }
         let fl = &mut self.flows[f];
         let mut at = fin + fl.fwd_delay;
         if let Some(j) = &mut self.net.jitter {
@@ -826,13 +857,17 @@ impl World {
         let unused = self.flush_unused();
         self.collect_stats();
         self.wifi_sample(self.now);
+        self.chain_sample(self.now);
+        let hop_docs = self.chain_hop_docs(s);
+        let chain_in_flight = self.chain.as_ref().map_or(0, |c| c.in_flight());
         let (wifi_down, wifi_up) = self.wifi_in_flight();
         let n = &self.net;
         let mut totals = n.totals.clone();
         totals.in_flight_pkts = n.aqm.backlog_pkts()
             + n.stuck_pkts
             + self.flows.iter().map(|f| f.fwd.len() as u64).sum::<u64>()
-            + wifi_down;
+            + wifi_down
+            + chain_in_flight;
         totals.acks_in_flight = self.flows.iter().map(|f| f.rev.len() as u64).sum::<u64>()
             + n.ack_link
                 .as_ref()
@@ -877,6 +912,9 @@ impl World {
         );
         if let Some(block) = wifi {
             crate::wifi_config::add_to_summary(&mut res.summary_json, block);
+        }
+        if let Some(docs) = hop_docs {
+            chain::add_hops_to_summary(&mut res.summary_json, docs);
         }
         crate::app_results::finish(
             s,
