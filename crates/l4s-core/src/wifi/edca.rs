@@ -5,6 +5,8 @@
 use crate::error::ParamError;
 use crate::rng::Rng;
 use crate::time::Nanos;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 /// EDCA parameters of the access category used (best effort by default) and the PHY's timing.
 #[derive(Copy, Clone, Debug, PartialEq)]
@@ -150,6 +152,104 @@ impl Backoff {
     /// The frame was given up after the retry limit: CW resets as after a success.
     pub fn give_up(&mut self, p: &EdcaParams, rng: &mut Rng) {
         self.success(p, rng);
+    }
+
+    /// A saturated contender's exchange ended: success, or failure and, past `retry_limit`
+    /// failures, the frame given up.
+    pub fn exchange_done(&mut self, ok: bool, p: &EdcaParams, retry_limit: u32, rng: &mut Rng) {
+        if ok {
+            self.success(p, rng);
+        } else {
+            self.failure(p, rng);
+            if self.failures > retry_limit {
+                self.give_up(p, rng);
+            }
+        }
+    }
+}
+
+/// The saturated contenders (the `stations` other stations) in aggregate. They always have a
+/// frame, so after every exchange they all resume counting down at the same instant (the end of
+/// AIFS): one shared countdown origin `start` and one slot count `offset` elapsed on it stand for
+/// every counter at once. Station j's counter is `key[j] − offset`; the keys sit in a min-heap,
+/// so the next transmission is the smallest key, a busy period advances every frozen counter by
+/// moving `offset`, and each channel access costs O(log n) instead of O(n). The counters, CWs and
+/// retry counts are those of n [`Backoff`]s, drawn in the same order.
+#[derive(Clone, Debug)]
+pub struct SaturatedContenders {
+    /// Each contender's CW and retry count (its `slots` is the last draw; `start` is unused).
+    state: Vec<Backoff>,
+    /// (offset at the draw + slots drawn, station), smallest first.
+    keys: BinaryHeap<Reverse<(u64, u32)>>,
+    /// Slots counted down on the shared origin since the start.
+    offset: u64,
+    /// The instant the countdowns (re)start: the end of AIFS after the medium went idle.
+    start: Nanos,
+}
+
+impl SaturatedContenders {
+    /// `n` contenders at CWmin, each drawing its first backoff in turn, counting from `start`.
+    pub fn new(n: usize, p: &EdcaParams, start: Nanos, rng: &mut Rng) -> Self {
+        let mut state = vec![Backoff::new(p); n];
+        let mut keys = BinaryHeap::with_capacity(n);
+        for (j, b) in state.iter_mut().enumerate() {
+            b.draw(rng);
+            keys.push(Reverse((b.slots as u64, j as u32)));
+        }
+        SaturatedContenders {
+            state,
+            keys,
+            offset: 0,
+            start,
+        }
+    }
+
+    /// The countdowns restart at `start` (the end of AIFS after an exchange).
+    #[inline]
+    pub fn restart(&mut self, start: Nanos) {
+        self.start = start;
+    }
+
+    /// The instant the first of them transmits if the medium stays idle (None: no contender).
+    #[inline]
+    pub fn next_tx(&self, slot: Nanos) -> Option<Nanos> {
+        self.keys
+            .peek()
+            .map(|Reverse((k, _))| Nanos(self.start.0 + (k - self.offset) * slot.0))
+    }
+
+    /// The medium goes busy at `t` (≥ `start`): the contenders whose countdown ends at `t` leave
+    /// the heap into `txs` (in station order) until their exchange ends; every other counter
+    /// freezes after the idle slots elapsed plus the busy slot, as [`Backoff::freeze`] does.
+    pub fn busy(&mut self, t: Nanos, slot: Nanos, txs: &mut Vec<u32>) {
+        if self.keys.is_empty() {
+            return;
+        }
+        debug_assert!(t >= self.start);
+        while let Some(&Reverse((k, j))) = self.keys.peek() {
+            if Nanos(self.start.0 + (k - self.offset) * slot.0) != t {
+                break;
+            }
+            self.keys.pop();
+            txs.push(j);
+        }
+        // Counters left are past t, so none goes below zero.
+        self.offset += (t.0 - self.start.0) / slot.0 + 1;
+    }
+
+    /// Contender `j`'s exchange ended, collided or not: CW, retry count and the new backoff as
+    /// for any [`Backoff`] (given up after `retry_limit` failures).
+    pub fn finish(
+        &mut self,
+        j: u32,
+        collided: bool,
+        p: &EdcaParams,
+        retry_limit: u32,
+        rng: &mut Rng,
+    ) {
+        let b = &mut self.state[j as usize];
+        b.exchange_done(!collided, p, retry_limit, rng);
+        self.keys.push(Reverse((self.offset + b.slots as u64, j)));
     }
 }
 

@@ -33,7 +33,7 @@ use crate::packet::Packet;
 use crate::rng::Rng;
 use crate::time::Nanos;
 use ampdu::{Mpdu, TxSession};
-use edca::Backoff;
+use edca::{Backoff, SaturatedContenders};
 use reorder::ReorderBuffer;
 use std::collections::VecDeque;
 
@@ -249,7 +249,12 @@ struct Tx {
 pub struct WifiMac {
     p: WifiParams,
     rng: Rng,
-    backoff: Vec<Backoff>,
+    /// The AP's and the client station's channel access.
+    backoff: [Backoff; 2],
+    /// The other stations' channel access, in aggregate.
+    others: SaturatedContenders,
+    /// Scratch: the other stations transmitting in the exchange being started.
+    others_tx: Vec<u32>,
     down: TxSession,
     up: TxSession,
     /// Recipient buffers: at the client (downlink frames) and at the AP (uplink).
@@ -280,15 +285,15 @@ impl WifiMac {
     /// A medium with these parameters, drawing every random choice from `rng`.
     pub fn new(p: WifiParams, mut rng: Rng) -> Result<Self, ParamError> {
         p.validate()?;
-        let n = 2 + p.stations as usize;
-        let mut backoff = Vec::with_capacity(n);
-        for i in 0..n {
+        // Draw order: the AP, the client, then each other station.
+        let backoff = [(); 2].map(|_| {
             let mut b = Backoff::new(&p.edca);
             b.draw(&mut rng);
             b.start = p.edca.aifs();
-            b.active = i >= 2;
-            backoff.push(b);
-        }
+            b
+        });
+        let others =
+            SaturatedContenders::new(p.stations as usize, &p.edca, p.edca.aifs(), &mut rng);
         let (others_mpdus, others_psdu) = p.full_aggregate(OTHER_PKT_BYTES);
         let others_ppdu_ns = p.phy.ppdu_ns(others_psdu);
         let mut stats = WifiStats::default();
@@ -315,6 +320,8 @@ impl WifiMac {
             first_tx: Vec::with_capacity(64),
             stats,
             backoff,
+            others,
+            others_tx: Vec::with_capacity(8),
             rng,
             p,
         })
@@ -414,7 +421,7 @@ impl WifiMac {
     pub fn poll_timeout(&self) -> Option<Nanos> {
         let mac = match self.busy_until {
             Some(t) => Some(t),
-            None => self.next_access().map(|(t, _)| t),
+            None => self.next_access(),
         };
         [mac, self.rx_down.next_timeout(), self.rx_up.next_timeout()]
             .into_iter()
@@ -423,13 +430,13 @@ impl WifiMac {
     }
 
     /// The earliest channel access among active contenders.
-    fn next_access(&self) -> Option<(Nanos, usize)> {
+    fn next_access(&self) -> Option<Nanos> {
         let slot = self.p.edca.slot;
         self.backoff
             .iter()
-            .enumerate()
-            .filter(|(_, b)| b.active)
-            .map(|(i, b)| (b.tx_at(slot), i))
+            .filter(|b| b.active)
+            .map(|b| b.tx_at(slot))
+            .chain(self.others.next_tx(slot))
             .min()
     }
 
@@ -440,7 +447,7 @@ impl WifiMac {
                 Some(end) if end <= now => self.finish_exchange(end),
                 Some(_) => break,
                 None => match self.next_access() {
-                    Some((t, _)) if t <= now => self.start_exchange(t),
+                    Some(t) if t <= now => self.start_exchange(t),
                     _ => break,
                 },
             }
@@ -490,6 +497,13 @@ impl WifiMac {
                 b.freeze(t, slot);
             }
         }
+        self.others_tx.clear();
+        self.others.busy(t, slot, &mut self.others_tx);
+        let first_other = self.backoff.len();
+        self.txs.extend(self.others_tx.iter().map(|&j| Tx {
+            who: first_other + j as usize,
+            mpdus: 0,
+        }));
         let mut longest = 0u64;
         for k in 0..self.txs.len() {
             let who = self.txs[k].who;
@@ -550,14 +564,10 @@ impl WifiMac {
                 AP | CLIENT => self.finish_session(tx.who, end),
                 i => {
                     let p = &self.p;
-                    let b = &mut self.backoff[i];
-                    if self.collided {
-                        b.failure(&p.edca, &mut self.rng);
-                        if b.failures > p.retry_limit {
-                            b.give_up(&p.edca, &mut self.rng);
-                        }
-                    } else {
-                        b.success(&p.edca, &mut self.rng);
+                    let j = (i - self.backoff.len()) as u32;
+                    self.others
+                        .finish(j, self.collided, &p.edca, p.retry_limit, &mut self.rng);
+                    if !self.collided {
                         self.stats.others_success += 1;
                         self.stats.others_bytes += tx.mpdus as u64 * OTHER_PKT_BYTES as u64;
                         self.stats.others_airtime_ns += self.exchange_ns;
@@ -569,18 +579,17 @@ impl WifiMac {
         self.txs.clear();
         let start = end + self.p.edca.aifs();
         for (i, b) in self.backoff.iter_mut().enumerate() {
-            if i == AP || i == CLIENT {
-                let sess = if i == AP { &self.down } else { &self.up };
-                let was = b.active;
-                b.active = sess.backlogged();
-                if b.active && !was {
-                    self.ready_since[i] = end;
-                }
+            let sess = if i == AP { &self.down } else { &self.up };
+            let was = b.active;
+            b.active = sess.backlogged();
+            if b.active && !was {
+                self.ready_since[i] = end;
             }
             if b.active {
                 b.start = start;
             }
         }
+        self.others.restart(start);
     }
 
     /// The AP's (downlink) or the client's (uplink) aggregate is over at `end`.
