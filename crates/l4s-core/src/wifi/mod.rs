@@ -342,6 +342,13 @@ impl WifiMac {
         s
     }
 
+    /// The running counters without a copy (a per-sample read: `stats` clones the access-delay
+    /// list); the reorder-buffer fields stay zero here, `stats` fills them in.
+    #[inline]
+    pub fn counters(&self) -> &WifiStats {
+        &self.stats
+    }
+
     /// Zero the counters (e.g. at the end of a warmup).
     pub fn reset_stats(&mut self) {
         let n = self.p.max_mpdus as usize + 1;
