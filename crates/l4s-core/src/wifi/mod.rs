@@ -26,7 +26,7 @@ mod tests;
 
 pub use ampdu::DriverLimit;
 pub use edca::EdcaParams;
-pub use phy::{Phy, Standard};
+pub use phy::{Phy, RateTrace, Standard};
 
 use crate::error::ParamError;
 use crate::packet::Packet;
@@ -67,6 +67,9 @@ pub struct WifiParams {
     pub driver_limit: DriverLimit,
     /// The client station's uplink queue, packets (tail drop).
     pub uplink_limit_pkts: u32,
+    /// PHY rate over time instead of the fixed `phy` (which should then be the trace's first
+    /// point's): each PPDU uses the rate in force at its start.
+    pub rate_trace: Option<RateTrace>,
 }
 
 impl WifiParams {
@@ -85,6 +88,7 @@ impl WifiParams {
             reorder_timeout: Nanos::from_ms(100),
             driver_limit: DriverLimit::Airtime(Nanos::from_ms(12)),
             uplink_limit_pkts: 1000,
+            rate_trace: None,
         }
     }
 
@@ -273,6 +277,8 @@ pub struct WifiMac {
     exchange_ns: u64,
     others_mpdus: u32,
     others_ppdu_ns: u64,
+    /// The rate-trace point whose PHY is in `p.phy`.
+    trace_at: usize,
     released: Vec<Packet>,
     failed: Vec<Mpdu>,
     delivered: VecDeque<(Dir, Packet)>,
@@ -283,8 +289,11 @@ pub struct WifiMac {
 
 impl WifiMac {
     /// A medium with these parameters, drawing every random choice from `rng`.
-    pub fn new(p: WifiParams, mut rng: Rng) -> Result<Self, ParamError> {
+    pub fn new(mut p: WifiParams, mut rng: Rng) -> Result<Self, ParamError> {
         p.validate()?;
+        if let Some(tr) = &p.rate_trace {
+            p.phy = tr.phys()[0];
+        }
         // Draw order: the AP, the client, then each other station.
         let backoff = [(); 2].map(|_| {
             let mut b = Backoff::new(&p.edca);
@@ -313,6 +322,7 @@ impl WifiMac {
             exchange_ns: 0,
             others_mpdus,
             others_ppdu_ns,
+            trace_at: 0,
             released: Vec::with_capacity(64),
             failed: Vec::with_capacity(64),
             delivered: VecDeque::with_capacity(128),
@@ -327,7 +337,8 @@ impl WifiMac {
         })
     }
 
-    /// The parameters.
+    /// The parameters (with a rate trace, `phy` is the one in force at the last exchange or
+    /// hand-over).
     pub fn params(&self) -> &WifiParams {
         &self.p
     }
@@ -386,6 +397,7 @@ impl WifiMac {
 
     /// Hand a downlink packet to the driver queue at `now` (after checking `has_room`).
     pub fn push_down(&mut self, p: Packet, now: Nanos) {
+        self.follow_rate_trace(now);
         self.down.push(p, now, &self.p.phy);
         self.activate(AP, now);
     }
@@ -397,9 +409,27 @@ impl WifiMac {
             self.stats.up.queue_drops += 1;
             return false;
         }
+        self.follow_rate_trace(now);
         self.up.push(p, now, &self.p.phy);
         self.activate(CLIENT, now);
         true
+    }
+
+    /// With a rate trace, put the PHY in force at `t` in `p.phy` (and the other stations'
+    /// full aggregate at that rate).
+    fn follow_rate_trace(&mut self, t: Nanos) {
+        let Some(tr) = &self.p.rate_trace else {
+            return;
+        };
+        let i = tr.index_at(t, self.trace_at);
+        if i == self.trace_at && self.p.phy == tr.phys()[i] {
+            return;
+        }
+        self.trace_at = i;
+        self.p.phy = tr.phys()[i];
+        let (mpdus, psdu) = self.p.full_aggregate(OTHER_PKT_BYTES);
+        self.others_mpdus = mpdus;
+        self.others_ppdu_ns = self.p.phy.ppdu_ns(psdu);
     }
 
     /// Contender `i` has a frame at `now`: it starts (or resumes) its countdown after AIFS,
@@ -492,6 +522,7 @@ impl WifiMac {
 
     /// Every contender whose countdown ends at `t` transmits; the others freeze.
     fn start_exchange(&mut self, t: Nanos) {
+        self.follow_rate_trace(t);
         let slot = self.p.edca.slot;
         self.txs.clear();
         for (i, b) in self.backoff.iter_mut().enumerate() {
