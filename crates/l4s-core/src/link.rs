@@ -74,7 +74,7 @@ impl RateSchedule {
     }
 
     /// Index of the segment holding `t`, searching forward from `hint`.
-    fn segment(&self, t: Nanos, mut hint: usize) -> usize {
+    pub fn segment(&self, t: Nanos, mut hint: usize) -> usize {
         if hint >= self.steps.len() || self.steps[hint].0 > t {
             hint = 0;
         }

@@ -681,7 +681,7 @@ impl LinkConfig {
                 ));
             }
         }
-        w.params()?;
+        w.check()?;
         let plain = LinkConfig {
             rate: Some(Rate(1)),
             model: None,

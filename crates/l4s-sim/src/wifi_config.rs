@@ -4,7 +4,7 @@
 
 use crate::error::SimError;
 use crate::histogram::SojournHistogram;
-use l4s_core::wifi::{DirStats, DriverLimit, Phy, Standard, WifiParams, WifiStats};
+use l4s_core::wifi::{DirStats, DriverLimit, Phy, RateTrace, Standard, WifiParams, WifiStats};
 use l4s_core::{Nanos, Rate};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -15,6 +15,9 @@ use serde_json::{json, Value};
 pub struct WifiConfig {
     /// PHY data rate with 802.11a OFDM timing (instead of `standard` + `mcs`).
     pub phy_rate: Option<Rate>,
+    /// PHY rate over time with 802.11a OFDM timing: a file of `time_s,rate_mbps` lines,
+    /// relative to the scenario file (instead of `phy_rate` or `standard` + `mcs`).
+    pub rate_trace: Option<String>,
     /// "ac" (VHT) or "ax" (HE).
     pub standard: Option<String>,
     /// VHT-MCS 0–9 / HE-MCS 0–11.
@@ -59,10 +62,133 @@ fn err(key: &str, msg: impl Into<String>) -> SimError {
     SimError::field(format!("link.wifi.{key}"), msg)
 }
 
+/// Most points a rate trace may hold.
+const RATE_TRACE_MAX_POINTS: usize = 1_000_000;
+
+/// Parse a rate trace: one `time_s,rate_mbps` point per line (blank lines and `#` comments
+/// skipped), times in seconds from 0 strictly increasing, rates in [1, 10000] Mb/s. The error
+/// names the line and the field.
+pub fn parse_rate_trace(text: &str) -> Result<Vec<(Nanos, u64)>, String> {
+    let mut points: Vec<(Nanos, u64)> = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let n = i + 1;
+        let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+        let [time, rate] = fields[..] else {
+            return Err(format!(
+                "line {n}: {} field(s); expected two, time_s,rate_mbps",
+                fields.len()
+            ));
+        };
+        let prev = points.last().map(|p| p.0);
+        let t = time
+            .parse::<f64>()
+            .ok()
+            .filter(|t| t.is_finite() && (0.0..=1e6).contains(t))
+            .map(|t| Nanos((t * 1e9).round() as u64));
+        let t = match (t, prev) {
+            (None, _) => {
+                return Err(format!(
+                    "line {n}: time_s \"{time}\" is not a time in [0, 1000000] seconds"
+                ))
+            }
+            (Some(t), None) if t != Nanos::ZERO => {
+                return Err(format!(
+                    "line {n}: time_s {time} starts the trace; expected 0 (the rate from the start)"
+                ))
+            }
+            (Some(t), Some(p)) if t <= p => {
+                return Err(format!(
+                    "line {n}: time_s {time} is not after the previous point's; expected strictly increasing times"
+                ))
+            }
+            (Some(t), _) => t,
+        };
+        let Some(mbps) = rate
+            .parse::<f64>()
+            .ok()
+            .filter(|r| r.is_finite() && (1.0..=10_000.0).contains(r))
+        else {
+            return Err(format!(
+                "line {n}: rate_mbps \"{rate}\" is not a rate in [1, 10000] Mb/s"
+            ));
+        };
+        if points.len() == RATE_TRACE_MAX_POINTS {
+            return Err(format!(
+                "line {n}: more than {RATE_TRACE_MAX_POINTS} points"
+            ));
+        }
+        points.push((t, (mbps * 1e6).round() as u64));
+    }
+    if points.is_empty() {
+        return Err("no points; expected lines time_s,rate_mbps from time 0".into());
+    }
+    Ok(points)
+}
+
 impl WifiConfig {
-    /// The model's parameters; every error names `link.wifi.<key>` and its range.
+    /// The model's parameters, a rate trace read relative to the current directory; every
+    /// error names `link.wifi.<key>` and its range.
     pub fn params(&self) -> Result<WifiParams, SimError> {
+        self.params_in(None)
+    }
+
+    /// The model's parameters with `rate_trace` read relative to `base_dir`.
+    pub fn params_in(&self, base_dir: Option<&std::path::Path>) -> Result<WifiParams, SimError> {
+        let mut p = self.params_with()?;
+        if let Some(file) = &self.rate_trace {
+            let path = match base_dir {
+                Some(d) => d.join(file),
+                None => std::path::PathBuf::from(file),
+            };
+            let text = std::fs::read_to_string(&path).map_err(|e| SimError::Io {
+                path: "link.wifi.rate_trace".into(),
+                file: path.clone(),
+                source: e,
+            })?;
+            let points = parse_rate_trace(&text)
+                .map_err(|e| err("rate_trace", format!("{}: {e}", path.display())))?;
+            let trace = RateTrace::new(&points, p.max_mpdus > 1)
+                .map_err(|e| err("rate_trace", format!("{}: {e}", path.display())))?;
+            p.phy = trace.phys()[0];
+            p.rate_trace = Some(trace);
+        }
+        Ok(p)
+    }
+
+    /// Every check but the rate trace file's content (read when the run starts).
+    pub fn check(&self) -> Result<(), SimError> {
+        self.params_with().map(|_| ())
+    }
+
+    /// The parameters the keys give (with `rate_trace`, a stand-in 54 Mb/s OFDM PHY that
+    /// `params_in` replaces by the trace's).
+    fn params_with(&self) -> Result<WifiParams, SimError> {
+        if self.rate_trace.is_some() {
+            for (k, set) in [
+                ("phy_rate", self.phy_rate.is_some()),
+                ("standard", self.standard.is_some()),
+                ("mcs", self.mcs.is_some()),
+                ("width", self.width.is_some()),
+                ("streams", self.streams.is_some()),
+            ] {
+                if set {
+                    return Err(err(
+                        "rate_trace",
+                        format!("set together with {k}; expected rate_trace (the PHY rate over time) or a fixed phy_rate / standard + mcs"),
+                    ));
+                }
+            }
+        }
         let phy = match (&self.phy_rate, &self.standard) {
+            // A stand-in until `params_in` reads the trace.
+            _ if self.rate_trace.is_some() => {
+                Phy::ofdm(54_000_000, self.max_mpdus.unwrap_or(64) > 1)
+                    .map_err(|e| err("rate_trace", e.to_string()))?
+            }
             (Some(_), Some(_)) => {
                 return Err(err(
                     "phy_rate",
@@ -71,7 +197,7 @@ impl WifiConfig {
             }
             (None, None) => return Err(err(
                 "standard",
-                "missing; expected standard = \"ac\" | \"ax\" with mcs, or phy_rate = \"54mbit\"",
+                "missing; expected standard = \"ac\" | \"ax\" with mcs, phy_rate = \"54mbit\" or rate_trace = \"file\"",
             )),
             (Some(r), None) => {
                 for (k, set) in [
@@ -223,8 +349,9 @@ pub fn summary_block(
         DriverLimit::Airtime(t) => json!({"airtime_ms": t.as_ms_f64()}),
         DriverLimit::Packets(n) => json!({"packets": n}),
     };
-    json!({
-        "phy_rate_mbps": num(p.phy.rate_bps() / 1e6),
+    let mut block = json!({
+        // With a rate trace the rate varies: link.capacity_mbps gives its mean over the window.
+        "phy_rate_mbps": if p.rate_trace.is_some() { Value::Null } else { num(p.phy.rate_bps() / 1e6) },
         "stations": p.stations,
         "per": p.per,
         "retry_limit": p.retry_limit,
@@ -240,7 +367,11 @@ pub fn summary_block(
         "downlink": dir_block(&s.down, &mac_delay[0]),
         "uplink": dir_block(&s.up, &mac_delay[1]),
         "driver": {"limit": limit, "stats": driver},
-    })
+    });
+    if let Some(t) = &p.rate_trace {
+        block["rate_trace_points"] = json!(t.phys().len());
+    }
+    block
 }
 
 /// Add the `wifi` block to a finished summary document.

@@ -121,7 +121,13 @@ pub fn build_link(
         LinkModelKind::Txop1ms => Box::new(Txop1ms::new(sched)),
         // The MAC runs in `wifi`; this rate (the PHY's) is the summary's capacity only.
         LinkModelKind::Wifi => match &l.wifi {
-            Some(w) => Box::new(ConstantRate::new(Rate(w.params()?.phy.rate_bps() as u64))),
+            Some(w) => {
+                let p = w.params_in(base_dir)?;
+                match &p.rate_trace {
+                    Some(tr) => Box::new(ConstantRate::with_schedule(tr.schedule().clone())),
+                    None => Box::new(ConstantRate::new(Rate(p.phy.rate_bps() as u64))),
+                }
+            }
             None => return Err(SimError::field("link.wifi", "missing")),
         },
     })
@@ -267,7 +273,7 @@ impl Net {
         let jitter = build_jitter(&s.link, Rng::derive(seed, "link/jitter"));
         let wifi = match &s.link.wifi {
             Some(w) if s.link.model == Some(LinkModelKind::Wifi) => Some(wifi::WifiHop::new(
-                w.params()?,
+                w.params_in(s.base_dir.as_deref())?,
                 w.uplink(),
                 Rng::derive(seed, "link/wifi"),
             )?),

@@ -190,3 +190,84 @@ fn same_seed_same_run_other_seed_differs() {
     let (c, _) = run(&text.replace("seed = 3", "seed = 4"));
     assert_ne!(a.summary_json, c.summary_json);
 }
+
+/// A scratch directory for rate-trace files.
+fn trace_dir(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("l4s-wifi-rt-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn bad_rate_traces_are_refused_naming_the_line_and_field() {
+    let d = trace_dir("bad");
+    let cases = [
+        ("0,54\n1,24,3\n", "line 2: 3 field(s)"),
+        ("0,54\nsoon,24\n", "line 2: time_s \"soon\""),
+        ("0,54\n-1,24\n", "line 2: time_s \"-1\""),
+        (
+            "# time_s,rate_mbps\n0.5,54\n",
+            "line 2: time_s 0.5 starts the trace",
+        ),
+        ("0,54\n2,24\n\n2,12\n", "line 4: time_s 2 is not after"),
+        (
+            "0,54\n1,0.5\n",
+            "line 2: rate_mbps \"0.5\" is not a rate in [1, 10000] Mb/s",
+        ),
+        ("0,20000\n", "line 1: rate_mbps \"20000\""),
+        ("0,NaN\n", "line 1: rate_mbps \"NaN\""),
+        ("# nothing\n\n", "no points"),
+    ];
+    for (i, (text, want)) in cases.iter().enumerate() {
+        let file = format!("t{i}.csv");
+        std::fs::write(d.join(&file), text).unwrap();
+        let s =
+            Scenario::from_toml_str(&scenario(&format!("rate_trace = \"{file}\""), "")).unwrap();
+        let e = l4s_sim::run_in(&s, &d).unwrap_err();
+        assert_eq!(e.path(), Some("link.wifi.rate_trace"), "{e}");
+        assert!(e.to_string().contains(want), "{text:?}: {e}");
+    }
+    let s = Scenario::from_toml_str(&scenario("rate_trace = \"missing.csv\"", "")).unwrap();
+    let e = l4s_sim::run_in(&s, &d).unwrap_err().to_string();
+    assert!(
+        e.contains("link.wifi.rate_trace") && e.contains("missing.csv"),
+        "{e}"
+    );
+    // A trace and a fixed rate: refused when the scenario is read, in one line.
+    for fixed in [
+        "phy_rate = \"54mbit\"",
+        "standard = \"ac\"\nmcs = 7",
+        "mcs = 7",
+    ] {
+        let text = scenario(&format!("rate_trace = \"t0.csv\"\n{fixed}"), "");
+        let e = Scenario::from_toml_str(&text).unwrap_err();
+        assert_eq!(e.path(), Some("link.wifi.rate_trace"), "{e}");
+        assert!(e.to_string().contains("set together with"), "{e}");
+        assert_eq!(e.to_string().lines().count(), 1);
+    }
+}
+
+#[test]
+fn a_rate_trace_sets_the_phy_rate_over_time() {
+    // 54 Mb/s, then 24 Mb/s from 3 s: the capacity over the 1–6 s window is the trace's mean,
+    // (2·54 + 3·24)/5 = 36 Mb/s, and the saturated hop delivers between what it does at a fixed
+    // 54 and a fixed 24 Mb/s (the per-segment closed form is l4s-core's wifi test).
+    let d = trace_dir("ok");
+    std::fs::write(d.join("step.csv"), "# time_s,rate_mbps\n0,54\n3,24\n").unwrap();
+    let s = Scenario::from_toml_str(&scenario("rate_trace = \"step.csv\"", "")).unwrap();
+    let r = l4s_sim::run_in(&s, &d).unwrap();
+    let v: Value = serde_json::from_str(&r.summary_json).unwrap();
+    let cap = v["link"]["capacity_mbps"].as_f64().unwrap();
+    assert!((cap - 36.0).abs() < 1e-9, "{cap}");
+    assert_eq!(v["wifi"]["rate_trace_points"], 2);
+    assert!(v["wifi"]["phy_rate_mbps"].is_null());
+    let (fast, _) = run(&scenario("phy_rate = \"54mbit\"", ""));
+    let (slow, _) = run(&scenario("phy_rate = \"24mbit\"", ""));
+    let got = r.totals.delivered_pkts;
+    assert!(
+        slow.totals.delivered_pkts < got && got < fast.totals.delivered_pkts,
+        "24 Mb/s {} < trace {got} < 54 Mb/s {}",
+        slow.totals.delivered_pkts,
+        fast.totals.delivered_pkts
+    );
+}

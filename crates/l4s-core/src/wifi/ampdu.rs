@@ -44,7 +44,8 @@ pub struct Built {
 /// Originator state: the driver queue, the MPDUs in the air and those awaiting retry.
 #[derive(Clone, Debug)]
 pub struct TxSession {
-    queue: VecDeque<Packet>,
+    /// Queued packets with the airtime charged when they entered (the PHY rate may change).
+    queue: VecDeque<(Packet, u64)>,
     /// MPDUs that failed and wait for a later aggregate, in sequence order.
     retry: VecDeque<Mpdu>,
     /// MPDUs of the exchange in progress, in sequence order.
@@ -85,10 +86,11 @@ impl TxSession {
     /// A packet handed down at `now` (the caller checked `has_room`, or tail-drops).
     pub fn push(&mut self, mut p: Packet, now: Nanos, phy: &Phy) {
         p.enqueued_at = now;
+        let charge_ns = phy.subframe_airtime_ns(p.bytes);
         self.pending_pkts += 1;
-        self.pending_ns += phy.subframe_airtime_ns(p.bytes);
+        self.pending_ns += charge_ns;
         self.queued_bytes += p.bytes as u64;
-        self.queue.push_back(p);
+        self.queue.push_back((p, charge_ns));
     }
 
     /// Something to send (new or retry).
@@ -111,7 +113,7 @@ impl TxSession {
     pub fn head_wait(&self, now: Nanos) -> Nanos {
         self.queue
             .front()
-            .map_or(Nanos::ZERO, |p| now.saturating_sub(p.enqueued_at))
+            .map_or(Nanos::ZERO, |(p, _)| now.saturating_sub(p.enqueued_at))
     }
 
     /// Fill `in_flight` for a transmission at `now`: retries first (oldest first), then new
@@ -141,7 +143,7 @@ impl TxSession {
                 self.in_flight.push(m);
             }
         }
-        while let Some(p) = self.queue.front() {
+        while let Some((p, _)) = self.queue.front() {
             let sb = phy.subframe_bytes(p.bytes);
             if self.in_flight.len() as u32 >= max_mpdus
                 || self.next_seq >= win_start + window
@@ -149,7 +151,7 @@ impl TxSession {
             {
                 break;
             }
-            let Some(mut p) = self.queue.pop_front() else {
+            let Some((mut p, charge_ns)) = self.queue.pop_front() else {
                 break;
             };
             self.queued_bytes -= p.bytes as u64;
@@ -160,7 +162,7 @@ impl TxSession {
                 seq: self.next_seq,
                 pkt: p,
                 retries: 0,
-                airtime_ns: phy.subframe_airtime_ns(p.bytes),
+                airtime_ns: charge_ns,
             });
             self.next_seq += 1;
         }

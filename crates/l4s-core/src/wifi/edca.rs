@@ -5,6 +5,8 @@
 use crate::error::ParamError;
 use crate::rng::Rng;
 use crate::time::Nanos;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 /// EDCA parameters of the access category used (best effort by default) and the PHY's timing.
 #[derive(Copy, Clone, Debug, PartialEq)]
@@ -151,6 +153,104 @@ impl Backoff {
     pub fn give_up(&mut self, p: &EdcaParams, rng: &mut Rng) {
         self.success(p, rng);
     }
+
+    /// A saturated contender's exchange ended: success, or failure and, past `retry_limit`
+    /// failures, the frame given up.
+    pub fn exchange_done(&mut self, ok: bool, p: &EdcaParams, retry_limit: u32, rng: &mut Rng) {
+        if ok {
+            self.success(p, rng);
+        } else {
+            self.failure(p, rng);
+            if self.failures > retry_limit {
+                self.give_up(p, rng);
+            }
+        }
+    }
+}
+
+/// The saturated contenders (the `stations` other stations) in aggregate. They always have a
+/// frame, so after every exchange they all resume counting down at the same instant (the end of
+/// AIFS): one shared countdown origin `start` and one slot count `offset` elapsed on it stand for
+/// every counter at once. Station j's counter is `key[j] − offset`; the keys sit in a min-heap,
+/// so the next transmission is the smallest key, a busy period advances every frozen counter by
+/// moving `offset`, and each channel access costs O(log n) instead of O(n). The counters, CWs and
+/// retry counts are those of n [`Backoff`]s, drawn in the same order.
+#[derive(Clone, Debug)]
+pub struct SaturatedContenders {
+    /// Each contender's CW and retry count (its `slots` is the last draw; `start` is unused).
+    state: Vec<Backoff>,
+    /// (offset at the draw + slots drawn, station), smallest first.
+    keys: BinaryHeap<Reverse<(u64, u32)>>,
+    /// Slots counted down on the shared origin since the start.
+    offset: u64,
+    /// The instant the countdowns (re)start: the end of AIFS after the medium went idle.
+    start: Nanos,
+}
+
+impl SaturatedContenders {
+    /// `n` contenders at CWmin, each drawing its first backoff in turn, counting from `start`.
+    pub fn new(n: usize, p: &EdcaParams, start: Nanos, rng: &mut Rng) -> Self {
+        let mut state = vec![Backoff::new(p); n];
+        let mut keys = BinaryHeap::with_capacity(n);
+        for (j, b) in state.iter_mut().enumerate() {
+            b.draw(rng);
+            keys.push(Reverse((b.slots as u64, j as u32)));
+        }
+        SaturatedContenders {
+            state,
+            keys,
+            offset: 0,
+            start,
+        }
+    }
+
+    /// The countdowns restart at `start` (the end of AIFS after an exchange).
+    #[inline]
+    pub fn restart(&mut self, start: Nanos) {
+        self.start = start;
+    }
+
+    /// The instant the first of them transmits if the medium stays idle (None: no contender).
+    #[inline]
+    pub fn next_tx(&self, slot: Nanos) -> Option<Nanos> {
+        self.keys
+            .peek()
+            .map(|Reverse((k, _))| Nanos(self.start.0 + (k - self.offset) * slot.0))
+    }
+
+    /// The medium goes busy at `t` (≥ `start`): the contenders whose countdown ends at `t` leave
+    /// the heap into `txs` (in station order) until their exchange ends; every other counter
+    /// freezes after the idle slots elapsed plus the busy slot, as [`Backoff::freeze`] does.
+    pub fn busy(&mut self, t: Nanos, slot: Nanos, txs: &mut Vec<u32>) {
+        if self.keys.is_empty() {
+            return;
+        }
+        debug_assert!(t >= self.start);
+        while let Some(&Reverse((k, j))) = self.keys.peek() {
+            if Nanos(self.start.0 + (k - self.offset) * slot.0) != t {
+                break;
+            }
+            self.keys.pop();
+            txs.push(j);
+        }
+        // Counters left are past t, so none goes below zero.
+        self.offset += (t.0 - self.start.0) / slot.0 + 1;
+    }
+
+    /// Contender `j`'s exchange ended, collided or not: CW, retry count and the new backoff as
+    /// for any [`Backoff`] (given up after `retry_limit` failures).
+    pub fn finish(
+        &mut self,
+        j: u32,
+        collided: bool,
+        p: &EdcaParams,
+        retry_limit: u32,
+        rng: &mut Rng,
+    ) {
+        let b = &mut self.state[j as usize];
+        b.exchange_done(!collided, p, retry_limit, rng);
+        self.keys.push(Reverse((self.offset + b.slots as u64, j)));
+    }
 }
 
 #[cfg(test)]
@@ -183,6 +283,58 @@ mod tests {
         // Busy at start + 3 slots + 4 µs: 3 idle slots elapsed, plus the busy one.
         b.freeze(Nanos::from_us(100 + 27 + 4), p.slot);
         assert_eq!(b.slots, 6);
+    }
+
+    #[test]
+    fn the_heap_of_saturated_contenders_is_n_backoffs() {
+        // Reference: n saturated `Backoff`s scanned one by one (earliest transmits, the others
+        // freeze), against the heap on a shared offset, each drawing from its own copy of the
+        // same stream: same transmitters, same instants, same draws, over 20 000 accesses with
+        // collisions and given-up frames (retry limit 2).
+        let p = EdcaParams::default();
+        let slot = p.slot;
+        let n = 12;
+        let (mut ra, mut rb) = (Rng::new(7), Rng::new(7));
+        let mut refs: Vec<Backoff> = (0..n)
+            .map(|_| {
+                let mut b = Backoff::new(&p);
+                b.draw(&mut ra);
+                b.start = p.aifs();
+                b
+            })
+            .collect();
+        let mut heap = SaturatedContenders::new(n, &p, p.aifs(), &mut rb);
+        let mut txs = Vec::new();
+        let mut collisions = 0;
+        for k in 0..20_000u64 {
+            let t = refs.iter().map(|b| b.tx_at(slot)).min().unwrap();
+            assert_eq!(heap.next_tx(slot), Some(t), "access {k}");
+            let mut want = Vec::new();
+            for (j, b) in refs.iter_mut().enumerate() {
+                if b.tx_at(slot) == t {
+                    want.push(j as u32);
+                } else {
+                    b.freeze(t, slot);
+                }
+            }
+            txs.clear();
+            heap.busy(t, slot, &mut txs);
+            assert_eq!(txs, want, "access {k}");
+            let collided = want.len() > 1;
+            collisions += collided as u32;
+            // Exchanges of 100 µs + k mod 7 µs.
+            let end = t + Nanos::from_us(100 + k % 7);
+            for &j in &want {
+                refs[j as usize].exchange_done(!collided, &p, 2, &mut ra);
+                heap.finish(j, collided, &p, 2, &mut rb);
+            }
+            for b in refs.iter_mut() {
+                b.start = end + p.aifs();
+            }
+            heap.restart(end + p.aifs());
+        }
+        assert!(collisions > 1000, "{collisions}");
+        assert_eq!(ra.below(1 << 40), rb.below(1 << 40), "same number of draws");
     }
 
     #[test]

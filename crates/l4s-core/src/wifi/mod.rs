@@ -26,14 +26,14 @@ mod tests;
 
 pub use ampdu::DriverLimit;
 pub use edca::EdcaParams;
-pub use phy::{Phy, Standard};
+pub use phy::{Phy, RateTrace, Standard};
 
 use crate::error::ParamError;
 use crate::packet::Packet;
 use crate::rng::Rng;
 use crate::time::Nanos;
 use ampdu::{Mpdu, TxSession};
-use edca::Backoff;
+use edca::{Backoff, SaturatedContenders};
 use reorder::ReorderBuffer;
 use std::collections::VecDeque;
 
@@ -67,6 +67,9 @@ pub struct WifiParams {
     pub driver_limit: DriverLimit,
     /// The client station's uplink queue, packets (tail drop).
     pub uplink_limit_pkts: u32,
+    /// PHY rate over time instead of the fixed `phy` (which should then be the trace's first
+    /// point's): each PPDU uses the rate in force at its start.
+    pub rate_trace: Option<RateTrace>,
 }
 
 impl WifiParams {
@@ -85,6 +88,7 @@ impl WifiParams {
             reorder_timeout: Nanos::from_ms(100),
             driver_limit: DriverLimit::Airtime(Nanos::from_ms(12)),
             uplink_limit_pkts: 1000,
+            rate_trace: None,
         }
     }
 
@@ -249,7 +253,12 @@ struct Tx {
 pub struct WifiMac {
     p: WifiParams,
     rng: Rng,
-    backoff: Vec<Backoff>,
+    /// The AP's and the client station's channel access.
+    backoff: [Backoff; 2],
+    /// The other stations' channel access, in aggregate.
+    others: SaturatedContenders,
+    /// Scratch: the other stations transmitting in the exchange being started.
+    others_tx: Vec<u32>,
     down: TxSession,
     up: TxSession,
     /// Recipient buffers: at the client (downlink frames) and at the AP (uplink).
@@ -268,6 +277,8 @@ pub struct WifiMac {
     exchange_ns: u64,
     others_mpdus: u32,
     others_ppdu_ns: u64,
+    /// The rate-trace point whose PHY is in `p.phy`.
+    trace_at: usize,
     released: Vec<Packet>,
     failed: Vec<Mpdu>,
     delivered: VecDeque<(Dir, Packet)>,
@@ -278,17 +289,20 @@ pub struct WifiMac {
 
 impl WifiMac {
     /// A medium with these parameters, drawing every random choice from `rng`.
-    pub fn new(p: WifiParams, mut rng: Rng) -> Result<Self, ParamError> {
+    pub fn new(mut p: WifiParams, mut rng: Rng) -> Result<Self, ParamError> {
         p.validate()?;
-        let n = 2 + p.stations as usize;
-        let mut backoff = Vec::with_capacity(n);
-        for i in 0..n {
+        if let Some(tr) = &p.rate_trace {
+            p.phy = tr.phys()[0];
+        }
+        // Draw order: the AP, the client, then each other station.
+        let backoff = [(); 2].map(|_| {
             let mut b = Backoff::new(&p.edca);
             b.draw(&mut rng);
             b.start = p.edca.aifs();
-            b.active = i >= 2;
-            backoff.push(b);
-        }
+            b
+        });
+        let others =
+            SaturatedContenders::new(p.stations as usize, &p.edca, p.edca.aifs(), &mut rng);
         let (others_mpdus, others_psdu) = p.full_aggregate(OTHER_PKT_BYTES);
         let others_ppdu_ns = p.phy.ppdu_ns(others_psdu);
         let mut stats = WifiStats::default();
@@ -308,6 +322,7 @@ impl WifiMac {
             exchange_ns: 0,
             others_mpdus,
             others_ppdu_ns,
+            trace_at: 0,
             released: Vec::with_capacity(64),
             failed: Vec::with_capacity(64),
             delivered: VecDeque::with_capacity(128),
@@ -315,12 +330,15 @@ impl WifiMac {
             first_tx: Vec::with_capacity(64),
             stats,
             backoff,
+            others,
+            others_tx: Vec::with_capacity(8),
             rng,
             p,
         })
     }
 
-    /// The parameters.
+    /// The parameters (with a rate trace, `phy` is the one in force at the last exchange or
+    /// hand-over).
     pub fn params(&self) -> &WifiParams {
         &self.p
     }
@@ -333,6 +351,13 @@ impl WifiMac {
         s.up.reorder_late_drops = self.rx_up.late_drops - self.rx_base[1].0;
         s.up.reorder_timeouts = self.rx_up.timeouts - self.rx_base[1].1;
         s
+    }
+
+    /// The running counters without a copy (a per-sample read: `stats` clones the access-delay
+    /// list); the reorder-buffer fields stay zero here, `stats` fills them in.
+    #[inline]
+    pub fn counters(&self) -> &WifiStats {
+        &self.stats
     }
 
     /// Zero the counters (e.g. at the end of a warmup).
@@ -372,6 +397,7 @@ impl WifiMac {
 
     /// Hand a downlink packet to the driver queue at `now` (after checking `has_room`).
     pub fn push_down(&mut self, p: Packet, now: Nanos) {
+        self.follow_rate_trace(now);
         self.down.push(p, now, &self.p.phy);
         self.activate(AP, now);
     }
@@ -383,9 +409,27 @@ impl WifiMac {
             self.stats.up.queue_drops += 1;
             return false;
         }
+        self.follow_rate_trace(now);
         self.up.push(p, now, &self.p.phy);
         self.activate(CLIENT, now);
         true
+    }
+
+    /// With a rate trace, put the PHY in force at `t` in `p.phy` (and the other stations'
+    /// full aggregate at that rate).
+    fn follow_rate_trace(&mut self, t: Nanos) {
+        let Some(tr) = &self.p.rate_trace else {
+            return;
+        };
+        let i = tr.index_at(t, self.trace_at);
+        if i == self.trace_at && self.p.phy == tr.phys()[i] {
+            return;
+        }
+        self.trace_at = i;
+        self.p.phy = tr.phys()[i];
+        let (mpdus, psdu) = self.p.full_aggregate(OTHER_PKT_BYTES);
+        self.others_mpdus = mpdus;
+        self.others_ppdu_ns = self.p.phy.ppdu_ns(psdu);
     }
 
     /// Contender `i` has a frame at `now`: it starts (or resumes) its countdown after AIFS,
@@ -414,7 +458,7 @@ impl WifiMac {
     pub fn poll_timeout(&self) -> Option<Nanos> {
         let mac = match self.busy_until {
             Some(t) => Some(t),
-            None => self.next_access().map(|(t, _)| t),
+            None => self.next_access(),
         };
         [mac, self.rx_down.next_timeout(), self.rx_up.next_timeout()]
             .into_iter()
@@ -423,13 +467,13 @@ impl WifiMac {
     }
 
     /// The earliest channel access among active contenders.
-    fn next_access(&self) -> Option<(Nanos, usize)> {
+    fn next_access(&self) -> Option<Nanos> {
         let slot = self.p.edca.slot;
         self.backoff
             .iter()
-            .enumerate()
-            .filter(|(_, b)| b.active)
-            .map(|(i, b)| (b.tx_at(slot), i))
+            .filter(|b| b.active)
+            .map(|b| b.tx_at(slot))
+            .chain(self.others.next_tx(slot))
             .min()
     }
 
@@ -440,7 +484,7 @@ impl WifiMac {
                 Some(end) if end <= now => self.finish_exchange(end),
                 Some(_) => break,
                 None => match self.next_access() {
-                    Some((t, _)) if t <= now => self.start_exchange(t),
+                    Some(t) if t <= now => self.start_exchange(t),
                     _ => break,
                 },
             }
@@ -478,6 +522,7 @@ impl WifiMac {
 
     /// Every contender whose countdown ends at `t` transmits; the others freeze.
     fn start_exchange(&mut self, t: Nanos) {
+        self.follow_rate_trace(t);
         let slot = self.p.edca.slot;
         self.txs.clear();
         for (i, b) in self.backoff.iter_mut().enumerate() {
@@ -490,6 +535,13 @@ impl WifiMac {
                 b.freeze(t, slot);
             }
         }
+        self.others_tx.clear();
+        self.others.busy(t, slot, &mut self.others_tx);
+        let first_other = self.backoff.len();
+        self.txs.extend(self.others_tx.iter().map(|&j| Tx {
+            who: first_other + j as usize,
+            mpdus: 0,
+        }));
         let mut longest = 0u64;
         for k in 0..self.txs.len() {
             let who = self.txs[k].who;
@@ -550,14 +602,10 @@ impl WifiMac {
                 AP | CLIENT => self.finish_session(tx.who, end),
                 i => {
                     let p = &self.p;
-                    let b = &mut self.backoff[i];
-                    if self.collided {
-                        b.failure(&p.edca, &mut self.rng);
-                        if b.failures > p.retry_limit {
-                            b.give_up(&p.edca, &mut self.rng);
-                        }
-                    } else {
-                        b.success(&p.edca, &mut self.rng);
+                    let j = (i - self.backoff.len()) as u32;
+                    self.others
+                        .finish(j, self.collided, &p.edca, p.retry_limit, &mut self.rng);
+                    if !self.collided {
                         self.stats.others_success += 1;
                         self.stats.others_bytes += tx.mpdus as u64 * OTHER_PKT_BYTES as u64;
                         self.stats.others_airtime_ns += self.exchange_ns;
@@ -569,18 +617,17 @@ impl WifiMac {
         self.txs.clear();
         let start = end + self.p.edca.aifs();
         for (i, b) in self.backoff.iter_mut().enumerate() {
-            if i == AP || i == CLIENT {
-                let sess = if i == AP { &self.down } else { &self.up };
-                let was = b.active;
-                b.active = sess.backlogged();
-                if b.active && !was {
-                    self.ready_since[i] = end;
-                }
+            let sess = if i == AP { &self.down } else { &self.up };
+            let was = b.active;
+            b.active = sess.backlogged();
+            if b.active && !was {
+                self.ready_since[i] = end;
             }
             if b.active {
                 b.start = start;
             }
         }
+        self.others.restart(start);
     }
 
     /// The AP's (downlink) or the client's (uplink) aggregate is over at `end`.

@@ -5,6 +5,8 @@
 //! 0.8 µs GI, HE SU preamble), §9.3.1 (control frame sizes), §10.12 (A-MPDU subframes).
 
 use crate::error::ParamError;
+use crate::link::RateSchedule;
+use crate::time::{Nanos, Rate};
 
 /// Which PHY the rate and the preamble come from.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -200,6 +202,64 @@ impl Phy {
             ACK_BYTES
         };
         OFDM_PREAMBLE_NS + (SERVICE_TAIL_BITS + 8 * bytes as u64).div_ceil(CONTROL_NDBPS) * 4_000
+    }
+}
+
+/// A PHY rate that changes over time (`rate_trace`, for rate-adaptation studies): 802.11a OFDM
+/// timing as with `phy_rate`, each rate in force from its instant until the next one; the last
+/// one holds. A PPDU's airtime uses the rate in force at its start.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RateTrace {
+    schedule: RateSchedule,
+    phys: Vec<Phy>,
+}
+
+impl RateTrace {
+    /// From `(instant, rate in bit/s)` points: the first at 0, instants strictly increasing,
+    /// each rate in [1 Mb/s, 10 Gb/s] (N_DBPS = rate · 4 µs, rounded down).
+    pub fn new(points: &[(Nanos, u64)], aggregated: bool) -> Result<Self, ParamError> {
+        if points.first().is_none_or(|p| p.0 != Nanos::ZERO) {
+            return Err(ParamError::new(
+                "rate_trace",
+                "",
+                "points from time 0 (the first point must be at 0)",
+            ));
+        }
+        if let Some(w) = points.windows(2).find(|w| w[1].0 <= w[0].0) {
+            return Err(ParamError::new(
+                "rate_trace",
+                w[1].0,
+                "instants strictly increasing",
+            ));
+        }
+        let steps: Vec<(Nanos, Rate)> = points[1..].iter().map(|&(t, r)| (t, Rate(r))).collect();
+        let schedule = RateSchedule::with_steps(Rate(points[0].1), &steps).map_err(|e| {
+            ParamError::new("rate_trace", e.to_string(), "strictly increasing instants")
+        })?;
+        let phys = points
+            .iter()
+            .map(|&(_, r)| Phy::ofdm(r, aggregated))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| {
+                ParamError::new("rate_trace", e.to_string(), "rates in [1mbit, 10gbit]")
+            })?;
+        Ok(RateTrace { schedule, phys })
+    }
+
+    /// The rates as a piecewise-constant schedule.
+    pub fn schedule(&self) -> &RateSchedule {
+        &self.schedule
+    }
+
+    /// The PHY of each point, in order.
+    pub fn phys(&self) -> &[Phy] {
+        &self.phys
+    }
+
+    /// Index of the point in force at `t`, searching forward from `hint`.
+    #[inline]
+    pub fn index_at(&self, t: Nanos, hint: usize) -> usize {
+        self.schedule.segment(t, hint)
     }
 }
 

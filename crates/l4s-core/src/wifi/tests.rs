@@ -330,3 +330,75 @@ fn every_parameter_is_range_checked_by_name() {
     }
     assert!(base.validate().is_ok());
 }
+
+#[test]
+fn a_rate_trace_step_follows_the_one_station_cycle_in_each_segment() {
+    // 100 Mb/s for 20 s, then 50 Mb/s: in each segment the saturated AP's throughput is the
+    // closed form k·1500·8 / (AIFS + 7.5 slots + exchange) at that rate (full aggregates of k
+    // MPDUs). Noise: the mean backoff over ≥ 3000 cycles has sd 4.61/√3000 slot = 0.76 µs of a
+    // ≈ 5.6 ms cycle (1.4e-4); the cycle straddling the step moves at most one aggregate
+    // (3e-4). Ignoring the trace would leave the second segment at the first one's rate.
+    let mut p = WifiParams::new(Phy::ofdm(100_000_000, true).unwrap());
+    let step = Nanos::from_secs(20);
+    let trace = [(Nanos::ZERO, 100_000_000u64), (step, 50_000_000)];
+    p.rate_trace = Some(RateTrace::new(&trace, true).unwrap());
+    let closed_form_bps = |rate: u64| {
+        let mut q = p.clone();
+        q.phy = Phy::ofdm(rate, true).unwrap();
+        let (k, psdu) = q.full_aggregate(1500);
+        let cycle_ns =
+            q.edca.aifs().0 as f64 + 7.5 * q.edca.slot.0 as f64 + q.exchange_ns(psdu) as f64;
+        k as f64 * 1500.0 * 8.0 / (cycle_ns * 1e-9)
+    };
+    let mut mac = WifiMac::new(p.clone(), Rng::new(21)).unwrap();
+    let (stop_fill, end) = (Nanos::from_secs(38), Nanos::from_secs(40));
+    let mut id = 0u64;
+    let mut delivered = [0u64; 2];
+    let mut now = Nanos::ZERO;
+    loop {
+        while now < stop_fill && mac.has_room() {
+            mac.push_down(Packet::new(id, 0, 1500, Ecn::Ect1), now);
+            id += 1;
+        }
+        let Some(t) = mac.poll_timeout().filter(|&t| t <= end) else {
+            break;
+        };
+        now = t;
+        mac.handle_timeout(t);
+        while mac.poll_delivered().is_some() {
+            if t < step {
+                delivered[0] += 1;
+            } else if t < stop_fill {
+                delivered[1] += 1;
+            }
+        }
+    }
+    let windows_s = [20.0, 18.0];
+    for (seg, rate) in [(0, 100_000_000u64), (1, 50_000_000)] {
+        let measured = delivered[seg] as f64 * 1500.0 * 8.0 / windows_s[seg];
+        let expect = closed_form_bps(rate);
+        eprintln!("segment {seg}: {:+.2e}", measured / expect - 1.0);
+        assert!(
+            (measured / expect - 1.0).abs() < 1.5e-3,
+            "segment {seg} at {rate} bit/s: measured {measured}, closed form {expect}"
+        );
+    }
+    // The 50 Mb/s segment is not the 100 Mb/s one: about half of it (aggregates halve, the
+    // fixed overheads stay).
+    let ratio = closed_form_bps(50_000_000) / closed_form_bps(100_000_000);
+    assert!((0.45..0.55).contains(&ratio), "{ratio}");
+    // Every AQL charge is released at the rate it was taken with: nothing pending at the end.
+    let (_, pending) = mac.driver_backlog(now);
+    assert_eq!(pending, (0, 0));
+    assert_eq!(mac.params().phy.rate_bps(), 50e6);
+}
+
+#[test]
+fn a_rate_trace_must_start_at_zero_and_increase() {
+    let e = RateTrace::new(&[(Nanos::from_ms(5), 54_000_000)], true).unwrap_err();
+    assert_eq!(e.param, "rate_trace");
+    let two = [(Nanos::ZERO, 54_000_000), (Nanos::ZERO, 24_000_000)];
+    assert!(RateTrace::new(&two, true).is_err());
+    let slow = [(Nanos::ZERO, 54_000_000), (Nanos::from_ms(1), 500_000)];
+    assert!(RateTrace::new(&slow, true).is_err());
+}

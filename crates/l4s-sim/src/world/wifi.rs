@@ -47,7 +47,7 @@ impl WifiHop {
     /// are the MPDUs dropped after the retry limit.
     fn sample(&self, now: Nanos) -> QueueSample {
         let ((pkts, bytes, head), _) = self.mac.driver_backlog(now);
-        let s = self.mac.stats();
+        let s = self.mac.counters();
         QueueSample {
             backlog_pkts: pkts,
             backlog_bytes: bytes,
