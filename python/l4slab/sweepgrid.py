@@ -29,8 +29,10 @@ __all__ = ["UNSET", "ordered_overrides", "effective_params", "expand_params", "c
 #: Index label of a key a table variant leaves out (the AQM's own default applies).
 UNSET = "(default)"
 
-#: Metrics whose spread over replications tells copies from independent runs.
-SPREAD_METRICS = ("class.L4S.tput_mbps", "class.Classic.tput_mbps", "flows.0.tput_mbps",
+#: Metrics whose spread over replications tells copies from independent runs (per-run
+#: scalars of sweep.parquet; runs whose flows' throughputs differ also differ, in practice,
+#: in the packets sent).
+SPREAD_METRICS = ("class.L4S.tput_mbps", "class.Classic.tput_mbps",
                   "queues.L.sojourn_ms.p99", "queues.C.sojourn_ms.p99",
                   "queues.single.sojourn_ms.p99", "queues.fq.sojourn_ms.p99",
                   "link.utilisation", "jain", "packets.sent")

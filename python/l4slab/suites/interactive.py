@@ -224,6 +224,7 @@ SUITE = Suite(
     extract=extract,
     prepare=prepare,
     headline="results",
+    flow_fields=("cc",),
     emulate_not="workloads and probes run in the simulator only (l4slab flow has no --app rt "
                 "yet)",
 )
