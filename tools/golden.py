@@ -84,8 +84,11 @@ def load(path: Path) -> dict[str, Any]:
 def sweep_cases(path: Path, reps: int) -> list[tuple[str, dict[str, Any]]]:
     """Every grid point of a sweep file at its first `reps` seeds, 3 s with a 1 s warm-up."""
     sw = load(path)
-    base_path = (path.parent / sw["base"]).resolve()
-    base = load(base_path)
+    if isinstance(sw["base"], dict):  # the base scenario given inline as a table
+        base_path, base = path, sw["base"]
+    else:
+        base_path = (path.parent / sw["base"]).resolve()
+        base = load(base_path)
     fixed = flatten(sw.get("set", {}))
     grid = flatten(sw.get("grid", {}))
     keys = [k for k, _ in grid]
@@ -154,7 +157,7 @@ def all_cases(reps: int) -> list[tuple[str, dict[str, Any]]]:
         cases.append((f.stem, d))
     sweeps = sorted(SCEN.glob("sweeps/*.toml")) + sorted(SCEN.glob("suites/*/*.toml"))
     for f in sweeps:
-        if f.name != "base.toml":
+        if "base" in load(f):  # a suite's base scenarios (base.toml, base_web.toml) are not sweeps
             cases += sweep_cases(f, reps)
     return cases + extra_cases()
 
