@@ -54,6 +54,7 @@ bench: develop
 	$(MAKE) bench-scale
 	cargo run --release -q -p l4s-sim --example bench_workload
 	$(PY) tests/bench/front_memory.py
+	$(PY) tests/bench/sweep_memory.py
 
 # Scale table for BENCHMARKS.md: ns per bottleneck packet and peak RSS, 1..10 000 flows and
 # 10 Mb/s..10 Gb/s, then the 900-run study (each configuration in its own process).

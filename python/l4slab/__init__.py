@@ -9,6 +9,7 @@ Python API (mirrors the `l4slab` command line)::
     r.samples, r.flows, r.summary            # DataFrames and the summary.json dict
     s = l4slab.sweep("sweep.toml", "out/sweep", jobs=2)   # or dask="tcp://...", dask_local=True
     s.index                                  # one row per run (sweep.parquet)
+    l4slab.load("out/sweep").flows(["run", "flow", "tput_mbps"])  # one row per run and flow
     l4slab.load("out/x")                     # a run (RunData) or sweep (SweepData) directory
     l4slab.compare("out/a", "out/b")         # validation of two groups of runs (list of
                                              # MetricResult); l4slab.validate_groups on Runs

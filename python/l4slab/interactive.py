@@ -9,11 +9,13 @@ them into DataFrames, writes and reads the files and draws the figures (docs/int
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = ["APP_TABLES", "APP_FIGURES", "app_tables", "write_app_tables", "load_app_tables",
            "fig_frame_latency_cdf", "fig_slowdown"]
@@ -49,6 +51,10 @@ def load_app_tables(run_dir: Path) -> dict[str, pd.DataFrame]:
 
 
 def _figure(w: float = 7.0, h: float = 4.0) -> Figure:
+    # matplotlib is imported when a figure is drawn, not by every `import l4slab` (a run
+    # without figures and a sweep worker never draw one).
+    from matplotlib.figure import Figure
+
     return Figure(figsize=(w, h), dpi=100, layout="constrained")
 
 

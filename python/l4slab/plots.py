@@ -31,6 +31,7 @@ from l4slab.columnar import (  # noqa: E402
     per_flow_mean,
     select_rows,
 )
+from l4slab.sweepgrid import SWEEP_METRICS  # noqa: E402
 
 __all__ = ["plot_run", "render_run", "plot_sweep", "run_figures", "sweep_figures", "numeric_axis",
            "CLASS_COLORS", "QUEUE_COLORS"]
@@ -382,18 +383,8 @@ def plot_run(run: Any, out_dir: str | Path, formats: Sequence[str] = FORMATS) ->
 
 # --- sweeps -----------------------------------------------------------------------------------
 
-SWEEP_METRICS = [
-    ("class.L4S.tput_mbps", "L4S throughput [Mb/s]"),
-    ("class.Classic.tput_mbps", "Classic throughput [Mb/s]"),
-    ("queues.L.sojourn_ms.p99", "L sojourn p99 [ms]"),
-    ("queues.C.sojourn_ms.p99", "C sojourn p99 [ms]"),
-    ("queues.single.sojourn_ms.p99", "sojourn p99 [ms]"),
-    ("queues.fq.sojourn_ms.p99", "FQ sojourn p99 [ms]"),
-    ("queues.L.sojourn_ms.mean", "L sojourn mean [ms]"),
-    ("queues.C.sojourn_ms.mean", "C sojourn mean [ms]"),
-    ("link.utilisation", "link utilisation"),
-    ("jain", "Jain's fairness index"),
-]
+# SWEEP_METRICS (the metrics a sweep figure draws) lives in l4slab.sweepgrid, which reports
+# import without matplotlib.
 
 
 #: Metrics that are fractions in [0, 1] (their confidence bands are clipped to it).

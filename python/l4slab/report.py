@@ -60,7 +60,7 @@ def _table(header: Sequence[str], rows: Iterable[Sequence[Any]], left: int = 1) 
 
 
 def _header_cell(h: str) -> str:
-    from l4slab.plots import SWEEP_METRICS
+    from l4slab.sweepgrid import SWEEP_METRICS
 
     labels = dict(SWEEP_METRICS)
     key, _, rest = h.partition(" (")
@@ -174,8 +174,7 @@ def _grid_table(index: pd.DataFrame, params: list[str]
                 ) -> tuple[list[str], list[list[Any]], list[tuple[Any, ...]]]:
     """Per grid point: runs and mean ± 95% CI of each metric; grid points whose runs are
     identical (copies) are returned too, so the page warns instead of showing ± 0."""
-    from l4slab.plots import SWEEP_METRICS
-    from l4slab.sweepgrid import group_table
+    from l4slab.sweepgrid import SWEEP_METRICS, group_table
 
     return group_table(index, params, [(m, f"{m} (mean ± 95% CI)") for m, _ in SWEEP_METRICS])
 

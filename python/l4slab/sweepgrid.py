@@ -24,13 +24,31 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["UNSET", "ordered_overrides", "effective_params", "expand_params", "check_grid",
-           "merged_index", "group_table", "identical_groups", "SPREAD_METRICS"]
+           "merged_index", "group_table", "identical_groups", "SPREAD_METRICS",
+           "SWEEP_METRICS"]
 
 #: Index label of a key a table variant leaves out (the AQM's own default applies).
 UNSET = "(default)"
 
-#: Metrics whose spread over replications tells copies from independent runs.
-SPREAD_METRICS = ("class.L4S.tput_mbps", "class.Classic.tput_mbps", "flows.0.tput_mbps",
+#: The per-run metrics sweep figures and reports show (metric key, label).
+SWEEP_METRICS = [
+    ("class.L4S.tput_mbps", "L4S throughput [Mb/s]"),
+    ("class.Classic.tput_mbps", "Classic throughput [Mb/s]"),
+    ("queues.L.sojourn_ms.p99", "L sojourn p99 [ms]"),
+    ("queues.C.sojourn_ms.p99", "C sojourn p99 [ms]"),
+    ("queues.single.sojourn_ms.p99", "sojourn p99 [ms]"),
+    ("queues.fq.sojourn_ms.p99", "FQ sojourn p99 [ms]"),
+    ("queues.L.sojourn_ms.mean", "L sojourn mean [ms]"),
+    ("queues.C.sojourn_ms.mean", "C sojourn mean [ms]"),
+    ("link.utilisation", "link utilisation"),
+    ("jain", "Jain's fairness index"),
+]
+
+
+#: Metrics whose spread over replications tells copies from independent runs (per-run
+#: scalars of sweep.parquet; runs whose flows' throughputs differ also differ, in practice,
+#: in the packets sent).
+SPREAD_METRICS = ("class.L4S.tput_mbps", "class.Classic.tput_mbps",
                   "queues.L.sojourn_ms.p99", "queues.C.sojourn_ms.p99",
                   "queues.single.sojourn_ms.p99", "queues.fq.sojourn_ms.p99",
                   "link.utilisation", "jain", "packets.sent")

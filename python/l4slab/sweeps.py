@@ -46,7 +46,7 @@ import re
 import shutil
 import time
 import traceback
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,7 +68,8 @@ from l4slab.sweepgrid import check_grid, effective_params, expand_params, ordere
 
 __all__ = ["SweepFailed", "plan_digest", "SweepSpec", "RunTask", "RunOutcome", "SweepResult",
            "SweepData", "derive_seed", "load_sweep_spec", "plan", "execute_task",
-           "flatten_summary", "sweep", "load_sweep"]
+           "flatten_summary", "flow_records", "sweep", "load_sweep", "read_flow_table",
+           "wide_flow_columns", "FLOW_TABLE"]
 
 _MASK64 = (1 << 64) - 1
 
@@ -395,33 +396,48 @@ def _dask(client: Any) -> Executor:
 
 # --- index ------------------------------------------------------------------------------------
 
-def flatten_summary(summary: Mapping[str, Any]) -> dict[str, Any]:
+def _flat(prefix: str, v: Any, out: dict[str, Any]) -> None:
+    """Nested tables → dotted keys; scalars kept, lists dropped."""
+    if isinstance(v, Mapping):
+        for k, x in v.items():
+            _flat(f"{prefix}.{k}" if prefix else str(k), x, out)
+    elif isinstance(v, (int, float, str, bool)) or v is None:
+        out[prefix] = v
+
+
+def flow_records(summary: Mapping[str, Any]) -> list[tuple[Any, dict[str, Any]]]:
+    """summary.json's `flows` entries as (flow id, flat fields): ``tput_mbps``, ``cc``,
+    ``host.tso``... (nested tables as dotted keys, lists left out), one per flow."""
+    flows = summary.get("flows")
+    out: list[tuple[Any, dict[str, Any]]] = []
+    for i, f in enumerate(flows if isinstance(flows, list) else []):
+        fields: dict[str, Any] = {}
+        _flat("", {kk: vv for kk, vv in f.items() if kk != "id"}, fields)
+        out.append((f.get("id", i), fields))
+    return out
+
+
+def flatten_summary(summary: Mapping[str, Any], *, per_flow: bool = True) -> dict[str, Any]:
     """summary.json → flat metrics: ``jain``, ``link.utilisation``, ``flows.0.tput_mbps``,
-    ``queues.L.sojourn_ms.p99``, plus per-class sums ``class.L4S.tput_mbps``."""
+    ``queues.L.sojourn_ms.p99``, plus per-class sums ``class.L4S.tput_mbps``. With
+    `per_flow=False`, the per-run scalars alone (what sweep.parquet holds; the per-flow
+    entries go to sweep_flows.parquet, one row per flow: `flow_records`)."""
     out: dict[str, Any] = {}
-
-    def put(prefix: str, v: Any) -> None:
-        if isinstance(v, Mapping):
-            for k, x in v.items():
-                put(f"{prefix}.{k}" if prefix else str(k), x)
-        elif isinstance(v, (int, float, str, bool)) or v is None:
-            out[prefix] = v
-
     for k, v in summary.items():
         if k == "scenario":
             continue
         if k == "flows" and isinstance(v, list):
-            for i, f in enumerate(v):
-                fid = f.get("id", i)
-                put(f"flows.{fid}", {kk: vv for kk, vv in f.items() if kk != "id"})
+            if per_flow:
+                for fid, fields in flow_records(summary):
+                    out.update({f"flows.{fid}.{kk}": vv for kk, vv in fields.items()})
         elif k == "queues" and isinstance(v, list):
             for i, q in enumerate(v):
                 name = q.get("name", str(i))
-                put(f"queues.{name}", {kk: vv for kk, vv in q.items() if kk != "name"})
+                _flat(f"queues.{name}", {kk: vv for kk, vv in q.items() if kk != "name"}, out)
         elif isinstance(v, list):
             continue
         else:
-            put(k, v)
+            _flat(k, v, out)
     flows = summary.get("flows") or []
     for cls in ("L4S", "Classic"):
         tputs = [f.get("tput_mbps") for f in flows if f.get("class") == cls]
@@ -464,6 +480,10 @@ class SweepData:
             name_or_row = str(self.index.iloc[name_or_row]["run"])
         return load_run(self.path / "runs" / name_or_row)
 
+    def flows(self, columns: Sequence[str] | None = None) -> pd.DataFrame:
+        """sweep_flows.parquet: one row per finished run and flow (`read_flow_table`)."""
+        return read_flow_table(self.path, columns)
+
 
 def load_sweep(path: str | Path) -> SweepData:
     """A finished (or partial) sweep directory: its index, swept parameters and metadata."""
@@ -473,9 +493,50 @@ def load_sweep(path: str | Path) -> SweepData:
                      params=list(meta.get("params", [])), meta=meta)
 
 
+def read_flow_table(path: str | Path, columns: Sequence[str] | None = None) -> pd.DataFrame:
+    """A sweep's per-flow results, sweep_flows.parquet: one row per finished run and flow;
+    columns run, point, rep, the swept parameters, seed, flow, then summary.json's per-flow
+    fields (tput_mbps, srtt_ms, cc, class, ...). Only `columns` are read (Parquet is stored
+    column by column), so one field of a 100 × 10 000-flow sweep costs 1 M values, not the
+    table."""
+    import pyarrow.parquet as pq
+
+    f = Path(path) / FLOW_TABLE
+    if not f.exists():
+        raise OutputDirError(f"{path}: no {FLOW_TABLE} (the sweep has not finished once, or "
+                             "it was written before per-flow results left sweep.parquet); "
+                             "rerun the same `l4slab sweep` command into it to rebuild the "
+                             "index (finished runs are kept, not rerun)")
+    if columns is not None:
+        have = pq.read_schema(f).names
+        missing = [c for c in columns if c not in have]
+        if missing:
+            raise OutputDirError(f"{f}: no column {missing[0]!r} (columns: {', '.join(have)})")
+    return pd.read_parquet(f, columns=None if columns is None else list(columns))
+
+
+def wide_flow_columns(path: str | Path, fields: Sequence[str]) -> pd.DataFrame:
+    """Per-flow `fields` of a sweep of few flows as per-run columns ``flows.<id>.<field>``
+    (flows in the order they first appear, then `fields`' order) beside `run`: for analyses
+    that compare flow 0 with flow 1 run by run. Fields no run has are left out."""
+    import pyarrow.parquet as pq
+
+    have = set(pq.read_schema(Path(path) / FLOW_TABLE).names)
+    cols = [c for c in fields if c in have]
+    long = read_flow_table(path, ["run", "flow", *cols])
+    runs = list(dict.fromkeys(long["run"]))
+    parts = [g.set_index("run")[cols].rename(columns=lambda c, i=fid: f"flows.{i}.{c}")
+             for fid, g in long.groupby("flow", sort=False)]
+    wide = pd.concat(parts, axis=1) if parts else pd.DataFrame(index=pd.Index([], name="run"))
+    return wide.reindex(runs).rename_axis("run").reset_index()
+
+
 def _index_frame(tasks: list[RunTask], status: dict[int, RunOutcome], out: Path,
-                 params: list[str]) -> pd.DataFrame:
+                 params: list[str]) -> tuple[pd.DataFrame, dict[str, set[type]]]:
+    """sweep.parquet's frame (one row per run, per-run scalars) and the type(s) of each
+    per-flow field over all finished runs (for sweep_flows.parquet's schema)."""
     rows = []
+    flow_types: dict[str, set[type]] = {}
     for t in tasks:
         o = status.get(t.index)
         row: dict[str, Any] = {"run": t.name, "point": t.point, "rep": t.rep}
@@ -486,12 +547,16 @@ def _index_frame(tasks: list[RunTask], status: dict[int, RunOutcome], out: Path,
         row["resumed"] = o is not None and o.status == "skipped"
         row["error"] = o.error if o else None
         row["elapsed_s"] = o.elapsed_s if o else None
-        summ = out / "runs" / t.name / "summary.json"
-        if o is not None and o.status in ("ok", "skipped") and summ.exists():
-            metrics = flatten_summary(json.loads(summ.read_text()))
-            for k, v in metrics.items():
+        summary = _finished_summary(t, status, out)
+        if summary is not None:
+            for k, v in flatten_summary(summary, per_flow=False).items():
                 if k not in row:
                     row[k] = v
+            for _, fields in flow_records(summary):
+                for k, v in fields.items():
+                    # An integer beyond 64 bits (JSON allows it) makes its column float.
+                    big = type(v) is int and not -2**63 <= v < 2**63
+                    flow_types.setdefault(k, set()).add(float if big else type(v))
         rows.append(row)
     df = pd.DataFrame(rows)
     # Parquet wants one type per column and figures group by value: list or table values
@@ -501,7 +566,92 @@ def _index_frame(tasks: list[RunTask], status: dict[int, RunOutcome], out: Path,
             df[k] = df[k].map(param_label)
         if k in df and df[k].map(type).nunique() > 1:
             df[k] = df[k].map(str)
-    return df
+    return df, flow_types
+
+
+def _finished_summary(t: RunTask, status: dict[int, RunOutcome], out: Path
+                      ) -> dict[str, Any] | None:
+    o = status.get(t.index)
+    summ = out / "runs" / t.name / "summary.json"
+    if o is None or o.status not in ("ok", "skipped") or not summ.exists():
+        return None
+    return json.loads(summ.read_text())
+
+
+#: sweep_flows.parquet: the run's identity columns (then the swept parameters), `flow`, and one
+#: column per per-flow field of summary.json.
+FLOW_TABLE = "sweep_flows.parquet"
+FLOW_KEYS = ("run", "point", "rep")
+#: Rows gathered before they are written as one row group (bounds the parent's memory).
+_FLOW_ROW_GROUP = 1 << 16
+
+
+def _arrow_type(types: set[type]) -> Any:
+    """One Arrow type for a per-flow field's JSON values over all runs."""
+    import pyarrow as pa
+
+    kinds = types - {type(None)}
+    if not kinds:
+        return pa.null()
+    if kinds == {bool}:
+        return pa.bool_()
+    if kinds == {int}:
+        return pa.int64()
+    if kinds <= {int, float}:
+        return pa.float64()
+    return pa.string()
+
+
+def _column(values: list[Any], typ: Any) -> Any:
+    import pyarrow as pa
+
+    if pa.types.is_string(typ):
+        values = [v if v is None or isinstance(v, str) else str(v) for v in values]
+    elif pa.types.is_float64(typ):
+        values = [v if v is None else float(v) for v in values]
+    return pa.array(values, type=typ)
+
+
+def _write_flow_table(tasks: list[RunTask], status: dict[int, RunOutcome], out: Path,
+                      index: pd.DataFrame, params: list[str],
+                      flow_types: dict[str, set[type]]) -> None:
+    """out/sweep_flows.parquet: one row per (finished run, flow), read from each run's
+    summary.json one run at a time and written in row groups of about 64 k rows, so the
+    parent never holds more than a row group and one run's summary (a sweep of 10 000-flow
+    runs stays small in memory however many runs it has)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    fields = {k: _arrow_type(v) for k, v in flow_types.items()}
+    run_cols = [c for c in (*FLOW_KEYS, *params, "seed") if c in index]
+    run_schema = pa.Schema.from_pandas(index[run_cols], preserve_index=False)
+    schema = pa.schema([*(run_schema.field(c).remove_metadata() for c in run_cols),
+                        pa.field("flow", pa.int64()),
+                        *(pa.field(k, t) for k, t in fields.items())])
+    by_name = {r["run"]: r for r in index[run_cols].to_dict("records")}
+    tmp = out / (FLOW_TABLE + ".tmp")
+    pending: list[pa.Table] = []
+    n_pending = 0
+    with pq.ParquetWriter(tmp, schema) as writer:
+        for t in tasks:
+            summary = _finished_summary(t, status, out)
+            recs = flow_records(summary) if summary is not None else []
+            if not recs:
+                continue
+            n = len(recs)
+            row = by_name[t.name]
+            cols = [pa.array([row[c]] * n, type=schema.field(c).type) for c in run_cols]
+            cols.append(pa.array([fid for fid, _ in recs], type=pa.int64()))
+            cols += [_column([f.get(k) for _, f in recs], typ) for k, typ in fields.items()]
+            pending.append(pa.Table.from_arrays(cols, schema=schema))
+            n_pending += n
+            del summary, recs
+            if n_pending >= _FLOW_ROW_GROUP:
+                writer.write_table(pa.concat_tables(pending))
+                pending, n_pending = [], 0
+        if pending:
+            writer.write_table(pa.concat_tables(pending))
+    tmp.replace(out / FLOW_TABLE)
 
 
 def param_label(v: Any) -> Any:
@@ -784,8 +934,9 @@ def _sweep_locked(spec: SweepSpec, tasks: list[RunTask], out: Path, t_start: flo
             client.close()
         if cluster is not None:
             cluster.close()
-        index = _index_frame(tasks, status, out, params)
+        index, flow_types = _index_frame(tasks, status, out, params)
         index.to_parquet(out / "sweep.parquet", index=False)
+        _write_flow_table(tasks, status, out, index, params, flow_types)
 
     if report:
         _sweep_figures_and_report(SweepData(path=out, index=index, params=params, meta=meta))

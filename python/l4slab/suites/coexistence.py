@@ -218,6 +218,7 @@ SUITE = Suite(
     tables=[TableShape("throughput", KEYS, THROUGHPUT), TableShape("harm", KEYS, HARM),
             TableShape("share", KEYS, SHARE)],
     headline="throughput",
+    flow_fields=("cc", "class", "tput_mbps"),
     # Real time: one buffer size, one Classic Cubic flow (12 runs of 4 s).
     quick_emulate={"replications": 1, "grid": {"aqm.limit": [667], "flows.1.count": [1],
                                                "flows.1.cc": ["cubic"]}},

@@ -128,7 +128,10 @@ class Suite:
     (overrides for every run) and ``grid`` (replacement value lists for swept keys), or is a
     function that rewrites a part's sweep dict.
     `extract(run_dir, scenario)` reads per-run metrics that summary.json lacks (in the worker
-    that ran the part); `analyse(data)` builds the tables and figures."""
+    that ran the part); `analyse(data)` builds the tables and figures. `flow_fields` names the
+    per-flow summary fields `analyse` reads per run as ``flows.<id>.<field>`` columns of
+    `SuiteData.runs` (from each part's sweep_flows.parquet; sweep.parquet holds per-run
+    scalars only)."""
 
     name: str
     title: str
@@ -145,6 +148,7 @@ class Suite:
     #: The shapes of the result tables `analyse` builds (what a --reference can name).
     tables: list[TableShape] = field(default_factory=list)
     headline: str = ""
+    flow_fields: tuple[str, ...] = ()
     #: Why `--emulate` does not apply to this suite (one line), or "" when it does.
     emulate_not: str = ""
     #: `--quick --emulate`: reductions on top of `quick` (same keys), after EMULATE_QUICK.
@@ -353,20 +357,28 @@ def run_part(suite_name: str, part_name: str, spec: dict[str, Any], out: str, jo
         if fresh or not done.exists():
             done.unlink(missing_ok=True)
             part = next(p for p in suite.parts if p.name == part_name)
-            for name, df in suite.part_analyse(part_runs(part, pdir)).items():
+            for name, df in suite.part_analyse(part_runs(part, pdir, suite.flow_fields)).items():
                 df.to_parquet(pdir / f"analysis-{name}.parquet", index=False)
             done.write_text("ok\n")
     return PartOutcome(part_name, len(res.index), res.ran, res.skipped, failed,
                        time.perf_counter() - t0)
 
 
-def part_runs(part: Part, pdir: Path) -> pd.DataFrame | None:
-    """The finished runs of one part: sweep.parquet rows with status ok, joined with
-    runmetrics.parquet, plus the part name and labels in front."""
+def part_runs(part: Part, pdir: Path, flow_fields: Sequence[str] = ()) -> pd.DataFrame | None:
+    """The finished runs of one part: sweep.parquet rows with status ok, joined with the
+    per-flow `flow_fields` as ``flows.<id>.<field>`` columns (a swept key of the same name,
+    e.g. ``flows.0.cc``, keeps its column) and runmetrics.parquet, plus the part name and
+    labels in front."""
+    from l4slab.sweeps import wide_flow_columns
+
     if not (pdir / "sweep.parquet").exists():
         return None
     idx = pd.read_parquet(pdir / "sweep.parquet")
     idx = idx[idx["status"] == "ok"].copy()
+    if flow_fields and len(idx):
+        wide = wide_flow_columns(pdir, flow_fields)
+        new = [c for c in wide.columns if c not in idx]
+        idx = idx.merge(wide[["run", *new]], on="run", how="left")
     rm = pdir / "runmetrics.parquet"
     if rm.exists():
         extra = pd.read_parquet(rm)
@@ -478,7 +490,8 @@ def _execute(suite: Suite, specs: list[tuple[Part, dict[str, Any]]], out: Path, 
 
 def collect_runs(suite: Suite, out: Path) -> pd.DataFrame:
     """All finished runs of all parts as one frame (see `SuiteData.runs`)."""
-    frames = [f for p in suite.parts if (f := part_runs(p, out / "parts" / p.name)) is not None]
+    frames = [f for p in suite.parts if (f := part_runs(p, out / "parts" / p.name,
+                                                         suite.flow_fields)) is not None]
     if not frames:
         return pd.DataFrame(columns=["part", "run", "seed", "run_dir"])
     with warnings.catch_warnings():

@@ -224,4 +224,5 @@ SUITE = Suite(
     extract=extract,
     prepare=prepare,
     headline="results",
+    flow_fields=("cc",),
 )

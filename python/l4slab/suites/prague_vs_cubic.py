@@ -116,4 +116,5 @@ SUITE = Suite(
     extract=extract,
     tables=[FLOW_T, QUEUE_T, LINK_T],
     headline="flows",
+    flow_fields=("tput_mbps", "srtt_ms", "ce_marks", "retransmits"),
 )
