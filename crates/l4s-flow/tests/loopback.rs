@@ -253,7 +253,20 @@ fn silent_path_ends_the_client_within_the_peer_timeout() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("client");
-    std::thread::sleep(Duration::from_millis(500));
+    // The path works first (the server's answers reach the client: the handshake is done and
+    // ACKs flow), however long the client takes to start on a loaded host.
+    let up = Instant::now();
+    while relay
+        .forwarded_to_client
+        .load(std::sync::atomic::Ordering::Relaxed)
+        < 20
+    {
+        assert!(
+            up.elapsed() < Duration::from_secs(20),
+            "the path never worked"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
     // The path goes silent: no datagram, no ICMP error (a crashed host, a cut link).
     relay
         .blackhole

@@ -9,7 +9,7 @@ use std::io::{BufRead, BufReader};
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -224,6 +224,8 @@ pub struct Relay {
     pub port: u16,
     /// While set, the relay reads and discards everything (a silent path, no ICMP).
     pub blackhole: Arc<AtomicBool>,
+    /// Server → client datagrams forwarded so far (live: the path is known to work).
+    pub forwarded_to_client: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
     handle: Option<JoinHandle<RelayCounts>>,
 }
@@ -239,10 +241,13 @@ impl Relay {
         let st = stop.clone();
         let blackhole = Arc::new(AtomicBool::new(false));
         let bh = blackhole.clone();
-        let handle = std::thread::spawn(move || relay_loop(front, back, policy, st, bh));
+        let forwarded_to_client = Arc::new(AtomicU64::new(0));
+        let fwd = forwarded_to_client.clone();
+        let handle = std::thread::spawn(move || relay_loop(front, back, policy, st, bh, fwd));
         Relay {
             port,
             blackhole,
+            forwarded_to_client,
             stop,
             handle: Some(handle),
         }
@@ -265,6 +270,7 @@ fn relay_loop(
     p: Policy,
     stop: Arc<AtomicBool>,
     blackhole: Arc<AtomicBool>,
+    forwarded_to_client: Arc<AtomicU64>,
 ) -> RelayCounts {
     let mut rng = Rng::new(p.seed);
     let mut c = RelayCounts::default();
@@ -337,6 +343,7 @@ fn relay_loop(
                     continue;
                 }
                 c.acks += 1;
+                forwarded_to_client.fetch_add(1, Ordering::Relaxed);
                 let _ = front.send(r.data, r.ecn.unwrap_or(Ecn::NotEct), client);
             }
             if n < l4s_flow::sock::BATCH {
