@@ -84,8 +84,13 @@ def load(path: Path) -> dict[str, Any]:
 def sweep_cases(path: Path, reps: int) -> list[tuple[str, dict[str, Any]]]:
     """Every grid point of a sweep file at its first `reps` seeds, 3 s with a 1 s warm-up."""
     sw = load(path)
-    base_path = (path.parent / sw["base"]).resolve()
-    base = load(base_path)
+    if "base" not in sw:  # a suite's base scenario (e.g. interactive/base_web.toml)
+        return []
+    if isinstance(sw["base"], dict):  # an inline [base] table
+        base_path, base = path, sw["base"]
+    else:
+        base_path = (path.parent / sw["base"]).resolve()
+        base = load(base_path)
     fixed = flatten(sw.get("set", {}))
     grid = flatten(sw.get("grid", {}))
     keys = [k for k, _ in grid]
