@@ -1,6 +1,8 @@
 //! One direction of the emulated bottleneck, sans-I/O: parse -> `Aqm::enqueue` -> link-model
 //! departure -> loss/jitter -> delay line, driven by whatever clock the caller passes.
-//! The link and AQM semantics are the simulator's (`l4s_sim::world`): same builders, same order.
+//! The AQM, link model, loss and jitter are the simulator's own bottleneck object
+//! (`l4s_sim::bottleneck::Bottleneck`), stepped in `World`'s order; a Wi-Fi link replaces the
+//! link model with the shared medium of `crate::wifi`.
 //!
 //! Time: every internal event (link service/finish, AQM timer, sampling instant, warmup,
 //! delivery) carries its own scheduled instant and runs at that instant, in time order, before
