@@ -169,3 +169,44 @@ def test_dashboard_shows_each_direction_and_queue():
     for needle in ("t=2.5s", "uplink", "24.50", "23.25", "L 0.40", "C 15.20", "0.125", "310",
                    "12"):
         assert needle in text, (needle, text)
+
+
+def test_pcap_holds_every_verdict_of_both_directions_with_ecn_bits(tmp_path):
+    """`--pcap`: tshark reads the trace; one frame per AQM verdict of each direction (the
+    emulator's own per-packet rows, in the same order and at the same instants), the IP ECN
+    field as the packet left the AQM (CE exactly on the marks), and an existing file refused."""
+    need_root("iperf3", "tshark")
+    scen = tmp_path / "s.toml"
+    scen.write_text("[output]\npackets = true\n")
+    pcap, out = tmp_path / "t.pcapng", tmp_path / "run"
+    # Classic ECN on the client (a namespace starts with tcp_ecn = 2, server side only) so the
+    # data carries ECT(0) and DualPI2's classic queue can mark it.
+    r = l4slab(str(scen), "-o", str(out), "--quiet", "--rate", "20mbit", "--delay", "5ms",
+               "--aqm", "dualpi2", "--pcap", str(pcap), "--server",
+               "exec iperf3 -s -1 >/dev/null", "--", "sh", "-c",
+               "sysctl -qw net.ipv4.tcp_ecn=1; iperf3 -c $L4SLAB_SERVER -t 1 >/dev/null")
+    assert r.returncode == 0, r.stderr
+    rows = subprocess.run(
+        ["tshark", "-r", str(pcap), "-T", "fields", "-e", "frame.interface_id", "-e",
+         "frame.time_epoch", "-e", "ip.dsfield.ecn", "-e", "frame.comment"],
+        capture_output=True, text=True, check=True, timeout=120).stdout.splitlines()
+    frames = [x.split("\t") for x in rows]
+    total = 0
+    for iface, name in enumerate(("uplink", "downlink")):
+        pk = json.loads((out / "raw" / f"{name}.json").read_text())["packets"]
+        mine = [f for f in frames if int(f[0]) == iface]
+        assert len(mine) == len(pk["t_s"]), name
+        total += len(mine)
+        # Wall-clock timestamps: the run's start plus the packet's own time, for every frame.
+        offs = [float(f[1]) - t for f, t in zip(mine, pk["t_s"], strict=True)]
+        assert max(offs) - min(offs) < 5e-6, name
+        for f, code in zip(mine, pk["verdict"], strict=True):
+            ecn, comment, v = int(f[2]), f[3], ("pass", "mark", "drop")[int(code)]
+            assert comment.startswith(f"verdict={v} "), (comment, v)
+            # CE exactly on the marks (senders never send CE; a drop keeps its arrival codepoint).
+            assert (ecn == 3) == (v == "mark"), (ecn, v)
+    assert total == len(frames) and total > 100
+    up = [int(f[2]) for f in frames if int(f[0]) == 0]
+    assert up.count(2) > 0.9 * len(up)  # the data went out ECT(0)
+    r = l4slab("-o", str(tmp_path / "run2"), "--quiet", "--pcap", str(pcap), "--", "true")
+    assert r.returncode == 2 and "exists" in r.stderr, r.stderr

@@ -32,7 +32,8 @@ __all__ = ["emulate_cmd", "find_binary", "build_run_dir", "EmulateError"]
 _TREE_BIN = Path(__file__).resolve().parents[2] / "target" / "release" / "l4s-emu"
 #: Flags of l4s-emu that take a value (to find -o and the command among the arguments).
 _VALUE_FLAGS = {"--rate", "--trace", "--uplink-trace", "--downlink-trace", "--delay", "--loss",
-                "--aqm", "--aqm-arg", "--uplink-log", "--downlink-log", "--server", "--seed",
+                "--aqm", "--aqm-arg", "--uplink-log", "--downlink-log", "--pcap", "--server",
+                "--seed",
                 "-o", "--output", "--spin", "--stats-fd", "--sweep", "--uplink-rate",
                 "--downlink-rate", "--uplink-delay", "--downlink-delay", "--uplink-loss",
                 "--downlink-loss", "--uplink-aqm", "--downlink-aqm", "--uplink-aqm-arg",
@@ -347,7 +348,7 @@ def scenario_mode_file(args: list[str]) -> Path | None:
 
 #: Flags scenario mode takes (everything else about the run is in the scenario file).
 _SCENARIO_FLAGS = {"-o", "--output", "--quiet", "-q", "--no-realtime", "--spin", "--seed",
-                   "--set", "--no-offload", "--uplink-log", "--downlink-log"}
+                   "--set", "--no-offload", "--uplink-log", "--downlink-log", "--pcap"}
 
 
 def _scenario_mode_opts(opts: list[str], scen: Path) -> tuple[list[str], list[str]]:

@@ -29,6 +29,9 @@ options:
   --once                 do not loop the traces (as mm-link --once)
   --uplink-log FILE      Mahimahi mm-link log of the uplink (a new file; never overwritten)
   --downlink-log FILE    Mahimahi mm-link log of the downlink (a new file; never overwritten)
+  --pcap FILE            pcapng trace (Wireshark, tshark) of every packet the AQMs passed,
+                         marked or dropped, both directions; verdict and queue as comments
+                         (a new file; never overwritten)
   --no-offload           no TSO/checksum offload on the TUN devices (default: offloads on)
   --server CMD           run CMD (through sh -c) on the server side (two-namespace mode)
   --host                 host mode: COMMAND reaches the host and beyond through the link
@@ -66,6 +69,8 @@ pub struct Options {
     pub uplink_log: Option<PathBuf>,
     /// Mahimahi-format log of the downlink (`--downlink-log`).
     pub downlink_log: Option<PathBuf>,
+    /// pcapng trace of both directions' AQM verdicts (`--pcap`).
+    pub pcap: Option<PathBuf>,
     /// Open the TUN devices without IFF_VNET_HDR/TUNSETOFFLOAD (`--no-offload`).
     pub no_offload: bool,
     /// --help was given.
@@ -139,6 +144,7 @@ pub fn parse(args: &[String]) -> Result<Options, EmuError> {
                 | "--aqm-arg"
                 | "--uplink-log"
                 | "--downlink-log"
+                | "--pcap"
                 | "--server"
                 | "--seed"
                 | "-o"
@@ -188,7 +194,7 @@ pub fn parse(args: &[String]) -> Result<Options, EmuError> {
             "-o" | "--output" => o.output = value.map(PathBuf::from),
             "--no-offload" => o.no_offload = true,
             "--once" => flags.push(("--once".into(), String::new())),
-            "--uplink-log" | "--downlink-log" => {
+            "--uplink-log" | "--downlink-log" | "--pcap" => {
                 let p = PathBuf::from(value.unwrap_or_default());
                 if p.as_os_str().is_empty() {
                     return Err(bad(flag, "needs a file name"));
@@ -198,13 +204,15 @@ pub fn parse(args: &[String]) -> Result<Options, EmuError> {
                     return Err(bad(
                         flag,
                         format!(
-                            "{}: exists; choose a new file (logs are never overwritten)",
+                            "{}: exists; choose a new file (results are never overwritten)",
                             p.display()
                         ),
                     ));
                 }
                 if flag == "--uplink-log" {
                     o.uplink_log = Some(p);
+                } else if flag == "--pcap" {
+                    o.pcap = Some(p);
                 } else {
                     o.downlink_log = Some(p);
                 }

@@ -352,7 +352,8 @@ fn write_due(
     n
 }
 
-/// A Mahimahi log file of one direction (`--uplink-log` / `--downlink-log`).
+/// A result file written as the run goes: a Mahimahi log of one direction (`--uplink-log` /
+/// `--downlink-log`) or the pcapng trace (`--pcap`).
 struct MmLogFile {
     path: PathBuf,
     file: std::io::BufWriter<std::fs::File>,
@@ -373,13 +374,17 @@ impl Drop for MmLogFile {
 impl MmLogFile {
     /// Create `path` (it must not exist: a user's file is never truncated), owned by the
     /// invoking user under sudo.
-    fn create(path: &std::path::Path, run_as: Option<RunAs>) -> Result<MmLogFile, EmuError> {
+    fn create(
+        path: &std::path::Path,
+        run_as: Option<RunAs>,
+        what: &str,
+    ) -> Result<MmLogFile, EmuError> {
         let f = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .open(path)
             .map_err(|e| EmuError::Os {
-                what: format!("create Mahimahi log {}", path.display()),
+                what: format!("create {what} {}", path.display()),
                 source: e,
             })?;
         if let Some(ids) = run_as {
@@ -394,15 +399,27 @@ impl MmLogFile {
 
     /// Append what `dir` logged up to `now`.
     fn append(&mut self, dir: &mut Direction, now: Nanos) -> Result<(), EmuError> {
-        use std::io::Write;
         let text = dir.take_mahimahi_log(now);
+        self.write(text.as_bytes())
+    }
+
+    /// Append `bytes`.
+    fn write(&mut self, bytes: &[u8]) -> Result<(), EmuError> {
+        use std::io::Write;
         self.used = true;
-        self.file
-            .write_all(text.as_bytes())
-            .map_err(|e| EmuError::Os {
-                what: format!("write {}", self.path.display()),
-                source: e,
-            })
+        self.file.write_all(bytes).map_err(|e| EmuError::Os {
+            what: format!("write {}", self.path.display()),
+            source: e,
+        })
+    }
+
+    /// Append both directions' pcapng blocks up to `now` (`--pcap`).
+    fn append_capture(&mut self, dirs: [&mut Direction; 2], now: Nanos) -> Result<(), EmuError> {
+        for d in dirs {
+            let b = d.take_capture(now);
+            self.write(&b)?;
+        }
+        Ok(())
     }
 
     /// Write out everything buffered.
@@ -415,11 +432,12 @@ impl MmLogFile {
     }
 }
 
-/// CLOCK_REALTIME in whole ms (Mahimahi's raw_timestamp).
-fn wall_clock_ms() -> u64 {
+/// CLOCK_REALTIME in ns (the pcapng trace's timestamps; in whole ms, Mahimahi's
+/// raw_timestamp).
+fn wall_clock_ns() -> u128 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
+        .map_or(0, |d| d.as_nanos())
 }
 
 /// The mm-link header of one direction's log.
@@ -480,6 +498,8 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
     let doc = Value::Object(o.doc.clone());
     let mut up = build_direction(&scen.uplink, &scen, base_dir, &doc)?;
     let mut down = build_direction(&scen.downlink, &scen, base_dir, &doc)?;
+    // `[link] model = "wifi"`: one medium, the server side its access point.
+    Path::share_wifi(&mut up, &mut down).map_err(|e| EmuError::Config(e.to_string()))?;
     let flows = flow_dir(o.output.as_ref(), run_as)?;
     if o.uplink_log.is_some() && o.uplink_log == o.downlink_log {
         return Err(EmuError::Config(
@@ -489,11 +509,15 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
     // The logs are enabled at the clock's start (their init timestamp); created here so that
     // a refused file stops the run before anything starts.
     let mut up_log = match &o.uplink_log {
-        Some(p) => Some(MmLogFile::create(p, run_as)?),
+        Some(p) => Some(MmLogFile::create(p, run_as, "Mahimahi log")?),
         None => None,
     };
     let mut down_log = match &o.downlink_log {
-        Some(p) => Some(MmLogFile::create(p, run_as)?),
+        Some(p) => Some(MmLogFile::create(p, run_as, "Mahimahi log")?),
+        None => None,
+    };
+    let mut pcap = match &o.pcap {
+        Some(p) => Some(MmLogFile::create(p, run_as, "pcapng trace")?),
         None => None,
     };
     // The sampling period the recorder uses (sample_interval, else the AQM's tupdate), for
@@ -578,7 +602,14 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
     // After the forks: the sides keep the normal policy.
     let realtime = !o.no_realtime && clock::try_realtime();
     let clock = Clock::start();
-    let init_ms = wall_clock_ms();
+    let init_ns = wall_clock_ns();
+    let init_ms = (init_ns / 1_000_000) as u64;
+    if let Some(f) = pcap.as_mut() {
+        // Interface 0 is the uplink, 1 the downlink; timestamps on the wall clock.
+        up.enable_capture(0, init_ns as u64);
+        down.enable_capture(1, init_ns as u64);
+        f.write(&l4s_sim::pcap::file_header(&["uplink", "downlink"]))?;
+    }
     for (l, d, t) in [
         (&up_log, &mut up, &scen.uplink),
         (&down_log, &mut down, &scen.downlink),
@@ -620,6 +651,8 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
                 // No server side: the client's packets leave through the link and vanish.
                 read_into(&client.tun, &mut up, &mut buf, &mut rd_up, &clock);
                 while up.pop_due(clock.now()).is_some() {}
+                // The downlink runs a Wi-Fi medium the uplink may be waiting on.
+                while down.pop_due(clock.now()).is_some() {}
             }
         }
         let now = clock.now();
@@ -668,6 +701,13 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
                         log_error.get_or_insert(e);
                         *l = None;
                     }
+                }
+                if let Some(Err(e)) = pcap
+                    .as_mut()
+                    .map(|f| f.append_capture([&mut up, &mut down], now))
+                {
+                    log_error.get_or_insert(e);
+                    pcap = None;
                 }
             }
         }
@@ -725,6 +765,14 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
             if let Err(e) = l.append(d, end).and_then(|()| l.finish()) {
                 log_error.get_or_insert(e);
             }
+        }
+    }
+    if let Some(mut f) = pcap {
+        let done = f
+            .append_capture([&mut up, &mut down], end)
+            .and_then(|()| f.finish());
+        if let Err(e) = done {
+            log_error.get_or_insert(e);
         }
     }
     if let Some(e) = log_error {

@@ -16,5 +16,6 @@ pub mod path;
 pub mod record;
 pub mod scenario;
 pub mod tun;
+pub mod wifi;
 
 pub use error::EmuError;

@@ -1,6 +1,8 @@
 //! One direction of the emulated bottleneck, sans-I/O: parse -> `Aqm::enqueue` -> link-model
 //! departure -> loss/jitter -> delay line, driven by whatever clock the caller passes.
-//! The link and AQM semantics are the simulator's (`l4s_sim::world`): same builders, same order.
+//! The AQM, link model, loss and jitter are the simulator's own bottleneck object
+//! (`l4s_sim::bottleneck::Bottleneck`), stepped in `World`'s order; a Wi-Fi link replaces the
+//! link model with the shared medium of `crate::wifi`.
 //!
 //! Time: every internal event (link service/finish, AQM timer, sampling instant, warmup,
 //! delivery) carries its own scheduled instant and runs at that instant, in time order, before
@@ -21,11 +23,13 @@
 use crate::packet::{self, FlowKey, Fragment, PacketBuf, Transport};
 use crate::record::{FinishCtx, MahimahiHeader, MahimahiLog, PathRecorder, PathResults};
 use l4s_core::aqm::Aqm;
-use l4s_core::link::{Jitter, LinkModel, LossModel, MahimahiTraceData};
+use l4s_core::link::{LinkModel, MahimahiTraceData};
+use l4s_core::wifi::Dir;
 use l4s_core::{Ecn, Nanos, Packet, Rng};
 use l4s_sim::aqm_config::AqmConfig;
+use l4s_sim::bottleneck::{Bottleneck, Service, Verdicts};
 use l4s_sim::scenario::LinkConfig;
-use l4s_sim::world::{build_jitter, build_link, build_loss, load_trace};
+use l4s_sim::world::load_trace;
 use l4s_sim::SimError;
 use serde_json::Value;
 use std::collections::VecDeque;
@@ -111,15 +115,6 @@ struct InFlight {
     buf: PacketBuf,
 }
 
-/// The link's single outstanding event (as the simulator's link slot).
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-enum LinkEv {
-    /// The link can take the next packet.
-    Service(Nanos),
-    /// The packet being serialised has left; (time, its bytes, its arrival time).
-    Done(Nanos, u32, Nanos),
-}
-
 /// Internal events, in tie order.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Ev {
@@ -128,23 +123,18 @@ enum Ev {
     AqmTimer,
     Deliver,
     Link,
+    Wifi,
 }
 
 /// One direction of the emulated bottleneck: parse -> Aqm::enqueue -> link model departure ->
 /// delay line.
 pub struct Path {
-    aqm: Box<dyn Aqm>,
-    aqm_cfg: AqmConfig,
+    /// The AQM, link model, loss and jitter: the simulator's bottleneck object.
+    bn: Bottleneck,
     /// Ports of the datagrams being fragmented, for their later fragments.
     frag_owner: FragmentOwners,
-    aqm_armed: Option<Nanos>,
-    link: Box<dyn LinkModel>,
-    link_ev: Option<LinkEv>,
-    /// A packet is on the link (including one a `once` trace will never finish).
-    busy: bool,
-    stuck_pkts: u64,
-    loss: Option<Box<dyn LossModel>>,
-    jitter: Option<Jitter>,
+    /// The packet being serialised leaves at .0: (that instant, its bytes, its arrival time).
+    done: Option<(Nanos, u32, Nanos)>,
     delay: Nanos,
     /// Time of the last event run (never decreases).
     t: Nanos,
@@ -155,7 +145,6 @@ pub struct Path {
     free: Vec<u32>,
     seq: u64,
     pool: Vec<Vec<u8>>,
-    dropped: Vec<Packet>,
     line: VecDeque<InFlight>,
     /// Entries at the front of `line` already counted as delivered.
     counted: usize,
@@ -166,6 +155,42 @@ pub struct Path {
     mm_log: Option<MahimahiLog>,
     /// The trace and `once`, for the Mahimahi log's opportunity lines.
     trace: Option<(MahimahiTraceData, bool)>,
+    /// `--pcap`: this direction's Enhanced Packet Blocks not yet written out.
+    capture: Option<Capture>,
+    /// `[link] model = "wifi"`: this direction's side of the medium (the MAC replaces the link).
+    wifi: Option<crate::wifi::Role>,
+}
+
+/// One direction's share of the `--pcap` trace (`l4s_sim::pcap` blocks).
+struct Capture {
+    /// Interface index in the file's header.
+    iface: u32,
+    /// Wall-clock time of the emulation's start, ns since the Unix epoch.
+    t0_ns: u64,
+    queue_names: Vec<&'static str>,
+    blocks: Vec<u8>,
+}
+
+impl Capture {
+    /// The headers of packet `s` as it left the AQM (or arrived, for a drop), with the
+    /// verdict `v` as a comment.
+    fn note(&mut self, now: Nanos, s: &Slot, flow: u32, q: u8, sojourn: Nanos, v: u8) {
+        let (buf, payload) = (&s.buf[..], s.payload);
+        let hdr = buf
+            .len()
+            .saturating_sub(payload as usize)
+            .max(20.min(buf.len()));
+        let queue = self.queue_names.get(q as usize).copied().unwrap_or("?");
+        let comment = l4s_sim::pcap::verdict_comment(v, queue, flow, sojourn);
+        l4s_sim::pcap::packet_block(
+            &mut self.blocks,
+            self.iface,
+            self.t0_ns + now.0,
+            &buf[..hdr],
+            buf.len() as u32,
+            &comment,
+        );
+    }
 }
 
 /// Buffers kept for reuse.
@@ -185,45 +210,40 @@ impl Path {
     /// `cfg.aqm` must describe the same kind (it classifies packets for the records).
     pub fn with_aqm(cfg: PathConfig, aqm: Box<dyn Aqm>) -> Result<Path, SimError> {
         cfg.link.validate()?;
-        if cfg.link.model == Some(l4s_sim::scenario::LinkModelKind::Wifi) {
-            // The Wi-Fi MAC shares one medium between both directions; the emulator's
-            // per-direction paths do not drive it yet (the simulator does).
-            return Err(SimError::field(
-                "link.model",
-                "\"wifi\" runs in the simulator only; the emulator does not model a Wi-Fi hop yet",
-            ));
-        }
-        let link = build_link(&cfg.link, cfg.base_dir.as_deref())?;
+        // A Wi-Fi direction is an access point with its own medium until `share_wifi` makes
+        // the other direction its client station.
+        let wifi = match &cfg.link.wifi {
+            Some(w) if cfg.link.model == Some(l4s_sim::scenario::LinkModelKind::Wifi) => {
+                Some(crate::wifi::Role::new_ap(
+                    w.params()?,
+                    Rng::derive(cfg.seed, &format!("{}link/wifi", cfg.stream)),
+                )?)
+            }
+            _ => None,
+        };
+        let bn = Bottleneck::with_aqm(
+            &cfg.link,
+            &cfg.aqm,
+            aqm,
+            cfg.base_dir.as_deref(),
+            cfg.seed,
+            &cfg.stream,
+        )?;
         let trace = match &cfg.link.trace {
             Some(f) => Some((load_trace(cfg.base_dir.as_deref(), f)?, cfg.link.once)),
             None => None,
         };
-        let loss = build_loss(
-            &cfg.link,
-            Rng::derive(cfg.seed, &format!("{}link/loss", cfg.stream)),
-        )?;
-        let jitter = build_jitter(
-            &cfg.link,
-            Rng::derive(cfg.seed, &format!("{}link/jitter", cfg.stream)),
-        );
         let sample_period = cfg.sample_period();
         if sample_period.0 == 0 {
             return Err(SimError::field("sample_interval", "\"0s\" must be > 0"));
         }
         let mut q0 = Vec::new();
-        aqm.sample(Nanos::ZERO, &mut q0);
+        bn.aqm.sample(Nanos::ZERO, &mut q0);
         let rec = PathRecorder::new(cfg.warmup, q0, cfg.per_packet);
         let mut p = Path {
-            aqm,
-            aqm_cfg: cfg.aqm,
+            bn,
             frag_owner: FragmentOwners::default(),
-            aqm_armed: None,
-            link,
-            link_ev: None,
-            busy: false,
-            stuck_pkts: 0,
-            loss,
-            jitter,
+            done: None,
             delay: cfg.delay,
             t: Nanos::ZERO,
             sample_period,
@@ -233,7 +253,6 @@ impl Path {
             free: Vec::new(),
             seq: 0,
             pool: Vec::new(),
-            dropped: Vec::with_capacity(16),
             line: VecDeque::new(),
             counted: 0,
             rec,
@@ -242,6 +261,8 @@ impl Path {
             scenario: cfg.scenario,
             mm_log: None,
             trace,
+            capture: None,
+            wifi,
         };
         if !p.warmup_pending {
             p.snapshot();
@@ -266,7 +287,7 @@ impl Path {
             self.rec.unclassified += 1;
         }
         if let Some(l) = &mut self.mm_log {
-            l.opportunities(now, self.link.as_ref());
+            l.opportunities(now, self.bn.link.as_ref());
             l.arrival(now, parsed.len as u32);
         }
         let key = match parsed.frag {
@@ -327,10 +348,9 @@ impl Path {
     pub fn next_deadline(&self) -> Option<Nanos> {
         [
             self.line.front().map(|f| f.at),
-            self.link_ev.map(|e| match e {
-                LinkEv::Service(t) | LinkEv::Done(t, ..) => t,
-            }),
-            self.aqm_armed,
+            self.link_at(),
+            self.wifi_at(),
+            self.bn.aqm_armed,
             Some(self.next_sample),
             self.warmup_pending.then(|| self.rec.warmup()),
         ]
@@ -366,10 +386,50 @@ impl Path {
         let t = self.t;
         match &mut self.mm_log {
             Some(l) => {
-                l.opportunities(t, self.link.as_ref());
+                l.opportunities(t, self.bn.link.as_ref());
                 l.take()
             }
             None => String::new(),
+        }
+    }
+
+    /// Keep a pcapng trace of every AQM verdict (`--pcap`) as interface `iface` of the file,
+    /// timestamps offset by `t0_epoch_ns` (the emulation's start on the wall clock).
+    pub fn enable_capture(&mut self, iface: u32, t0_epoch_ns: u64) {
+        let mut q = Vec::new();
+        self.bn.aqm.sample(self.t, &mut q);
+        self.capture = Some(Capture {
+            iface,
+            t0_ns: t0_epoch_ns,
+            queue_names: q.iter().map(|s| s.name).collect(),
+            blocks: Vec::new(),
+        });
+    }
+
+    /// The pcapng blocks produced up to `now` since the last call (empty when the capture is
+    /// off); the caller appends them to the file after its header.
+    pub fn take_capture(&mut self, now: Nanos) -> Vec<u8> {
+        self.advance(now);
+        self.capture
+            .as_mut()
+            .map_or_else(Vec::new, |c| std::mem::take(&mut c.blocks))
+    }
+
+    /// One Wi-Fi medium for both directions: `down` stays the access point, `up` becomes its
+    /// client station (its own medium is dropped). An error names `link.model` when only one
+    /// direction is a Wi-Fi link.
+    pub fn share_wifi(up: &mut Path, down: &mut Path) -> Result<(), SimError> {
+        match (&up.wifi, &down.wifi) {
+            (None, None) => Ok(()),
+            (Some(_), Some(ap)) => {
+                up.wifi = Some(crate::wifi::Role::Station(ap.medium().clone()));
+                Ok(())
+            }
+            _ => Err(SimError::field(
+                "link.model",
+                "\"wifi\" on one direction only; both directions share the one medium (set it \
+                 in [link], not in emulator.uplink/downlink)",
+            )),
         }
     }
 
@@ -380,7 +440,7 @@ impl Path {
 
     /// The live AQM (for a dashboard).
     pub fn aqm(&self) -> &dyn Aqm {
-        self.aqm.as_ref()
+        self.bn.aqm.as_ref()
     }
 
     /// Everything the run directory needs for this direction: the simulator's RunResults
@@ -391,9 +451,10 @@ impl Path {
         let end = self.t;
         let unused = self.flush_unused();
         let in_line = (self.line.len() - self.counted) as u64;
-        self.rec.totals.in_flight_pkts = self.aqm.backlog_pkts() + self.stuck_pkts + in_line;
-        let capacity_bytes = self.link.capacity_bytes(self.rec.warmup(), end);
-        let aqm_params = self.aqm_cfg.profile_json();
+        self.rec.totals.in_flight_pkts =
+            self.bn.aqm.backlog_pkts() + self.bn.stuck_pkts + in_line + self.wifi_held();
+        let capacity_bytes = self.bn.link.capacity_bytes(self.rec.warmup(), end);
+        let aqm_params = self.bn.aqm_cfg.profile_json();
         let ctx = FinishCtx {
             end,
             seed: self.seed,
@@ -405,7 +466,7 @@ impl Path {
             aqm_params: &aqm_params,
             events: self.events,
         };
-        self.rec.finish(ctx, self.aqm.as_ref())
+        self.rec.finish(ctx, self.bn.aqm.as_ref())
     }
 
     /// Run every internal event due at or before `now`, each at its own instant.
@@ -421,14 +482,10 @@ impl Path {
             };
             consider(Some(self.next_sample), Ev::Sample);
             consider(self.warmup_pending.then(|| self.rec.warmup()), Ev::Warmup);
-            consider(self.aqm_armed, Ev::AqmTimer);
+            consider(self.bn.aqm_armed, Ev::AqmTimer);
             consider(self.line.get(self.counted).map(|f| f.at), Ev::Deliver);
-            consider(
-                self.link_ev.map(|e| match e {
-                    LinkEv::Service(t) | LinkEv::Done(t, ..) => t,
-                }),
-                Ev::Link,
-            );
+            consider(self.link_at(), Ev::Link);
+            consider(self.wifi_at(), Ev::Wifi);
             let Some((t, ev)) = next else { break };
             if t > now {
                 break;
@@ -440,15 +497,14 @@ impl Path {
                     // Sample k lands at exactly k·period.
                     self.next_sample =
                         Nanos(self.sample_period.0 * (t.0 / self.sample_period.0 + 1));
-                    self.rec.sample(t, self.aqm.as_ref());
+                    self.rec.sample(t, self.bn.aqm.as_ref());
                 }
                 Ev::Warmup => {
                     self.warmup_pending = false;
                     self.snapshot();
                 }
                 Ev::AqmTimer => {
-                    self.aqm_armed = None;
-                    self.aqm.on_timer(t);
+                    self.bn.aqm_timer(t);
                     self.arm_aqm();
                 }
                 Ev::Deliver => {
@@ -458,118 +514,206 @@ impl Path {
                     self.rec.on_owd(flow, owd);
                     self.counted += 1;
                 }
-                Ev::Link => match self.link_ev.take() {
-                    Some(LinkEv::Service(_)) => self.link_service(t),
-                    Some(LinkEv::Done(_, bytes, arrived)) => {
+                Ev::Wifi => self.wifi_event(t),
+                Ev::Link => match self.done.take() {
+                    Some((_, bytes, arrived)) => {
                         if let Some(l) = &mut self.mm_log {
-                            l.opportunities(t, self.link.as_ref());
+                            l.opportunities(t, self.bn.link.as_ref());
                             l.departure(t, bytes, arrived);
                         }
                         self.link_done(t, bytes)
                     }
-                    None => {}
+                    None => {
+                        self.bn.serve_due();
+                        self.link_service(t);
+                    }
                 },
             }
         }
         self.t = self.t.max(now);
     }
 
-    fn arm_aqm(&mut self) {
-        if let Some(w) = self.aqm.next_wakeup() {
-            let w = w.max(self.t);
-            if self.aqm_armed.is_none_or(|a| w < a) {
-                self.aqm_armed = Some(w);
+    /// The slot of packet `id`, taken out of the store.
+    fn free_slot(&mut self, id: u64) -> Slot {
+        let slot = (id & 0xffff_ffff) as u32;
+        self.free.push(slot);
+        std::mem::take(&mut self.slots[slot as usize])
+    }
+
+    /// The MAC's next instant (the access point's side runs it); on the station's side, now
+    /// when the medium holds uplink packets for it.
+    fn wifi_at(&self) -> Option<Nanos> {
+        match &self.wifi {
+            Some(crate::wifi::Role::Ap(m)) => m.borrow().mac.poll_timeout(),
+            Some(crate::wifi::Role::Station(m)) => {
+                m.borrow().up_out.front().map(|e| e.0.max(self.t))
             }
+            None => None,
         }
+    }
+
+    /// Packets the MAC holds for this direction (driver queue, in the air, awaiting retry,
+    /// behind a hole in the reorder buffer; the station's queue).
+    fn wifi_held(&self) -> u64 {
+        match &self.wifi {
+            Some(crate::wifi::Role::Ap(m)) => {
+                let m = m.borrow();
+                m.mac.driver_backlog(self.t).1 .0 + m.mac.reorder_held().0
+            }
+            Some(crate::wifi::Role::Station(m)) => {
+                let m = m.borrow();
+                m.mac.queued_up() + m.mac.reorder_held().1 + m.up_out.len() as u64
+            }
+            None => 0,
+        }
+    }
+
+    /// Move packets from the AQM to the driver queue while it has room (the AQM's dequeue
+    /// happens when the driver pulls, as with mac80211's AQL; `World::wifi_pull`).
+    fn wifi_pull(&mut self, now: Nanos) {
+        let Some(crate::wifi::Role::Ap(m)) = self.wifi.clone() else {
+            return;
+        };
+        while m.borrow().mac.has_room() && !self.bn.aqm.is_empty() {
+            let (bn, mut v) = self.bottleneck(true);
+            let Some(p) = bn.dequeue(now, &mut v) else {
+                break;
+            };
+            m.borrow_mut().mac.push_down(p, now);
+        }
+        self.arm_aqm();
+    }
+
+    /// The MAC's instant `t`: on the access point's side, run the medium, put what reached
+    /// the client on the delay line, hand the uplink's to the station's side, refill the
+    /// driver queue (`World::wifi_timer`); on the station's side, collect the uplink's.
+    fn wifi_event(&mut self, t: Nanos) {
+        match self.wifi.clone() {
+            Some(crate::wifi::Role::Ap(m)) => {
+                let mut mm = m.borrow_mut();
+                mm.mac.handle_timeout(t);
+                mm.mac.drain_first_tx().for_each(drop);
+                let mut down = Vec::new();
+                while let Some((dir, p)) = mm.mac.poll_dropped() {
+                    match dir {
+                        Dir::Down => down.push((p, false)),
+                        Dir::Up => mm.up_out.push_back((t, p, false)),
+                    }
+                }
+                while let Some((dir, p)) = mm.mac.poll_delivered() {
+                    match dir {
+                        Dir::Down => down.push((p, true)),
+                        Dir::Up => mm.up_out.push_back((t, p, true)),
+                    }
+                }
+                drop(mm);
+                for (p, delivered) in down {
+                    let s = self.free_slot(p.id);
+                    if delivered {
+                        self.propagate(p, s, t);
+                    } else {
+                        // Dropped after the retry limit (or by the reorder buffer's timeout).
+                        self.rec.on_link_loss(p.flow);
+                        self.recycle(s.buf);
+                    }
+                }
+                self.wifi_pull(t);
+            }
+            Some(crate::wifi::Role::Station(m)) => loop {
+                let e = m.borrow_mut().up_out.pop_front();
+                let Some((at, p, delivered)) = e else { break };
+                let s = self.free_slot(p.id);
+                if !delivered {
+                    self.rec.on_link_loss(p.flow);
+                    self.recycle(s.buf);
+                    continue;
+                }
+                // As the simulator's uplink: the one-way delay after the medium, no loss roll.
+                self.insert_in_line(at + self.delay, &p, s);
+            },
+            None => {}
+        }
+    }
+
+    /// The bottleneck and where its verdicts go; `hold`: a passed packet keeps its slot.
+    fn bottleneck(&mut self, hold: bool) -> (&mut Bottleneck, PathVerdicts<'_>) {
+        let v = PathVerdicts {
+            rec: &mut self.rec,
+            slots: &mut self.slots,
+            free: &mut self.free,
+            pool: &mut self.pool,
+            capture: &mut self.capture,
+            mm_log: &mut self.mm_log,
+            passed: None,
+            hold,
+        };
+        (&mut self.bn, v)
+    }
+
+    /// The link's next instant: the serialised packet's end, or the pending service.
+    fn link_at(&self) -> Option<Nanos> {
+        self.done.map(|d| d.0).or(self.bn.service_at)
+    }
+
+    fn arm_aqm(&mut self) {
+        // The instant is polled by `advance` (no event list to push it to).
+        let _ = self.bn.arm_aqm(self.t);
     }
 
     /// Count wasted opportunities up to now if the link is idle (they are counted lazily).
     fn flush_unused(&mut self) -> u64 {
-        if !self.busy && self.link_ev.is_none() && self.aqm.is_empty() {
-            let _ = self.link.next_service(self.t);
-        }
-        self.link.unused_txops()
+        self.bn.flush_unused(self.t)
     }
 
     fn snapshot(&mut self) {
         let unused = self.flush_unused();
-        self.rec.warmup_snapshot(self.t, self.aqm.as_ref(), unused);
-    }
-
-    fn free_slot(&mut self, slot: u32) -> Slot {
-        let s = std::mem::take(&mut self.slots[slot as usize]);
-        self.free.push(slot);
-        s
-    }
-
-    fn queue_of(&self, orig: Ecn) -> u8 {
-        // A CE arrival is classified as Linux does with the default mask (with L); the
-        // simulator's helper maps CE through the flow's class.
-        self.aqm_cfg
-            .queue_of(orig, matches!(orig, Ecn::Ect1 | Ecn::Ce))
+        self.rec
+            .warmup_snapshot(self.t, self.bn.aqm.as_ref(), unused);
     }
 
     fn enqueue(&mut self, p: Packet) {
         let now = self.t;
-        if let Err(d) = self.aqm.enqueue(p, now) {
-            let s = self.free_slot((d.id & 0xffff_ffff) as u32);
-            let q = self.queue_of(s.orig_ecn);
-            self.rec.on_packet(now, d.flow, q, Nanos::ZERO, 2);
-            if let Some(l) = &mut self.mm_log {
-                l.drop(now, d.bytes);
+        if let Some(crate::wifi::Role::Station(m)) = self.wifi.clone() {
+            // The client station's queue (tail drop at uplink_limit_pkts), no AQM: as the
+            // simulator's uplink. The packet's bytes stay in their slot until the MAC is done.
+            if !m.borrow_mut().mac.push_up(p, now) {
+                let s = self.free_slot(p.id);
+                self.rec.on_link_loss(p.flow);
+                self.recycle(s.buf);
             }
-            self.recycle(s.buf);
-        } else if !self.busy && self.link_ev.is_none() {
-            let s = self.link.next_service(now);
-            if s == now {
-                self.link_service(now);
-            } else if s != Nanos::MAX {
-                self.link_ev = Some(LinkEv::Service(s));
+            return;
+        }
+        let (bn, mut v) = self.bottleneck(false);
+        if bn.enqueue(p, now, &mut v) {
+            if self.wifi.is_some() {
+                self.wifi_pull(now);
+            } else if self.bn.idle() {
+                self.start_service(now);
             }
         }
         self.arm_aqm();
     }
 
+    /// The idle link has a packet waiting: serve it now, or when the link model next can
+    /// (`World::start_service`).
+    fn start_service(&mut self, now: Nanos) {
+        if self.bn.start_service(now) == Service::Now {
+            self.link_service(now);
+        }
+    }
+
     /// The link takes the next packet from the AQM at `now` (`World::link_service`).
     fn link_service(&mut self, now: Nanos) {
-        self.dropped.clear();
-        let p = self.aqm.dequeue(now, &mut self.dropped);
-        let mut dropped = std::mem::take(&mut self.dropped);
-        for d in dropped.drain(..) {
-            let s = self.free_slot((d.id & 0xffff_ffff) as u32);
-            let q = self.queue_of(s.orig_ecn);
-            self.rec.on_packet(now, d.flow, q, d.sojourn(now), 2);
-            if let Some(l) = &mut self.mm_log {
-                l.opportunities(now, self.link.as_ref());
-                l.drop(now, d.bytes);
-            }
-            self.recycle(s.buf);
-        }
-        self.dropped = dropped;
-        if let Some(p) = p {
-            let mut s = self.free_slot((p.id & 0xffff_ffff) as u32);
-            let q = self.queue_of(s.orig_ecn);
-            let marked = p.ecn != s.orig_ecn;
-            if marked && packet::set_ecn(&mut s.buf, p.ecn).is_err() {
-                // Unreachable: the bytes parsed at push. Count rather than forward them.
-                self.rec.malformed += 1;
-            }
-            self.rec.on_packet(
-                now,
-                p.flow,
-                q,
-                p.sojourn(now),
-                (marked && p.ecn == Ecn::Ce) as u8,
-            );
-            let fin = self.link.transmit(now, p.bytes);
-            self.busy = true;
-            if fin == Nanos::MAX {
+        let (bn, mut v) = self.bottleneck(false);
+        let p = bn.dequeue(now, &mut v);
+        if let (Some(p), Some(s)) = (p, v.passed.take()) {
+            match self.bn.transmit(now, p.bytes) {
+                Some(fin) => {
+                    self.done = Some((fin, p.bytes, p.sent_at));
+                    self.propagate(p, s, fin);
+                }
                 // The link ended (a `once` trace) before this packet did: it stays on it.
-                self.stuck_pkts += 1;
-                self.recycle(s.buf);
-            } else {
-                self.link_ev = Some(LinkEv::Done(fin, p.bytes, p.sent_at));
-                self.propagate(p, s, fin);
+                None => self.recycle(s.buf),
             }
         }
         self.arm_aqm();
@@ -577,15 +721,18 @@ impl Path {
 
     /// Loss, delay and jitter for a packet whose last bit leaves at `fin` (`World::propagate`).
     fn propagate(&mut self, p: Packet, s: Slot, fin: Nanos) {
-        if self.loss.as_mut().is_some_and(|l| l.is_lost()) {
+        if self.bn.lost() {
             self.rec.on_link_loss(p.flow);
             self.recycle(s.buf);
             return;
         }
-        let mut at = fin + self.delay;
-        if let Some(j) = &mut self.jitter {
-            at = j.arrival(at, self.line.back().map_or(Nanos::ZERO, |f| f.at));
-        }
+        let prev = self.line.back().map_or(Nanos::ZERO, |f| f.at);
+        let at = self.bn.jitter(fin + self.delay, prev);
+        self.insert_in_line(at, &p, s);
+    }
+
+    /// Put packet `p` (its bytes in `s`) on the delay line, due at `at`, in delivery order.
+    fn insert_in_line(&mut self, at: Nanos, p: &Packet, s: Slot) {
         let f = InFlight {
             at,
             flow: p.flow,
@@ -606,16 +753,84 @@ impl Path {
 
     /// The packet on the link has left at `now`: start the next one (`World::link_done`).
     fn link_done(&mut self, now: Nanos, bytes: u32) {
-        self.busy = false;
         self.rec.on_link_done(now, bytes);
-        if !self.aqm.is_empty() {
-            let s = self.link.next_service(now);
-            if s == now {
-                self.link_service(now);
-            } else if s != Nanos::MAX {
-                self.link_ev = Some(LinkEv::Service(s));
-            }
+        if self.bn.link_done() {
+            self.start_service(now);
         }
+    }
+}
+
+/// The emulator's side of the bottleneck's verdicts: the packet's bytes live in a slot named
+/// by the low 32 bits of its id; a drop frees it, a pass hands it to the link (`passed`)
+/// with the AQM's CE mark written into the IP header.
+struct PathVerdicts<'a> {
+    rec: &'a mut PathRecorder,
+    slots: &'a mut Vec<Slot>,
+    free: &'a mut Vec<u32>,
+    pool: &'a mut Vec<Vec<u8>>,
+    capture: &'a mut Option<Capture>,
+    mm_log: &'a mut Option<MahimahiLog>,
+    passed: Option<Slot>,
+    /// A passed packet keeps its slot (it waits in the Wi-Fi driver queue), CE written there.
+    hold: bool,
+}
+
+impl Verdicts for PathVerdicts<'_> {
+    fn verdict(
+        &mut self,
+        cfg: &AqmConfig,
+        link: &dyn LinkModel,
+        now: Nanos,
+        p: &Packet,
+        sojourn: Nanos,
+        verdict: u8,
+    ) {
+        let slot = (p.id & 0xffff_ffff) as u32;
+        if self.hold && verdict != 2 {
+            let s = &mut self.slots[slot as usize];
+            let q = cfg.queue_of(s.orig_ecn, matches!(s.orig_ecn, Ecn::Ect1 | Ecn::Ce));
+            let marked = p.ecn != s.orig_ecn;
+            if marked && packet::set_ecn(&mut s.buf, p.ecn).is_err() {
+                self.rec.malformed += 1;
+            }
+            let verdict = (marked && p.ecn == Ecn::Ce) as u8;
+            self.rec.on_packet(now, p.flow, q, sojourn, verdict);
+            if let Some(c) = self.capture {
+                c.note(now, s, p.flow, q, sojourn, verdict);
+            }
+            return;
+        }
+        let mut s = std::mem::take(&mut self.slots[slot as usize]);
+        self.free.push(slot);
+        // A CE arrival is classified as Linux does with the default mask (with L); the
+        // simulator maps CE through the flow's class.
+        let q = cfg.queue_of(s.orig_ecn, matches!(s.orig_ecn, Ecn::Ect1 | Ecn::Ce));
+        if verdict == 2 {
+            self.rec.on_packet(now, p.flow, q, sojourn, 2);
+            if let Some(c) = self.capture {
+                c.note(now, &s, p.flow, q, sojourn, 2);
+            }
+            if let Some(l) = self.mm_log {
+                l.opportunities(now, link);
+                l.drop(now, p.bytes);
+            }
+            if self.pool.len() < POOL_MAX {
+                self.pool.push(s.buf.into_vec());
+            }
+            return;
+        }
+        // Marked here only if the AQM changed the codepoint (a CE arrival passes as CE).
+        let marked = p.ecn != s.orig_ecn;
+        if marked && packet::set_ecn(&mut s.buf, p.ecn).is_err() {
+            // Unreachable: the bytes parsed at push. Count rather than forward them.
+            self.rec.malformed += 1;
+        }
+        let verdict = (marked && p.ecn == Ecn::Ce) as u8;
+        self.rec.on_packet(now, p.flow, q, sojourn, verdict);
+        if let Some(c) = self.capture {
+            c.note(now, &s, p.flow, q, sojourn, verdict);
+        }
+        self.passed = Some(s);
     }
 }
 

@@ -202,7 +202,9 @@ pub fn from_doc(doc: &Map<String, Value>) -> Result<EmuScenario, EmuError> {
                 }
             }
         }
-        if !l.contains_key("rate") && !l.contains_key("trace") {
+        // A Wi-Fi link's rate comes from [link.wifi].
+        let wifi = l.get("model").and_then(Value::as_str) == Some("wifi");
+        if !l.contains_key("rate") && !l.contains_key("trace") && !wifi {
             l.insert("rate".into(), Value::String(UNLIMITED_RATE.into()));
         }
         Ok(DirectionTables {

@@ -26,18 +26,7 @@ fn iperf3_cubic_through_dualpi2_fills_the_link_at_the_c_target() {
     )
     .unwrap();
     let out = t.0.join("run");
-    let o = emu(&[
-        scen.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-        "--quiet",
-        "--server",
-        "exec iperf3 -s -1 >/dev/null",
-        "--",
-        "sh",
-        "-c",
-        "iperf3 -c $L4SLAB_SERVER -P 4 -t 8 -J",
-    ]);
+    let o = emu_iperf3(&scen, &out, "iperf3 -c $L4SLAB_SERVER -P 4 -t 8 -J");
     assert!(o.status.success(), "{}", stderr(&o));
     let j: Value = serde_json::from_str(&stdout(&o)).expect("iperf3 JSON");
     let bps = j["end"]["sum_received"]["bits_per_second"]

@@ -22,6 +22,7 @@
 pub mod app_results;
 pub mod aqm_config;
 pub mod bdp;
+pub mod bottleneck;
 pub mod engine;
 pub mod error;
 pub mod flows;

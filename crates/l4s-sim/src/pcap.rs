@@ -1,5 +1,6 @@
 //! A pcapng trace of what reached the bottleneck's verdict: every packet that left the AQM
-//! (passed or CE-marked) or was dropped by it, with synthetic IPv4 + TCP/UDP headers.
+//! (passed or CE-marked) or was dropped by it, with synthetic IPv4 + TCP/UDP headers in the
+//! simulator; the emulator writes the real packets' headers with the same blocks and comments.
 //! Follows the pcapng format (IETF draft-ietf-opsawg-pcapng: SHB, IDB with if_tsresol = 9 for
 //! nanoseconds, EPB with opt_comment); link type LINKTYPE_RAW (101, the packet is an IP header).
 //!
@@ -140,9 +141,11 @@ fn block(out: &mut Vec<u8>, kind: u32, body: &[u8]) {
     out.extend_from_slice(&len.to_le_bytes());
 }
 
-/// The pcapng file (little endian) of `records`; `queue_names` names the queue indices.
-pub fn write_pcapng(records: &[CaptureRecord], queue_names: &[String]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(64 + records.len() * 120);
+/// The head of a pcapng file (little endian): the Section Header Block and one Interface
+/// Description Block per name in `interfaces` (raw IP, nanosecond timestamps). Enhanced
+/// Packet Blocks ([`packet_block`]) follow, naming an interface by its index here.
+pub fn file_header(interfaces: &[&str]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64 + 40 * interfaces.len());
     // Section Header Block.
     let mut b = Vec::new();
     b.extend_from_slice(&0x1A2B_3C4Du32.to_le_bytes());
@@ -156,39 +159,66 @@ pub fn write_pcapng(records: &[CaptureRecord], queue_names: &[String]) -> Vec<u8
     ); // shb_userappl
     option(&mut b, 0, &[]);
     block(&mut out, 0x0A0D_0D0A, &b);
-    // Interface Description Block: raw IPv4, nanosecond timestamps.
-    let mut b = Vec::new();
-    b.extend_from_slice(&LINKTYPE_RAW.to_le_bytes());
-    b.extend_from_slice(&0u16.to_le_bytes());
-    b.extend_from_slice(&0u32.to_le_bytes()); // snaplen: no limit
-    option(&mut b, 2, b"bottleneck"); // if_name
-    option(&mut b, 9, &[9]); // if_tsresol: 10^-9 s
-    option(&mut b, 0, &[]);
-    block(&mut out, 1, &b);
+    for name in interfaces {
+        let mut b = Vec::new();
+        b.extend_from_slice(&LINKTYPE_RAW.to_le_bytes());
+        b.extend_from_slice(&0u16.to_le_bytes());
+        b.extend_from_slice(&0u32.to_le_bytes()); // snaplen: no limit
+        option(&mut b, 2, name.as_bytes()); // if_name
+        option(&mut b, 9, &[9]); // if_tsresol: 10^-9 s
+        option(&mut b, 0, &[]);
+        block(&mut out, 1, &b);
+    }
+    out
+}
+
+/// The comment of a packet's block: the AQM verdict (0 pass, 1 mark, 2 drop), the queue, the
+/// flow and the time the packet spent in the queue.
+pub fn verdict_comment(verdict: u8, queue: &str, flow: u32, sojourn: Nanos) -> String {
     const VERDICT: [&str; 3] = ["pass", "mark", "drop"];
+    format!(
+        "verdict={} queue={} flow={} sojourn_us={:.1}",
+        VERDICT.get(verdict as usize).unwrap_or(&"?"),
+        queue,
+        flow,
+        sojourn.0 as f64 / 1e3
+    )
+}
+
+/// Append one Enhanced Packet Block to `out`: `data` (the captured bytes, an IP packet or its
+/// headers) seen on interface `iface` at `t_ns`, `orig_len` bytes on the wire, with `comment`.
+pub fn packet_block(
+    out: &mut Vec<u8>,
+    iface: u32,
+    t_ns: u64,
+    data: &[u8],
+    orig_len: u32,
+    comment: &str,
+) {
+    let mut b = Vec::with_capacity(data.len() + 80);
+    b.extend_from_slice(&iface.to_le_bytes());
+    b.extend_from_slice(&((t_ns >> 32) as u32).to_le_bytes());
+    b.extend_from_slice(&(t_ns as u32).to_le_bytes());
+    b.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    b.extend_from_slice(&orig_len.max(data.len() as u32).to_le_bytes());
+    b.extend_from_slice(data);
+    pad4(&mut b);
+    option(&mut b, 1, comment.as_bytes()); // opt_comment
+    option(&mut b, 0, &[]);
+    block(out, 6, &b);
+}
+
+/// The pcapng file (little endian) of `records`; `queue_names` names the queue indices.
+pub fn write_pcapng(records: &[CaptureRecord], queue_names: &[String]) -> Vec<u8> {
+    let mut out = file_header(&["bottleneck"]);
+    out.reserve(records.len() * 120);
     for (i, r) in records.iter().enumerate() {
         let data = headers(r, i as u16);
-        let mut b = Vec::with_capacity(data.len() + 80);
-        b.extend_from_slice(&0u32.to_le_bytes()); // interface 0
-        b.extend_from_slice(&((r.t_ns >> 32) as u32).to_le_bytes());
-        b.extend_from_slice(&(r.t_ns as u32).to_le_bytes());
-        b.extend_from_slice(&(data.len() as u32).to_le_bytes());
-        b.extend_from_slice(&r.bytes.max(data.len() as u32).to_le_bytes());
-        b.extend_from_slice(&data);
-        pad4(&mut b);
         let queue = queue_names
             .get(r.queue as usize)
             .map_or("?", |s| s.as_str());
-        let comment = format!(
-            "verdict={} queue={} flow={} sojourn_us={:.1}",
-            VERDICT.get(r.verdict as usize).unwrap_or(&"?"),
-            queue,
-            r.flow,
-            r.sojourn.0 as f64 / 1e3
-        );
-        option(&mut b, 1, comment.as_bytes()); // opt_comment
-        option(&mut b, 0, &[]);
-        block(&mut out, 6, &b);
+        let comment = verdict_comment(r.verdict, queue, r.flow, r.sojourn);
+        packet_block(&mut out, 0, r.t_ns, &data, r.bytes, &comment);
     }
     out
 }

@@ -15,18 +15,18 @@
 //!   CE), and DualPI2 packets are attributed to L or C by their codepoint (CE by their flow's).
 
 use crate::aqm_config::AqmConfig;
+use crate::bottleneck::{Bottleneck, Service, Verdicts};
 use crate::engine::{DelayLine, EventQueue, Kind, PacketSlab, TimerSlots};
 use crate::error::SimError;
 use crate::flows::{build_flow, FlowEnds, SimReceiver, SimSender};
 use crate::recorder::{Recorder, SummaryCtx};
 use crate::results::{RunResults, Totals};
 use crate::scenario::{FlowConfig, LinkConfig, LinkModelKind, Scenario};
-use l4s_core::aqm::Aqm;
 use l4s_core::link::{
     ConstantRate, GilbertElliott, Jitter, LinkModel, LossModel, MahimahiTrace, MahimahiTraceData,
     RandomLoss, RateSchedule, Txop1ms,
 };
-use l4s_core::{Ecn, Endpoint, FlowStats, Nanos, Packet, Rate, Rng};
+use l4s_core::{Endpoint, FlowStats, Nanos, Packet, Rate, Rng};
 use std::collections::VecDeque;
 
 mod chain;
@@ -55,18 +55,9 @@ struct Flow {
 
 /// The bottleneck and its surroundings.
 struct Net {
-    aqm: Box<dyn Aqm>,
-    aqm_cfg: AqmConfig,
-    aqm_armed: Option<Nanos>,
-    link: Box<dyn LinkModel>,
-    /// A packet is being serialised (it already sits on its delay line, see `propagate`).
-    busy: bool,
-    /// Packets on a link that ended before they did (never delivered).
-    stuck_pkts: u64,
-    service_pending: bool,
-    loss: Option<Box<dyn LossModel>>,
-    jitter: Option<Jitter>,
-    dropped: Vec<Packet>,
+    /// The AQM, link model, loss and jitter (the emulator drives the same object). While a
+    /// packet is serialised it already sits on its delay line (see `propagate`).
+    bn: Bottleneck,
     ack_link: Option<AckLink>,
     totals: Totals,
     /// `[link] model = "wifi"`: the MAC below the AQM (the `link` above then only gives the
@@ -153,6 +144,37 @@ pub fn build_loss(l: &LinkConfig, rng: Rng) -> Result<Option<Box<dyn LossModel>>
 /// The jitter of `[link]`, None without `jitter`.
 pub fn build_jitter(l: &LinkConfig, rng: Rng) -> Option<Jitter> {
     (l.jitter.0 > 0).then(|| Jitter::new(l.jitter, l.reorder, rng))
+}
+
+/// The simulator's side of the bottleneck's verdicts: counted, classified by the flow's
+/// class, recorded and captured.
+struct SimVerdicts<'a> {
+    rec: &'a mut Recorder,
+    capture: &'a mut Option<Vec<crate::pcap::CaptureRecord>>,
+    flows: &'a [Flow],
+    totals: &'a mut Totals,
+    /// The recorder's index of this bottleneck's first queue (0 for `[link]`, more for the
+    /// later hops of a `[[links]]` chain).
+    q_base: u8,
+}
+
+impl Verdicts for SimVerdicts<'_> {
+    #[inline]
+    fn verdict(
+        &mut self,
+        cfg: &AqmConfig,
+        _link: &dyn LinkModel,
+        now: Nanos,
+        p: &Packet,
+        sojourn: Nanos,
+        verdict: u8,
+    ) {
+        if verdict == 2 {
+            self.totals.aqm_dropped_pkts += 1;
+        }
+        let q = self.q_base + cfg.queue_of(p.ecn, self.flows[p.flow as usize].l4s);
+        note_verdict(self.rec, self.capture, now, p, q, sojourn, verdict);
+    }
 }
 
 /// One AQM verdict (0 pass, 1 CE, 2 drop) to the recorder and, when a pcapng capture is on,
@@ -267,10 +289,7 @@ impl Net {
     /// each drawing from its own stream of the scenario's seed.
     fn new(s: &Scenario) -> Result<Self, SimError> {
         let seed = s.seed;
-        let aqm = s.aqm.build(Rng::derive(seed, "aqm"))?;
-        let link = build_link(&s.link, s.base_dir.as_deref())?;
-        let loss = build_loss(&s.link, Rng::derive(seed, "link/loss"))?;
-        let jitter = build_jitter(&s.link, Rng::derive(seed, "link/jitter"));
+        let bn = Bottleneck::new(&s.link, &s.aqm, s.base_dir.as_deref(), seed, "")?;
         let wifi = match &s.link.wifi {
             Some(w) if s.link.model == Some(LinkModelKind::Wifi) => Some(wifi::WifiHop::new(
                 w.params_in(s.base_dir.as_deref())?,
@@ -286,16 +305,7 @@ impl Net {
             busy: None,
         });
         Ok(Net {
-            aqm,
-            aqm_cfg: s.aqm.clone(),
-            aqm_armed: None,
-            link,
-            busy: false,
-            stuck_pkts: 0,
-            service_pending: false,
-            loss,
-            jitter,
-            dropped: Vec::with_capacity(16),
+            bn,
             ack_link,
             totals: Totals::default(),
             wifi,
@@ -339,9 +349,9 @@ impl World {
             true => e,
             false => crate::hops::reprefix(e, "link", "links[0]"),
         })?;
-        let (flows, labels) = build_flows(s, net.link.as_ref())?;
+        let (flows, labels) = build_flows(s, net.bn.link.as_ref())?;
         let mut q0 = Vec::new();
-        net.aqm.sample(Nanos::ZERO, &mut q0);
+        net.bn.aqm.sample(Nanos::ZERO, &mut q0);
         let mut rec = Recorder::new(s.warmup, q0, flows.len(), s.output.packets);
         let chain = chain::Chain::new(s, &mut rec)?;
         let n = flows.len();
@@ -442,7 +452,7 @@ impl World {
             Kind::RevArrive => self.rev_arrive(f, t),
             Kind::LinkService => {
                 self.events += 1;
-                self.net.service_pending = false;
+                self.net.bn.serve_due();
                 self.link_service(t);
             }
             Kind::LinkDone => {
@@ -545,12 +555,10 @@ impl World {
 
     /// The AQM's own timer (e.g. DualPI2's PI update every tupdate).
     fn aqm_timer(&mut self, t: Nanos) {
-        if self.net.aqm_armed != Some(t) {
+        if !self.net.bn.aqm_timer(t) {
             return;
         }
         self.events += 1;
-        self.net.aqm_armed = None;
-        self.net.aqm.on_timer(t);
         self.arm_aqm();
     }
 
@@ -563,7 +571,7 @@ impl World {
             .push(Nanos(self.sample_period.0 * k), Kind::Sample, 0);
         self.wifi_sample(t);
         self.chain_sample(t);
-        self.rec.sample_queues(t, self.net.aqm.as_ref());
+        self.rec.sample_queues(t, self.net.bn.aqm.as_ref());
         // This is sample k - 1 (at (k - 1)·period): it carries per-flow rows when k - 1 is a
         // multiple of flow_every, i.e. at multiples of the flow sample interval.
         if (k - 1).is_multiple_of(self.flow_every) {
@@ -609,11 +617,7 @@ impl World {
 
     /// Count wasted opportunities up to now if the link is idle (they are counted lazily).
     fn flush_unused(&mut self) -> u64 {
-        let n = &mut self.net;
-        if !n.busy && !n.service_pending && n.aqm.is_empty() {
-            let _ = n.link.next_service(self.now);
-        }
-        n.link.unused_txops()
+        self.net.bn.flush_unused(self.now)
     }
 
     fn snapshot(&mut self) {
@@ -624,7 +628,7 @@ impl World {
         self.chain_sample(self.now);
         self.chain_warmup();
         self.rec
-            .warmup_snapshot(self.now, self.net.aqm.as_ref(), &self.stats_buf, unused);
+            .warmup_snapshot(self.now, self.net.bn.aqm.as_ref(), &self.stats_buf, unused);
     }
 
     fn arm_sender(&mut self, f: usize) {
@@ -648,12 +652,8 @@ impl World {
     }
 
     fn arm_aqm(&mut self) {
-        if let Some(w) = self.net.aqm.next_wakeup() {
-            let w = w.max(self.now);
-            if self.net.aqm_armed.is_none_or(|a| w < a) {
-                self.net.aqm_armed = Some(w);
-                self.ev.push(w, Kind::AqmTimer, 0);
-            }
+        if let Some(w) = self.net.bn.arm_aqm(self.now) {
+            self.ev.push(w, Kind::AqmTimer, 0);
         }
     }
 
@@ -709,18 +709,13 @@ impl World {
 
     fn enqueue(&mut self, p: Packet) {
         let now = self.now;
-        let (flow, ecn) = (p.flow, p.ecn);
-        if let Err(d) = self.net.aqm.enqueue(p, now) {
-            self.net.totals.aqm_dropped_pkts += 1;
-            let q = self
-                .net
-                .aqm_cfg
-                .queue_of(ecn, self.flows[flow as usize].l4s);
-            note_verdict(&mut self.rec, &mut self.capture, now, &d, q, Nanos::ZERO, 2);
-        } else if self.net.wifi.is_some() {
-            self.wifi_pull(now);
-        } else if !self.net.busy && !self.net.service_pending {
-            self.start_service(now);
+        let (bn, mut v) = self.bottleneck();
+        if bn.enqueue(p, now, &mut v) {
+            if self.net.wifi.is_some() {
+                self.wifi_pull(now);
+            } else if self.net.bn.idle() {
+                self.start_service(now);
+            }
         }
         self.arm_aqm();
     }
@@ -728,48 +723,35 @@ impl World {
     /// One dequeue from the AQM at `now`: its drops and the packet it passes (CE-marked or not)
     /// go to the recorder and the capture; the packet is returned for the link or the MAC.
     fn aqm_dequeue(&mut self, now: Nanos) -> Option<Packet> {
-        let n = &mut self.net;
-        n.dropped.clear();
-        let p = n.aqm.dequeue(now, &mut n.dropped);
-        for d in n.dropped.drain(..) {
-            n.totals.aqm_dropped_pkts += 1;
-            let q = n.aqm_cfg.queue_of(d.ecn, self.flows[d.flow as usize].l4s);
-            note_verdict(
-                &mut self.rec,
-                &mut self.capture,
-                now,
-                &d,
-                q,
-                d.sojourn(now),
-                2,
-            );
-        }
-        let p = p?;
-        let q = n.aqm_cfg.queue_of(p.ecn, self.flows[p.flow as usize].l4s);
-        let verdict = (p.ecn == Ecn::Ce) as u8;
-        note_verdict(
-            &mut self.rec,
-            &mut self.capture,
-            now,
-            &p,
-            q,
-            p.sojourn(now),
-            verdict,
-        );
-        Some(p)
+        let (bn, mut v) = self.bottleneck();
+        bn.dequeue(now, &mut v)
+    }
+
+    /// The bottleneck and where its verdicts go.
+    #[inline]
+    fn bottleneck(&mut self) -> (&mut Bottleneck, SimVerdicts<'_>) {
+        let World {
+            net,
+            rec,
+            capture,
+            flows,
+            ..
+        } = self;
+        let v = SimVerdicts {
+            rec,
+            capture,
+            flows,
+            totals: &mut net.totals,
+            q_base: 0,
+        };
+        (&mut net.bn, v)
     }
 
     /// The link takes the next packet from the AQM at `now`.
     fn link_service(&mut self, now: Nanos) {
-        let p = self.aqm_dequeue(now);
-        let n = &mut self.net;
-        if let Some(p) = p {
-            let fin = n.link.transmit(now, p.bytes);
-            n.busy = true;
-            if fin == Nanos::MAX {
-                // The link ended (a `once` trace) before this packet did: it stays on it.
-                n.stuck_pkts += 1;
-            } else {
+        if let Some(p) = self.aqm_dequeue(now) {
+            // None: the link ended (a `once` trace) before this packet did: it stays on it.
+            if let Some(fin) = self.net.bn.transmit(now, p.bytes) {
                 self.ev.push_link(fin, Kind::LinkDone);
                 self.propagate(p, fin);
             }
@@ -786,7 +768,7 @@ impl World {
             self.rec.link_bytes_after_warmup += p.bytes as u64;
         }
         let f = p.flow as usize;
-        if self.net.loss.as_mut().is_some_and(|l| l.is_lost()) {
+        if self.net.bn.lost() {
             self.net.totals.link_lost_pkts += 1;
             self.rec.counters[f].link_losses += 1;
             return;
@@ -796,10 +778,7 @@ impl World {
             return;
         }
         let fl = &mut self.flows[f];
-        let mut at = fin + fl.fwd_delay;
-        if let Some(j) = &mut self.net.jitter {
-            at = j.arrival(at, fl.fwd.back_time());
-        }
+        let at = self.net.bn.jitter(fin + fl.fwd_delay, fl.fwd.back_time());
         if let Some(h) = fl.fwd.push(&mut self.slab, at, p) {
             self.ev.push(h, Kind::FwdArrive, f as u32);
         }
@@ -807,20 +786,17 @@ impl World {
 
     /// The packet on the link has left it at `now`: start the next one.
     fn link_done(&mut self, now: Nanos) {
-        self.net.busy = false;
-        if !self.net.aqm.is_empty() {
+        if self.net.bn.link_done() {
             self.start_service(now);
         }
     }
 
     /// The idle link has a packet waiting: serve it now, or when the link model next can.
     fn start_service(&mut self, now: Nanos) {
-        let s = self.net.link.next_service(now);
-        if s == now {
-            self.link_service(now);
-        } else if s != Nanos::MAX {
-            self.net.service_pending = true;
-            self.ev.push_link(s, Kind::LinkService);
+        match self.net.bn.start_service(now) {
+            Service::Now => self.link_service(now),
+            Service::At(s) => self.ev.push_link(s, Kind::LinkService),
+            Service::Never => {}
         }
     }
 
@@ -869,8 +845,8 @@ impl World {
         let (wifi_down, wifi_up) = self.wifi_in_flight();
         let n = &self.net;
         let mut totals = n.totals.clone();
-        totals.in_flight_pkts = n.aqm.backlog_pkts()
-            + n.stuck_pkts
+        totals.in_flight_pkts = n.bn.aqm.backlog_pkts()
+            + n.bn.stuck_pkts
             + self.flows.iter().map(|f| f.fwd.len() as u64).sum::<u64>()
             + wifi_down
             + chain_in_flight;
@@ -879,7 +855,7 @@ impl World {
                 .as_ref()
                 .map_or(0, |a| a.q.len() as u64 + a.busy.is_some() as u64)
             + wifi_up;
-        let capacity_bytes = n.link.capacity_bytes(s.warmup, s.duration);
+        let capacity_bytes = n.bn.link.capacity_bytes(s.warmup, s.duration);
         let raw = s.raw.clone();
         let aqm_params = s.aqm.profile_json();
         let buffer = s
@@ -891,7 +867,7 @@ impl World {
             duration: s.duration,
             sample_interval: s.sample_period(),
             capacity_bytes,
-            aqm_kind: n.aqm.kind(),
+            aqm_kind: n.bn.aqm.kind(),
             flow_cc: &self.labels.cc,
             flow_class: &self.labels.class,
             base_rtt_ms: &self.labels.base_rtt_ms,
@@ -910,7 +886,7 @@ impl World {
             .collect();
         let mut res = self.rec.finish(
             ctx,
-            self.net.aqm.as_ref(),
+            self.net.bn.aqm.as_ref(),
             &self.stats_buf,
             unused,
             totals,
@@ -924,7 +900,7 @@ impl World {
         }
         crate::app_results::finish(
             s,
-            self.net.link.as_ref(),
+            self.net.bn.link.as_ref(),
             crate::app_results::AppInputs {
                 logs,
                 deadline: &self.labels.deadline,

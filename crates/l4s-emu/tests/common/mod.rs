@@ -243,3 +243,20 @@ pub fn median(v: &[f64]) -> f64 {
         (s[n / 2 - 1] + s[n / 2]) / 2.0
     }
 }
+
+/// Run the emulator on scenario `scen` into `out` (quiet), an iperf3 server on the server
+/// side for one test, `client` (a shell command line) on the client side.
+pub fn emu_iperf3(scen: &Path, out: &Path, client: &str) -> Output {
+    emu(&[
+        scen.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--quiet",
+        "--server",
+        "exec iperf3 -s -1 >/dev/null",
+        "--",
+        "sh",
+        "-c",
+        client,
+    ])
+}

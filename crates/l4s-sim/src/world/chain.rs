@@ -4,29 +4,19 @@
 //! for that hop's `delay` to the next hop its flow crosses, or, after its flow's last hop,
 //! to the flow's own forward delay line (see `hops` for how the base RTT is split).
 
-use super::{build_jitter, build_link, build_loss, note_verdict, World};
-use crate::aqm_config::AqmConfig;
+use super::{SimVerdicts, World};
+use crate::bottleneck::{Bottleneck, Service};
 use crate::engine::{DelayLine, Kind};
 use crate::error::SimError;
 use crate::scenario::Scenario;
-use l4s_core::aqm::{Aqm, QueueSample};
-use l4s_core::link::{Jitter, LinkModel, LossModel};
-use l4s_core::{Ecn, Nanos, Packet, Rng};
+use l4s_core::aqm::QueueSample;
+use l4s_core::{Nanos, Packet};
 use serde_json::{json, Value};
 
-/// One hop after the first: the `Net` fields of the one-link bottleneck that a chain repeats.
+/// One hop after the first: a bottleneck of its own (the object `[link]` uses) and where its
+/// queues sit in the recorder.
 pub(super) struct Hop {
-    aqm: Box<dyn Aqm>,
-    aqm_cfg: AqmConfig,
-    aqm_armed: Option<Nanos>,
-    link: Box<dyn LinkModel>,
-    busy: bool,
-    service_pending: bool,
-    /// Packets on a link that ended before they did (never delivered).
-    stuck_pkts: u64,
-    loss: Option<Box<dyn LossModel>>,
-    jitter: Option<Jitter>,
-    dropped: Vec<Packet>,
+    bn: Bottleneck,
     /// Bytes whose last bit left this hop in (warmup, duration].
     link_bytes_after_warmup: u64,
     /// Index of this hop's first queue in the recorder's extra queues.
@@ -64,14 +54,17 @@ impl Chain {
             .collect();
         let mut hops = Vec::new();
         for (k, h) in s.hops.iter().enumerate().skip(1) {
-            let at = |what: &str| format!("links[{k}]/{what}");
-            let aqm = h.aqm.build(Rng::derive(s.seed, &at("aqm")))?;
             let named = |e| crate::hops::reprefix(e, "link", &format!("links[{k}]"));
-            let link = build_link(&h.link, s.base_dir.as_deref()).map_err(named)?;
-            let loss = build_loss(&h.link, Rng::derive(s.seed, &at("loss"))).map_err(named)?;
-            let jitter = build_jitter(&h.link, Rng::derive(s.seed, &at("jitter")));
+            let bn = Bottleneck::new(
+                &h.link,
+                &h.aqm,
+                s.base_dir.as_deref(),
+                s.seed,
+                &format!("links[{k}]/"),
+            )
+            .map_err(named)?;
             let mut q0 = Vec::new();
-            aqm.sample(Nanos::ZERO, &mut q0);
+            bn.aqm.sample(Nanos::ZERO, &mut q0);
             let extra_q = rec.extra_queues.len();
             let q_base = rec.queue_names.len() as u8;
             for q in q0 {
@@ -82,16 +75,7 @@ impl Chain {
                 rec.extra_queues[i] = q;
             }
             hops.push(Hop {
-                aqm,
-                aqm_cfg: h.aqm.clone(),
-                aqm_armed: None,
-                link,
-                busy: false,
-                service_pending: false,
-                stuck_pkts: 0,
-                loss,
-                jitter,
-                dropped: Vec::with_capacity(16),
+                bn,
                 link_bytes_after_warmup: 0,
                 extra_q,
                 q_base,
@@ -113,7 +97,7 @@ impl Chain {
     pub(super) fn in_flight(&self) -> u64 {
         self.hops
             .iter()
-            .map(|h| h.aqm.backlog_pkts() + h.stuck_pkts)
+            .map(|h| h.bn.aqm.backlog_pkts() + h.bn.stuck_pkts)
             .sum::<u64>()
             + self.lines.iter().map(|l| l.len() as u64).sum::<u64>()
     }
@@ -123,20 +107,35 @@ impl World {
     /// A packet of flow `p.flow` enters hop `k` ≥ 1 (sent there, or arriving from hop k − 1).
     pub(super) fn hop_enqueue(&mut self, k: usize, p: Packet) {
         let now = self.now;
-        let l4s = self.flows[p.flow as usize].l4s;
-        let Some(c) = self.chain.as_mut() else {
+        let Some((h, mut v)) = self.hop_and_verdicts(k) else {
             return;
         };
-        let h = c.hop(k);
-        let (ecn, q_base) = (p.ecn, h.q_base);
-        if let Err(d) = h.aqm.enqueue(p, now) {
-            self.net.totals.aqm_dropped_pkts += 1;
-            let q = q_base + h.aqm_cfg.queue_of(ecn, l4s);
-            note_verdict(&mut self.rec, &mut self.capture, now, &d, q, Nanos::ZERO, 2);
-        } else if !h.busy && !h.service_pending {
+        if h.bn.enqueue(p, now, &mut v) && h.bn.idle() {
             self.hop_start_service(k, now);
         }
         self.hop_arm_aqm(k);
+    }
+
+    /// Hop `k` ≥ 1 and where its verdicts go (as `bottleneck` for hop 0).
+    fn hop_and_verdicts(&mut self, k: usize) -> Option<(&mut Hop, SimVerdicts<'_>)> {
+        let World {
+            chain,
+            net,
+            rec,
+            capture,
+            flows,
+            ..
+        } = self;
+        let h = chain.as_mut()?.hop(k);
+        let q_base = h.q_base;
+        let v = SimVerdicts {
+            rec,
+            capture,
+            flows,
+            totals: &mut net.totals,
+            q_base,
+        };
+        Some((h, v))
     }
 
     /// The idle link of hop `k` has a packet waiting: serve it now or when its model can.
@@ -144,13 +143,10 @@ impl World {
         let Some(c) = self.chain.as_mut() else {
             return;
         };
-        let h = c.hop(k);
-        let s = h.link.next_service(now);
-        if s == now {
-            self.hop_service(k, now);
-        } else if s != Nanos::MAX {
-            h.service_pending = true;
-            self.ev.push(s, Kind::HopService, k as u32);
+        match c.hop(k).bn.start_service(now) {
+            Service::Now => self.hop_service(k, now),
+            Service::At(s) => self.ev.push(s, Kind::HopService, k as u32),
+            Service::Never => {}
         }
     }
 
@@ -158,60 +154,33 @@ impl World {
     pub(super) fn hop_service_event(&mut self, k: usize, now: Nanos) {
         self.events += 1;
         if let Some(c) = self.chain.as_mut() {
-            c.hop(k).service_pending = false;
+            c.hop(k).bn.serve_due();
         }
         self.hop_service(k, now);
     }
 
     /// The link of hop `k` takes the next packet from its AQM at `now` (the one-link
-    /// `aqm_dequeue` + `link_service` for this hop).
+    /// `link_service` and `propagate` for this hop).
     fn hop_service(&mut self, k: usize, now: Nanos) {
-        let Some(c) = self.chain.as_mut() else {
+        let (warmup, end) = (self.rec.warmup, self.end);
+        let Some((h, mut v)) = self.hop_and_verdicts(k) else {
             return;
         };
-        let h = c.hop(k);
-        h.dropped.clear();
-        let p = h.aqm.dequeue(now, &mut h.dropped);
-        for d in h.dropped.drain(..) {
-            self.net.totals.aqm_dropped_pkts += 1;
-            let q = h.q_base + h.aqm_cfg.queue_of(d.ecn, self.flows[d.flow as usize].l4s);
-            note_verdict(
-                &mut self.rec,
-                &mut self.capture,
-                now,
-                &d,
-                q,
-                d.sojourn(now),
-                2,
-            );
-        }
-        if let Some(p) = p {
-            let q = h.q_base + h.aqm_cfg.queue_of(p.ecn, self.flows[p.flow as usize].l4s);
-            let verdict = (p.ecn == Ecn::Ce) as u8;
-            note_verdict(
-                &mut self.rec,
-                &mut self.capture,
-                now,
-                &p,
-                q,
-                p.sojourn(now),
-                verdict,
-            );
-            let fin = h.link.transmit(now, p.bytes);
-            h.busy = true;
-            if fin == Nanos::MAX {
-                h.stuck_pkts += 1;
+        let sent = h.bn.dequeue(now, &mut v).and_then(|p| {
+            // None: the link ended (a `once` trace) before this packet did: it stays on it.
+            let fin = h.bn.transmit(now, p.bytes)?;
+            if fin > warmup && fin <= end {
+                h.link_bytes_after_warmup += p.bytes as u64;
+            }
+            Some((p, fin, h.bn.lost()))
+        });
+        if let Some((p, fin, lost)) = sent {
+            self.ev.push(fin, Kind::HopDone, k as u32);
+            if lost {
+                self.net.totals.link_lost_pkts += 1;
+                self.rec.counters[p.flow as usize].link_losses += 1;
             } else {
-                self.ev.push(fin, Kind::HopDone, k as u32);
-                if fin > self.rec.warmup && fin <= self.end {
-                    h.link_bytes_after_warmup += p.bytes as u64;
-                }
-                if h.loss.as_mut().is_some_and(|l| l.is_lost()) {
-                    self.net.totals.link_lost_pkts += 1;
-                    self.rec.counters[p.flow as usize].link_losses += 1;
-                } else {
-                    self.hop_propagate(k, p, fin);
-                }
+                self.hop_propagate(k, p, fin);
             }
         }
         self.hop_arm_aqm(k);
@@ -223,9 +192,7 @@ impl World {
         let Some(c) = self.chain.as_mut() else {
             return;
         };
-        let h = c.hop(k);
-        h.busy = false;
-        if !h.aqm.is_empty() {
+        if c.hop(k).bn.link_done() {
             self.hop_start_service(k, now);
         }
     }
@@ -238,27 +205,27 @@ impl World {
         let Some(c) = self.chain.as_mut() else {
             return;
         };
-        let (line_len, last) = (c.lines.len(), self.flows[f].path.1 as usize);
-        let jitter = if k == 0 {
-            self.net.jitter.as_mut()
+        let Chain {
+            hops,
+            lines,
+            delays,
+            ..
+        } = c;
+        let (line_len, last) = (lines.len(), self.flows[f].path.1 as usize);
+        let bn = if k == 0 {
+            &mut self.net.bn
         } else {
-            c.hops[k - 1].jitter.as_mut()
+            &mut hops[k - 1].bn
         };
         if k < last && k + 1 < line_len {
-            let line = &mut c.lines[k];
-            let mut at = fin + c.delays[k];
-            if let Some(j) = jitter {
-                at = j.arrival(at, line.back_time());
-            }
+            let line = &mut lines[k];
+            let at = bn.jitter(fin + delays[k], line.back_time());
             if let Some(h) = line.push(&mut self.slab, at, p) {
                 self.ev.push(h, Kind::HopArrive, k as u32);
             }
         } else {
             let fl = &mut self.flows[f];
-            let mut at = fin + fl.fwd_delay;
-            if let Some(j) = jitter {
-                at = j.arrival(at, fl.fwd.back_time());
-            }
+            let at = bn.jitter(fin + fl.fwd_delay, fl.fwd.back_time());
             if let Some(h) = fl.fwd.push(&mut self.slab, at, p) {
                 self.ev.push(h, Kind::FwdArrive, f as u32);
             }
@@ -299,13 +266,8 @@ impl World {
         let Some(c) = self.chain.as_mut() else {
             return;
         };
-        let h = c.hop(k);
-        if let Some(w) = h.aqm.next_wakeup() {
-            let w = w.max(now);
-            if h.aqm_armed.is_none_or(|a| w < a) {
-                h.aqm_armed = Some(w);
-                self.ev.push(w, Kind::HopAqmTimer, k as u32);
-            }
+        if let Some(w) = c.hop(k).bn.arm_aqm(now) {
+            self.ev.push(w, Kind::HopAqmTimer, k as u32);
         }
     }
 
@@ -314,13 +276,10 @@ impl World {
         let Some(c) = self.chain.as_mut() else {
             return;
         };
-        let h = c.hop(k);
-        if h.aqm_armed != Some(t) {
+        if !c.hop(k).bn.aqm_timer(t) {
             return;
         }
         self.events += 1;
-        h.aqm_armed = None;
-        h.aqm.on_timer(t);
         self.hop_arm_aqm(k);
     }
 
@@ -333,7 +292,7 @@ impl World {
         let mut buf: Vec<QueueSample> = Vec::new();
         for h in &c.hops {
             buf.clear();
-            h.aqm.sample(now, &mut buf);
+            h.bn.aqm.sample(now, &mut buf);
             for (j, q) in buf.drain(..).enumerate() {
                 self.rec.extra_queues[h.extra_q + j] = q;
             }
@@ -349,11 +308,7 @@ impl World {
         let Some(c) = self.chain.as_mut() else {
             return 0;
         };
-        let h = c.hop(k);
-        if !h.busy && !h.service_pending && h.aqm.is_empty() {
-            let _ = h.link.next_service(now);
-        }
-        h.link.unused_txops()
+        c.hop(k).bn.flush_unused(now)
     }
 
     /// End of warmup: the hops' counters start here.
@@ -380,13 +335,17 @@ impl World {
             let c = self.chain.as_ref()?;
             let (link, bytes, aqm_kind) = if k == 0 {
                 (
-                    self.net.link.as_ref(),
+                    self.net.bn.link.as_ref(),
                     self.rec.link_bytes_after_warmup,
-                    self.net.aqm.kind(),
+                    self.net.bn.aqm.kind(),
                 )
             } else {
                 let h = &c.hops[k - 1];
-                (h.link.as_ref(), h.link_bytes_after_warmup, h.aqm.kind())
+                (
+                    h.bn.link.as_ref(),
+                    h.link_bytes_after_warmup,
+                    h.bn.aqm.kind(),
+                )
             };
             let cap = link.capacity_bytes(s.warmup, s.duration);
             let num = |x: f64| if x.is_finite() { json!(x) } else { Value::Null };

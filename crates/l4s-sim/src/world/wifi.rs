@@ -71,7 +71,9 @@ impl World {
 
     /// Move packets from the AQM to the driver queue while it has room.
     pub(super) fn wifi_pull(&mut self, now: Nanos) {
-        while self.net.wifi.as_ref().is_some_and(|h| h.mac.has_room()) && !self.net.aqm.is_empty() {
+        while self.net.wifi.as_ref().is_some_and(|h| h.mac.has_room())
+            && !self.net.bn.aqm.is_empty()
+        {
             let Some(p) = self.aqm_dequeue(now) else {
                 break;
             };

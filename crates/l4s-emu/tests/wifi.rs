@@ -1,0 +1,108 @@
+//! `[link] model = "wifi"` in the emulator: both directions through the one medium (the
+//! simulator's MAC), against the model's own arithmetic; a Wi-Fi table on one direction only
+//! is refused by name.
+
+mod common;
+
+use common::{can_run, emu_iperf3, read_json, serial, stderr, stdout, TempDir};
+use l4s_core::wifi::{Phy, Standard, WifiParams};
+use l4s_emu::path::{Path, PathConfig};
+use serde_json::{json, Value};
+
+/// 802.11ac MCS 3, 20 MHz, one stream (26 Mb/s PHY), the other keys at their defaults.
+const WIFI: &str =
+    "[link]\nmodel = \"wifi\"\n[link.wifi]\nstandard = \"ac\"\nmcs = 3\nwidth = 20\n";
+
+fn params() -> WifiParams {
+    WifiParams::new(Phy::mcs(Standard::Vht, 3, 20, 1).unwrap())
+}
+
+#[test]
+fn a_wifi_link_on_one_direction_only_is_refused_by_name() {
+    let wifi = json!({"model": "wifi", "wifi": {"standard": "ac", "mcs": 3, "width": 20}});
+    let mut down = Path::new(PathConfig::from_tables(wifi, json!({"kind": "fifo"})).unwrap())
+        .expect("a Wi-Fi direction builds");
+    let smooth = json!({"rate": "10mbit"});
+    let mut up =
+        Path::new(PathConfig::from_tables(smooth, json!({"kind": "fifo"})).unwrap()).unwrap();
+    let e = Path::share_wifi(&mut up, &mut down)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("link.model") && e.contains("one direction"),
+        "{e}"
+    );
+}
+
+#[test]
+fn iperf3_downlink_reaches_the_mac_capacity_and_ping_pays_the_access_delay() {
+    let _g = serial();
+    if !can_run(&["iperf3", "ping"]) {
+        return;
+    }
+    let t = TempDir::new("wifi");
+    let scen = t.0.join("s.toml");
+    std::fs::write(
+        &scen,
+        format!("warmup = \"2s\"\n{WIFI}[aqm]\nkind = \"fifo\"\nlimit = 1000\n[emulator]\ndelay = \"5ms\"\n"),
+    )
+    .unwrap();
+    let out = t.0.join("run");
+    // Ten pings on the idle medium, then Cubic from the server (the access point's side) to
+    // the client for 5 s: data down, its ACKs up, through the one medium.
+    let o = emu_iperf3(
+        &scen,
+        &out,
+        "ping -n -c 10 -i 0.05 $L4SLAB_SERVER && iperf3 -c $L4SLAB_SERVER -R -t 5 >/dev/null",
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let p = params();
+    // One saturated station, no errors, full aggregates of 1500-byte packets: each cycle is
+    // AIFS + mean backoff (CWmin/2 slots) + PPDU + SIFS + BlockAck (the core's closed form).
+    let (k, psdu) = p.full_aggregate(1500);
+    let cycle_s = (p.edca.aifs().0 as f64
+        + p.edca.cw_min as f64 / 2.0 * p.edca.slot.0 as f64
+        + p.exchange_ns(psdu) as f64)
+        * 1e-9;
+    // Goodput: 1448 payload bytes of each 1500 (TCP with timestamps).
+    let cap_mbps = k as f64 * 1448.0 * 8.0 / cycle_s / 1e6;
+    let s = &read_json(&out.join("raw/downlink.json"))["summary"];
+    let tput: f64 = s["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["tput_mbps"].as_f64().unwrap_or(0.0))
+        .sum();
+    // The ACKs' channel accesses and the AP/station collisions cost airtime, and a loaded
+    // host may leave the queue empty now and then: at least 80 %, never above the capacity.
+    assert!(
+        tput <= cap_mbps * 1.01 && tput >= 0.8 * cap_mbps,
+        "downlink {tput:.2} Mb/s against the MAC capacity {cap_mbps:.2} Mb/s"
+    );
+    // Ping crosses the medium both ways: at least the delay both ways plus, per direction,
+    // AIFS and one exchange of an 84-byte packet (a backoff of 0 slots at best).
+    let min_rtt_ms = common::ping_times(&stdout(&o))
+        .into_iter()
+        .fold(f64::INFINITY, f64::min);
+    let access_ms = (p.edca.aifs().0 + p.exchange_ns(p.phy.subframe_bytes(84))) as f64 * 1e-6;
+    eprintln!(
+        "downlink {tput:.2} Mb/s of {cap_mbps:.2}; ping min {min_rtt_ms} ms, bound {:.3} ms",
+        10.0 + 2.0 * access_ms
+    );
+    assert!(
+        min_rtt_ms >= 10.0 + 2.0 * access_ms,
+        "ping {min_rtt_ms} ms under 10 ms + 2 x {access_ms:.3} ms"
+    );
+    // Conservation through the MAC on both directions: what the MAC still holds (driver
+    // queue, in the air, the station's queue, reorder buffers) counts as in flight.
+    for d in ["uplink", "downlink"] {
+        let n: &Value = &read_json(&out.join(format!("raw/{d}.json")))["summary"]["packets"];
+        let g = |k: &str| n[k].as_u64().unwrap();
+        assert_eq!(
+            g("sent"),
+            g("delivered") + g("aqm_dropped") + g("link_lost") + g("in_flight"),
+            "{d}: {n}"
+        );
+        assert!(g("delivered") > 100, "{d}: {n}");
+    }
+}
