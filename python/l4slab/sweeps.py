@@ -522,10 +522,14 @@ def wide_flow_columns(path: str | Path, fields: Sequence[str]) -> pd.DataFrame:
     import pyarrow.parquet as pq
 
     have = set(pq.read_schema(Path(path) / FLOW_TABLE).names)
-    cols = [c for c in fields if c in have]
-    long = read_flow_table(path, ["run", "flow", *cols])
+    # A field named like an identity column is stored as flow.<name> (FLOW_TABLE).
+    src = {c: f"flow.{c}" if f"flow.{c}" in have else c for c in fields}
+    cols = [c for c in fields if src[c] in have]
+    long = read_flow_table(path, ["run", "flow", *(src[c] for c in cols)])
     runs = list(dict.fromkeys(long["run"]))
-    parts = [g.set_index("run")[cols].rename(columns=lambda c, i=fid: f"flows.{i}.{c}")
+    field_of = {src[c]: c for c in cols}
+    parts = [g.set_index("run")[[src[c] for c in cols]]
+             .rename(columns=lambda s, i=fid: f"flows.{i}.{field_of[s]}")
              for fid, g in long.groupby("flow", sort=False)]
     wide = pd.concat(parts, axis=1) if parts else pd.DataFrame(index=pd.Index([], name="run"))
     return wide.reindex(runs).rename_axis("run").reset_index()
@@ -579,7 +583,8 @@ def _finished_summary(t: RunTask, status: dict[int, RunOutcome], out: Path
 
 
 #: sweep_flows.parquet: the run's identity columns (then the swept parameters), `flow`, and one
-#: column per per-flow field of summary.json.
+#: column per per-flow field of summary.json; a field named like an identity column (an
+#: emulated run's `flow`, its 5-tuple label) is the column `flow.<name>`.
 FLOW_TABLE = "sweep_flows.parquet"
 FLOW_KEYS = ("run", "point", "rep")
 #: Rows gathered before they are written as one row group (bounds the parent's memory).
@@ -624,10 +629,12 @@ def _write_flow_table(tasks: list[RunTask], status: dict[int, RunOutcome], out: 
 
     fields = {k: _arrow_type(v) for k, v in flow_types.items()}
     run_cols = [c for c in (*FLOW_KEYS, *params, "seed") if c in index]
+    identity = {*run_cols, "flow"}
     run_schema = pa.Schema.from_pandas(index[run_cols], preserve_index=False)
     schema = pa.schema([*(run_schema.field(c).remove_metadata() for c in run_cols),
                         pa.field("flow", pa.int64()),
-                        *(pa.field(k, t) for k, t in fields.items())])
+                        *(pa.field(f"flow.{k}" if k in identity else k, t)
+                          for k, t in fields.items())])
     by_name = {r["run"]: r for r in index[run_cols].to_dict("records")}
     tmp = out / (FLOW_TABLE + ".tmp")
     pending: list[pa.Table] = []
