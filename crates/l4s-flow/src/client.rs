@@ -504,20 +504,36 @@ pub fn run(o: &ClientOpts, emu: &EmuEnv) -> Result<serde_json::Value, FlowError>
             intervals: serde_json::to_value(&s.intervals).unwrap_or_default(),
         })
         .collect();
+    finish_run(o, peer, mss, &ends, &counters, result, "sender", scalable)
+}
+
+/// The end of a run in either direction: the JSON result (also written when the run failed,
+/// with its error), then the run's error if any, else the final lines (`-q` drops the
+/// interval lines only; the final lines are the run's result).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn finish_run(
+    o: &ClientOpts,
+    peer: SocketAddr,
+    mss: u32,
+    ends: &[StreamEnd],
+    counters: &ClientCounters,
+    result: Result<(), FlowError>,
+    intervals_side: &str,
+    scalable: bool,
+) -> Result<serde_json::Value, FlowError> {
     let json = result_json(
         o,
         peer,
         mss,
-        &ends,
-        &counters,
+        ends,
+        counters,
         result.as_ref().err(),
-        "sender",
+        intervals_side,
     );
     emit_json(o, &json)?;
     result?;
-    // -q drops the interval lines only; the final lines are the run's result.
     if !o.json_stdout {
-        print_summary(&ends, scalable);
+        print_summary(ends, scalable);
     }
     Ok(json)
 }

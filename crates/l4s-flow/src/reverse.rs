@@ -12,8 +12,8 @@ use l4s_core::{Ecn, Nanos};
 use l4s_sim::scenario::FlowConfig;
 
 use crate::client::{
-    any_of_family_or_bind, check_mss_fits, early_json, emit_json, is_scalable, print_summary,
-    result_json, run_words, ClientCounters, ClientOpts, StreamEnd, CCS,
+    any_of_family_or_bind, check_mss_fits, early_json, finish_run, is_scalable, run_words,
+    ClientCounters, ClientOpts, StreamEnd, CCS,
 };
 use crate::clock::{set_min_timer_slack, Clock};
 use crate::error::FlowError;
@@ -148,24 +148,19 @@ pub(crate) fn run(
             }
         })
         .collect();
-    let json = result_json(
+    let l4s = ends
+        .iter()
+        .any(|e| e.sender.as_ref().is_some_and(|s| s.l4s));
+    finish_run(
         o,
         peer,
         mss,
         &ends,
         &counters,
-        result.as_ref().err(),
+        result,
         "receiver",
-    );
-    emit_json(o, &json)?;
-    result?;
-    if !o.json_stdout {
-        let l4s = ends
-            .iter()
-            .any(|e| e.sender.as_ref().is_some_and(|s| s.l4s));
-        print_summary(&ends, is_scalable(o, l4s));
-    }
-    Ok(json)
+        is_scalable(o, l4s),
+    )
 }
 
 /// Receive until every stream has the sender's summary (or gave up on it), or an error.
