@@ -47,6 +47,7 @@ lint: $(STAMP)
 bench: develop
 	cargo bench -p l4s-sim
 	cargo bench -p l4s-emu --bench path
+	cargo test --release -q -p l4s-flow --test dualpi2_relay -- --ignored
 	cargo run --release -q -p l4s-validate --example bench_groups -- 100 1900
 	cargo run --release -q -p l4s-validate --example bench_groups -- 100 1900 190
 	$(VENV)/bin/pytest tests/bench -o addopts="" --benchmark-only -s -q -p no:cacheprovider

@@ -14,6 +14,7 @@ use l4s_core::{Nanos, Rate};
 const RATE_MBPS: u64 = 50;
 
 #[test]
+#[ignore = "wall-clock relay in the test process: its fill, queue and share figures depend on the host's real-time scheduling (stalls of 7-15 ms seen on an idle 2-vCPU VM); run by `make bench`; the emulator tests (tests/emulator.rs) check the same figures through the SCHED_FIFO data path"]
 fn prague_fills_a_50mbit_dualpi2_link_with_a_shallow_l_queue() {
     let Some(_one) = realtime_or_skip("prague_fills_a_50mbit_dualpi2_link_with_a_shallow_l_queue")
     else {
@@ -70,6 +71,7 @@ fn prague_fills_a_50mbit_dualpi2_link_with_a_shallow_l_queue() {
 }
 
 #[test]
+#[ignore = "wall-clock relay in the test process: its fill, queue and share figures depend on the host's real-time scheduling (stalls of 7-15 ms seen on an idle 2-vCPU VM); run by `make bench`; the emulator tests (tests/emulator.rs) check the same figures through the SCHED_FIFO data path"]
 fn prague_and_cubic_share_the_dualpi2_link() {
     let Some(_one) = realtime_or_skip("prague_and_cubic_share_the_dualpi2_link") else {
         return;
