@@ -186,6 +186,15 @@ fn uplink_summary(run_dir: &Path) -> serde_json::Value {
     read_json(&run_dir.join("raw/uplink.json"))["summary"].clone()
 }
 
+/// What one run of `prague_fills_the_emulated_dualpi2_link_with_a_shallow_l_queue` measured.
+struct FillRun {
+    utilisation: f64,
+    l_p99_ms: f64,
+    cwnd: f64,
+    /// The emulator's and the client's figures, for a failure message.
+    ctx: String,
+}
+
 #[test]
 fn prague_fills_the_emulated_dualpi2_link_with_a_shallow_l_queue() {
     let _one = serial();
@@ -193,15 +202,38 @@ fn prague_fills_the_emulated_dualpi2_link_with_a_shallow_l_queue() {
         return;
     };
     let dir = scratch("emu-dpi2");
-    let run_dir = dir.join("run");
-    let json = dir.join("client.json");
+    // Three runs. What each run's packets must show (classification, marks reaching the
+    // receiver, α > 0) is checked on every run; the figures that depend on the host scheduling
+    // two user-space endpoints and the emulator in real time (fill, sojourn, window) are checked
+    // on their median, so that one run on a host that stalled for a second cannot fail the test
+    // and one run cannot pass it alone.
+    let runs: Vec<FillRun> = (0..3).map(|i| fill_run(&emu, &dir, i)).collect();
+    let all_ctx: Vec<&str> = runs.iter().map(|r| r.ctx.as_str()).collect();
+    let all_ctx = all_ctx.join("\n");
+    let median = |f: fn(&FillRun) -> f64| {
+        let mut v: Vec<f64> = runs.iter().map(f).collect();
+        v.sort_by(f64::total_cmp);
+        v[1]
+    };
+    // ≥ 90 % of the link after warmup, with the L queue's p99 sojourn within 2 ms (the step
+    // threshold is 1 ms; a packet is marked once its sojourn passes it).
+    assert!(median(|r| r.utilisation) >= 0.90, "{all_ctx}");
+    assert!(median(|r| r.l_p99_ms) <= 2.0, "{all_ctx}");
+    // The window stays near the BDP (50 Mbit/s × 20 ms / 1500 B = 83 packets).
+    assert!((40.0..=170.0).contains(&median(|r| r.cwnd)), "{all_ctx}");
+}
+
+/// One 6 s Prague run through the emulated DualPI2 link; asserts what its packets must show.
+fn fill_run(emu: &Path, dir: &Path, i: usize) -> FillRun {
+    let run_dir = dir.join(format!("run{i}"));
+    let json = dir.join(format!("client{i}.json"));
     let client = format!(
         "sleep 0.3; exec {BIN} -c \"$L4SLAB_SERVER\" --cc prague -t 6 -q -i 0 --json {}",
         json.display()
     );
     emulate(
-        &emu,
-        &[scenario(&dir, "2s").into()],
+        emu,
+        &[scenario(dir, "2s").into()],
         &run_dir,
         &format!("exec {BIN} -s -1 -i 0 -q"),
         &client,
@@ -210,33 +242,41 @@ fn prague_fills_the_emulated_dualpi2_link_with_a_shallow_l_queue() {
     let j = read_json(&json);
     let st = &j["streams"][0];
     let ctx = format!(
-        "link {} queues {} client alpha {} cwnd {}",
-        s["link"], s["queues"], st["alpha"], st["cwnd_pkts"]
+        "run {i}: emulator duration {} s, link {}, packets {}, lateness {}, queues {}; client \
+         {} Mbit/s over {} s, retransmits {}, lost {}, srtt {} ms, pacing error {}, alpha {}, \
+         cwnd {}",
+        s["duration_s"],
+        s["link"],
+        s["packets"],
+        s["emulator"]["lateness_us"],
+        s["queues"],
+        st["tput_mbps"],
+        st["duration_s"],
+        st["retransmits"],
+        st["lost_pkts"],
+        st["srtt_ms"],
+        st["pacing_error"],
+        st["alpha"],
+        st["cwnd_pkts"]
     );
+    eprintln!("{ctx}");
     // ECT(1) is classified into L, and only L is used.
     assert_eq!(s["queues"][0]["name"], "L", "{ctx}");
     assert!(
         s["queues"][1]["packets"].as_u64().unwrap_or(0) <= 1,
         "{ctx}"
     );
-    // ≥ 90 % of the link after warmup, with the L queue's p99 sojourn within 2 ms (the step
-    // threshold is 1 ms; a packet is marked once its sojourn passes it).
-    assert!(
-        s["link"]["utilisation"].as_f64().expect("util") >= 0.90,
-        "{ctx}"
-    );
-    assert!(
-        s["queues"][0]["sojourn_ms"]["p99"].as_f64().expect("p99") <= 2.0,
-        "{ctx}"
-    );
-    // DualPI2 marks and the sender reacts: marks reach the receiver, α > 0, and the window
-    // stays near the BDP (50 Mbit/s × 20 ms / 1500 B = 83 packets).
+    // DualPI2 marks and the sender reacts: marks reach the receiver and α > 0.
     let marks = s["queues"][0]["marks"].as_u64().expect("marks");
     assert!(marks > 0, "{ctx}");
     assert!(u(&st["receiver"], "ce_pkts") >= marks / 2, "{ctx}");
     assert!(st["alpha"].as_f64().expect("alpha") > 0.0, "{ctx}");
-    let cwnd = st["cwnd_pkts"].as_f64().expect("cwnd");
-    assert!((40.0..=170.0).contains(&cwnd), "{ctx}");
+    FillRun {
+        utilisation: s["link"]["utilisation"].as_f64().expect("util"),
+        l_p99_ms: s["queues"][0]["sojourn_ms"]["p99"].as_f64().expect("p99"),
+        cwnd: st["cwnd_pkts"].as_f64().expect("cwnd"),
+        ctx,
+    }
 }
 
 #[test]
