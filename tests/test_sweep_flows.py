@@ -109,3 +109,29 @@ def test_a_resumed_sweep_rewrites_the_same_flow_table(swept):
     res = sweep(swept.parent / "sweep.toml", swept, jobs=1, report=False)
     assert res.skipped == RUNS and res.ran == 0
     assert pq.read_table(swept / FLOW_TABLE).equals(before)
+
+
+def test_a_per_flow_field_named_like_an_identity_column_gets_its_own_column(swept, tmp_path):
+    """An emulated run's flows carry `flow` (their 5-tuple label): it must not collide with
+    the table's `flow` id column (Arrow refuses two fields of one name when reading)."""
+    import shutil
+
+    out = tmp_path / "out"
+    shutil.copytree(swept, out)
+    shutil.copy(swept.parent / "base.toml", tmp_path / "base.toml")
+    shutil.copy(swept.parent / "sweep.toml", tmp_path / "sweep.toml")
+    for summ in (out / "runs").glob("*/summary.json"):
+        s = json.loads(summ.read_text())
+        for f in s["flows"]:
+            f["flow"] = f"udp 10.77.0.1:{40000 + f['id']}>10.77.0.2:5201"
+        summ.write_text(json.dumps(s))
+    res = sweep(tmp_path / "sweep.toml", out, jobs=1, report=False)
+    assert res.skipped == RUNS and res.ran == 0
+    t = pq.read_table(out / FLOW_TABLE)
+    assert t.schema.names.count("flow") == 1 and "flow.flow" in t.schema.names
+    long = load_sweep(out).flows(["run", "flow", "flow.flow"])
+    assert (long["flow.flow"] == [f"udp 10.77.0.1:{40000 + i}>10.77.0.2:5201"
+                                  for i in long["flow"]]).all()
+    wide = wide_flow_columns(out, ["flow", "cc"]).set_index("run")
+    assert wide["flows.2.flow"].eq("udp 10.77.0.1:40002>10.77.0.2:5201").all()
+    assert wide["flows.0.cc"].eq("prague").all()

@@ -319,7 +319,7 @@ impl PathRecorder {
     /// `bytes` finished serialisation at `fin` (for utilisation after warmup).
     pub fn on_link_done(&mut self, fin: Nanos, bytes: u32) {
         if fin > self.rec.warmup {
-            self.rec.link_bytes_after_warmup += bytes as u64;
+            self.rec.link_bytes_after_warmup += bytes as f64;
         }
     }
 

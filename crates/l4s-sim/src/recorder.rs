@@ -62,8 +62,9 @@ pub struct Recorder {
     srtt_acc: Vec<(f64, u64)>,
     /// Engine-side counters per flow.
     pub counters: Vec<FlowCounters>,
-    /// Bytes whose last bit left the bottleneck in (warmup, duration].
-    pub link_bytes_after_warmup: u64,
+    /// Bytes serialised by the bottleneck in (warmup, duration], the packet on the link at
+    /// either instant for its share (`window_share`).
+    pub link_bytes_after_warmup: f64,
     snap: Option<WarmupSnap>,
     scratch: Vec<QueueSample>,
     /// Queues below the AQM (e.g. a Wi-Fi driver queue), sampled after the AQM's own; their
@@ -150,7 +151,7 @@ impl Recorder {
             prev_t: Nanos::ZERO,
             srtt_acc: vec![(0.0, 0); n_flows],
             counters: vec![FlowCounters::default(); n_flows],
-            link_bytes_after_warmup: 0,
+            link_bytes_after_warmup: 0.0,
             snap: None,
             scratch: Vec::new(),
             extra_queues: Vec::new(),
@@ -311,7 +312,7 @@ impl Recorder {
             "sample_interval_s": ctx.sample_interval.as_secs_f64(),
             "link": {
                 "capacity_mbps": num(cap_bytes * 8.0 / window / 1e6),
-                "utilisation": num(self.link_bytes_after_warmup as f64 / cap_bytes),
+                "utilisation": num(self.link_bytes_after_warmup / cap_bytes),
                 "unused_txops": unused_txops - snap.unused_txops,
             },
             "aqm": ctx.aqm_kind,
@@ -478,9 +479,38 @@ pub struct SummaryCtx<'a> {
     pub buffer: &'a Value,
 }
 
+/// The share of a packet serialised over [start, fin] that falls in the window (from, to]:
+/// the packet on the link when the window opens or closes counts for its part inside, so
+/// bytes over capacity (utilisation) cannot exceed 1 on a constant-rate link. A packet with
+/// no serialisation time (fin = start) counts whole when fin is in the window.
+pub fn window_share(start: Nanos, fin: Nanos, from: Nanos, to: Nanos) -> f64 {
+    if fin <= start {
+        return if fin > from && fin <= to { 1.0 } else { 0.0 };
+    }
+    let (lo, hi) = (start.max(from), fin.min(to));
+    if hi <= lo {
+        0.0
+    } else {
+        (hi - lo).0 as f64 / (fin - start).0 as f64
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn window_share_is_the_part_of_the_serialisation_inside_the_window() {
+        let ms = Nanos::from_ms;
+        // Wholly inside, straddling the start, straddling the end, outside.
+        assert_eq!(window_share(ms(2), ms(3), ms(1), ms(10)), 1.0);
+        assert_eq!(window_share(ms(0), ms(4), ms(1), ms(10)), 0.75);
+        assert_eq!(window_share(ms(9), ms(11), ms(1), ms(10)), 0.5);
+        assert_eq!(window_share(ms(11), ms(12), ms(1), ms(10)), 0.0);
+        // No serialisation time: whole when it ends in (from, to].
+        assert_eq!(window_share(ms(1), ms(1), ms(1), ms(10)), 0.0);
+        assert_eq!(window_share(ms(10), ms(10), ms(1), ms(10)), 1.0);
+    }
 
     #[test]
     fn percentiles_interpolate_like_numpy() {

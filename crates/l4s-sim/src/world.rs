@@ -753,20 +753,19 @@ impl World {
             // None: the link ended (a `once` trace) before this packet did: it stays on it.
             if let Some(fin) = self.net.bn.transmit(now, p.bytes) {
                 self.ev.push_link(fin, Kind::LinkDone);
-                self.propagate(p, fin);
+                self.propagate(p, now, fin);
             }
         }
         self.arm_aqm();
     }
 
-    /// A packet whose last bit leaves the bottleneck at `fin`: count it, then lose it or put
-    /// it on its flow's forward delay line. Done when transmission starts (saves holding the
-    /// packet on the link); the loss and jitter rolls happen in transmission order either way.
+    /// A packet serialised over [start, fin]: count it, then lose it or put it on its flow's
+    /// forward delay line. Done when transmission starts (saves holding the packet on the
+    /// link); the loss and jitter rolls happen in transmission order either way.
     #[inline]
-    fn propagate(&mut self, p: Packet, fin: Nanos) {
-        if fin > self.rec.warmup && fin <= self.end {
-            self.rec.link_bytes_after_warmup += p.bytes as u64;
-        }
+    fn propagate(&mut self, p: Packet, start: Nanos, fin: Nanos) {
+        let share = crate::recorder::window_share(start, fin, self.rec.warmup, self.end);
+        self.rec.link_bytes_after_warmup += p.bytes as f64 * share;
         let f = p.flow as usize;
         if self.net.bn.lost() {
             self.net.totals.link_lost_pkts += 1;

@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 pub(super) struct Hop {
     bn: Bottleneck,
     /// Bytes whose last bit left this hop in (warmup, duration].
-    link_bytes_after_warmup: u64,
+    link_bytes_after_warmup: f64,
     /// Index of this hop's first queue in the recorder's extra queues.
     extra_q: usize,
     /// Index of this hop's first queue in the recorder's columns.
@@ -76,7 +76,7 @@ impl Chain {
             }
             hops.push(Hop {
                 bn,
-                link_bytes_after_warmup: 0,
+                link_bytes_after_warmup: 0.0,
                 extra_q,
                 q_base,
             });
@@ -169,9 +169,8 @@ impl World {
         let sent = h.bn.dequeue(now, &mut v).and_then(|p| {
             // None: the link ended (a `once` trace) before this packet did: it stays on it.
             let fin = h.bn.transmit(now, p.bytes)?;
-            if fin > warmup && fin <= end {
-                h.link_bytes_after_warmup += p.bytes as u64;
-            }
+            let share = crate::recorder::window_share(now, fin, warmup, end);
+            h.link_bytes_after_warmup += p.bytes as f64 * share;
             Some((p, fin, h.bn.lost()))
         });
         if let Some((p, fin, lost)) = sent {
@@ -354,7 +353,7 @@ impl World {
                 "index": k,
                 "delay_ms": spec.delay.as_ms_f64(),
                 "capacity_mbps": num(cap * 8.0 / window_s / 1e6),
-                "utilisation": num(bytes as f64 / cap),
+                "utilisation": num(bytes / cap),
                 "unused_txops": unused - c.unused_at_warmup[k],
                 "aqm": aqm_kind,
                 "buffer": buffers[k],

@@ -147,7 +147,7 @@ impl World {
                 }
             }
             match dir {
-                Dir::Down => self.propagate(p, t),
+                Dir::Down => self.propagate(p, t, t),
                 Dir::Up => {
                     let f = p.flow as usize;
                     let at = t + self.flows[f].rev_delay;
