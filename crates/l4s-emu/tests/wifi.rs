@@ -195,4 +195,14 @@ fn wifi_block_holds_the_macs_invariants(out: &std::path::Path, p: &WifiParams) {
         rows.iter().any(|&b| b > 0),
         "the driver queue never held a packet"
     );
+    eprintln!(
+        "wifi: utilisation {:.3}, downlink aggregate p50 {}, access p50 {} ms, max pending {} \
+         (bound {bound:.0}), {} collisions of {} exchanges",
+        f(&air["utilisation"]),
+        w["downlink"]["aggregate_mpdus"]["p50"],
+        w["downlink"]["access_delay_ms"]["p50"],
+        max_pending,
+        w["collisions"],
+        w["exchanges"]
+    );
 }
