@@ -210,3 +210,32 @@ def test_pcap_holds_every_verdict_of_both_directions_with_ecn_bits(tmp_path):
     assert up.count(2) > 0.9 * len(up)  # the data went out ECT(0)
     r = l4slab("-o", str(tmp_path / "run2"), "--quiet", "--pcap", str(pcap), "--", "true")
     assert r.returncode == 2 and "exists" in r.stderr, r.stderr
+
+
+def test_a_wifi_run_has_the_wifi_block_and_driver_rows(tmp_path):
+    need_root("iperf3")
+    scen = tmp_path / "s.toml"
+    scen.write_text('warmup = "1s"\n[link]\nmodel = "wifi"\n[link.wifi]\nstandard = "ac"\n'
+                    'mcs = 3\nwidth = 20\n[aqm]\nkind = "fifo"\nlimit = 1000\n'
+                    '[emulator]\ndelay = "5ms"\n')
+    out = tmp_path / "run"
+    # Cubic from the server (the access point) for 2 s: the downlink is the busier direction.
+    r = l4slab("-o", str(out), "--quiet", str(scen), "--server",
+               "exec iperf3 -s -1 >/dev/null", "--", "sh", "-c",
+               "iperf3 -c $L4SLAB_SERVER -R -t 2 >/dev/null")
+    assert r.returncode == 0, r.stderr
+    s = json.loads((out / "summary.json").read_text())
+    assert s["emulator"]["primary_direction"] == "downlink"
+    assert [q["name"] for q in s["queues"]] == ["single", "driver"]
+    w = s["wifi"]
+    assert 0.0 < w["airtime"]["utilisation"] <= 1.0
+    assert w["driver"]["limit"] == {"airtime_ms": 12.0}  # mac80211's AQL default here
+    assert w["downlink"]["txops"] > 0 and w["downlink"]["delivered"] > 0
+    import pandas as pd
+
+    d = pd.read_parquet(out / "samples.parquet")
+    drv = d[d["queue"] == "driver"]
+    assert len(drv) > 10 and drv["backlog_pkts"].max() > 0
+    # The summary's after-warmup maximum is one of the rows' backlogs.
+    after = drv[drv["t_s"] >= 1.0]["backlog_pkts"]
+    assert w["driver"]["stats"]["backlog_pkts"]["max"] == after.max()

@@ -159,6 +159,8 @@ pub struct Path {
     capture: Option<Capture>,
     /// `[link] model = "wifi"`: this direction's side of the medium (the MAC replaces the link).
     wifi: Option<crate::wifi::Role>,
+    /// The access point's `driver` queue rows and the summary's `wifi` block (as the simulator).
+    wifi_record: Option<l4s_sim::wifi_config::WifiRecord>,
 }
 
 /// One direction's share of the `--pcap` trace (`l4s_sim::pcap` blocks).
@@ -263,6 +265,7 @@ impl Path {
             trace,
             capture: None,
             wifi,
+            wifi_record: None,
         };
         if !p.warmup_pending {
             p.snapshot();
@@ -423,6 +426,14 @@ impl Path {
             (None, None) => Ok(()),
             (Some(_), Some(ap)) => {
                 up.wifi = Some(crate::wifi::Role::Station(ap.medium().clone()));
+                // The access point records the driver queue (a row from time 0, as the
+                // simulator's); a warmup of 0 took its snapshot already: take it again.
+                let mut r = l4s_sim::wifi_config::WifiRecord::default();
+                r.register(down.rec.recorder_mut(), &ap.medium().borrow().mac);
+                down.wifi_record = Some(r);
+                if !down.warmup_pending {
+                    down.snapshot();
+                }
                 Ok(())
             }
             _ => Err(SimError::field(
@@ -466,7 +477,16 @@ impl Path {
             aqm_params: &aqm_params,
             events: self.events,
         };
-        self.rec.finish(ctx, self.bn.aqm.as_ref())
+        let window_s = (end.saturating_sub(self.rec.warmup())).as_secs_f64();
+        let wifi = match (&self.wifi_record, self.ap_medium()) {
+            (Some(r), Some(m)) => Some(r.summary(&m.borrow().mac, window_s)),
+            _ => None,
+        };
+        let mut res = self.rec.finish(ctx, self.bn.aqm.as_ref());
+        if let Some(block) = wifi {
+            l4s_sim::wifi_config::add_to_summary(&mut res.run.summary_json, block);
+        }
+        res
     }
 
     /// Run every internal event due at or before `now`, each at its own instant.
@@ -497,6 +517,7 @@ impl Path {
                     // Sample k lands at exactly k·period.
                     self.next_sample =
                         Nanos(self.sample_period.0 * (t.0 / self.sample_period.0 + 1));
+                    self.wifi_sample(t);
                     self.rec.sample(t, self.bn.aqm.as_ref());
                 }
                 Ev::Warmup => {
@@ -552,6 +573,22 @@ impl Path {
         }
     }
 
+    /// The medium when this direction is its access point.
+    fn ap_medium(&self) -> Option<std::rc::Rc<std::cell::RefCell<crate::wifi::Medium>>> {
+        match &self.wifi {
+            Some(crate::wifi::Role::Ap(m)) => Some(m.clone()),
+            _ => None,
+        }
+    }
+
+    /// Update the driver queue's row before a sample (`World::wifi_sample`).
+    fn wifi_sample(&mut self, t: Nanos) {
+        let m = self.ap_medium();
+        if let (Some(r), Some(m)) = (self.wifi_record.as_mut(), m) {
+            r.sample(self.rec.recorder_mut(), &m.borrow().mac, t);
+        }
+    }
+
     /// Packets the MAC holds for this direction (driver queue, in the air, awaiting retry,
     /// behind a hole in the reorder buffer; the station's queue).
     fn wifi_held(&self) -> u64 {
@@ -580,6 +617,9 @@ impl Path {
                 break;
             };
             m.borrow_mut().mac.push_down(p, now);
+            if let Some(r) = self.wifi_record.as_mut() {
+                r.note_pending(&m.borrow().mac, now);
+            }
         }
         self.arm_aqm();
     }
@@ -592,7 +632,7 @@ impl Path {
             Some(crate::wifi::Role::Ap(m)) => {
                 let mut mm = m.borrow_mut();
                 mm.mac.handle_timeout(t);
-                mm.mac.drain_first_tx().for_each(drop);
+                let first_tx: Vec<(u32, Nanos)> = mm.mac.drain_first_tx().collect();
                 let mut down = Vec::new();
                 while let Some((dir, p)) = mm.mac.poll_dropped() {
                     match dir {
@@ -601,12 +641,22 @@ impl Path {
                     }
                 }
                 while let Some((dir, p)) = mm.mac.poll_delivered() {
+                    if t >= self.rec.warmup() {
+                        if let Some(r) = self.wifi_record.as_mut() {
+                            r.on_mac_delivered(dir, (t - p.enqueued_at).0);
+                        }
+                    }
                     match dir {
                         Dir::Down => down.push((p, true)),
                         Dir::Up => mm.up_out.push_back((t, p, true)),
                     }
                 }
                 drop(mm);
+                if let Some(r) = &self.wifi_record {
+                    for (flow, wait) in first_tx {
+                        self.rec.on_packet(t, flow, r.driver_q, wait, 0);
+                    }
+                }
                 for (p, delivered) in down {
                     let s = self.free_slot(p.id);
                     if delivered {
@@ -667,6 +717,11 @@ impl Path {
 
     fn snapshot(&mut self) {
         let unused = self.flush_unused();
+        self.wifi_sample(self.t);
+        if let (Some(_), Some(m)) = (&self.wifi_record, self.ap_medium()) {
+            // The `wifi` block counts from the end of warmup (`World::wifi_warmup`).
+            m.borrow_mut().mac.reset_stats();
+        }
         self.rec
             .warmup_snapshot(self.t, self.bn.aqm.as_ref(), unused);
     }

@@ -266,6 +266,11 @@ impl PathRecorder {
         }
     }
 
+    /// The simulator's recorder underneath (for the Wi-Fi driver queue's rows).
+    pub fn recorder_mut(&mut self) -> &mut Recorder {
+        &mut self.rec
+    }
+
     /// The warmup instant.
     pub fn warmup(&self) -> Nanos {
         self.rec.warmup

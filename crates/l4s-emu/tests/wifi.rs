@@ -105,4 +105,104 @@ fn iperf3_downlink_reaches_the_mac_capacity_and_ping_pays_the_access_delay() {
         );
         assert!(g("delivered") > 100, "{d}: {n}");
     }
+    wifi_block_holds_the_macs_invariants(&out, &p);
+}
+
+/// The access point's direction records the simulator's `wifi` block and `driver` queue rows
+/// (the station's direction neither); each figure within what the MAC's rules allow.
+fn wifi_block_holds_the_macs_invariants(out: &std::path::Path, p: &WifiParams) {
+    let up = read_json(&out.join("raw/uplink.json"));
+    assert!(up["summary"].get("wifi").is_none());
+    assert!(!up["queue_names"].to_string().contains("driver"));
+    let down = read_json(&out.join("raw/downlink.json"));
+    let w = &down["summary"]["wifi"];
+    let f = |v: &Value| {
+        v.as_f64()
+            .unwrap_or_else(|| panic!("not a number: {v} in {w}"))
+    };
+    let u = |v: &Value| {
+        v.as_u64()
+            .unwrap_or_else(|| panic!("not a count: {v} in {w}"))
+    };
+    // Airtime shares of the window after warmup: the medium was busy, never more than always.
+    let air = &w["airtime"];
+    assert!(
+        f(&air["utilisation"]) > 0.0 && f(&air["utilisation"]) <= 1.0,
+        "{air}"
+    );
+    assert!(f(&air["downlink"]) > 0.0 && f(&air["downlink"]) <= f(&air["utilisation"]));
+    assert!(u(&w["collisions"]) <= u(&w["exchanges"]), "{w}");
+    for d in ["downlink", "uplink"] {
+        let b = &w[d];
+        // Every aggregate holds 1..=max_mpdus MPDUs; retries are among the transmissions.
+        let hist: Vec<u64> = b["aggregate_mpdus"]["hist"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(u)
+            .collect();
+        assert_eq!(
+            hist.first().copied().unwrap_or(0),
+            0,
+            "{d}: empty aggregate"
+        );
+        assert_eq!(hist.len(), p.max_mpdus as usize + 1, "{d}: {hist:?}");
+        assert_eq!(hist.iter().sum::<u64>(), u(&b["txops"]), "{d}");
+        let mpdus: u64 = hist.iter().enumerate().map(|(k, n)| k as u64 * n).sum();
+        assert_eq!(mpdus, u(&b["mpdu_tx"]), "{d}");
+        for q in ["p50", "p95"] {
+            let k = u(&b["aggregate_mpdus"][q]);
+            assert!((1..=p.max_mpdus as u64).contains(&k), "{d} {q}: {k}");
+        }
+        assert!(u(&b["retries"]) <= u(&b["mpdu_tx"]), "{d}: {b}");
+        // Each access waits at least AIFS (recorded in whole µs).
+        let aifs_ms = (p.edca.aifs().0 / 1_000) as f64 / 1e3;
+        for q in ["p50", "p95", "p99"] {
+            assert!(f(&b["access_delay_ms"][q]) >= aifs_ms, "{d} {q}: {b}");
+        }
+    }
+    // The driver queue (AQL, 12 ms by default): a packet is handed down only while the
+    // pending airtime is under the limit, so pending · (airtime of the smallest IP packet, 40
+    // bytes) < limit + (airtime of the largest, 1500 bytes).
+    let limit_ms = f(&w["driver"]["limit"]["airtime_ms"]);
+    let bound = (limit_ms * 1e6 + p.phy.subframe_airtime_ns(1500) as f64)
+        / p.phy.subframe_airtime_ns(40) as f64;
+    let st = &w["driver"]["stats"];
+    let max_pending = u(&st["max_pending_pkts"]);
+    assert!(
+        max_pending >= 1 && (max_pending as f64) < bound,
+        "{st}, bound {bound:.0}"
+    );
+    assert!(u(&st["backlog_pkts"]["max"]) <= max_pending, "{st}");
+    // The driver queue's rows: every sample's backlog within the same bound.
+    let names = down["queue_names"].as_array().unwrap();
+    let qi = names
+        .iter()
+        .position(|n| n == "driver")
+        .expect("a driver queue") as u64;
+    let s = &down["samples"];
+    let rows: Vec<u64> = s["queue"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(s["backlog_pkts"].as_array().unwrap())
+        .filter(|(q, _)| u(q) == qi)
+        .map(|(_, b)| u(b))
+        .collect();
+    assert!(rows.len() > 10, "{} driver rows", rows.len());
+    assert!(rows.iter().all(|&b| b <= max_pending), "{rows:?}");
+    assert!(
+        rows.iter().any(|&b| b > 0),
+        "the driver queue never held a packet"
+    );
+    eprintln!(
+        "wifi: utilisation {:.3}, downlink aggregate p50 {}, access p50 {} ms, max pending {} \
+         (bound {bound:.0}), {} collisions of {} exchanges",
+        f(&air["utilisation"]),
+        w["downlink"]["aggregate_mpdus"]["p50"],
+        w["downlink"]["access_delay_ms"]["p50"],
+        max_pending,
+        w["collisions"],
+        w["exchanges"]
+    );
 }

@@ -4,7 +4,11 @@
 
 use crate::error::SimError;
 use crate::histogram::SojournHistogram;
-use l4s_core::wifi::{DirStats, DriverLimit, Phy, RateTrace, Standard, WifiParams, WifiStats};
+use crate::recorder::Recorder;
+use l4s_core::aqm::QueueSample;
+use l4s_core::wifi::{
+    Dir, DirStats, DriverLimit, Phy, RateTrace, Standard, WifiMac, WifiParams, WifiStats,
+};
 use l4s_core::{Nanos, Rate};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -337,7 +341,7 @@ fn dir_block(d: &DirStats, mac_delay: &SojournHistogram) -> Value {
 }
 
 /// The summary.json `wifi` block over a window of `window_s` seconds.
-pub fn summary_block(
+fn summary_block(
     p: &WifiParams,
     s: &WifiStats,
     window_s: f64,
@@ -384,5 +388,99 @@ pub fn add_to_summary(summary_json: &mut String, block: Value) {
         if let Ok(s) = serde_json::to_string_pretty(&v) {
             *summary_json = s;
         }
+    }
+}
+
+/// The driver queue as a queue row: queued packets, their bytes, the head's wait; drops are
+/// the MPDUs dropped after the retry limit.
+pub fn driver_sample(mac: &WifiMac, now: Nanos) -> QueueSample {
+    let ((pkts, bytes, head), _) = mac.driver_backlog(now);
+    let s = mac.counters();
+    QueueSample {
+        backlog_pkts: pkts,
+        backlog_bytes: bytes,
+        head_sojourn: head,
+        drops: s.down.retry_drops,
+        packets: s.down.mpdu_tx - s.down.retries,
+        ..QueueSample::empty("driver")
+    }
+}
+
+/// What a run records around the MAC, shared by the simulator's `World` and the emulator's
+/// access point: the `driver` queue's rows and the summary's `wifi` block.
+pub struct WifiRecord {
+    /// The driver queue's index in the recorder's queues.
+    pub driver_q: u8,
+    /// First transmission → release by the reorder buffer, per direction (after warmup).
+    mac_delay: [SojournHistogram; 2],
+    /// Most packets the driver ever held (queued + in the air + awaiting retry).
+    pub max_pending_pkts: u64,
+    /// Driver backlog (queued packets) summed over samples after warmup, its max, the count.
+    backlog_acc: (u64, u64, u64),
+}
+
+impl Default for WifiRecord {
+    fn default() -> Self {
+        WifiRecord {
+            driver_q: 0,
+            mac_delay: [SojournHistogram::new(), SojournHistogram::new()],
+            max_pending_pkts: 0,
+            backlog_acc: (0, 0, 0),
+        }
+    }
+}
+
+impl WifiRecord {
+    /// The index of the driver queue's row among the recorder's extra queues.
+    fn extra_index(&self, rec: &Recorder) -> usize {
+        self.driver_q as usize - (rec.queue_names.len() - rec.extra_queues.len())
+    }
+
+    /// Register the driver queue with the recorder, with its row at time 0.
+    pub fn register(&mut self, rec: &mut Recorder, mac: &WifiMac) {
+        self.driver_q = rec.add_extra_queue("driver");
+        let i = self.extra_index(rec);
+        rec.extra_queues[i] = driver_sample(mac, Nanos::ZERO);
+    }
+
+    /// The driver just took a packet: track the most it ever held.
+    pub fn note_pending(&mut self, mac: &WifiMac, now: Nanos) {
+        let (_, (pending, _)) = mac.driver_backlog(now);
+        self.max_pending_pkts = self.max_pending_pkts.max(pending);
+    }
+
+    /// The reorder buffer released a packet after `delay_ns` since its first transmission.
+    pub fn on_mac_delivered(&mut self, dir: Dir, delay_ns: u64) {
+        self.mac_delay[(dir == Dir::Up) as usize].record(delay_ns);
+    }
+
+    /// Update the driver queue's row before a sample at `t`.
+    pub fn sample(&mut self, rec: &mut Recorder, mac: &WifiMac, t: Nanos) {
+        let q = driver_sample(mac, t);
+        if t >= rec.warmup {
+            self.backlog_acc.0 += q.backlog_pkts;
+            self.backlog_acc.1 = self.backlog_acc.1.max(q.backlog_pkts);
+            self.backlog_acc.2 += 1;
+        }
+        let i = self.extra_index(rec);
+        rec.extra_queues[i] = q;
+    }
+
+    /// The summary's `wifi` block over the `window_s` seconds after warmup (the MAC's stats
+    /// reset at warmup).
+    pub fn summary(&self, mac: &WifiMac, window_s: f64) -> Value {
+        let (sum, max, n) = self.backlog_acc;
+        let driver = json!({
+            "backlog_pkts": {"mean": if n > 0 { json!(sum as f64 / n as f64) } else { json!(null) },
+                             "max": max},
+            "max_pending_pkts": self.max_pending_pkts,
+        });
+        summary_block(
+            mac.params(),
+            &mac.stats(),
+            window_s,
+            &self.mac_delay,
+            driver,
+        )
     }
 }

@@ -5,12 +5,9 @@
 
 use super::World;
 use crate::engine::Kind;
-use crate::histogram::SojournHistogram;
-use crate::wifi_config::summary_block;
-use l4s_core::aqm::QueueSample;
+use crate::wifi_config::WifiRecord;
 use l4s_core::wifi::{Dir, WifiMac, WifiParams};
 use l4s_core::{Nanos, Packet, Rng};
-use serde_json::json;
 
 /// The MAC and the engine's bookkeeping around it.
 pub(super) struct WifiHop {
@@ -18,14 +15,8 @@ pub(super) struct WifiHop {
     /// TCP ACKs cross the medium (else they take the usual ACK path).
     pub(super) uplink: bool,
     armed: Option<Nanos>,
-    /// The driver queue's index in the recorder's queues.
-    driver_q: u8,
-    /// First transmission → release by the reorder buffer, per direction (after warmup).
-    mac_delay: [SojournHistogram; 2],
-    /// Most packets the driver ever held (queued + in the air + awaiting retry).
-    pub(super) max_pending_pkts: u64,
-    /// Driver backlog (queued packets) summed over samples after warmup, and the sample count.
-    backlog_acc: (u64, u64, u64),
+    /// The driver queue's rows and the summary's `wifi` block.
+    pub(super) record: WifiRecord,
 }
 
 impl WifiHop {
@@ -36,26 +27,8 @@ impl WifiHop {
             mac,
             uplink,
             armed: None,
-            driver_q: 0,
-            mac_delay: [SojournHistogram::new(), SojournHistogram::new()],
-            max_pending_pkts: 0,
-            backlog_acc: (0, 0, 0),
+            record: WifiRecord::default(),
         })
-    }
-
-    /// The driver queue as a queue row: queued packets, their bytes, the head's wait; drops
-    /// are the MPDUs dropped after the retry limit.
-    fn sample(&self, now: Nanos) -> QueueSample {
-        let ((pkts, bytes, head), _) = self.mac.driver_backlog(now);
-        let s = self.mac.counters();
-        QueueSample {
-            backlog_pkts: pkts,
-            backlog_bytes: bytes,
-            head_sojourn: head,
-            drops: s.down.retry_drops,
-            packets: s.down.mpdu_tx - s.down.retries,
-            ..QueueSample::empty("driver")
-        }
     }
 }
 
@@ -63,9 +36,7 @@ impl World {
     /// Register the driver queue with the recorder (after both exist).
     pub(super) fn wifi_init(&mut self) {
         if let Some(h) = &mut self.net.wifi {
-            h.driver_q = self.rec.add_extra_queue("driver");
-            let q = h.sample(Nanos::ZERO);
-            self.rec.extra_queues[0] = q;
+            h.record.register(&mut self.rec, &h.mac);
         }
     }
 
@@ -81,8 +52,7 @@ impl World {
                 break;
             };
             h.mac.push_down(p, now);
-            let ((_, _, _), (pending, _)) = h.mac.driver_backlog(now);
-            h.max_pending_pkts = h.max_pending_pkts.max(pending);
+            h.record.note_pending(&h.mac, now);
         }
         self.arm_wifi();
         self.arm_aqm();
@@ -129,7 +99,7 @@ impl World {
         h.mac.handle_timeout(t);
         let after_warmup = t >= self.rec.warmup;
         for (flow, wait) in h.mac.drain_first_tx() {
-            self.rec.on_packet(t, flow, h.driver_q, wait, 0);
+            self.rec.on_packet(t, flow, h.record.driver_q, wait, 0);
         }
         while let Some((dir, p)) = self.net.wifi.as_mut().and_then(|h| h.mac.poll_dropped()) {
             match dir {
@@ -143,7 +113,7 @@ impl World {
         while let Some((dir, p)) = self.net.wifi.as_mut().and_then(|h| h.mac.poll_delivered()) {
             if after_warmup {
                 if let Some(h) = self.net.wifi.as_mut() {
-                    h.mac_delay[(dir == Dir::Up) as usize].record((t - p.enqueued_at).0);
+                    h.record.on_mac_delivered(dir, (t - p.enqueued_at).0);
                 }
             }
             match dir {
@@ -164,15 +134,7 @@ impl World {
     /// Update the driver queue's row before a sample.
     pub(super) fn wifi_sample(&mut self, t: Nanos) {
         if let Some(h) = &mut self.net.wifi {
-            let q = h.sample(t);
-            if t >= self.rec.warmup {
-                h.backlog_acc.0 += q.backlog_pkts;
-                h.backlog_acc.1 = h.backlog_acc.1.max(q.backlog_pkts);
-                h.backlog_acc.2 += 1;
-            }
-            let i =
-                h.driver_q as usize - (self.rec.queue_names.len() - self.rec.extra_queues.len());
-            self.rec.extra_queues[i] = q;
+            h.record.sample(&mut self.rec, &h.mac, t);
         }
     }
 
@@ -195,18 +157,6 @@ impl World {
     /// The summary's `wifi` block (None without a Wi-Fi link).
     pub(super) fn wifi_summary(&self, window_s: f64) -> Option<serde_json::Value> {
         let h = self.net.wifi.as_ref()?;
-        let (sum, max, n) = h.backlog_acc;
-        let driver = json!({
-            "backlog_pkts": {"mean": if n > 0 { json!(sum as f64 / n as f64) } else { json!(null) },
-                             "max": max},
-            "max_pending_pkts": h.max_pending_pkts,
-        });
-        Some(summary_block(
-            h.mac.params(),
-            &h.mac.stats(),
-            window_s,
-            &h.mac_delay,
-            driver,
-        ))
+        Some(h.record.summary(&h.mac, window_s))
     }
 }
