@@ -12,6 +12,7 @@ use l4s_sim::flows::{build_flow, validate_flow, SimSender};
 use l4s_sim::scenario::{FlowConfig, FlowEcn};
 
 use crate::clock::{set_min_timer_slack, Clock};
+use crate::drain::{drain, Connection, Rx};
 use crate::error::FlowError;
 use crate::report::{format_row, interval_row, FlowCsv, IntervalRow, PacingError, Snapshot};
 use crate::sock::{any_of_family, wait, EcnSocket, RecvBatch};
@@ -273,6 +274,15 @@ pub fn flow_config(o: &ClientOpts, mss: u32) -> Result<FlowConfig, FlowError> {
         FlowError::Usage { flag, msg }
     })?;
     Ok(fl)
+}
+
+impl Connection for Stream {
+    fn sock(&mut self) -> &mut EcnSocket {
+        &mut self.sock
+    }
+    fn conn(&self) -> u32 {
+        self.conn
+    }
 }
 
 impl Stream {
@@ -581,37 +591,16 @@ fn drive(
         let now = clock.now();
         // 1. Receive everything waiting.
         for s in streams.iter_mut() {
-            loop {
-                let n = match s.sock.recv_batch(&mut batch) {
-                    Ok(n) => n,
-                    // The data is acknowledged; a receiver that already exited (its ICMP
-                    // port unreachable) only costs its report.
-                    Err(_) if matches!(s.phase, Phase::Closing(..)) => {
-                        warn_no_report(s, "the server has gone");
-                        s.phase = Phase::Finished;
-                        0
+            drain(
+                s,
+                &mut batch,
+                || now,
+                |s, rx, now| {
+                    if let Rx::Datagram(..) = rx {
+                        s.last_rx = now;
                     }
-                    Err(e) => {
-                        return Err(FlowError::Unreachable {
-                            peer: s.peer,
-                            source: e,
-                        })
-                    }
-                };
-                for i in 0..n {
-                    let Some(r) = s.sock.received(&batch, i) else {
-                        continue;
-                    };
-                    let d = match wire::decode(r.data) {
-                        Ok(d) if d.conn == s.conn && !r.truncated => d,
-                        _ => {
-                            counters.foreign_datagrams += 1;
-                            continue;
-                        }
-                    };
-                    s.last_rx = now;
-                    match d.body {
-                        Body::Segment(h, _) => {
+                    match rx {
+                        Rx::Datagram(r, Body::Segment(h, _)) => {
                             let pkt = Packet {
                                 bytes: h.payload_bytes + l4s_core::tcp::TCP_IP_HEADER_BYTES,
                                 ecn: r.ecn.unwrap_or(Ecn::NotEct),
@@ -621,30 +610,46 @@ fn drive(
                             };
                             s.sender.handle_packet(pkt, now);
                         }
-                        Body::Control(Control::Report(rep)) => {
+                        Rx::Datagram(_, Body::Control(Control::Report(rep))) => {
                             s.report = Some(rep);
                             if matches!(s.phase, Phase::Closing(..)) {
                                 s.phase = Phase::Finished;
                             }
                         }
-                        Body::Control(
-                            Control::Done
-                            | Control::Reverse(_)
-                            | Control::SenderReport(_)
-                            | Control::ReverseRefused,
-                        ) => counters.foreign_datagrams += 1,
+                        Rx::Datagram(
+                            _,
+                            Body::Control(
+                                Control::Done
+                                | Control::Reverse(_)
+                                | Control::SenderReport(_)
+                                | Control::ReverseRefused,
+                            ),
+                        )
+                        | Rx::Foreign => counters.foreign_datagrams += 1,
+                        Rx::BatchEnd(n) => {
+                            if n > 0 {
+                                let st = s.sender.stats();
+                                if st.in_flight_bytes >= 2 * mss as u64 {
+                                    s.srtt_steady = Some(st.srtt);
+                                }
+                            }
+                        }
+                        // The data is acknowledged; a receiver that already exited (its ICMP
+                        // port unreachable) only costs its report.
+                        Rx::Failed(_) if matches!(s.phase, Phase::Closing(..)) => {
+                            warn_no_report(s, "the server has gone");
+                            s.phase = Phase::Finished;
+                        }
+                        Rx::Failed(e) => {
+                            return Err(FlowError::Unreachable {
+                                peer: s.peer,
+                                source: e,
+                            })
+                        }
                     }
-                }
-                if n > 0 {
-                    let st = s.sender.stats();
-                    if st.in_flight_bytes >= 2 * mss as u64 {
-                        s.srtt_steady = Some(st.srtt);
-                    }
-                }
-                if n < crate::sock::BATCH {
-                    break;
-                }
-            }
+                    Ok(())
+                },
+            )?;
             counters.rx_overflow = counters.rx_overflow.max(s.sock.rx_overflow);
         }
         // 2. Timers, 3. transmit.

@@ -4,6 +4,7 @@
 
 pub mod client;
 pub mod clock;
+mod drain;
 pub mod error;
 pub mod probe;
 pub mod receiver;

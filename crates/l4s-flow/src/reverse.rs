@@ -16,6 +16,7 @@ use crate::client::{
     ClientCounters, ClientOpts, StreamEnd, CCS,
 };
 use crate::clock::{set_min_timer_slack, Clock};
+use crate::drain::{drain, Connection, Rx};
 use crate::error::FlowError;
 use crate::receiver::{is_syn, ReceiverInterval, RecvConn};
 use crate::sock::{wait, EcnSocket, RecvBatch};
@@ -47,6 +48,15 @@ struct RevStream {
     sender: Option<SenderSummary>,
     intervals: Vec<ReceiverInterval>,
     last_rx: Nanos,
+}
+
+impl Connection for RevStream {
+    fn sock(&mut self) -> &mut EcnSocket {
+        &mut self.sock
+    }
+    fn conn(&self) -> u32 {
+        self.conn
+    }
 }
 
 impl RevStream {
@@ -182,33 +192,33 @@ fn receive(
         }
         let now = clock.now();
         for s in streams.iter_mut() {
-            loop {
-                let n = match s.sock.recv_batch(&mut batch) {
-                    Ok(n) => n,
-                    // Our data is in; a server that already exited only costs its summary.
-                    Err(_) if matches!(s.phase, Phase::Closing(..) | Phase::Finished) => {
-                        warn_no_summary(s, "the server has gone");
-                        s.phase = Phase::Finished;
-                        0
-                    }
-                    Err(e) if s.data_from.is_none() => {
-                        return Err(FlowError::Unreachable { peer, source: e })
-                    }
-                    Err(e) => return Err(gone(s, format!("{e}"))),
-                };
-                for i in 0..n {
-                    let Some(r) = s.sock.received(&batch, i) else {
-                        continue;
-                    };
-                    let d = match wire::decode(r.data) {
-                        Ok(d) if d.conn == s.conn && !r.truncated => d,
-                        _ => {
-                            counters.foreign_datagrams += 1;
-                            continue;
+            drain(
+                s,
+                &mut batch,
+                || now,
+                |s, rx, now| {
+                    let (r, body) = match rx {
+                        Rx::Datagram(r, body) => (r, body),
+                        // Our data is in; a server that already exited only costs its summary.
+                        Rx::Failed(_)
+                            if matches!(s.phase, Phase::Closing(..) | Phase::Finished) =>
+                        {
+                            warn_no_summary(s, "the server has gone");
+                            s.phase = Phase::Finished;
+                            return Ok(());
                         }
+                        Rx::Failed(e) if s.data_from.is_none() => {
+                            return Err(FlowError::Unreachable { peer, source: e })
+                        }
+                        Rx::Failed(e) => return Err(gone(s, format!("{e}"))),
+                        Rx::Foreign => {
+                            counters.foreign_datagrams += 1;
+                            return Ok(());
+                        }
+                        Rx::BatchEnd(_) => return Ok(()),
                     };
                     s.last_rx = now;
-                    match d.body {
+                    match body {
                         Body::Segment(h, payload) => {
                             if s.data_from.is_none() {
                                 // ICMP errors and the ACKs' address: the server's data port.
@@ -219,7 +229,7 @@ fn receive(
                             if s.rcv.is_none() {
                                 if !is_syn(&h) {
                                     counters.foreign_datagrams += 1;
-                                    continue;
+                                    return Ok(());
                                 }
                                 s.rcv = Some(RecvConn::new(s.id, now));
                             }
@@ -230,7 +240,7 @@ fn receive(
                         Body::Control(Control::Done) => {
                             let Some(rc) = s.rcv.as_mut() else {
                                 counters.foreign_datagrams += 1;
-                                continue;
+                                return Ok(());
                             };
                             let (report, first) = rc.on_done(now);
                             wire::encode_control(&mut buf, s.conn, &report);
@@ -247,19 +257,17 @@ fn receive(
                         Body::Control(Control::ReverseRefused) => {
                             return Err(FlowError::Refused(format!(
                                 "-R: the server at {peer} does not serve reverse runs (it runs \
-                                 with --no-reverse); run `l4slab flow -s` on this host and \
-                                 `l4slab flow -c` there instead"
+                             with --no-reverse); run `l4slab flow -s` on this host and \
+                             `l4slab flow -c` there instead"
                             )))
                         }
                         Body::Control(Control::Report(_) | Control::Reverse(_)) => {
                             counters.foreign_datagrams += 1
                         }
                     }
-                }
-                if n < crate::sock::BATCH {
-                    break;
-                }
-            }
+                    Ok(())
+                },
+            )?;
             counters.rx_overflow = counters.rx_overflow.max(s.sock.rx_overflow);
         }
         // ACKs, repeats and silences.

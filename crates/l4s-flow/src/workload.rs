@@ -22,6 +22,7 @@ use l4s_sim::scenario::{FlowConfig, FlowEcn, FlowQdisc};
 use serde::Deserialize;
 
 use crate::clock::{monotonic_ns, set_min_timer_slack};
+use crate::drain::{drain, Connection, Rx};
 use crate::error::FlowError;
 use crate::sock::{any_of_family, wait, EcnSocket, RecvBatch};
 use crate::wire::{self, Body, Control};
@@ -95,6 +96,15 @@ struct Active {
     /// When the sender was built and its SYN left.
     started: Nanos,
     done: bool,
+}
+
+impl Connection for Active {
+    fn sock(&mut self) -> &mut EcnSocket {
+        &mut self.sock
+    }
+    fn conn(&self) -> u32 {
+        self.conn
+    }
 }
 
 fn send_err(peer: SocketAddr, e: std::io::Error) -> Result<bool, FlowError> {
@@ -172,25 +182,9 @@ pub fn run(
         }
         // 2. ACKs; a transfer is complete at the ACK after which its sender is done.
         for a in active.iter_mut() {
-            loop {
-                let n = match a.sock.recv_batch(&mut batch) {
-                    Ok(n) => n,
-                    // The receiver was not up yet: the SYN is lost and retransmitted.
-                    Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => 0,
-                    Err(e) => return Err(FlowError::Unreachable { peer, source: e }),
-                };
-                let t = now();
-                for i in 0..n {
-                    let Some(r) = a.sock.received(&batch, i) else {
-                        continue;
-                    };
-                    let Ok(d) = wire::decode(r.data) else {
-                        continue;
-                    };
-                    if d.conn != a.conn || r.truncated {
-                        continue;
-                    }
-                    if let Body::Segment(h, _) = d.body {
+            drain(a, &mut batch, now, |a, rx, t| {
+                match rx {
+                    Rx::Datagram(r, Body::Segment(h, _)) => {
                         let pkt = Packet {
                             bytes: h.payload_bytes + l4s_core::tcp::TCP_IP_HEADER_BYTES,
                             ecn: r.ecn.unwrap_or(Ecn::NotEct),
@@ -200,32 +194,36 @@ pub fn run(
                         };
                         a.sender.handle_packet(pkt, t);
                     }
-                }
-                if !a.done && a.sender.is_done() {
-                    a.done = true;
-                    let tr = &plan.transfers[a.t];
-                    if let Some(f) = csv.as_mut() {
-                        let start = Nanos(tr.start_ns);
-                        writeln!(
-                            f,
-                            "{},{},{},{:.9},{:.9},{:.3}",
-                            tr.flow,
-                            tr.workload,
-                            tr.bytes,
-                            start.as_secs_f64(),
-                            t.saturating_sub(a.started).as_secs_f64(),
-                            a.started.saturating_sub(start).0 as f64 / 1e3
-                        )
-                        .map_err(|e| FlowError::io("write fct csv", e))?;
+                    Rx::Datagram(_, Body::Control(_)) | Rx::Foreign => {}
+                    // The receiver was not up yet: the SYN is lost and retransmitted.
+                    Rx::Failed(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => {}
+                    Rx::Failed(e) => return Err(FlowError::Unreachable { peer, source: e }),
+                    Rx::BatchEnd(_) => {
+                        if !a.done && a.sender.is_done() {
+                            a.done = true;
+                            let tr = &plan.transfers[a.t];
+                            if let Some(f) = csv.as_mut() {
+                                let start = Nanos(tr.start_ns);
+                                writeln!(
+                                    f,
+                                    "{},{},{},{:.9},{:.9},{:.3}",
+                                    tr.flow,
+                                    tr.workload,
+                                    tr.bytes,
+                                    start.as_secs_f64(),
+                                    t.saturating_sub(a.started).as_secs_f64(),
+                                    a.started.saturating_sub(start).0 as f64 / 1e3
+                                )
+                                .map_err(|e| FlowError::io("write fct csv", e))?;
+                            }
+                            // Best effort: the receiver then reports and frees the connection.
+                            wire::encode_control(&mut buf, a.conn, &Control::Done);
+                            let _ = a.sock.send(&buf, Ecn::NotEct, None);
+                        }
                     }
-                    // Best effort: the receiver then reports and frees the connection.
-                    wire::encode_control(&mut buf, a.conn, &Control::Done);
-                    let _ = a.sock.send(&buf, Ecn::NotEct, None);
                 }
-                if n < crate::sock::BATCH {
-                    break;
-                }
-            }
+                Ok(())
+            })?;
         }
         active.retain(|a| !a.done);
         if next == order.len() && active.is_empty() {
