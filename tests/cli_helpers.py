@@ -23,3 +23,19 @@ def invoke(*args: object, width: int | None = None) -> Result:
     """`l4slab ARGS` in-process (exceptions propagate; `width` sets rich's terminal width)."""
     kw = {"terminal_width": width} if width else {}
     return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False, **kw)
+
+
+def invoke_wide(*args: object) -> Result:
+    """`invoke` at 200 columns, so that rich wraps no one-line error (see `one_error`)."""
+    return invoke(*args, width=200)
+
+
+def one_error(res: Result, *needles: str) -> str:
+    """Exit 2, exactly one line of output (the error), no traceback, every needle in it."""
+    assert res.exit_code == 2, res.output
+    assert "Traceback" not in res.output
+    lines = [ln for ln in res.output.splitlines() if ln.strip()]
+    assert len(lines) == 1, res.output
+    for n in needles:
+        assert n in lines[0], (n, res.output)
+    return lines[0]

@@ -10,27 +10,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from cli_helpers import SHORT_BASE
-from cli_helpers import invoke as cli_invoke
+from cli_helpers import SHORT_BASE, one_error
+from cli_helpers import invoke_wide as invoke
 from l4slab.scenario import apply_overrides, dumps_toml, set_path
 from l4slab.sweeps import load_sweep_spec, plan
 
 SHORT = {**SHORT_BASE, "duration": "1s", "aqm": {"kind": "fifo"}}
-
-
-def invoke(*args):
-    return cli_invoke(*args, width=200)
-
-
-def one_error(res, *needles):
-    """Exit 2, exactly one line of output (the error), no traceback, every needle in it."""
-    assert res.exit_code == 2, res.output
-    assert "Traceback" not in res.output
-    lines = [ln for ln in res.output.splitlines() if ln.strip()]
-    assert len(lines) == 1, res.output
-    for n in needles:
-        assert n in lines[0], (n, res.output)
-    return lines[0]
 
 
 # --- item 1: a grid over a table (or list) and one of its sub-keys ----------------------------
