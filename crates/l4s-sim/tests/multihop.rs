@@ -37,6 +37,109 @@ fn goodput(r: &RunResults, f: u32, from_s: f64, to_s: f64) -> f64 {
     (at(to_s) - at(from_s)) as f64 * 8.0 / (to_s - from_s) / 1e6
 }
 
+/// One `[[links]]` hop of a test scenario: `hop(rate)`, then what it has besides.
+#[derive(Clone, Copy, Default)]
+struct Hop<'a> {
+    name: Option<&'a str>,
+    rate: &'a str,
+    delay: Option<&'a str>,
+    /// Further TOML lines of the hop (loss, jitter, `[[links.steps]]`), after the keys above.
+    extra: &'a str,
+    /// `[links.aqm]`: its kind, and its limit as a TOML value (None: none of its own).
+    aqm: Option<(&'a str, Option<&'a str>)>,
+}
+
+fn hop(rate: &str) -> Hop<'_> {
+    Hop {
+        rate,
+        ..Hop::default()
+    }
+}
+
+impl<'a> Hop<'a> {
+    fn named(mut self, name: &'a str) -> Self {
+        self.name = Some(name);
+        self
+    }
+    fn delay(mut self, delay: &'a str) -> Self {
+        self.delay = Some(delay);
+        self
+    }
+    fn extra(mut self, extra: &'a str) -> Self {
+        self.extra = extra;
+        self
+    }
+    fn aqm(mut self, kind: &'a str, limit: Option<&'a str>) -> Self {
+        self.aqm = Some((kind, limit));
+        self
+    }
+}
+
+/// One `[[flows]]` entry of a test scenario: `flow(cc, rtt)`, then what it has besides.
+#[derive(Clone, Copy)]
+struct Flow<'a> {
+    cc: &'a str,
+    rtt: &'a str,
+    /// A CBR flow's rate.
+    rate: Option<&'a str>,
+    /// The first and last hop it crosses (None: the whole chain).
+    path: Option<[u32; 2]>,
+}
+
+fn flow<'a>(cc: &'a str, rtt: &'a str) -> Flow<'a> {
+    Flow {
+        cc,
+        rtt,
+        rate: None,
+        path: None,
+    }
+}
+
+impl<'a> Flow<'a> {
+    fn path(mut self, first: u32, last: u32) -> Self {
+        self.path = Some([first, last]);
+        self
+    }
+    fn rate(mut self, rate: &'a str) -> Self {
+        self.rate = Some(rate);
+        self
+    }
+}
+
+/// The scenario text: the `head` lines (top-level keys, or a `[link]`/`[aqm]` pair), then
+/// the hops as a `[[links]]` chain, then the flows.
+fn chain(head: &str, hops: &[Hop], flows: &[Flow]) -> String {
+    let mut t = format!("{head}\n");
+    for h in hops {
+        t += "[[links]]\n";
+        if let Some(n) = h.name {
+            t += &format!("name = \"{n}\"\n");
+        }
+        t += &format!("rate = \"{}\"\n", h.rate);
+        if let Some(d) = h.delay {
+            t += &format!("delay = \"{d}\"\n");
+        }
+        t += h.extra;
+        if let Some((kind, limit)) = h.aqm {
+            t += &format!("[links.aqm]\nkind = \"{kind}\"\n");
+            if let Some(l) = limit {
+                t += &format!("limit = {l}\n");
+            }
+        }
+    }
+    for f in flows {
+        t += &format!("[[flows]]\ncc = \"{}\"\n", f.cc);
+        if let Some(r) = f.rate {
+            t += &format!("rate = \"{r}\"\n");
+        }
+        t += &format!("rtt = \"{}\"\n", f.rtt);
+        if let Some([a, b]) = f.path {
+            t += &format!("path = [{a}, {b}]\n");
+        }
+    }
+    t
+}
+
 fn conserved(r: &RunResults) {
     let t = &r.totals;
     assert_eq!(
@@ -46,28 +149,20 @@ fn conserved(r: &RunResults) {
     );
 }
 
-const TWO_FIFOS: &str = r#"
-duration = "10s"
-warmup = "4s"
-[[links]]
-name = "access"
-rate = "100mbit"
-delay = "5ms"
-[[links]]
-name = "core"
-rate = "50mbit"
-delay = "5ms"
-[links.aqm]
-kind = "fifo"
-limit = "2bdp"
-[[flows]]
-cc = "reno"
-rtt = "40ms"
-"#;
-
 #[test]
 fn a_flow_through_100_then_50_mbits_is_limited_by_the_second_which_holds_the_queue() {
-    let r = run_toml(TWO_FIFOS).unwrap();
+    let two_fifos = chain(
+        "duration = \"10s\"\nwarmup = \"4s\"",
+        &[
+            hop("100mbit").named("access").delay("5ms"),
+            hop("50mbit")
+                .named("core")
+                .delay("5ms")
+                .aqm("fifo", Some("\"2bdp\"")),
+        ],
+        &[flow("reno", "40ms")],
+    );
+    let r = run_toml(&two_fifos).unwrap();
     conserved(&r);
     let s = summary(&r);
     // The 50 Mb/s hop never idles once its 2·BDP buffer is past slow start (Reno halves to
@@ -110,51 +205,18 @@ fn a_flow_through_100_then_50_mbits_is_limited_by_the_second_which_holds_the_que
     assert!((p0 - p1 - d1).abs() <= 334 + 21, "{p0} {p1} {d1}");
 }
 
-/// A parking lot: hops of 40, 20 and 40 Mb/s, one long flow across all three and one short
-/// flow on each hop, every hop FQ-CoDel, equal RTTs.
-const PARKING_LOT: &str = r#"
-duration = "20s"
-warmup = "8s"
-[[links]]
-rate = "40mbit"
-delay = "2ms"
-[links.aqm]
-kind = "fq_codel"
-[[links]]
-rate = "20mbit"
-delay = "2ms"
-[links.aqm]
-kind = "fq_codel"
-[[links]]
-rate = "40mbit"
-delay = "2ms"
-[links.aqm]
-kind = "fq_codel"
-[[flows]]
-cc = "cubic"
-rtt = "30ms"
-[[flows]]
-cc = "cubic"
-rtt = "30ms"
-path = [0, 0]
-[[flows]]
-cc = "cubic"
-rtt = "30ms"
-path = [1, 1]
-[[flows]]
-cc = "cubic"
-rtt = "30ms"
-path = [2, 2]
-"#;
-
 #[test]
 fn a_parking_lot_of_fair_queues_reaches_the_max_min_shares() {
-    // Round-robin service at every hop gives the max-min fair allocation (Hahne, "Round-robin
-    // scheduling for max-min fairness in data networks", IEEE JSAC 1991): the 20 Mb/s middle
-    // hop is the long flow's bottleneck and splits evenly, 10 + 10; the outer hops give the
-    // short flows the rest, 40 − 10 = 30. TCP without per-flow queues is not max-min here (the
-    // long flow sees the signals of three hops), which is why the hops are FQ-CoDel.
-    let r = run_toml(PARKING_LOT).unwrap();
+    // A parking lot: hops of 40, 20 and 40 Mb/s, one long flow across all three and one
+    // short flow on each hop, every hop FQ-CoDel, equal RTTs.
+    let fq = |rate| hop(rate).delay("2ms").aqm("fq_codel", None);
+    let cubic = flow("cubic", "30ms");
+    let parking_lot = chain(
+        "duration = \"20s\"\nwarmup = \"8s\"",
+        &[fq("40mbit"), fq("20mbit"), fq("40mbit")],
+        &[cubic, cubic.path(0, 0), cubic.path(1, 1), cubic.path(2, 2)],
+    );
+    let r = run_toml(&parking_lot).unwrap();
     conserved(&r);
     let s = summary(&r);
     let t: Vec<f64> = (0..4)
@@ -180,35 +242,25 @@ fn a_parking_lot_of_fair_queues_reaches_the_max_min_shares() {
     }
 }
 
-/// The first hop drops from 100 to 20 Mb/s at 5 s, below the second hop's 50 Mb/s.
-const MOVING_BOTTLENECK: &str = r#"
-duration = "10s"
-sample_interval = "10ms"
-[[links]]
-name = "first"
-rate = "100mbit"
-delay = "5ms"
-[[links.steps]]
-at = "5s"
-rate = "20mbit"
-[links.aqm]
-kind = "fifo"
-limit = 200
-[[links]]
-name = "second"
-rate = "50mbit"
-delay = "5ms"
-[links.aqm]
-kind = "fifo"
-limit = 200
-[[flows]]
-cc = "cubic"
-rtt = "40ms"
-"#;
-
 #[test]
 fn a_rate_step_that_moves_the_bottleneck_moves_the_queue() {
-    let r = run_toml(MOVING_BOTTLENECK).unwrap();
+    // The first hop drops from 100 to 20 Mb/s at 5 s, below the second hop's 50 Mb/s.
+    let moving_bottleneck = chain(
+        "duration = \"10s\"\nsample_interval = \"10ms\"",
+        &[
+            hop("100mbit")
+                .named("first")
+                .delay("5ms")
+                .extra("[[links.steps]]\nat = \"5s\"\nrate = \"20mbit\"\n")
+                .aqm("fifo", Some("200")),
+            hop("50mbit")
+                .named("second")
+                .delay("5ms")
+                .aqm("fifo", Some("200")),
+        ],
+        &[flow("cubic", "40ms")],
+    );
+    let r = run_toml(&moving_bottleneck).unwrap();
     conserved(&r);
     // Before the step the 50 Mb/s second hop is the bottleneck: the queue is there, and the
     // first hop (twice as fast, ACK-clocked input) holds at most a packet or two.
@@ -236,37 +288,16 @@ fn a_rate_step_that_moves_the_bottleneck_moves_the_queue() {
 
 #[test]
 fn a_one_hop_chain_runs_as_link_and_aqm() {
-    let link = r#"
-duration = "3s"
-warmup = "1s"
-[link]
-rate = "20mbit"
-[aqm]
-kind = "dualpi2"
-[[flows]]
-cc = "prague"
-rtt = "20ms"
-[[flows]]
-cc = "cubic"
-rtt = "30ms"
-"#;
-    let chain = r#"
-duration = "3s"
-warmup = "1s"
-[[links]]
-rate = "20mbit"
-delay = "4ms"
-[links.aqm]
-kind = "dualpi2"
-[[flows]]
-cc = "prague"
-rtt = "20ms"
-[[flows]]
-cc = "cubic"
-rtt = "30ms"
-"#;
-    let a = run_toml(link).unwrap();
-    let b = run_toml(chain).unwrap();
+    let head = "duration = \"3s\"\nwarmup = \"1s\"";
+    let flows = [flow("prague", "20ms"), flow("cubic", "30ms")];
+    let link = chain(
+        &format!("{head}\n[link]\nrate = \"20mbit\"\n[aqm]\nkind = \"dualpi2\""),
+        &[],
+        &flows,
+    );
+    let hop = hop("20mbit").delay("4ms").aqm("dualpi2", None);
+    let a = run_toml(&link).unwrap();
+    let b = run_toml(&chain(head, &[hop], &flows)).unwrap();
     // The hop's delay is part of each flow's rtt: the same times, so the same run.
     assert_eq!(a.flows, b.flows);
     assert_eq!(a.samples, b.samples);
@@ -283,37 +314,23 @@ rtt = "30ms"
 #[test]
 fn chains_are_deterministic_per_seed_and_count_every_packet() {
     // Loss on the middle hop and a DualPI2 last hop: the same seed gives the same run.
-    let toml = r#"
-seed = 3
-duration = "3s"
-[[links]]
-rate = "30mbit"
-delay = "1ms"
-[[links]]
-rate = "25mbit"
-loss = 0.01
-jitter = "1ms"
-delay = "1ms"
-[[links]]
-rate = "20mbit"
-delay = "1ms"
-[links.aqm]
-kind = "dualpi2"
-[[flows]]
-cc = "prague"
-rtt = "20ms"
-[[flows]]
-cc = "cubic"
-rtt = "20ms"
-path = [1, 2]
-[[flows]]
-cc = "cbr"
-rate = "5mbit"
-rtt = "20ms"
-path = [0, 1]
-"#;
-    let a = run_toml(toml).unwrap();
-    let b = run_toml(toml).unwrap();
+    let toml = chain(
+        "seed = 3\nduration = \"3s\"",
+        &[
+            hop("30mbit").delay("1ms"),
+            hop("25mbit")
+                .delay("1ms")
+                .extra("loss = 0.01\njitter = \"1ms\"\n"),
+            hop("20mbit").delay("1ms").aqm("dualpi2", None),
+        ],
+        &[
+            flow("prague", "20ms"),
+            flow("cubic", "20ms").path(1, 2),
+            flow("cbr", "20ms").rate("5mbit").path(0, 1),
+        ],
+    );
+    let a = run_toml(&toml).unwrap();
+    let b = run_toml(&toml).unwrap();
     // (RunResults holds NaN where a queue or flow has no such figure: compare the NaN-free
     // columns.)
     assert!(a.summary_json == b.summary_json);
@@ -458,27 +475,13 @@ fn bad_chains_get_one_error_naming_the_field() {
 
 #[test]
 fn a_bdp_limit_on_a_hop_uses_that_hops_rate_and_the_smallest_rtt_crossing_it() {
-    let toml = r#"
-duration = "1s"
-[[links]]
-rate = "100mbit"
-[links.aqm]
-kind = "fifo"
-limit = "1bdp"
-[[links]]
-rate = "10mbit"
-[links.aqm]
-kind = "fifo"
-limit = "1bdp"
-[[flows]]
-cc = "cubic"
-rtt = "10ms"
-path = [0, 0]
-[[flows]]
-cc = "cubic"
-rtt = "60ms"
-"#;
-    let s = Scenario::from_toml_str(toml).unwrap();
+    let bdp = |rate| hop(rate).aqm("fifo", Some("\"1bdp\""));
+    let toml = chain(
+        "duration = \"1s\"",
+        &[bdp("100mbit"), bdp("10mbit")],
+        &[flow("cubic", "10ms").path(0, 0), flow("cubic", "60ms")],
+    );
+    let s = Scenario::from_toml_str(&toml).unwrap();
     // Hop 0: 100 Mb/s · 10 ms (flow 0, the smallest rtt) = 125 kB = 83.3 → 84 packets.
     // Hop 1: only flow 1 crosses it: 10 Mb/s · 60 ms = 75 kB = 50 packets.
     let b0 = s.hops[0].buffer.as_ref().unwrap();
