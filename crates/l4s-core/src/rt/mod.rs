@@ -13,7 +13,34 @@ pub mod probe;
 pub mod receiver;
 pub mod sender;
 
+use crate::packet::{Ecn, Packet};
 use crate::time::Nanos;
+
+/// The replies an answering endpoint (the media receiver, the probe server) owes: each
+/// leaves at the next poll, in the order queued, stamped with its send time.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Replies(Vec<Packet>);
+
+impl Replies {
+    /// Queue `reply`. It keeps the codepoint of the packet it answers, but a CE mark is the
+    /// path's, not a codepoint to send: it goes back as ECT(1).
+    pub(crate) fn push(&mut self, mut reply: Packet) {
+        if reply.ecn == Ecn::Ce {
+            reply.ecn = Ecn::Ect1;
+        }
+        self.0.push(reply);
+    }
+
+    /// The oldest queued reply, stamped as sent at `now`.
+    pub(crate) fn pop(&mut self, now: Nanos) -> Option<Packet> {
+        if self.0.is_empty() {
+            return None;
+        }
+        let mut p = self.0.remove(0);
+        p.sent_at = now;
+        Some(p)
+    }
+}
 
 /// What a real-time packet carries above UDP: data fields for media packets, the echoed
 /// counters for feedback (udp_prague `framemessage_t` / `ackmessage_t`).

@@ -7,7 +7,7 @@
 //! HTTP/2 request as networkQuality sends), so the RTT is the network's round trip alone.
 
 use crate::packet::{Ecn, Packet, Transport};
-use crate::rt::AppLog;
+use crate::rt::{AppLog, Replies};
 use crate::time::Nanos;
 use crate::{Endpoint, FlowStats, ParamError};
 
@@ -127,25 +127,16 @@ impl Endpoint for ProbeClient {
 /// The answering side: echoes each request at once.
 #[derive(Clone, Debug, Default)]
 pub struct ProbeServer {
-    pending: Vec<Packet>,
+    pending: Replies,
 }
 
 impl Endpoint for ProbeServer {
     fn handle_packet(&mut self, pkt: Packet, _now: Nanos) {
-        let mut r = pkt;
-        if r.ecn == Ecn::Ce {
-            r.ecn = Ecn::Ect1;
-        }
-        self.pending.push(r);
+        self.pending.push(pkt);
     }
 
     fn poll_transmit(&mut self, now: Nanos) -> Option<Packet> {
-        if self.pending.is_empty() {
-            return None;
-        }
-        let mut p = self.pending.remove(0);
-        p.sent_at = now;
-        Some(p)
+        self.pending.pop(now)
     }
 
     fn poll_timeout(&self) -> Option<Nanos> {

@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 
 use crate::packet::{Ecn, Packet, Transport};
-use crate::rt::{AppLog, DoneFrame, RtHeader};
+use crate::rt::{AppLog, DoneFrame, Replies, RtHeader};
 use crate::time::Nanos;
 use crate::{Endpoint, FlowStats};
 
@@ -31,7 +31,7 @@ pub struct RtReceiver {
     /// Bytes received per incomplete frame.
     partial: BTreeMap<u64, u64>,
     newest_frame: u64,
-    pending: Vec<Packet>,
+    pending: Replies,
     done: Vec<DoneFrame>,
 }
 
@@ -84,9 +84,6 @@ impl Endpoint for RtReceiver {
             self.partial.remove(&f);
         }
         let mut fb = Packet::new(pkt.id, self.flow, FEEDBACK_BYTES, pkt.ecn);
-        if fb.ecn == Ecn::Ce {
-            fb.ecn = Ecn::Ect1;
-        }
         fb.transport = Transport::Rt(RtHeader {
             seq: h.seq,
             feedback: true,
@@ -100,12 +97,7 @@ impl Endpoint for RtReceiver {
     }
 
     fn poll_transmit(&mut self, now: Nanos) -> Option<Packet> {
-        if self.pending.is_empty() {
-            return None;
-        }
-        let mut p = self.pending.remove(0);
-        p.sent_at = now;
-        Some(p)
+        self.pending.pop(now)
     }
 
     fn poll_timeout(&self) -> Option<Nanos> {
