@@ -118,6 +118,27 @@ pub enum IpVersion {
     V6,
 }
 
+/// The first checks of an IP header: `b` holds its `need` fixed bytes (`what`), and its
+/// version nibble is `version`.
+fn check_fixed_header(
+    b: &[u8],
+    what: &'static str,
+    need: usize,
+    version: u8,
+) -> Result<(), PacketError> {
+    if b.len() < need {
+        return Err(PacketError::Truncated {
+            what,
+            have: b.len(),
+            need,
+        });
+    }
+    if b[0] >> 4 != version {
+        return Err(PacketError::Version(b[0] >> 4));
+    }
+    Ok(())
+}
+
 /// Read-only and in-place view of an IPv4 header (RFC 791 §3.1).
 #[derive(Debug)]
 pub struct Ipv4Packet<T: AsRef<[u8]>> {
@@ -129,16 +150,7 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
     /// checksum verifies; bytes after `total_len` (link-layer padding) are ignored.
     pub fn new_checked(buf: T) -> Result<Self, PacketError> {
         let b = buf.as_ref();
-        if b.len() < 20 {
-            return Err(PacketError::Truncated {
-                what: "IPv4 header",
-                have: b.len(),
-                need: 20,
-            });
-        }
-        if b[0] >> 4 != 4 {
-            return Err(PacketError::Version(b[0] >> 4));
-        }
+        check_fixed_header(b, "IPv4 header", 20, 4)?;
         let ihl = (b[0] & 0x0f) as usize * 4;
         if ihl < 20 {
             return Err(PacketError::BadLength("IPv4 IHL"));
@@ -239,16 +251,7 @@ impl<T: AsRef<[u8]>> Ipv6Packet<T> {
     /// 40 + payload length are ignored. A zero payload length (jumbogram) is refused.
     pub fn new_checked(buf: T) -> Result<Self, PacketError> {
         let b = buf.as_ref();
-        if b.len() < 40 {
-            return Err(PacketError::Truncated {
-                what: "IPv6 header",
-                have: b.len(),
-                need: 40,
-            });
-        }
-        if b[0] >> 4 != 6 {
-            return Err(PacketError::Version(b[0] >> 4));
-        }
+        check_fixed_header(b, "IPv6 header", 40, 6)?;
         let plen = u16::from_be_bytes([b[4], b[5]]) as usize;
         if plen == 0 && b[6] == proto::HOPOPT {
             // RFC 2675 jumbograms cannot come through a TUN/veth MTU.
