@@ -53,6 +53,22 @@ fn iptables(args: &[&str]) -> Result<(), EmuError> {
 /// The rules host mode adds, as iptables arguments after -A/-I (table first).
 fn rules(name: &str, subnet: &str, tag: &str) -> Vec<Vec<String>> {
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    // Forwarded traffic in (`-i`) or out (`-o`) through `name`.
+    let accept = |dir: &str| {
+        s(&[
+            "-t",
+            "filter",
+            "FORWARD",
+            dir,
+            name,
+            "-m",
+            "comment",
+            "--comment",
+            tag,
+            "-j",
+            "ACCEPT",
+        ])
+    };
     vec![
         s(&[
             "-t",
@@ -70,32 +86,8 @@ fn rules(name: &str, subnet: &str, tag: &str) -> Vec<Vec<String>> {
             "-j",
             "MASQUERADE",
         ]),
-        s(&[
-            "-t",
-            "filter",
-            "FORWARD",
-            "-i",
-            name,
-            "-m",
-            "comment",
-            "--comment",
-            tag,
-            "-j",
-            "ACCEPT",
-        ]),
-        s(&[
-            "-t",
-            "filter",
-            "FORWARD",
-            "-o",
-            name,
-            "-m",
-            "comment",
-            "--comment",
-            tag,
-            "-j",
-            "ACCEPT",
-        ]),
+        accept("-i"),
+        accept("-o"),
     ]
 }
 
