@@ -245,18 +245,13 @@ fn a_parking_lot_of_fair_queues_reaches_the_max_min_shares() {
 #[test]
 fn a_rate_step_that_moves_the_bottleneck_moves_the_queue() {
     // The first hop drops from 100 to 20 Mb/s at 5 s, below the second hop's 50 Mb/s.
+    let fifo = |name, rate| hop(rate).named(name).delay("5ms").aqm("fifo", Some("200"));
+    let step = "[[links.steps]]\nat = \"5s\"\nrate = \"20mbit\"\n";
     let moving_bottleneck = chain(
         "duration = \"10s\"\nsample_interval = \"10ms\"",
         &[
-            hop("100mbit")
-                .named("first")
-                .delay("5ms")
-                .extra("[[links.steps]]\nat = \"5s\"\nrate = \"20mbit\"\n")
-                .aqm("fifo", Some("200")),
-            hop("50mbit")
-                .named("second")
-                .delay("5ms")
-                .aqm("fifo", Some("200")),
+            fifo("first", "100mbit").extra(step),
+            fifo("second", "50mbit"),
         ],
         &[flow("cubic", "40ms")],
     );
