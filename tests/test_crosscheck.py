@@ -303,3 +303,32 @@ def test_crosscheck_kernel_cubic_against_the_model_and_a_wrong_model(tmp_path):
     # < 1 ms): several times the right model's distance and more than 5 ms.
     assert srtt["mean_cross_distance"] > max(5 * right_srtt["mean_cross_distance"], 5.0)
     assert any(d.startswith("flow 0 (cubic) srtt ms") for d in rep["departures"])
+
+
+def test_kernel_flow_honours_mss_bytes_and_start(tmp_path):
+    """`mss`, `bytes` and `start` reach the kernel sender: TCP_MAXSEG = mss + 12 (timestamps)
+    gives tcpi_snd_mss = mss; a `bytes` flow stops at exactly that much payload acknowledged
+    (+ 1 for the FIN's sequence number once the sender closes); a flow never sends before its
+    `start`. (The kernel sender is a Python process and starts late on a loaded host, so
+    `start` is checked as a lower bound.)"""
+    text = scenario(f'kind = "fifo"\nlimit = {BDP_PKTS}', """[[flows]]
+cc = "cubic"
+rtt = "20ms"
+stack = "kernel"
+mss = 1000
+start = "1s"
+[[flows]]
+cc = "reno"
+rtt = "20ms"
+stack = "kernel"
+bytes = 2000000
+""", duration="5s", warmup="0s")
+    s, fl, _ = emulate(text, tmp_path, "knobs")
+    csvs = [pd.read_csv(p) for p in (tmp_path / "knobs" / "flows").glob("flow-*.csv")]
+    by_cc = {c["cc"].iloc[0]: c for c in csvs}
+    assert set(by_cc) == {"cubic", "reno"}, [c["cc"].iloc[0] for c in csvs]
+    cubic, reno = by_cc["cubic"], by_cc["reno"]
+    assert (cubic["snd_mss"] == 1000).all() and (reno["snd_mss"] == 1448).all()
+    assert cubic["t_s"].min() >= 1.0 and reno["t_s"].min() < cubic["t_s"].min()
+    assert reno["delivered_bytes"].iloc[-1] in (2_000_000, 2_000_001), reno.tail(3)
+    assert fl.loc[fl["flow"] == 1, "delivered_bytes"].max() in (2_000_000, 2_000_001)

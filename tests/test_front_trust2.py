@@ -434,3 +434,30 @@ def test_reference_chart_and_share_heatmap_are_labelled(tmp_path, monkeypatch):
     ax = figs[0].axes[0]
     assert sorted(t.get_text() for t in ax.texts) == ["0.60", "0.80"]  # 30/50, 40/50
     assert min(t.get_fontsize() for t in ax.get_yticklabels()) >= 8
+
+
+def test_run_goodput_plot_names_a_spike_above_capacity_only_when_there_is_one(tmp_path):
+    """Item 10: the goodput plot of a lossy run rose above the link rate without a word. In-order
+    goodput can exceed the wire rate for a moment when a retransmission releases the bytes held
+    behind a hole; the legend must say so when (and only when) the drawn total crosses the
+    capacity line. A FIFO of 8 packets (a quarter of the 10 Mb/s × 20 ms BDP of 16.7) makes two
+    loss-based flows drop and repair; 2000 packets is never reached in 3 s, so nothing is lost."""
+    import l4slab
+    from l4slab.plots import fig_throughput
+
+    def drawn(limit: int) -> tuple[float, float, list[str]]:
+        r = l4slab.run({**SHORT, "duration": "3s", "warmup": "0.5s",
+                        "aqm": {"kind": "fifo", "limit": limit},
+                        "flows": [{"cc": "cubic", "rtt": "20ms"}, {"cc": "reno", "rtt": "20ms"}]},
+                       out_dir=tmp_path / f"lim{limit}", figures=False, report=False)
+        ax = fig_throughput(r).axes[0]
+        lines, labels = ax.get_legend_handles_labels()
+        total = lines[labels.index("total goodput (payload)")].get_ydata()
+        return float(max(total)), float(r.summary["link"]["capacity_mbps"]), labels
+
+    peak, cap, labels = drawn(8)
+    assert peak > cap, (peak, cap)
+    assert any(lab.startswith("spikes above capacity: a retransmission") for lab in labels)
+    peak, cap, labels = drawn(2000)
+    assert peak <= cap, (peak, cap)
+    assert not any(lab.startswith("spikes above capacity") for lab in labels), labels
