@@ -3,6 +3,7 @@ columns are the files `DataFrame.to_parquet` wrote before, the columns cross fro
 without a copy, and the figures' numpy aggregations equal pandas' groupby."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -265,3 +266,21 @@ def test_a_column_that_cannot_be_read_names_the_file(sim_raw, tmp_path):
     (tmp_path / "flows.parquet").write_bytes(bytes(data))
     with pytest.raises(UnreadableFileError, match=r"flows\.parquet: column 't_s'"):
         t.numeric("t_s")
+
+
+def test_read_parquet_by_path_gives_the_frames_pandas_reads(sim_raw, tmp_path):
+    """`columnar.read_parquet` reads by path (a read through pandas' file object can leave
+    the interpreter aborting at exit, apache/arrow#50482): it must give pandas' frames,
+    whole and by columns, categoricals and NaN included, and be the only reader used."""
+    run = from_core(sim_raw, scenario=SCEN)
+    write_run_dir(run, tmp_path / "run", figures=False, report=False)
+    for name in ("samples", "flows", "packets"):
+        p = tmp_path / "run" / f"{name}.parquet"
+        pd.testing.assert_frame_equal(columnar.read_parquet(p), pd.read_parquet(p))
+        cols = list(pd.read_parquet(p).columns[1:3])
+        pd.testing.assert_frame_equal(columnar.read_parquet(p, columns=cols),
+                                      pd.read_parquet(p, columns=cols))
+    pkg = Path(columnar.__file__).parent
+    users = [str(f.relative_to(pkg)) for f in pkg.rglob("*.py")
+             if "pd.read_parquet(" in f.read_text().replace("`pd.read_parquet(path", "")]
+    assert users == [], f"read through columnar.read_parquet instead: {users}"

@@ -22,6 +22,8 @@ import numpy as np
 
 from l4slab.scenario import ScenarioError
 
+from .columnar import read_parquet
+
 __all__ = ["CrossPlan", "plan_crosscheck", "crosscheck", "CROSSCHECK_FILE"]
 
 #: The machine-readable result beside crosscheck.md.
@@ -148,9 +150,8 @@ def _seeded(doc: dict[str, Any], k: int) -> dict[str, Any]:
 def _extra_metrics(run: Any, rd: Path, warmup_s: float) -> None:
     """srtt per flow (the validation reads throughput and queue series; the stacks differ in
     srtt first)."""
-    import pandas as pd
 
-    fl = pd.read_parquet(rd / "flows.parquet", columns=["t_s", "flow", "srtt_ms"])
+    fl = read_parquet(rd / "flows.parquet", columns=["t_s", "flow", "srtt_ms"])
     fl = fl[fl["t_s"] >= warmup_s].sort_values("t_s")
     for fid, g in fl.groupby("flow", sort=True):
         run.metrics[f"srtt_flow{fid}"] = g["srtt_ms"].to_numpy(dtype=np.float64)
@@ -260,14 +261,13 @@ def _figure(sim: list[Path], emu: list[Path], out: Path, flow_names: list[str]) 
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import pandas as pd
 
     panels = [("tput_mbps", "throughput (Mb/s)"), ("srtt_ms", "srtt (ms)"),
               ("cwnd_pkts", "cwnd (packets)")]
     fig, axes = plt.subplots(len(panels) + 1, 2, figsize=(12, 11), sharex=True)
     for col, (side, paths) in enumerate((("simulator", sim), ("emulator", emu))):
-        fl = pd.read_parquet(paths[0] / "flows.parquet")
-        sa = pd.read_parquet(paths[0] / "samples.parquet")
+        fl = read_parquet(paths[0] / "flows.parquet")
+        sa = read_parquet(paths[0] / "samples.parquet")
         for row, (c, label) in enumerate(panels):
             ax = axes[row][col]
             for fid, g in fl.groupby("flow", sort=True):

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from .columnar import read_parquet
+
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
@@ -46,7 +48,7 @@ def write_app_tables(tables: dict[str, pd.DataFrame], out: Path) -> None:
 
 def load_app_tables(run_dir: Path) -> dict[str, pd.DataFrame]:
     """The application tables present in a run directory."""
-    return {n: pd.read_parquet(run_dir / f"{n}.parquet") for n in APP_TABLES
+    return {n: read_parquet(run_dir / f"{n}.parquet") for n in APP_TABLES
             if (run_dir / f"{n}.parquet").exists()}
 
 

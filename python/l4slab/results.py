@@ -22,6 +22,8 @@ from l4slab.columnar import Categorical, Column, ColumnTable, UnreadableFileErro
 from l4slab.interactive import APP_TABLES, app_tables, load_app_tables, write_app_tables
 from l4slab.scenario import dumps_toml
 
+from .columnar import read_parquet
+
 T = TypeVar("T")
 
 __all__ = ["UnreadableFileError", "RunData", "from_core", "load", "load_run", "write_run_dir",
@@ -330,7 +332,7 @@ def _readable(path: Path, read: Callable[[Path], T]) -> T:
 def _open_table(path: Path) -> ColumnTable | pd.DataFrame:
     """A large table opened column by column (read when a column is first used), or, when
     it holds columns `ColumnTable` does not, the DataFrame."""
-    return ColumnTable.from_parquet(path) or pd.read_parquet(path)
+    return ColumnTable.from_parquet(path) or read_parquet(path)
 
 
 def load_run(run_dir: str | Path) -> RunData:
@@ -344,7 +346,7 @@ def load_run(run_dir: str | Path) -> RunData:
     if not summary_path.exists():
         raise FileNotFoundError(f"{d} is not a finished run directory (no summary.json)")
     summary = _readable(summary_path, lambda p: json.loads(p.read_text()))
-    samples = _readable(d / "samples.parquet", pd.read_parquet)
+    samples = _readable(d / "samples.parquet", read_parquet)
     flows = _readable(d / "flows.parquet", _open_table)
     packets = (_readable(d / "packets.parquet", _open_table)
                if (d / "packets.parquet").exists() else None)

@@ -66,6 +66,8 @@ from l4slab.scenario import (
 )
 from l4slab.sweepgrid import check_grid, effective_params, expand_params, ordered_overrides
 
+from .columnar import read_parquet
+
 __all__ = ["SweepFailed", "plan_digest", "SweepSpec", "RunTask", "RunOutcome", "SweepResult",
            "SweepData", "derive_seed", "load_sweep_spec", "plan", "execute_task",
            "flatten_summary", "flow_records", "sweep", "load_sweep", "read_flow_table",
@@ -489,7 +491,7 @@ def load_sweep(path: str | Path) -> SweepData:
     """A finished (or partial) sweep directory: its index, swept parameters and metadata."""
     p = Path(path)
     meta = json.loads((p / "sweep.json").read_text()) if (p / "sweep.json").exists() else {}
-    return SweepData(path=p, index=pd.read_parquet(p / "sweep.parquet"),
+    return SweepData(path=p, index=read_parquet(p / "sweep.parquet"),
                      params=list(meta.get("params", [])), meta=meta)
 
 
@@ -512,7 +514,7 @@ def read_flow_table(path: str | Path, columns: Sequence[str] | None = None) -> p
         missing = [c for c in columns if c not in have]
         if missing:
             raise OutputDirError(f"{f}: no column {missing[0]!r} (columns: {', '.join(have)})")
-    return pd.read_parquet(f, columns=None if columns is None else list(columns))
+    return read_parquet(f, columns=None if columns is None else list(columns))
 
 
 def wide_flow_columns(path: str | Path, fields: Sequence[str]) -> pd.DataFrame:

@@ -26,6 +26,8 @@ from l4slab.suites.core import (
 )
 from l4slab.suites.figures import CLASSIC_ORANGE, L4S_BLUE, cdfs
 
+from ..columnar import read_parquet
+
 DELAYS = [5, 20, 100]
 MM_OPPORTUNITY_BYTES = 1504
 #: Folder of the traces (same file names as the sweep files list); default: the relative paths
@@ -74,7 +76,7 @@ def trace_txops(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
 def extract(run_dir: Path, scenario: dict[str, Any]) -> dict[str, float]:
     """Backlog quantiles per queue after the warm-up (for the queue-length table)."""
     warm = warmup_of(read_summary(run_dir))
-    s = pd.read_parquet(run_dir / "samples.parquet", columns=["t_s", "queue", "backlog_pkts"])
+    s = read_parquet(run_dir / "samples.parquet", columns=["t_s", "queue", "backlog_pkts"])
     s = s[s["t_s"] >= warm]
     out = {}
     for q, g in s.groupby("queue", observed=True):
@@ -143,7 +145,7 @@ def analyse(data: SuiteData) -> Analysis:
             for q, color in (("L", L4S_BLUE), ("C", CLASSIC_ORANGE)):
                 vals = []
                 for _, r in gg.iterrows():
-                    s = pd.read_parquet(data.run_dir(r) / "samples.parquet",
+                    s = read_parquet(data.run_dir(r) / "samples.parquet",
                                         columns=["t_s", "queue", "backlog_pkts"])
                     s = s[(s["t_s"] >= float(r["warmup_s"])) & (s["queue"] == q)]
                     vals.append(s["backlog_pkts"].to_numpy(dtype=float))

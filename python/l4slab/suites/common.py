@@ -12,6 +12,8 @@ import pandas as pd
 
 from l4slab.suites.core import mean_ci
 
+from ..columnar import read_parquet
+
 
 def warmup_of(summary: dict[str, Any]) -> float:
     """The run's warm-up in seconds (0 when absent)."""
@@ -26,7 +28,7 @@ def read_summary(run_dir: Path) -> dict[str, Any]:
 def queue_occupancy(run_dir: Path, warmup_s: float) -> dict[str, float]:
     """Mean backlog in packets after the warm-up: total over queues (``backlog_pkts``) and per
     queue (``backlog_<q>_pkts``), from samples.parquet (one row per queue per sample)."""
-    s = pd.read_parquet(run_dir / "samples.parquet", columns=["t_s", "queue", "backlog_pkts"])
+    s = read_parquet(run_dir / "samples.parquet", columns=["t_s", "queue", "backlog_pkts"])
     s = s[s["t_s"] >= warmup_s]
     out = {"backlog_pkts": float(s.groupby("t_s")["backlog_pkts"].sum().mean())
            if len(s) else float("nan")}
@@ -86,10 +88,10 @@ def binned_series(run_dir: Path, bins: int = SERIES_BINS) -> dict[str, np.ndarra
         n = np.bincount(b[keep], minlength=bins)
         return np.divide(sums, n, out=np.zeros(bins), where=n > 0)
 
-    f = pd.read_parquet(run_dir / "flows.parquet", columns=["t_s", "tput_mbps"])
+    f = read_parquet(run_dir / "flows.parquet", columns=["t_s", "tput_mbps"])
     ft = f.groupby("t_s", sort=True)["tput_mbps"].sum()
     out["tput_mbps"] = per_bin(ft.index.to_numpy(float), ft.to_numpy(float), "mean")
-    q = pd.read_parquet(run_dir / "samples.parquet",
+    q = read_parquet(run_dir / "samples.parquet",
                         columns=["t_s", "backlog_pkts", "marks", "drops"])
     qt = q.groupby("t_s", sort=True)[["backlog_pkts", "marks", "drops"]].sum()
     t = qt.index.to_numpy(float)

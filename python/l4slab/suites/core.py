@@ -37,6 +37,8 @@ import pandas as pd
 
 from l4slab.scenario import ScenarioError
 
+from ..columnar import read_parquet
+
 __all__ = ["Part", "Suite", "Table", "Figure", "SuiteData", "SuiteResult", "run_suite",
            "suites_dir", "mean_ci", "aggregate", "metric_domain", "NONNEGATIVE", "UNIT",
            "SuiteError"]
@@ -109,7 +111,7 @@ class SuiteData:
 
     def part_tables(self, name: str) -> pd.DataFrame:
         """The `part_analyse` table `name` of every part, concatenated."""
-        frames = [pd.read_parquet(f) for p in self.suite.parts
+        frames = [read_parquet(f) for p in self.suite.parts
                   if (f := self.out / "parts" / p.name / f"analysis-{name}.parquet").exists()]
         frames = [f for f in frames if len(f)]
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
@@ -373,7 +375,7 @@ def part_runs(part: Part, pdir: Path, flow_fields: Sequence[str] = ()) -> pd.Dat
 
     if not (pdir / "sweep.parquet").exists():
         return None
-    idx = pd.read_parquet(pdir / "sweep.parquet")
+    idx = read_parquet(pdir / "sweep.parquet")
     idx = idx[idx["status"] == "ok"].copy()
     if flow_fields and len(idx):
         wide = wide_flow_columns(pdir, flow_fields)
@@ -381,7 +383,7 @@ def part_runs(part: Part, pdir: Path, flow_fields: Sequence[str] = ()) -> pd.Dat
         idx = idx.merge(wide[["run", *new]], on="run", how="left")
     rm = pdir / "runmetrics.parquet"
     if rm.exists():
-        extra = pd.read_parquet(rm)
+        extra = read_parquet(rm)
         if len(extra.columns):
             idx = idx.merge(extra, on="run", how="left", suffixes=("", "_x"))
     idx["run_path"] = [str(pdir / str(d)) for d in idx["run_dir"]]

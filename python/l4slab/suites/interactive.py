@@ -18,6 +18,8 @@ from l4slab.suites.common import read_summary
 from l4slab.suites.core import Analysis, Part, Suite, SuiteData, Table, aggregate
 from l4slab.suites.figures import PALETTE, cdfs, save
 
+from ..columnar import read_parquet
+
 LINKS = ["10mbit", "50mbit", "100mbit", "cellular"]
 BACKGROUNDS = {"bulk": "CUBIC bulk", "web": "50 % web"}
 VIDEO = {"rt-prague": "L4S video (RT-Prague)", "rt-gcc": "Classic video (GCC-loss)"}
@@ -126,7 +128,7 @@ def analyse(data: SuiteData) -> Analysis:
                 p = data.run_dir(r) / "frames.parquet"
                 if not p.exists():
                     continue
-                fr = pd.read_parquet(p, columns=["flow", "capture_s", "latency_ms"])
+                fr = read_parquet(p, columns=["flow", "capture_s", "latency_ms"])
                 fr = fr[(fr["flow"] == 0) & (fr["capture_s"] >= float(r["warmup_s"]))]
                 # Frames that never completed count at +inf (the CDF ends below 1).
                 vals.append(fr["latency_ms"].fillna(np.inf).to_numpy())
@@ -155,7 +157,7 @@ def _slowdown_figures(data: SuiteData, runs: pd.DataFrame, fd: Path) -> list[Any
             for _, r in gg.iterrows():
                 p = data.run_dir(r) / "fct.parquet"
                 if p.exists():
-                    t = pd.read_parquet(p)
+                    t = read_parquet(p)
                     parts.append(t[(t["start_s"] >= float(r["warmup_s"]))
                                    & np.isfinite(t["slowdown"])])
             if not parts:

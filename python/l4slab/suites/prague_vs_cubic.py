@@ -14,6 +14,8 @@ from l4slab.suites.common import read_summary, warmup_of
 from l4slab.suites.core import Analysis, Part, Suite, SuiteData, Table, TableShape, aggregate
 from l4slab.suites.figures import CLASSIC_ORANGE, L4S_BLUE, band_stats, bands
 
+from ..columnar import read_parquet
+
 LINKS = [("100M5ms", "100 Mb/s 5 ms"), ("10M30ms", "10 Mb/s 30 ms")]
 FLOWS = [(0, "prague"), (1, "cubic")]
 FLOW_T = TableShape("flows", ["link", "flow"],
@@ -27,11 +29,11 @@ def extract(run_dir: Path, scenario: dict[str, Any]) -> dict[str, float]:
     """Means after the warm-up that summary.json does not hold: cwnd per flow (flows.parquet),
     the PI probabilities p', p_C = p'^2 and p_CL = k p' (samples.parquet)."""
     warm = warmup_of(read_summary(run_dir))
-    f = pd.read_parquet(run_dir / "flows.parquet", columns=["t_s", "flow", "cwnd_pkts"])
+    f = read_parquet(run_dir / "flows.parquet", columns=["t_s", "flow", "cwnd_pkts"])
     f = f[f["t_s"] >= warm]
     out = {f"flows.{int(k)}.cwnd_pkts": float(g["cwnd_pkts"].mean())
            for k, g in f.groupby("flow")}
-    s = pd.read_parquet(run_dir / "samples.parquet",
+    s = read_parquet(run_dir / "samples.parquet",
                         columns=["t_s", "queue", "p_prime", "p_c", "p_cl"])
     s = s[s["t_s"] >= warm].groupby("t_s").first()  # the probabilities are per AQM, not queue
     for c in ("p_prime", "p_c", "p_cl"):
@@ -77,8 +79,8 @@ def analyse(data: SuiteData) -> Analysis:
     figs = []
     for lk, g in runs.groupby("link", sort=False):
         safe = "".join(c if c.isalnum() else "_" for c in str(lk))
-        fl = [pd.read_parquet(data.run_dir(r) / "flows.parquet") for _, r in g.iterrows()]
-        sm = [pd.read_parquet(data.run_dir(r) / "samples.parquet") for _, r in g.iterrows()]
+        fl = [read_parquet(data.run_dir(r) / "flows.parquet") for _, r in g.iterrows()]
+        sm = [read_parquet(data.run_dir(r) / "samples.parquet") for _, r in g.iterrows()]
         warm = float(g["warmup_s"].iloc[0]) if "warmup_s" in g else None
         for col, ylabel in (("tput_mbps", "throughput [Mb/s]"), ("cwnd_pkts", "cwnd [pkts]"),
                             ("srtt_ms", "smoothed RTT [ms]")):

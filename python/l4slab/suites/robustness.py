@@ -15,6 +15,8 @@ from l4slab.suites.common import read_summary, warmup_of
 from l4slab.suites.core import Analysis, Part, Suite, SuiteData, Table, TableShape, aggregate
 from l4slab.suites.figures import bars
 
+from ..columnar import read_parquet
+
 MIXES = [("prague", "Prague"), ("cubic", "Cubic"), ("prague_cubic", "Prague+Cubic"),
          ("prague_bbr3", "Prague+BBRv3(L4S)")]
 IMPAIRMENTS = ["loss", "jitter", "steps"]
@@ -73,7 +75,7 @@ def extract(run_dir: Path, scenario: dict[str, Any]) -> dict[str, float]:
     """Per-run queueing-delay statistics and adaptation times after each rate step."""
     s = read_summary(run_dir)
     warm = warmup_of(s)
-    sm = pd.read_parquet(run_dir / "samples.parquet",
+    sm = read_parquet(run_dir / "samples.parquet",
                          columns=["t_s", "queue", "backlog_pkts", "sojourn_ms"])
     out: dict[str, float] = {}
     after = sm[sm["t_s"] >= warm]
@@ -85,7 +87,7 @@ def extract(run_dir: Path, scenario: dict[str, Any]) -> dict[str, float]:
     link = scenario.get("link", {})
     steps = link.get("steps") or []
     if steps:
-        f = pd.read_parquet(run_dir / "flows.parquet", columns=["t_s", "tput_mbps"])
+        f = read_parquet(run_dir / "flows.parquet", columns=["t_s", "tput_mbps"])
         b = np.floor(f["t_s"].to_numpy() / BIN_S) * BIN_S
         tput = f.groupby(b)["tput_mbps"].sum() / f.groupby(b)["t_s"].nunique()
         sb = np.floor(sm["t_s"].to_numpy() / BIN_S) * BIN_S

@@ -44,6 +44,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..columnar import read_parquet
+
 
 class ValidationInputError(ValueError):
     """Bad input for a validation: the message names the group, run and metric at fault."""
@@ -127,7 +129,7 @@ def read_run_dir(path: Path, warmup_s: float = 0.0) -> Run:
     samples_path, flows_path = path / "samples.parquet", path / "flows.parquet"
     if flows_path.is_file():
         # Only the columns the metrics use: a 10 000-flow run's flows.parquet has 6.25 M rows.
-        flows = pd.read_parquet(flows_path, columns=_present(
+        flows = read_parquet(flows_path, columns=_present(
             flows_path, ("t_s", "flow", "tput_mbps", "ce_acked")))
         _require(flows, ("t_s", "flow", "tput_mbps"), flows_path)
         _check_warmup(flows["t_s"], warmup_s, flows_path)
@@ -139,7 +141,7 @@ def read_run_dir(path: Path, warmup_s: float = 0.0) -> Run:
             if "ce_acked" in g.columns and len(g) >= 2:
                 run.metrics[f"ce_flow{fid}"] = np.diff(_series(g["ce_acked"].to_numpy()))
     if samples_path.is_file():
-        samples = pd.read_parquet(samples_path)
+        samples = read_parquet(samples_path)
         _require(samples, ("t_s", "queue"), samples_path)
         _check_warmup(samples["t_s"], warmup_s, samples_path)
         samples = samples[samples["t_s"] >= warmup_s]
