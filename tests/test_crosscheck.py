@@ -4,6 +4,7 @@ mode, the kernel sender's TCP_INFO rows, and `l4slab crosscheck`."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -308,7 +309,7 @@ def test_crosscheck_kernel_cubic_against_the_model_and_a_wrong_model(tmp_path):
 def test_kernel_flow_honours_mss_bytes_and_start(tmp_path):
     """`mss`, `bytes` and `start` reach the kernel sender: TCP_MAXSEG = mss + 12 (timestamps)
     gives tcpi_snd_mss = mss; a `bytes` flow stops at exactly that much payload acknowledged
-    (+ 1 for the FIN's sequence number once the sender closes); a flow never sends before its
+    (the SYN's and the FIN's sequence numbers are not payload); a flow never sends before its
     `start`. (The kernel sender is a Python process and starts late on a loaded host, so
     `start` is checked as a lower bound.)"""
     text = scenario(f'kind = "fifo"\nlimit = {BDP_PKTS}', """[[flows]]
@@ -330,5 +331,44 @@ bytes = 2000000
     cubic, reno = by_cc["cubic"], by_cc["reno"]
     assert (cubic["snd_mss"] == 1000).all() and (reno["snd_mss"] == 1448).all()
     assert cubic["t_s"].min() >= 1.0 and reno["t_s"].min() < cubic["t_s"].min()
-    assert reno["delivered_bytes"].iloc[-1] in (2_000_000, 2_000_001), reno.tail(3)
-    assert fl.loc[fl["flow"] == 1, "delivered_bytes"].max() in (2_000_000, 2_000_001)
+    assert reno["delivered_bytes"].iloc[-1] == 2_000_000, reno.tail(3)
+    assert fl.loc[fl["flow"] == 1, "delivered_bytes"].max() == 2_000_000
+
+
+def test_kernel_sender_stops_at_its_stop_time_on_the_emulator_clock(tmp_path):
+    """The kernel sender ends at `--end-s` on the emulator's clock (the flow's `stop`), not
+    `--time` after its own late start; and a sized flow's last row is its payload exactly,
+    after the FIN is acknowledged (tcpi_bytes_acked counts the SYN's and the FIN's sequence
+    numbers). Loopback, no root: the stop time does not depend on the path."""
+    import socket
+    import time
+
+    kf = Path(__file__).resolve().parents[1] / "python" / "l4slab" / "kernel_flow.py"
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen([sys.executable, str(kf), "server", "--port", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        def send(name: str, *args: str) -> pd.DataFrame:
+            d = tmp_path / name
+            d.mkdir()
+            t0 = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+            env = {**os.environ, "L4SLAB_T0_NS": str(t0),
+                   "L4SLAB_FLOW_DIR": str(d)}
+            subprocess.run([sys.executable, str(kf), "client", "--server", "127.0.0.1",
+                            "--port", str(port), "--cc", "cubic", "--model-cc", "cubic",
+                            *args], env=env, check=True, timeout=60)
+            (csv,) = d.glob("flow-*.csv")
+            return pd.read_csv(csv)
+
+        # --time 30 alone would send for 30 s; the stop at 1.5 s on the clock ends it there
+        # (rows every 16 ms; the socket's send buffer drains within a few loopback RTTs).
+        timed = send("timed", "--time", "30", "--end-s", "1.5")
+        growing = timed.loc[timed["delivered_bytes"].diff().fillna(1) > 0, "t_s"]
+        assert 0 < growing.max() <= 1.5 + 0.25, timed.tail(3)
+        sized = send("sized", "--bytes", "3000000")
+        assert sized["delivered_bytes"].iloc[-1] == 3_000_000, sized.tail(3)
+    finally:
+        server.terminate()
+        server.wait(timeout=10)

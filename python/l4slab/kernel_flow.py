@@ -127,6 +127,10 @@ def client(a: argparse.Namespace) -> int:
     buf = bytes(256 * 1024)
     start = _now_s(t0_ns)
     end = start + a.time if a.bytes is None else float("inf")
+    if a.end_s is not None:
+        # The flow's `stop` on the emulator's clock: a sender that started late (interpreter
+        # start-up, connect) still stops when the scenario says, as the simulator's does.
+        end = min(end, a.end_s)
     left = a.bytes
     out = (flow_dir / f"flow-{os.getpid()}.csv").open("x")
     out.write(CSV_HEADER + "\n")
@@ -138,7 +142,10 @@ def client(a: argparse.Namespace) -> int:
             now = _now_s(t0_ns)
             if now >= nxt:
                 i = tcp_info(s)
-                acked = max(0, i["bytes_acked"] - 1)  # the SYN's sequence number is not data
+                # tcpi_bytes_acked counts sequence space (tcp_snd_una_update): the SYN's
+                # number, and the FIN's once the closed sender has nothing unacknowledged.
+                fin = 1 if closed and i["unacked"] == 0 else 0
+                acked = max(0, i["bytes_acked"] - 1 - fin)
                 dt = now - prev_t
                 tput = (acked - prev_b) * 8 / dt / 1e6 if dt > 0 else 0.0
                 out.write(f"{now:.6f},{key},{a.model_cc},{acked},{tput:.6f},"
@@ -215,6 +222,8 @@ def main(argv: list[str]) -> int:
     c.add_argument("--mss", type=int)
     c.add_argument("--bytes", type=int)
     c.add_argument("--time", type=float, default=10.0)
+    c.add_argument("--end-s", type=float,
+                   help="stop sending at this time on the emulator's clock (L4SLAB_T0_NS)")
     c.add_argument("--tcp-ecn", type=int, choices=(0, 1, 2))
     s = sub.add_parser("server")
     s.add_argument("--port", type=int, required=True)

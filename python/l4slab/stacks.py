@@ -130,6 +130,8 @@ def client_argv(f: dict[str, Any], server: str, secs: float) -> list[str]:
             argv += ["--bytes", str(f["bytes"])]
         else:
             argv += ["--time", f"{max(secs, 0.001):.6f}"]
+        if f.get("end_s") is not None:
+            argv += ["--end-s", f"{f['end_s']:.6f}"]
         return argv
     return _fill(f["command"], server, int(f["port"]), max(secs, 0.001))
 
