@@ -20,6 +20,7 @@ from l4slab.scenario import ScenarioError
 from l4slab.stacks import COMMAND_PORT_BASE, kernel_ccs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cli_helpers import invoke  # noqa: E402
 from test_emulate import ROOT, need_root  # noqa: E402
 
 FLOW_BIN = ROOT / "target" / "release" / "l4s-flow"
@@ -283,6 +284,18 @@ def test_crosscheck_kernel_cubic_against_the_model_and_a_wrong_model(tmp_path):
                     "## Summary"):
         assert section in md
     assert (out / "timeseries.png").stat().st_size > 10_000
+    # The command line on the same -o reuses the five runs of each side and prints the
+    # verdict table: p̂_max, the permutation p and the worded verdict per metric.
+    res = invoke("crosscheck", scen, "-n", "5", "-o", out)
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    head = next(i for i, x in enumerate(lines) if x.startswith("metric"))
+    assert lines[head].split() == ["metric", "p̂_max", "perm", "p", "verdict"], lines[head]
+    rows = lines[head + 1:lines.index("", head)]
+    assert {r.split()[0] for r in rows} == {v["metric"] for v in rep["validation"]}
+    assert all(r.split(None, 3)[3].startswith(("different", "indistinguishable", "too few"))
+               for r in rows), rows
+    assert f"report: {out / 'crosscheck.md'}" in res.output
     assert {v["metric"] for v in rep["validation"]} >= {"tput_flow0", "srtt_flow0",
                                                         "sojourn_single", "backlog_single",
                                                         "drops_single", "marks_single"}
@@ -299,11 +312,13 @@ def test_crosscheck_kernel_cubic_against_the_model_and_a_wrong_model(tmp_path):
         crosscheck(scen, out, 5, sets=["flows.0.rtt=30ms"], echo=lambda m: None)
     srtt = next(v for v in rep["validation"] if v["metric"] == "srtt_flow0")
     assert srtt["similar"] is False, srtt
+    assert srtt["verdict"] == "different" and srtt["perm_p"] < 0.05, srtt
     # srtt ≈ 40 ms + queue against ≈ 20 ms + queue; the same 34-packet FIFO is half a BDP at
     # 40 ms, so the simulated queue also shrinks (measured: ~11 ms against the right model's
     # < 1 ms): several times the right model's distance and more than 5 ms.
     assert srtt["mean_cross_distance"] > max(5 * right_srtt["mean_cross_distance"], 5.0)
     assert any(d.startswith("flow 0 (cubic) srtt ms") for d in rep["departures"])
+    assert any(d.startswith("srtt_flow0: the runs differ") for d in rep["departures"])
 
 
 def test_kernel_flow_honours_mss_bytes_and_start(tmp_path):
