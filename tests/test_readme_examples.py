@@ -5,6 +5,7 @@ the example text itself is not changed."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -87,3 +88,26 @@ def test_an_unguarded_sweep_script_fails_loudly_with_the_guard_advice(scratch):
     assert res.returncode != 0 and "returned normally" not in res.stdout
     assert "SweepFailed" in res.stderr and 'if __name__ == "__main__":' in res.stderr, \
         res.stderr[-3000:]
+
+
+def test_readme_run_lines_of_multihop_interactive_and_wifi_run_as_written(tmp_path):
+    """Every `l4slab run scenarios/…` line of the README outside the Quick tour (multi-hop,
+    video, web, Wi-Fi) runs as written, on the shipped scenarios shortened to 3 s, and writes
+    the block its section promises."""
+    rest = README[README.index("## Scenario format"):]
+    lines = re.findall(r"^l4slab run scenarios/\S+ -o results/\S+", rest, re.M)
+    lines += re.findall(r"`(l4slab run scenarios/\S+ -o results/[^`\s]+)`", rest)
+    assert len(lines) == 4, lines
+    shutil.copytree(ROOT / "scenarios", tmp_path / "scenarios", symlinks=False)
+    promised = {"parking": "hops", "video": "rpm", "web": "workloads", "wifi": "wifi"}
+    for line in lines:
+        argv = line.split()
+        scen = tmp_path / argv[2]
+        data = tomllib.loads(scen.read_text())
+        scen.write_text(dumps_toml({**data, "duration": "3s", "warmup": "0.5s"}))
+        res = subprocess.run(["bash", "-c", line], cwd=tmp_path, env=_env(),
+                             capture_output=True, text=True, timeout=600)
+        assert res.returncode == 0, line + "\n" + res.stdout + res.stderr
+        out = tmp_path / argv[4]
+        summary = json.loads((out / "summary.json").read_text())
+        assert promised[out.name] in summary, (line, sorted(summary))
