@@ -373,7 +373,7 @@ echo "$@" > "$L4SLAB_FLOW_DIR/args-$$"
 case "$*" in *"--cc reno"*) echo "no route" >&2; exit 3;; esac
 t=$(echo "$@" | sed -n 's/.*-t \\([0-9.]*\\).*/\\1/p')
 trap 'exit 130' TERM
-if [ -n "$t" ]; then sleep "$t"; exit 0; fi
+if [ -n "$t" ]; then sleep "$t"; : > "$L4SLAB_FLOW_DIR/done-$$"; exit 0; fi
 while :; do sleep 0.05; done
 """
 
@@ -395,6 +395,7 @@ def run_launcher(tmp_path, flows, duration_s):
     plan.write_text(json.dumps({"duration_s": duration_s,
                                 "flows": [{**base, **f} for f in flows]}))
     t0 = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    t0_real_ns = time.time_ns()
     env = {**os.environ, "L4SLAB_T0_NS": str(t0), "L4SLAB_SERVER": "10.77.0.2",
            "L4SLAB_FLOW_DIR": str(fdir)}
     r = subprocess.run([sys.executable, str(LAUNCHER), str(plan), str(fake)], env=env,
@@ -403,7 +404,12 @@ def run_launcher(tmp_path, flows, duration_s):
     launch = json.loads((fdir / "launch.json").read_text())
     args = {int(p.name.split("-")[1]): p.read_text().split() for p in fdir.glob("args-*")}
     flows_by_index = {f["index"]: f for f in launch["flows"]}
-    flows_by_index[-1] = {"ready_s": launch["ready_s"]}
+    # When each timed stand-in finished its sleep, on the launcher's clock (its done-PID
+    # file's mtime, against the wall clock read beside L4SLAB_T0_NS).
+    flows_by_index[-1] = {"ready_s": launch["ready_s"],
+                          "done_s": {int(p.name.split("-")[1]):
+                                     (p.stat().st_mtime_ns - t0_real_ns) / 1e9
+                                     for p in fdir.glob("done-*")}}
     return r, wall, flows_by_index, args
 
 
@@ -428,7 +434,12 @@ def test_launcher_starts_and_ends_each_flow_at_its_times(tmp_path):
     # -t counts to the flow's end time from its actual start.
     assert float(a1[a1.index("-t") + 1]) == pytest.approx(1.0 - fl[1]["started_s"], abs=0.02)
     assert fl[1]["ended_by"] == "itself" and fl[1]["exit"] == 0
-    assert fl[1]["ended_s"] == pytest.approx(1.0, abs=0.25)
+    # Its exit is recorded when it happens: not before its end time (it slept -t from after
+    # its start), and within 0.25 s of the stand-in's own end (the launcher polls every
+    # 10 ms). The stand-in's start-up (sh, sed) is the host's and is not bounded here.
+    done = fl[-1]["done_s"][fl[1]["pid"]]
+    assert fl[1]["ended_s"] >= 1.0 - 0.02, fl[1]
+    assert -0.02 <= fl[1]["ended_s"] - done <= 0.25, (fl[1], done)
     # A sized transfer still running at its end time is ended there.
     a2 = args[fl[2]["pid"]]
     assert a2[a2.index("-n") + 1] == str(10**9) and "-t" not in a2
