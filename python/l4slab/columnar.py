@@ -216,7 +216,6 @@ class ColumnTable:
         return data
 
 
-
 def read_parquet(path: str | Path, columns: Sequence[str] | None = None) -> pd.DataFrame:
     """`pd.read_parquet(path, columns=...)`, read by path. pandas opens a local file itself
     and hands pyarrow a Python file object; a read through a file object leaves Arrow's CPU

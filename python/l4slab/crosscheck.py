@@ -20,9 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from l4slab.columnar import read_parquet
 from l4slab.scenario import ScenarioError
-
-from .columnar import read_parquet
 
 __all__ = ["CrossPlan", "plan_crosscheck", "crosscheck", "CROSSCHECK_FILE"]
 
@@ -150,7 +149,6 @@ def _seeded(doc: dict[str, Any], k: int) -> dict[str, Any]:
 def _extra_metrics(run: Any, rd: Path, warmup_s: float) -> None:
     """srtt per flow (the validation reads throughput and queue series; the stacks differ in
     srtt first)."""
-
     fl = read_parquet(rd / "flows.parquet", columns=["t_s", "flow", "srtt_ms"])
     fl = fl[fl["t_s"] >= warmup_s].sort_values("t_s")
     for fid, g in fl.groupby("flow", sort=True):

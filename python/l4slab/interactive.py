@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from .columnar import read_parquet
+from l4slab.columnar import read_parquet
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -18,11 +18,15 @@ import numpy as np
 import pandas as pd
 from pyarrow import ArrowException
 
-from l4slab.columnar import Categorical, Column, ColumnTable, UnreadableFileError
+from l4slab.columnar import (
+    Categorical,
+    Column,
+    ColumnTable,
+    UnreadableFileError,
+    read_parquet,
+)
 from l4slab.interactive import APP_TABLES, app_tables, load_app_tables, write_app_tables
 from l4slab.scenario import dumps_toml
-
-from .columnar import read_parquet
 
 T = TypeVar("T")
 

@@ -55,6 +55,7 @@ from typing import Any
 import pandas as pd
 
 from l4slab import _core
+from l4slab.columnar import read_parquet
 from l4slab.results import OutputDirError, RunData, load_run, write_run_dir
 from l4slab.scenario import (
     ScenarioError,
@@ -65,8 +66,6 @@ from l4slab.scenario import (
     parse_override,
 )
 from l4slab.sweepgrid import check_grid, effective_params, expand_params, ordered_overrides
-
-from .columnar import read_parquet
 
 __all__ = ["SweepFailed", "plan_digest", "SweepSpec", "RunTask", "RunOutcome", "SweepResult",
            "SweepData", "derive_seed", "load_sweep_spec", "plan", "execute_task",
@@ -514,7 +513,7 @@ def read_flow_table(path: str | Path, columns: Sequence[str] | None = None) -> p
         missing = [c for c in columns if c not in have]
         if missing:
             raise OutputDirError(f"{f}: no column {missing[0]!r} (columns: {', '.join(have)})")
-    return read_parquet(f, columns=None if columns is None else list(columns))
+    return read_parquet(f, columns)
 
 
 def wide_flow_columns(path: str | Path, fields: Sequence[str]) -> pd.DataFrame:

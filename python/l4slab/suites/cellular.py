@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from l4slab.columnar import read_parquet
 from l4slab.suites.common import read_summary, warmup_of
 from l4slab.suites.core import (
     Analysis,
@@ -25,8 +26,6 @@ from l4slab.suites.core import (
     aggregate,
 )
 from l4slab.suites.figures import CLASSIC_ORANGE, L4S_BLUE, cdfs
-
-from ..columnar import read_parquet
 
 DELAYS = [5, 20, 100]
 MM_OPPORTUNITY_BYTES = 1504

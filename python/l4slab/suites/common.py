@@ -10,9 +10,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from l4slab.columnar import read_parquet
 from l4slab.suites.core import mean_ci
-
-from ..columnar import read_parquet
 
 
 def warmup_of(summary: dict[str, Any]) -> float:

@@ -35,9 +35,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from l4slab.columnar import read_parquet
 from l4slab.scenario import ScenarioError
-
-from ..columnar import read_parquet
 
 __all__ = ["Part", "Suite", "Table", "Figure", "SuiteData", "SuiteResult", "run_suite",
            "suites_dir", "mean_ci", "aggregate", "metric_domain", "NONNEGATIVE", "UNIT",

@@ -13,12 +13,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from l4slab.columnar import read_parquet
 from l4slab.suites.cellular import prepare as cellular_prepare
 from l4slab.suites.common import read_summary
 from l4slab.suites.core import Analysis, Part, Suite, SuiteData, Table, aggregate
 from l4slab.suites.figures import PALETTE, cdfs, save
-
-from ..columnar import read_parquet
 
 LINKS = ["10mbit", "50mbit", "100mbit", "cellular"]
 BACKGROUNDS = {"bulk": "CUBIC bulk", "web": "50 % web"}

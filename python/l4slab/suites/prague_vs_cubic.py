@@ -10,11 +10,10 @@ from typing import Any
 
 import pandas as pd
 
+from l4slab.columnar import read_parquet
 from l4slab.suites.common import read_summary, warmup_of
 from l4slab.suites.core import Analysis, Part, Suite, SuiteData, Table, TableShape, aggregate
 from l4slab.suites.figures import CLASSIC_ORANGE, L4S_BLUE, band_stats, bands
-
-from ..columnar import read_parquet
 
 LINKS = [("100M5ms", "100 Mb/s 5 ms"), ("10M30ms", "10 Mb/s 30 ms")]
 FLOWS = [(0, "prague"), (1, "cubic")]

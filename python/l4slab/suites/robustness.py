@@ -11,11 +11,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from l4slab.columnar import read_parquet
 from l4slab.suites.common import read_summary, warmup_of
 from l4slab.suites.core import Analysis, Part, Suite, SuiteData, Table, TableShape, aggregate
 from l4slab.suites.figures import bars
-
-from ..columnar import read_parquet
 
 MIXES = [("prague", "Prague"), ("cubic", "Cubic"), ("prague_cubic", "Prague+Cubic"),
          ("prague_bbr3", "Prague+BBRv3(L4S)")]

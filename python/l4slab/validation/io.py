@@ -44,7 +44,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..columnar import read_parquet
+from l4slab.columnar import read_parquet
 
 
 class ValidationInputError(ValueError):
