@@ -434,7 +434,7 @@ impl EventQueue {
         } else {
             self.small.push(e);
             if self.small.heap.len() > self.to_radix {
-                self.to_large();
+                self.move_to_radix();
             }
         }
     }
@@ -445,7 +445,7 @@ impl EventQueue {
     /// Move the heap's events into the radix heap. Every key held and every key pushed later
     /// is above `(now, 0)`, which becomes the radix heap's lower bound.
     #[cold]
-    fn to_large(&mut self) {
+    fn move_to_radix(&mut self) {
         self.large.last = (self.now as u128) << 64;
         for e in self.small.heap.drain(..) {
             self.large.push(e);
@@ -454,7 +454,7 @@ impl EventQueue {
     }
     /// Move the radix heap's events back into the 4-ary heap.
     #[cold]
-    fn to_small(&mut self) {
+    fn move_to_heap(&mut self) {
         let mut v = std::mem::take(&mut self.small.heap);
         self.large.drain_into(&mut v);
         v.sort_unstable_by_key(Event::key);
@@ -516,7 +516,7 @@ impl EventQueue {
                 }
                 let e = self.large.pop();
                 if self.large.len < self.to_heap {
-                    self.to_small();
+                    self.move_to_heap();
                 }
                 Some(e)
             }
