@@ -1,11 +1,14 @@
-//! Discrete-event core: a 4-ary-heap event list ordered by (time, insertion sequence), and
-//! per-path delay lines. Ties at the same nanosecond run in insertion order, so a run is a pure
-//! function of the scenario and seed.
+//! Discrete-event core: the event list on the key (time, insertion sequence) — a 4-ary heap
+//! while it is small, a radix heap (Ahuja, Mehlhorn, Orlin and Tarjan, JACM 1990) while it is
+//! large — and per-path delay lines. Ties at the same nanosecond run in insertion order, so a
+//! run is a pure function of the scenario and seed.
 //!
 //! Events are 24-byte records with no payload pointers; packets in propagation wait in per-flow
-//! delay lines (a constant delay keeps them in order) stored in one shared slab, so the heap
-//! holds a few events per flow instead of one per packet in flight, and nothing is allocated
-//! per packet once the slab has grown.
+//! delay lines (a constant delay keeps them in order) stored in one shared slab, so the event
+//! list holds a few events per flow instead of one per packet in flight, and nothing is
+//! allocated per packet once the slab and the buckets have grown. With thousands of flows the
+//! radix heap's sequential access (appends to a bucket, a scan of the lowest one) replaces the
+//! heap's walk of a new cache line per level of a list of ~30 000 events.
 
 use l4s_core::{Nanos, Packet};
 
@@ -70,50 +73,20 @@ impl Event {
     }
 }
 
-/// Children per node of the event heap. Four children of 24 bytes sit in 1.5 cache lines, and
-/// the heap is half as deep as a binary one, so a pop touches fewer lines.
+/// Children per node of the small-list heap. Four children of 24 bytes sit in 1.5 cache lines,
+/// and the heap is half as deep as a binary one.
 const ARITY: usize = 4;
 
-/// The future event list: an implicit 4-ary min-heap ordered by (time, insertion sequence), plus
-/// one slot for the bottleneck link's event (`LinkService` / `LinkDone`, of which at most one
-/// is ever outstanding) that bypasses it — a third of all events in a saturated run.
-///
-/// Push and pop cost O(log4 n) whatever the insertion pattern: with thousands of flows the
-/// events of one flow (pacing releases, arrivals, delayed ACKs) land anywhere in the list, and
-/// the sorted deque this replaces paid a memmove proportional to the list length for each of
-/// them. Keys are unique (the sequence number never repeats), so the pop order is a total order
-/// and equal to that of any other correct priority queue on the same keys.
+/// An implicit 4-ary min-heap on the event key: the event list while it is small (a few
+/// hundred events, up to ~100 flows), where it stays in L1 and a push or pop is a few compares.
 #[derive(Debug, Default)]
-pub struct EventQueue {
+struct QuadHeap {
     heap: Vec<Event>,
-    slot: Option<Event>,
-    seq: u64,
 }
 
-impl EventQueue {
-    /// An empty list with room for `n` events.
-    pub fn with_capacity(n: usize) -> Self {
-        EventQueue {
-            heap: Vec::with_capacity(n),
-            slot: None,
-            seq: 0,
-        }
-    }
+impl QuadHeap {
     #[inline]
-    fn next_event(&mut self, t: Nanos, kind: Kind, arg: u32) -> Event {
-        let e = Event {
-            t: t.0,
-            seq: self.seq,
-            arg,
-            kind,
-        };
-        self.seq += 1;
-        e
-    }
-    /// Schedule `kind` for flow `arg` at `t` (after every event already due at `t`).
-    #[inline]
-    pub fn push(&mut self, t: Nanos, kind: Kind, arg: u32) {
-        let e = self.next_event(t, kind, arg);
+    fn push(&mut self, e: Event) {
         let key = e.key();
         // Sift up: move the hole from the new leaf toward the root past every larger parent.
         let h = &mut self.heap;
@@ -129,18 +102,15 @@ impl EventQueue {
         }
         h[i] = e;
     }
-    /// Schedule the link's single outstanding event (replaces none: the caller guarantees
-    /// at most one is pending).
     #[inline]
-    pub fn push_link(&mut self, t: Nanos, kind: Kind) {
-        debug_assert!(self.slot.is_none(), "two link events outstanding");
-        self.slot = Some(self.next_event(t, kind, 0));
+    fn min_key(&self) -> u128 {
+        self.heap.first().map_or(u128::MAX, Event::key)
     }
-    /// Remove the heap's root (the heap is not empty).
+    /// Remove the root (the heap is not empty).
     #[inline]
-    fn pop_root(&mut self) -> Event {
+    fn pop(&mut self) -> Event {
         let h = &mut self.heap;
-        let last = h.pop().expect("pop_root on an empty heap");
+        let last = h.pop().expect("pop on an empty heap");
         let n = h.len();
         if n == 0 {
             return last;
@@ -174,13 +144,366 @@ impl EventQueue {
         h[i] = last;
         top
     }
+}
+
+/// Bits of the key per level of the radix heap: 16 buckets per level, so an event moves down
+/// at most once per 4 bits of its distance from the last popped key.
+const DIGIT_BITS: u32 = 4;
+/// Buckets per level.
+const RADIX: usize = 1 << DIGIT_BITS;
+/// Buckets in all: 32 levels of 16 over the 128-bit `(time, seq)` key.
+const BUCKETS: usize = (128 / DIGIT_BITS as usize) * RADIX;
+/// Events per block of a bucket's chain (192 bytes, 3 cache lines).
+const BLOCK: usize = 8;
+/// 64-bit words of the non-empty-bucket bitmap.
+const WORDS: usize = BUCKETS / 64;
+
+/// The bucket of `key` given the last popped key `last` (`key > last`): the level of the
+/// highest 4-bit digit in which they differ, and `key`'s value of that digit (above `last`'s).
+/// Bucket order is key order: a key in a lower bucket is below every key in a higher one.
+#[inline(always)]
+fn bucket_of(key: u128, last: u128) -> usize {
+    let level = (127 - (key ^ last).leading_zeros()) / DIGIT_BITS;
+    let digit = (key >> (level * DIGIT_BITS)) as usize & (RADIX - 1);
+    level as usize * RADIX + digit
+}
+
+/// A radix heap (Ahuja, Mehlhorn, Orlin and Tarjan, "Faster algorithms for the shortest path
+/// problem", JACM 1990) on the unique key `(time << 64) | seq`: the event list once it is
+/// large (thousands of flows).
+///
+/// A radix heap needs a monotone queue: no key below the last one popped. The simulator never
+/// schedules in the past and the sequence number never repeats, so every new key is above
+/// every popped one (a debug assertion checks it). Keys are cut into 4-bit digits; bucket
+/// `(level, digit)` holds the events whose key first differs from the last popped key in the
+/// digit at `level` and has the value `digit` there, so every key of a bucket is below every
+/// key of the next one. A push appends to its bucket; a pop scans the lowest non-empty bucket
+/// for its minimum, makes it the new last key and moves the rest to lower levels (they share
+/// that digit with it now). An event moves at most once per digit of its distance from the
+/// last popped key (an RTT ahead is ~7 digits), and every access is a sequential walk over a
+/// bucket's blocks, where a heap of ~30 000 events at 10 000 flows walks ~7 levels of a
+/// 720 KB array per pop, a new cache line each.
+///
+/// The buckets are chains of 8-event blocks in one arena with a free list (the most recently
+/// freed block is reused first, so it is still in cache), not one vector each: 512 vectors
+/// each kept the room of the most events it ever held, and at 10 000 flows that, with the
+/// allocator's reaction to freeing them, added 15 MB to the peak memory.
+#[derive(Debug)]
+struct RadixHeap {
+    /// Event storage: block `k` is `arena[k * BLOCK..(k + 1) * BLOCK]`.
+    arena: Vec<Event>,
+    /// Per block: the next (older, full) block of its bucket, or of the free list.
+    next: Vec<u32>,
+    /// First free block.
+    free: u32,
+    /// Per bucket (`bucket_of(key, last)`): its newest block (`NIL` when empty) and the
+    /// events in it; the older blocks of its chain are full. Events in a bucket are unordered.
+    heads: Vec<(u32, u32)>,
+    /// Bit `i % 64` of word `i / 64` set when bucket `i` is not empty.
+    nonempty: [u64; WORDS],
+    /// Key of the last event popped, or a lower bound of every key held.
+    last: u128,
+    /// The lowest bucket's minimum (key, arena index), once scanned: while the link slot
+    /// wins, repeated pops reuse it instead of rescanning.
+    min: Option<(u128, usize)>,
+    /// Events held.
+    len: usize,
+}
+
+/// Fills a new block's unused places.
+const NO_EVENT: Event = Event {
+    t: 0,
+    seq: 0,
+    arg: 0,
+    kind: Kind::Sample,
+};
+
+impl RadixHeap {
+    fn new() -> Self {
+        RadixHeap {
+            arena: Vec::new(),
+            next: Vec::new(),
+            free: NIL,
+            heads: vec![(NIL, 0); BUCKETS],
+            nonempty: [0; WORDS],
+            last: 0,
+            min: None,
+            len: 0,
+        }
+    }
+    /// Append `e` to bucket `b`; returns its arena index.
+    #[inline(always)]
+    fn append(&mut self, b: usize, e: Event) -> usize {
+        let (mut head, mut n) = self.heads[b];
+        if head == NIL || n as usize == BLOCK {
+            let k = if self.free != NIL {
+                let k = self.free;
+                self.free = self.next[k as usize];
+                k
+            } else {
+                self.arena.extend_from_slice(&[NO_EVENT; BLOCK]);
+                self.next.push(NIL);
+                (self.next.len() - 1) as u32
+            };
+            self.next[k as usize] = head;
+            (head, n) = (k, 0);
+        }
+        let at = head as usize * BLOCK + n as usize;
+        self.arena[at] = e;
+        self.heads[b] = (head, n + 1);
+        self.nonempty[b / 64] |= 1 << (b % 64);
+        at
+    }
+    /// Insert `e`, whose key is above `last`.
+    #[inline]
+    fn push(&mut self, e: Event) {
+        let key = e.key();
+        let at = self.append(bucket_of(key, self.last), e);
+        self.len += 1;
+        // Below the known minimum: it is the new one (and lies in the lowest bucket).
+        if let Some((k, _)) = self.min {
+            if key < k {
+                self.min = Some((key, at));
+            }
+        }
+    }
+    /// The lowest non-empty bucket (there is one).
+    #[inline(always)]
+    fn lowest_bucket(&self) -> usize {
+        let w = self
+            .nonempty
+            .iter()
+            .position(|&w| w != 0)
+            .expect("a non-empty bucket");
+        w * 64 + self.nonempty[w].trailing_zeros() as usize
+    }
+    /// The smallest key held (`u128::MAX` when empty).
+    #[inline]
+    fn min_key(&mut self) -> u128 {
+        if let Some((k, _)) = self.min {
+            return k;
+        }
+        if self.len == 0 {
+            return u128::MAX;
+        }
+        let (mut blk, mut n) = self.heads[self.lowest_bucket()];
+        let (mut k, mut at) = (u128::MAX, 0);
+        while blk != NIL {
+            let base = blk as usize * BLOCK;
+            for (i, e) in self.arena[base..base + n as usize].iter().enumerate() {
+                let ek = e.key();
+                if ek < k {
+                    (k, at) = (ek, base + i);
+                }
+            }
+            (blk, n) = (self.next[blk as usize], BLOCK as u32);
+        }
+        self.min = Some((k, at));
+        k
+    }
+    /// Remove the minimum (`min_key` has found it) and redistribute the rest of its bucket
+    /// below the new last key, freeing its blocks.
+    #[inline]
+    fn pop(&mut self) -> Event {
+        let (key, at) = self.min.take().expect("pop before min_key");
+        let b = self.lowest_bucket();
+        let e = self.arena[at];
+        self.last = key;
+        self.len -= 1;
+        let (mut blk, mut n) = self.heads[b];
+        self.heads[b] = (NIL, 0);
+        self.nonempty[b / 64] &= !(1 << (b % 64));
+        // The rest share the digits from b's level up with the new last key, so each lands on
+        // a lower level (never back in b).
+        while blk != NIL {
+            let base = blk as usize * BLOCK;
+            for i in base..base + n as usize {
+                if i != at {
+                    let x = self.arena[i];
+                    self.append(bucket_of(x.key(), key), x);
+                }
+            }
+            // Read in full: free it (the next append may take it).
+            let older = self.next[blk as usize];
+            self.next[blk as usize] = self.free;
+            self.free = blk;
+            (blk, n) = (older, BLOCK as u32);
+        }
+        e
+    }
+    /// Move every event out (into `out`), leaving the heap empty with its blocks free.
+    fn drain_into(&mut self, out: &mut Vec<Event>) {
+        for b in 0..BUCKETS {
+            let (mut blk, mut n) = self.heads[b];
+            while blk != NIL {
+                let base = blk as usize * BLOCK;
+                out.extend_from_slice(&self.arena[base..base + n as usize]);
+                let older = self.next[blk as usize];
+                self.next[blk as usize] = self.free;
+                self.free = blk;
+                (blk, n) = (older, BLOCK as u32);
+            }
+            self.heads[b] = (NIL, 0);
+        }
+        self.nonempty = [0; WORDS];
+        self.min = None;
+        self.len = 0;
+    }
+}
+
+/// Events outstanding above which the list moves from the 4-ary heap to the radix heap: a
+/// heap of 512 events (12 KB) still sits in L1, where its few compares per level beat the
+/// radix heap's bucket bookkeeping; past it the heap's levels leave L1 and then L2.
+const TO_RADIX: usize = 512;
+/// Events outstanding below which it moves back (a quarter of `TO_RADIX`, so a list hovering
+/// near the threshold does not move at every event).
+const TO_HEAP: usize = TO_RADIX / 4;
+
+/// The future event list, ordered by the unique key `(time, insertion sequence)`: a 4-ary heap
+/// while it is small, a radix heap while it is large (moving the events over when the count
+/// crosses `TO_RADIX` up or `TO_HEAP` down), plus one slot for the bottleneck link's event
+/// (`LinkService` / `LinkDone`, of which at most one is ever outstanding) that bypasses both —
+/// a third of all events in a saturated run.
+///
+/// Keys are unique (the sequence number never repeats), so the pop order is a total order:
+/// that of any correct priority queue on the same keys, whichever structure holds the events
+/// and whenever they move (a test checks it against an ordered map).
+#[derive(Debug)]
+pub struct EventQueue {
+    small: QuadHeap,
+    large: RadixHeap,
+    /// The radix heap holds the events (else the 4-ary heap).
+    radix: bool,
+    /// Thresholds (`TO_RADIX`, `TO_HEAP`; tests move them).
+    to_radix: usize,
+    to_heap: usize,
+    slot: Option<Event>,
+    seq: u64,
+    /// Time of the last event popped (slot included): nothing is scheduled before it, so
+    /// `(now, 0)` is below every key held or pushed later (the sequence starts at 1).
+    now: u64,
+}
+
+impl Default for EventQueue {
+    fn default() -> Self {
+        EventQueue::with_capacity(0)
+    }
+}
+
+impl EventQueue {
+    /// An empty list with room for about `n` events in the small structure.
+    pub fn with_capacity(n: usize) -> Self {
+        EventQueue {
+            small: QuadHeap {
+                heap: Vec::with_capacity(n.min(TO_RADIX + 1)),
+            },
+            large: RadixHeap::new(),
+            radix: false,
+            to_radix: TO_RADIX,
+            to_heap: TO_HEAP,
+            slot: None,
+            // From 1, so that `(now, 0)` is below every key.
+            seq: 1,
+            now: 0,
+        }
+    }
+    #[inline]
+    fn next_event(&mut self, t: Nanos, kind: Kind, arg: u32) -> Event {
+        debug_assert!(
+            t.0 >= self.now,
+            "event {kind:?} scheduled at {} ns, before the current time {} ns",
+            t.0,
+            self.now
+        );
+        let e = Event {
+            t: t.0,
+            seq: self.seq,
+            arg,
+            kind,
+        };
+        self.seq += 1;
+        e
+    }
+    /// Schedule `kind` for flow `arg` at `t` (after every event already due at `t`; `t` is
+    /// not before the last event popped).
+    #[inline]
+    pub fn push(&mut self, t: Nanos, kind: Kind, arg: u32) {
+        let e = self.next_event(t, kind, arg);
+        if self.radix {
+            self.push_large(e);
+        } else {
+            self.small.push(e);
+            if self.small.heap.len() > self.to_radix {
+                self.move_to_radix();
+            }
+        }
+    }
+    #[inline(never)]
+    fn push_large(&mut self, e: Event) {
+        self.large.push(e);
+    }
+    /// Move the heap's events into the radix heap. Every key held and every key pushed later
+    /// is above `(now, 0)`, which becomes the radix heap's lower bound.
+    #[cold]
+    fn move_to_radix(&mut self) {
+        self.large.last = (self.now as u128) << 64;
+        for e in self.small.heap.drain(..) {
+            self.large.push(e);
+        }
+        self.radix = true;
+    }
+    /// Move the radix heap's events back into the 4-ary heap.
+    #[cold]
+    fn move_to_heap(&mut self) {
+        let mut v = std::mem::take(&mut self.small.heap);
+        self.large.drain_into(&mut v);
+        v.sort_unstable_by_key(Event::key);
+        // A sorted array is a valid heap.
+        self.small.heap = v;
+        self.radix = false;
+    }
+    /// Schedule the link's single outstanding event (replaces none: the caller guarantees
+    /// at most one is pending).
+    #[inline]
+    pub fn push_link(&mut self, t: Nanos, kind: Kind) {
+        debug_assert!(self.slot.is_none(), "two link events outstanding");
+        self.slot = Some(self.next_event(t, kind, 0));
+    }
     /// Pop the earliest event if it is due at or before `until`.
     #[inline]
     pub fn pop_until(&mut self, until: Nanos) -> Option<Event> {
         let limit = ((until.0 as u128) << 64) | u64::MAX as u128;
-        let heap_key = self.heap.first().map_or(u128::MAX, Event::key);
+        // The small list's path inline; the radix heap's out of line (a call per pop is
+        // nothing beside its misses, and inlining it made the common path slower).
+        let e = if self.radix {
+            self.pop_large(limit)?
+        } else {
+            let list_key = self.small.min_key();
+            match self.slot {
+                Some(e) if e.key() <= list_key => {
+                    if e.key() > limit {
+                        return None;
+                    }
+                    self.slot = None;
+                    e
+                }
+                _ => {
+                    if list_key > limit || self.small.heap.is_empty() {
+                        return None;
+                    }
+                    self.small.pop()
+                }
+            }
+        };
+        self.now = e.t;
+        Some(e)
+    }
+    /// `pop_until` from the radix heap (without the `now` update).
+    #[inline(never)]
+    fn pop_large(&mut self, limit: u128) -> Option<Event> {
+        let list_key = self.large.min_key();
         match self.slot {
-            Some(e) if e.key() <= heap_key => {
+            Some(e) if e.key() <= list_key => {
                 if e.key() > limit {
                     return None;
                 }
@@ -188,16 +511,20 @@ impl EventQueue {
                 Some(e)
             }
             _ => {
-                if heap_key > limit {
+                if list_key > limit || self.large.len == 0 {
                     return None;
                 }
-                Some(self.pop_root())
+                let e = self.large.pop();
+                if self.large.len < self.to_heap {
+                    self.move_to_heap();
+                }
+                Some(e)
             }
         }
     }
     /// Events outstanding (the link slot included).
     pub fn len(&self) -> usize {
-        self.heap.len() + self.slot.is_some() as usize
+        self.small.heap.len() + self.large.len + self.slot.is_some() as usize
     }
     /// True when no event is outstanding.
     pub fn is_empty(&self) -> bool {
@@ -420,6 +747,188 @@ impl DelayLine {
 mod tests {
     use super::*;
 
+    use std::collections::BTreeMap;
+
+    /// The reference the event list must pop like: an ordered map on `(time, seq)` (plus the
+    /// link slot), numbering events the same way.
+    struct MapQueue {
+        map: BTreeMap<(u64, u64), Event>,
+        slot: Option<Event>,
+        seq: u64,
+    }
+
+    impl MapQueue {
+        fn new() -> Self {
+            MapQueue {
+                map: BTreeMap::new(),
+                slot: None,
+                seq: 1,
+            }
+        }
+        fn next_event(&mut self, t: Nanos, kind: Kind, arg: u32) -> Event {
+            let e = Event {
+                t: t.0,
+                seq: self.seq,
+                arg,
+                kind,
+            };
+            self.seq += 1;
+            e
+        }
+        fn push(&mut self, t: Nanos, kind: Kind, arg: u32) {
+            let e = self.next_event(t, kind, arg);
+            self.map.insert((e.t, e.seq), e);
+        }
+        fn push_link(&mut self, t: Nanos, kind: Kind) {
+            assert!(self.slot.is_none());
+            self.slot = Some(self.next_event(t, kind, 0));
+        }
+        fn pop_until(&mut self, until: Nanos) -> Option<Event> {
+            let first = self.map.values().next().copied();
+            let e = match (first, self.slot) {
+                (Some(f), Some(s)) if s.key() <= f.key() => s,
+                (None, Some(s)) => s,
+                (Some(f), _) => f,
+                (None, None) => return None,
+            };
+            if e.t > until.0 {
+                return None;
+            }
+            if self.slot == Some(e) {
+                self.slot = None;
+            } else {
+                self.map.remove(&(e.t, e.seq));
+            }
+            Some(e)
+        }
+        fn len(&self) -> usize {
+            self.map.len() + self.slot.is_some() as usize
+        }
+    }
+
+    #[test]
+    fn event_list_pops_like_an_ordered_map_in_either_structure_and_across_moves() {
+        // The same seeded sequence of pushes, link-slot pushes and pops up to a random horizon
+        // drives both queues; every pop must return the identical event (time, seq, kind,
+        // flow). Times are monotone like the simulator's: each push is at or after the time of
+        // the last popped event (`now`), with many ties at exactly `now` and at a few shared
+        // future nanoseconds, plus link-like (µs), RTT-like (ms) and far (s) delays. Two time
+        // bases: from 0, and from 2^62 ns so the high key bits are exercised too.
+        // Thresholds: the simulator's; the radix heap from the first event; the heap only; and
+        // moves every few dozen events.
+        let modes = [(TO_RADIX, TO_HEAP), (0, 0), (usize::MAX, 0), (48, 12)];
+        for ((seed, base), (to_radix, to_heap)) in [
+            (0x9E37_79B9_7F4A_7C15u64, 0u64),
+            (0xD1B5_4A32_D192_ED03, 1 << 62),
+        ]
+        .into_iter()
+        .flat_map(|sb| modes.map(|m| (sb, m)))
+        {
+            let mut x = seed;
+            let mut rnd = move |m: u64| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x % m
+            };
+            let mut q = EventQueue::with_capacity(64);
+            (q.to_radix, q.to_heap) = (to_radix, to_heap);
+            let mut r = MapQueue::new();
+            let mut moves = 0u64;
+            let mut now = base;
+            let (mut pops, mut ties, mut link_pops, mut deepest, mut empty_horizons) =
+                (0u64, 0u64, 0u64, 0usize, 0u64);
+            let kinds = [
+                Kind::SenderTimer,
+                Kind::FwdArrive,
+                Kind::RevArrive,
+                Kind::Sample,
+            ];
+            for op in 0..300_000u32 {
+                let was_radix = q.radix;
+                // Phases: grow to a few thousand outstanding, then drain, then grow again.
+                let grow = (op / 50_000) % 2 == 0;
+                match rnd(if grow { 10 } else { 20 }) {
+                    0..=5 => {
+                        let dt = match rnd(10) {
+                            0..=2 => 0,                         // tie at now
+                            3 => 1_000 - now % 1_000,           // shared grid point
+                            4..=6 => rnd(20_000),               // link-like
+                            7..=8 => 50_000_000 + rnd(100_000), // RTT-like
+                            _ => rnd(3_000_000_000),            // far (RTO, samples)
+                        };
+                        let (kind, arg) = (kinds[rnd(4) as usize], rnd(10_000) as u32);
+                        q.push(Nanos(now + dt), kind, arg);
+                        r.push(Nanos(now + dt), kind, arg);
+                    }
+                    6 if r.slot.is_none() => {
+                        let t = Nanos(now + rnd(3) * rnd(12_000));
+                        q.push_link(t, Kind::LinkDone);
+                        r.push_link(t, Kind::LinkDone);
+                    }
+                    _ => {
+                        // Pop everything due by a horizon a little ahead (sometimes none is),
+                        // or, now and then while draining, seconds ahead (the list empties).
+                        let ahead = if !grow && rnd(200) == 0 {
+                            4_000_000_000
+                        } else {
+                            rnd(30_000)
+                        };
+                        let until = Nanos(now + ahead);
+                        let mut any = false;
+                        loop {
+                            let (a, b) = (q.pop_until(until), r.pop_until(until));
+                            assert_eq!(a, b, "op {op}: event list and ordered map disagree");
+                            let Some(e) = a else { break };
+                            assert!(e.t >= now && e.t <= until.0);
+                            ties += u64::from(e.t == now);
+                            link_pops += u64::from(e.kind == Kind::LinkDone);
+                            now = e.t;
+                            pops += 1;
+                            any = true;
+                        }
+                        empty_horizons += u64::from(!any);
+                    }
+                }
+                assert_eq!(q.len(), r.len());
+                deepest = deepest.max(q.len());
+                moves += u64::from(q.radix != was_radix);
+            }
+            // Drain both to the end.
+            loop {
+                let (a, b) = (q.pop_until(Nanos(u64::MAX)), r.pop_until(Nanos(u64::MAX)));
+                assert_eq!(a, b);
+                if a.is_none() {
+                    break;
+                }
+                pops += 1;
+            }
+            assert!(q.is_empty() && r.len() == 0);
+            // The sequence did exercise what it is meant to.
+            assert!(pops > 150_000, "{pops} pops");
+            assert!(ties > 20_000, "{ties} pops at an already popped time");
+            assert!(link_pops > 5_000, "{link_pops} link-slot pops");
+            assert!(deepest > 2_000, "{deepest} outstanding at most");
+            assert!(
+                empty_horizons > 1_000,
+                "{empty_horizons} horizons with nothing due"
+            );
+            // Moves between the structures: none with a threshold never reached, one with the
+            // radix heap from the start, back and forth with the others (each growth phase
+            // passes `TO_RADIX`, each drain empties the list now and then).
+            let want_moves = match (to_radix, to_heap) {
+                (usize::MAX, _) => 0..=0,
+                (0, 0) => 1..=1,
+                (48, _) => 100..=u64::MAX,
+                _ => 4..=u64::MAX,
+            };
+            assert!(
+                want_moves.contains(&moves),
+                "{moves} moves between heap and radix heap with thresholds ({to_radix}, {to_heap})"
+            );
+        }
+    }
+
     #[test]
     fn events_pop_by_time_then_insertion_order() {
         let mut q = EventQueue::default();
@@ -454,7 +963,7 @@ mod tests {
     }
 
     #[test]
-    fn heap_pops_like_a_sorted_list_under_random_interleaving() {
+    fn queue_pops_like_a_sorted_list_under_random_interleaving() {
         // Reference: every outstanding (time, seq) in a BTreeSet; the heap must hand out the
         // same sequence of (time, arg) for pushes at random times (many ties, some far, some
         // near) interleaved with pops up to a moving horizon, at sizes from 0 to a few thousand.
