@@ -184,6 +184,12 @@ pub struct TcpSender {
     lost_mark_seq: u64,
     /// SACK blocks of the previous ACK: ranges already tagged (Linux `recv_sack_cache`).
     sack_cache: [(u64, u64); 3],
+    /// (seq, `retrans_nxt`) of every retransmission in the order sent, so by non-decreasing
+    /// `retrans_nxt` (`snd_nxt` never moves back): the lost-retransmission check pops only
+    /// the head entries whose `retrans_nxt` the SACKs have passed instead of walking the
+    /// window on every ACK. Entries of segments since acknowledged, SACKed or resent are
+    /// stale and skipped; emptied whenever no retransmission is outstanding.
+    retrans_fifo: VecDeque<(u64, u64)>,
     app_end: Option<u64>,
     /// End of the data the application has written so far (Linux: the write queue that
     /// `tcp_sendmsg` fills); None = an always-backlogged application (the default).
@@ -256,6 +262,7 @@ impl TcpSender {
             retransmit_hint: 0,
             lost_mark_seq: 0,
             sack_cache: [(0, 0); 3],
+            retrans_fifo: VecDeque::new(),
             high_seq: 0,
             prior_cwnd: 0,
             prr_delivered: 0,
@@ -376,6 +383,24 @@ impl TcpSender {
             {
                 return Err(format!("segment {} below lost_mark_seq not lost", bad.seq));
             }
+        }
+        if !self
+            .retrans_fifo
+            .iter()
+            .zip(self.retrans_fifo.iter().skip(1))
+            .all(|(a, b)| a.1 <= b.1)
+        {
+            return Err("retrans_fifo is not ordered by retrans_nxt".into());
+        }
+        if let Some(bad) = self
+            .segs
+            .iter()
+            .find(|s| s.retrans && !self.retrans_fifo.contains(&(s.seq, s.retrans_nxt)))
+        {
+            return Err(format!(
+                "retransmission {} missing from retrans_fifo",
+                bad.seq
+            ));
         }
         if self.left_out() > self.packets_out + self.retrans_out {
             return Err("left_out exceeds packets_out".into());
@@ -748,6 +773,7 @@ impl TcpSender {
             s.retrans = true;
             s.ever_retrans = true;
             s.retrans_nxt = snd_nxt;
+            self.retrans_fifo.push_back((seq, snd_nxt));
             self.retrans_out += 1;
             self.retransmits += 1;
             return Some(self.data_packet(idx, tx, true, idle, no_flight));

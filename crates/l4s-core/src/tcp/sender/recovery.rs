@@ -55,25 +55,33 @@ impl TcpSender {
     /// the `snd_nxt` it was sent at; it is marked for another retransmission without an RTO.
     pub(super) fn mark_lost_retrans(&mut self) -> u32 {
         if self.retrans_out == 0 {
+            // Every entry is stale: nothing is in retransmission.
+            self.retrans_fifo.clear();
             return 0;
         }
         let received_upto = self.highest_sacked_end;
         let margin = DUP_THRESH as u64 * self.tp.mss as u64;
-        let mut seen = 0;
         let mut newly = 0u32;
-        let from = self.seg_index(self.snd_una);
-        for s in self.segs.iter_mut().skip(from) {
-            if seen == self.retrans_out {
+        // The FIFO is ordered by `retrans_nxt`, so the retransmissions the rule can hit are
+        // its head: O(1) per ACK while none is lost, where Linux 3.x walks the queue.
+        while let Some(&(seq, nxt)) = self.retrans_fifo.front() {
+            if received_upto < nxt + margin {
                 break;
             }
-            if !s.retrans {
-                continue;
+            self.retrans_fifo.pop_front();
+            if seq < self.snd_una {
+                continue; // cumulatively acknowledged since
             }
-            seen += 1;
-            if received_upto >= s.retrans_nxt + margin {
+            let i = self.seg_index(seq);
+            let Some(s) = self.segs.get_mut(i) else {
+                continue;
+            };
+            // Stale unless still in retransmission; a segment resent later has a newer
+            // entry, and its own (current) `retrans_nxt` decides.
+            if s.seq == seq && s.retrans && received_upto >= s.retrans_nxt + margin {
                 s.retrans = false;
                 newly += 1;
-                self.retransmit_hint = self.retransmit_hint.min(s.seq);
+                self.retransmit_hint = self.retransmit_hint.min(seq);
             }
         }
         self.retrans_out -= newly;
@@ -205,6 +213,7 @@ impl TcpSender {
         self.lost_pkts += newly;
         self.retransmit_hint = self.snd_una;
         self.retrans_out = 0;
+        self.retrans_fifo.clear();
         self.reno_sacked = 0;
         self.lost_out = self.segs.iter().filter(|s| s.lost).count() as u32;
         self.tp.snd_cwnd = self.in_flight() + 1;
