@@ -129,17 +129,25 @@ impl FqHost {
     pub fn enqueue(&mut self, time_to_send: Nanos, payload: u32, pkt: Packet) {
         let ts = truesize(payload);
         self.wmem_alloc += ts;
+        let held = Held {
+            time_to_send,
+            truesize: ts,
+            pkt,
+        };
+        // Departure stamps almost always grow (`tcp_wstamp_ns` only moves forward): append
+        // without the search and the shifting insert in that case.
+        if self
+            .queue
+            .back()
+            .is_none_or(|h| h.time_to_send <= time_to_send)
+        {
+            self.queue.push_back(held);
+            return;
+        }
         let at = self
             .queue
             .partition_point(|h| h.time_to_send <= time_to_send);
-        self.queue.insert(
-            at,
-            Held {
-                time_to_send,
-                truesize: ts,
-                pkt,
-            },
-        );
+        self.queue.insert(at, held);
     }
 
     /// `fq_dequeue`: the head packet once `now` ≥ its time to send; the device frees the skb
