@@ -249,29 +249,38 @@ impl Ranges {
 }
 
 /// Append to `out` the parts of [start, end) not covered by any of `cached`.
+///
+/// The pieces live in small arrays on the stack: a block can split only the one piece it
+/// lies strictly inside, so three blocks leave at most four pieces (copying a whole
+/// [`Ranges`] per block cost more than the subtraction itself).
 pub(super) fn subtract_ranges(start: u64, end: u64, cached: &[(u64, u64); 3], out: &mut Ranges) {
-    let mut pieces = Ranges::default();
-    pieces.push((start, end));
+    let mut pieces = [(start, end); 4];
+    let mut n = 1;
     for &(cs, ce) in cached {
         if cs >= ce {
             continue;
         }
-        let mut next = Ranges::default();
-        for &(s, e) in pieces.as_slice() {
+        let mut next = [(0u64, 0u64); 4];
+        let mut m = 0;
+        for &(s, e) in &pieces[..n] {
             if ce <= s || cs >= e {
-                next.push((s, e));
+                next[m] = (s, e);
+                m += 1;
                 continue;
             }
             if s < cs {
-                next.push((s, cs));
+                next[m] = (s, cs);
+                m += 1;
             }
             if ce < e {
-                next.push((ce, e));
+                next[m] = (ce, e);
+                m += 1;
             }
         }
         pieces = next;
+        n = m;
     }
-    for &r in pieces.as_slice() {
+    for &r in &pieces[..n] {
         out.push(r);
     }
 }
