@@ -74,7 +74,12 @@ enum SndState {
 }
 
 /// One segment in the retransmission queue (Linux `sk_buff` + `tcp_skb_cb`).
+///
+/// Exactly one cache line, aligned to it: a segment is written once when sent and read once
+/// when acknowledged, both a window apart from the last touch of that slot, so each access
+/// is a miss once the windows outgrow the cache; unaligned, most segments straddle two lines.
 #[derive(Clone, Debug)]
+#[repr(align(64))]
 struct Seg {
     seq: u64,
     len: u32,
@@ -691,15 +696,19 @@ impl TcpSender {
         }
     }
 
+    /// The packet carrying segment `idx`, which starts at `seq` with `len` bytes: the caller
+    /// passes them because it has them at hand, and reading them back from a segment just
+    /// appended waits for its cache line (the queue's tail slot was last touched a whole
+    /// ring ago).
     fn data_packet(
         &mut self,
         idx: usize,
+        (seq, len): (u64, u32),
         now: Nanos,
         retransmission: bool,
         idle: bool,
         no_flight: bool,
     ) -> Packet {
-        let (seq, len) = (self.segs[idx].seq, self.segs[idx].len);
         let mut h = TcpHeader {
             seq,
             ack: 1,
@@ -782,7 +791,7 @@ impl TcpSender {
             self.retrans_fifo.push_back((seq, snd_nxt));
             self.retrans_out += 1;
             self.retransmits += 1;
-            return Some(self.data_packet(idx, tx, true, idle, no_flight));
+            return Some(self.data_packet(idx, (seq, len), tx, true, idle, no_flight));
         }
         if !self.new_data_available() {
             // tcp_rate_check_app_limited: nothing to send while the window has room.
@@ -805,8 +814,9 @@ impl TcpSender {
         let end = self.data_end();
         // The current MSS (`mss_cache`): a CC may lower it mid-flow (Prague 0.7).
         let len = (end - self.snd_nxt).min(self.tp.mss as u64) as u32;
+        let seq = self.snd_nxt;
         self.segs.push_back(Seg {
-            seq: self.snd_nxt,
+            seq,
             len,
             tx_time: now,
             first_tx_mstamp: now,
@@ -822,7 +832,7 @@ impl TcpSender {
         self.snd_nxt += len as u64;
         self.packets_out += 1;
         let idx = self.segs.len() - 1;
-        self.data_packet(idx, now, false, idle, no_flight)
+        self.data_packet(idx, (seq, len), now, false, idle, no_flight)
     }
 
     // ----- ACK processing -------------------------------------------------------------------
