@@ -153,12 +153,12 @@ impl FqHost {
     /// `fq_dequeue`: the head packet once `now` ≥ its time to send; the device frees the skb
     /// (`tcp_wfree`), which returns its truesize to TSQ.
     pub fn dequeue(&mut self, now: Nanos) -> Option<Packet> {
-        if self.queue.front()?.time_to_send > now {
+        let head = self.queue.front()?;
+        if head.time_to_send > now {
             return None;
         }
-        let h = self.queue.pop_front()?;
-        self.wmem_alloc -= h.truesize;
-        Some(h.pkt)
+        self.wmem_alloc -= head.truesize;
+        self.queue.pop_front().map(|h| h.pkt)
     }
 
     /// When the head packet may leave (the fq watchdog).

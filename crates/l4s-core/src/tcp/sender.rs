@@ -803,10 +803,11 @@ impl TcpSender {
             return None;
         }
         let tx = self.tx_stamp(now);
-        let p = self.send_new_segment(tx, idle, no_flight);
+        // Wrapped at once so that the packet is built where it is returned, not moved.
+        let p = Some(self.send_new_segment(tx, idle, no_flight));
         // tcp_write_xmit -> tcp_schedule_loss_probe after new data.
         self.schedule_loss_probe(now, false);
-        Some(p)
+        p
     }
 
     /// Put the next new segment on the wire (cwnd and pacing already checked by the caller).

@@ -255,7 +255,10 @@ impl Ranges {
 /// [`Ranges`] per block cost more than the subtraction itself).
 pub(super) fn subtract_ranges(start: u64, end: u64, cached: &[(u64, u64); 3], out: &mut Ranges) {
     // Most blocks of an ACK repeat one of the previous ACK's unchanged: nothing is new.
-    if cached.iter().any(|&(cs, ce)| cs < ce && cs <= start && end <= ce) {
+    if cached
+        .iter()
+        .any(|&(cs, ce)| cs < ce && cs <= start && end <= ce)
+    {
         return;
     }
     let mut pieces = [(start, end); 4];
