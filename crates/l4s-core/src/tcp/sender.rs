@@ -758,7 +758,21 @@ impl TcpSender {
         }
     }
 
+    #[inline]
     fn transmit_data(&mut self, now: Nanos) -> Option<Packet> {
+        // The window is full on most calls (each drain of the sender ends with one, and with
+        // fq every paced departure polls): answer those here, as the full path would (no
+        // packet, `tcp_cwnd_validate` with the window the limit), without entering it.
+        if self.in_flight() >= self.tp.snd_cwnd {
+            self.cwnd_validate(true);
+            return None;
+        }
+        self.transmit_data_room(now)
+    }
+
+    /// `transmit_data` when the window has room.
+    #[inline(never)]
+    fn transmit_data_room(&mut self, now: Nanos) -> Option<Packet> {
         let p = self.transmit_data_inner(now);
         if p.is_some() {
             let limited = self.in_flight() >= self.tp.snd_cwnd;
