@@ -160,9 +160,11 @@ impl Bottleneck {
         for d in self.dropped.drain(..) {
             v.verdict(cfg, link, now, &d, d.sojourn(now), 2);
         }
-        let p = p?;
-        v.verdict(cfg, link, now, &p, p.sojourn(now), (p.ecn == Ecn::Ce) as u8);
-        Some(p)
+        // Borrowed and handed back as it came: unwrapping and re-wrapping moved the packet.
+        if let Some(p) = &p {
+            v.verdict(cfg, link, now, p, p.sojourn(now), (p.ecn == Ecn::Ce) as u8);
+        }
+        p
     }
 
     /// Serialise `bytes` from `now`: the instant the last bit leaves, or None when the link

@@ -490,6 +490,9 @@ pub fn window_share(start: Nanos, fin: Nanos, from: Nanos, to: Nanos) -> f64 {
     let (lo, hi) = (start.max(from), fin.min(to));
     if hi <= lo {
         0.0
+    } else if lo == start && hi == fin {
+        // Wholly inside (nearly every packet): x/x is exactly 1.0, without the division.
+        1.0
     } else {
         (hi - lo).0 as f64 / (fin - start).0 as f64
     }

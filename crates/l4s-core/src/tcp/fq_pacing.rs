@@ -129,28 +129,36 @@ impl FqHost {
     pub fn enqueue(&mut self, time_to_send: Nanos, payload: u32, pkt: Packet) {
         let ts = truesize(payload);
         self.wmem_alloc += ts;
+        let held = Held {
+            time_to_send,
+            truesize: ts,
+            pkt,
+        };
+        // Departure stamps almost always grow (`tcp_wstamp_ns` only moves forward): append
+        // without the search and the shifting insert in that case.
+        if self
+            .queue
+            .back()
+            .is_none_or(|h| h.time_to_send <= time_to_send)
+        {
+            self.queue.push_back(held);
+            return;
+        }
         let at = self
             .queue
             .partition_point(|h| h.time_to_send <= time_to_send);
-        self.queue.insert(
-            at,
-            Held {
-                time_to_send,
-                truesize: ts,
-                pkt,
-            },
-        );
+        self.queue.insert(at, held);
     }
 
     /// `fq_dequeue`: the head packet once `now` ≥ its time to send; the device frees the skb
     /// (`tcp_wfree`), which returns its truesize to TSQ.
     pub fn dequeue(&mut self, now: Nanos) -> Option<Packet> {
-        if self.queue.front()?.time_to_send > now {
+        let head = self.queue.front()?;
+        if head.time_to_send > now {
             return None;
         }
-        let h = self.queue.pop_front()?;
-        self.wmem_alloc -= h.truesize;
-        Some(h.pkt)
+        self.wmem_alloc -= head.truesize;
+        self.queue.pop_front().map(|h| h.pkt)
     }
 
     /// When the head packet may leave (the fq watchdog).

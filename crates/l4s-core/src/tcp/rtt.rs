@@ -92,7 +92,12 @@ impl RttEstimator {
 
     /// The timer to arm now: base RTO doubled per backoff step, at most max_rto.
     pub fn rto(&self) -> Nanos {
-        let base = self.base_rto().0 as u128;
+        let base = self.base_rto();
+        if self.backoff == 0 {
+            // The usual case (every ACK re-arms the timer): base_rto is already capped.
+            return base;
+        }
+        let base = base.0 as u128;
         let shifted = base << self.backoff.min(64);
         Nanos(shifted.min(self.max_rto.0 as u128) as u64)
     }

@@ -74,7 +74,12 @@ enum SndState {
 }
 
 /// One segment in the retransmission queue (Linux `sk_buff` + `tcp_skb_cb`).
+///
+/// Exactly one cache line, aligned to it: a segment is written once when sent and read once
+/// when acknowledged, both a window apart from the last touch of that slot, so each access
+/// is a miss once the windows outgrow the cache; unaligned, most segments straddle two lines.
 #[derive(Clone, Debug)]
+#[repr(align(64))]
 struct Seg {
     seq: u64,
     len: u32,
@@ -184,6 +189,12 @@ pub struct TcpSender {
     lost_mark_seq: u64,
     /// SACK blocks of the previous ACK: ranges already tagged (Linux `recv_sack_cache`).
     sack_cache: [(u64, u64); 3],
+    /// (seq, `retrans_nxt`) of every retransmission in the order sent, so by non-decreasing
+    /// `retrans_nxt` (`snd_nxt` never moves back): the lost-retransmission check pops only
+    /// the head entries whose `retrans_nxt` the SACKs have passed instead of walking the
+    /// window on every ACK. Entries of segments since acknowledged, SACKed or resent are
+    /// stale and skipped; emptied whenever no retransmission is outstanding.
+    retrans_fifo: VecDeque<(u64, u64)>,
     app_end: Option<u64>,
     /// End of the data the application has written so far (Linux: the write queue that
     /// `tcp_sendmsg` fills); None = an always-backlogged application (the default).
@@ -256,6 +267,7 @@ impl TcpSender {
             retransmit_hint: 0,
             lost_mark_seq: 0,
             sack_cache: [(0, 0); 3],
+            retrans_fifo: VecDeque::new(),
             high_seq: 0,
             prior_cwnd: 0,
             prr_delivered: 0,
@@ -377,19 +389,39 @@ impl TcpSender {
                 return Err(format!("segment {} below lost_mark_seq not lost", bad.seq));
             }
         }
+        if !self
+            .retrans_fifo
+            .iter()
+            .zip(self.retrans_fifo.iter().skip(1))
+            .all(|(a, b)| a.1 <= b.1)
+        {
+            return Err("retrans_fifo is not ordered by retrans_nxt".into());
+        }
+        if let Some(bad) = self
+            .segs
+            .iter()
+            .find(|s| s.retrans && !self.retrans_fifo.contains(&(s.seq, s.retrans_nxt)))
+        {
+            return Err(format!(
+                "retransmission {} missing from retrans_fifo",
+                bad.seq
+            ));
+        }
         if self.left_out() > self.packets_out + self.retrans_out {
             return Err("left_out exceeds packets_out".into());
+        }
+        if (self.is_sack() && self.reno_sacked != 0) || (!self.is_sack() && self.sacked_out != 0) {
+            return Err("both sacked_out and reno_sacked count".into());
         }
         Ok(())
     }
 
+    /// `tcp_left_out`: SACKed (or, without SACK, duplicate-ACKed) plus lost segments.
+    /// Only one of `sacked_out` (SACK) and `reno_sacked` (NewReno) ever counts for a given
+    /// connection and the other stays 0 (`check_invariants`), so their sum needs no branch on
+    /// the configuration, whose cache line every `in_flight` would otherwise touch.
     fn left_out(&self) -> u32 {
-        let sacked = if self.cfg.sack {
-            self.sacked_out
-        } else {
-            self.reno_sacked
-        };
-        sacked + self.lost_out
+        self.sacked_out + self.reno_sacked + self.lost_out
     }
 
     fn is_sack(&self) -> bool {
@@ -517,7 +549,8 @@ impl TcpSender {
     /// TCP itself waits for `wstamp` (internal pacing, or a TSO host's NIC spacing); under
     /// fq it never does: the segment waits in fq instead.
     fn send_gated(&self) -> bool {
-        (self.pacing_rate().is_some() || self.has_tso) && !self.has_fq
+        // `has_fq` first: under fq the pacing rate need not be worked out at all.
+        !self.has_fq && (self.has_tso || self.pacing_rate().is_some())
     }
 
     /// `tcp_pacing_check` without fq, `tcp_small_queue_check` (and, for a retransmission of
@@ -653,22 +686,31 @@ impl TcpSender {
             return;
         }
         if let (Some(rate), true) = (self.pacing_rate(), self.sent_pkts >= 10) {
-            let len_ns = ((payload_bytes as u128 * 8 * 1_000_000_000) / rate as u128) as u64;
+            // payload·8·10^9 fits in u64 for any u32 payload below 2.3 GB: the same
+            // quotient as in u128 without the 128-bit division.
+            let len_ns = match (payload_bytes as u64).checked_mul(8_000_000_000) {
+                Some(bits_ns) => bits_ns / rate,
+                None => ((payload_bytes as u128 * 8_000_000_000) / rate as u128) as u64,
+            };
             let credit = self.wstamp.0 - prior.0.min(self.wstamp.0);
             let len_ns = len_ns - (len_ns / 2).min(credit);
             self.wstamp = Nanos(self.wstamp.0 + len_ns);
         }
     }
 
+    /// The packet carrying segment `idx`, which starts at `seq` with `len` bytes: the caller
+    /// passes them because it has them at hand, and reading them back from a segment just
+    /// appended waits for its cache line (the queue's tail slot was last touched a whole
+    /// ring ago).
     fn data_packet(
         &mut self,
         idx: usize,
+        (seq, len): (u64, u32),
         now: Nanos,
         retransmission: bool,
         idle: bool,
         no_flight: bool,
     ) -> Packet {
-        let (seq, len) = (self.segs[idx].seq, self.segs[idx].len);
         let mut h = TcpHeader {
             seq,
             ack: 1,
@@ -718,7 +760,21 @@ impl TcpSender {
         }
     }
 
+    #[inline]
     fn transmit_data(&mut self, now: Nanos) -> Option<Packet> {
+        // The window is full on most calls (each drain of the sender ends with one, and with
+        // fq every paced departure polls): answer those here, as the full path would (no
+        // packet, `tcp_cwnd_validate` with the window the limit), without entering it.
+        if self.in_flight() >= self.tp.snd_cwnd {
+            self.cwnd_validate(true);
+            return None;
+        }
+        self.transmit_data_room(now)
+    }
+
+    /// `transmit_data` when the window has room.
+    #[inline(never)]
+    fn transmit_data_room(&mut self, now: Nanos) -> Option<Packet> {
         let p = self.transmit_data_inner(now);
         if p.is_some() {
             let limited = self.in_flight() >= self.tp.snd_cwnd;
@@ -748,9 +804,10 @@ impl TcpSender {
             s.retrans = true;
             s.ever_retrans = true;
             s.retrans_nxt = snd_nxt;
+            self.retrans_fifo.push_back((seq, snd_nxt));
             self.retrans_out += 1;
             self.retransmits += 1;
-            return Some(self.data_packet(idx, tx, true, idle, no_flight));
+            return Some(self.data_packet(idx, (seq, len), tx, true, idle, no_flight));
         }
         if !self.new_data_available() {
             // tcp_rate_check_app_limited: nothing to send while the window has room.
@@ -762,10 +819,11 @@ impl TcpSender {
             return None;
         }
         let tx = self.tx_stamp(now);
-        let p = self.send_new_segment(tx, idle, no_flight);
+        // Wrapped at once so that the packet is built where it is returned, not moved.
+        let p = Some(self.send_new_segment(tx, idle, no_flight));
         // tcp_write_xmit -> tcp_schedule_loss_probe after new data.
         self.schedule_loss_probe(now, false);
-        Some(p)
+        p
     }
 
     /// Put the next new segment on the wire (cwnd and pacing already checked by the caller).
@@ -773,8 +831,9 @@ impl TcpSender {
         let end = self.data_end();
         // The current MSS (`mss_cache`): a CC may lower it mid-flow (Prague 0.7).
         let len = (end - self.snd_nxt).min(self.tp.mss as u64) as u32;
+        let seq = self.snd_nxt;
         self.segs.push_back(Seg {
-            seq: self.snd_nxt,
+            seq,
             len,
             tx_time: now,
             first_tx_mstamp: now,
@@ -790,7 +849,7 @@ impl TcpSender {
         self.snd_nxt += len as u64;
         self.packets_out += 1;
         let idx = self.segs.len() - 1;
-        self.data_packet(idx, now, false, idle, no_flight)
+        self.data_packet(idx, (seq, len), now, false, idle, no_flight)
     }
 
     // ----- ACK processing -------------------------------------------------------------------

@@ -165,6 +165,11 @@ impl TcpSender {
 
     /// `tcp_sacktag_write_queue`: tag the segments that this ACK's SACK blocks newly cover.
     fn sacktag_write_queue(&mut self, h: &TcpHeader, a: &mut AckState) {
+        if h.n_sack == 0 {
+            // Most ACKs carry no SACK block: nothing to tag, and no cached block survives.
+            self.sack_cache = [(0, 0); 3];
+            return;
+        }
         let mut ranges = Ranges::default();
         for (start, end) in h.sack_blocks() {
             if end > self.snd_una.max(a.ack) && start < end {

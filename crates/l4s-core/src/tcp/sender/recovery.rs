@@ -55,25 +55,33 @@ impl TcpSender {
     /// the `snd_nxt` it was sent at; it is marked for another retransmission without an RTO.
     pub(super) fn mark_lost_retrans(&mut self) -> u32 {
         if self.retrans_out == 0 {
+            // Every entry is stale: nothing is in retransmission.
+            self.retrans_fifo.clear();
             return 0;
         }
         let received_upto = self.highest_sacked_end;
         let margin = DUP_THRESH as u64 * self.tp.mss as u64;
-        let mut seen = 0;
         let mut newly = 0u32;
-        let from = self.seg_index(self.snd_una);
-        for s in self.segs.iter_mut().skip(from) {
-            if seen == self.retrans_out {
+        // The FIFO is ordered by `retrans_nxt`, so the retransmissions the rule can hit are
+        // its head: O(1) per ACK while none is lost, where Linux 3.x walks the queue.
+        while let Some(&(seq, nxt)) = self.retrans_fifo.front() {
+            if received_upto < nxt + margin {
                 break;
             }
-            if !s.retrans {
-                continue;
+            self.retrans_fifo.pop_front();
+            if seq < self.snd_una {
+                continue; // cumulatively acknowledged since
             }
-            seen += 1;
-            if received_upto >= s.retrans_nxt + margin {
+            let i = self.seg_index(seq);
+            let Some(s) = self.segs.get_mut(i) else {
+                continue;
+            };
+            // Stale unless still in retransmission; a segment resent later has a newer
+            // entry, and its own (current) `retrans_nxt` decides.
+            if s.seq == seq && s.retrans && received_upto >= s.retrans_nxt + margin {
                 s.retrans = false;
                 newly += 1;
-                self.retransmit_hint = self.retransmit_hint.min(s.seq);
+                self.retransmit_hint = self.retransmit_hint.min(seq);
             }
         }
         self.retrans_out -= newly;
@@ -205,6 +213,7 @@ impl TcpSender {
         self.lost_pkts += newly;
         self.retransmit_hint = self.snd_una;
         self.retrans_out = 0;
+        self.retrans_fifo.clear();
         self.reno_sacked = 0;
         self.lost_out = self.segs.iter().filter(|s| s.lost).count() as u32;
         self.tp.snd_cwnd = self.in_flight() + 1;
@@ -240,29 +249,45 @@ impl Ranges {
 }
 
 /// Append to `out` the parts of [start, end) not covered by any of `cached`.
+///
+/// The pieces live in small arrays on the stack: a block can split only the one piece it
+/// lies strictly inside, so three blocks leave at most four pieces (copying a whole
+/// [`Ranges`] per block cost more than the subtraction itself).
 pub(super) fn subtract_ranges(start: u64, end: u64, cached: &[(u64, u64); 3], out: &mut Ranges) {
-    let mut pieces = Ranges::default();
-    pieces.push((start, end));
+    // Most blocks of an ACK repeat one of the previous ACK's unchanged: nothing is new.
+    if cached
+        .iter()
+        .any(|&(cs, ce)| cs < ce && cs <= start && end <= ce)
+    {
+        return;
+    }
+    let mut pieces = [(start, end); 4];
+    let mut n = 1;
     for &(cs, ce) in cached {
         if cs >= ce {
             continue;
         }
-        let mut next = Ranges::default();
-        for &(s, e) in pieces.as_slice() {
+        let mut next = [(0u64, 0u64); 4];
+        let mut m = 0;
+        for &(s, e) in &pieces[..n] {
             if ce <= s || cs >= e {
-                next.push((s, e));
+                next[m] = (s, e);
+                m += 1;
                 continue;
             }
             if s < cs {
-                next.push((s, cs));
+                next[m] = (s, cs);
+                m += 1;
             }
             if ce < e {
-                next.push((ce, e));
+                next[m] = (ce, e);
+                m += 1;
             }
         }
         pieces = next;
+        n = m;
     }
-    for &r in pieces.as_slice() {
+    for &r in &pieces[..n] {
         out.push(r);
     }
 }

@@ -66,15 +66,17 @@ impl TcpSender {
             self.send_new_segment(now, idle, no_flight)
         } else {
             let idx = self.segs.len().checked_sub(1)?;
-            if self.segs[idx].sacked {
+            let last = &self.segs[idx];
+            if last.sacked {
                 return None;
             }
+            let seg = (last.seq, last.len);
             // Not marked lost: the probe is not counted twice in flight (Linux counts it in
             // retrans_out); ever_retrans keeps Karn's rule.
             self.segs[idx].ever_retrans = true;
             self.retransmits += 1;
             self.tlp_retrans = true;
-            self.data_packet(idx, now, true, idle, no_flight)
+            self.data_packet(idx, seg, now, true, idle, no_flight)
         };
         let last = self.segs.back().map(|s| s.end()).unwrap_or(self.snd_nxt);
         self.tlp_high_seq = Some(self.snd_nxt);
