@@ -253,8 +253,14 @@ impl<const K: usize> TimerSlots<K> {
     #[inline]
     pub fn fired(&mut self, t: Nanos, spill: &mut Vec<Nanos>) {
         debug_assert_eq!(self.times[0], t);
+        // Times spill only from full inline places: with a free place the list is empty and
+        // not read (it sits in the endpoint's slot, another cache line).
+        let full = self.times[K - 1] != Self::NEVER;
         self.times.copy_within(1..K, 0);
-        self.times[K - 1] = spill.pop().unwrap_or(Self::NEVER);
+        self.times[K - 1] = match full {
+            true => spill.pop().unwrap_or(Self::NEVER),
+            false => Self::NEVER,
+        };
     }
     /// Armed times not yet fired (`spill` as given to `arm`).
     pub fn outstanding(&self, spill: &[Nanos]) -> usize {

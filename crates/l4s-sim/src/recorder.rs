@@ -33,6 +33,15 @@ pub struct FlowCounters {
     pub done_at: Option<Nanos>,
 }
 
+/// The values of one per-flow row that come from the flow's endpoints.
+struct FlowRow {
+    delivered_bytes: u64,
+    cwnd_pkts: f64,
+    srtt_ms: f64,
+    pacing_mbps: f64,
+    ce_acked: u64,
+}
+
 /// Snapshot at the warmup instant, subtracted from end values for summary.json.
 #[derive(Clone, Debug, Default)]
 struct WarmupSnap {
@@ -227,9 +236,40 @@ impl Recorder {
     /// A sampling instant, part 2: the row of flow `i` from its sender's and receiver's stats.
     #[inline]
     pub fn sample_flow(&mut self, now: Nanos, i: usize, s: &FlowStats, r: &FlowStats) {
+        let row = FlowRow {
+            delivered_bytes: delivered(s, r),
+            cwnd_pkts: s.cwnd_pkts,
+            srtt_ms: s.srtt.as_ms_f64(),
+            pacing_mbps: s.pacing_bps as f64 / 1e6,
+            ce_acked: ce_count(s, r),
+        };
+        self.push_flow_row(now, i, row);
+    }
+
+    /// A sampling instant, part 2, for a flow whose endpoints have not changed since its
+    /// previous row, `back` rows ago (the rows per flow sample): the same stats again, read
+    /// from that row instead of from the endpoints, whose state is the part of a many-flow
+    /// run's memory least likely to be in cache.
+    #[inline]
+    pub fn repeat_flow(&mut self, now: Nanos, i: usize, back: usize) {
+        let c = &self.flows;
+        let k = c.flow.len() - back;
+        debug_assert_eq!(c.flow[k] as usize, i);
+        let row = FlowRow {
+            delivered_bytes: c.delivered_bytes[k],
+            cwnd_pkts: c.cwnd_pkts[k],
+            srtt_ms: c.srtt_ms[k],
+            pacing_mbps: c.pacing_mbps[k],
+            ce_acked: c.ce_acked[k],
+        };
+        self.push_flow_row(now, i, row);
+    }
+
+    #[inline(always)]
+    fn push_flow_row(&mut self, now: Nanos, i: usize, row: FlowRow) {
         let t_s = now.as_secs_f64();
         let dt = (now - self.prev_t).as_secs_f64();
-        let d = delivered(s, r);
+        let d = row.delivered_bytes;
         self.flows.t_s.push(t_s);
         self.flows.flow.push(i as u32);
         self.flows.delivered_bytes.push(d);
@@ -239,13 +279,14 @@ impl Recorder {
             0.0
         };
         self.flows.tput_mbps.push(tput);
-        self.flows.cwnd_pkts.push(s.cwnd_pkts);
-        self.flows.srtt_ms.push(s.srtt.as_ms_f64());
-        self.flows.pacing_mbps.push(s.pacing_bps as f64 / 1e6);
-        self.flows.ce_acked.push(ce_count(s, r));
+        self.flows.cwnd_pkts.push(row.cwnd_pkts);
+        self.flows.srtt_ms.push(row.srtt_ms);
+        self.flows.pacing_mbps.push(row.pacing_mbps);
+        self.flows.ce_acked.push(row.ce_acked);
         self.prev_delivered[i] = d;
-        if now >= self.warmup && s.srtt.0 > 0 {
-            self.srtt_acc[i].0 += s.srtt.as_ms_f64();
+        // srtt_ms > 0 exactly when the smoothed RTT in ns is (a positive count over 1e6).
+        if now >= self.warmup && row.srtt_ms > 0.0 {
+            self.srtt_acc[i].0 += row.srtt_ms;
             self.srtt_acc[i].1 += 1;
         }
     }
@@ -588,6 +629,44 @@ mod tests {
         // No serialisation time: whole when it ends in (from, to].
         assert_eq!(window_share(ms(1), ms(1), ms(1), ms(10)), 0.0);
         assert_eq!(window_share(ms(10), ms(10), ms(1), ms(10)), 1.0);
+    }
+
+    #[test]
+    fn a_repeated_flow_row_is_the_row_its_unchanged_stats_give() {
+        // Two recorders see the same three samples of two flows; flow 1's endpoints do
+        // nothing after the first. One reads flow 1's (unchanged) stats every time, the other
+        // repeats its previous row: the columns and the srtt means must be identical, with
+        // flow 1 once before warmup (no srtt yet, then an RTT) and once after it.
+        let ms = Nanos::from_ms;
+        let st = |d: u64, srtt_ms: u64, ce: u64| FlowStats {
+            delivered_bytes: d,
+            cwnd_pkts: 10.5,
+            srtt: ms(srtt_ms),
+            pacing_bps: 12_345_678,
+            ce_acked: ce,
+            ..Default::default()
+        };
+        let idle = [st(0, 0, 0), st(90_000, 42, 3)];
+        for one in idle {
+            let mut full = Recorder::new(ms(20), Vec::new(), 2, false);
+            let mut rep = Recorder::new(ms(20), Vec::new(), 2, false);
+            for (k, t) in [ms(16), ms(32), ms(48)].into_iter().enumerate() {
+                let busy = st(1_000 * (k as u64 + 1), 20 + k as u64, k as u64);
+                for r in [&mut full, &mut rep] {
+                    r.sample_flow(t, 0, &busy, &FlowStats::default());
+                }
+                full.sample_flow(t, 1, &one, &FlowStats::default());
+                match k {
+                    0 => rep.sample_flow(t, 1, &one, &FlowStats::default()),
+                    _ => rep.repeat_flow(t, 1, 2),
+                }
+                full.end_sample(t);
+                rep.end_sample(t);
+            }
+            assert_eq!(full.flows, rep.flows);
+            assert_eq!(full.srtt_acc, rep.srtt_acc);
+            assert_eq!(full.prev_delivered, rep.prev_delivered);
+        }
     }
 
     #[test]
