@@ -271,13 +271,18 @@ impl<const K: usize> TimerSlots<K> {
 /// No slot (end of a list, or an empty line).
 const NIL: u32 = u32::MAX;
 
-/// One packet in propagation: its arrival time, the next packet of its line and the packet.
+/// One packet in propagation and the next packet of its line: two whole cache lines (the
+/// packet is 120 bytes; its arrival time is kept apart, in `PacketSlab::at`), so taking the
+/// packet off its line and copying it out touches two lines, not the three an unaligned
+/// 136-byte slot mostly straddles.
 #[derive(Debug)]
+#[repr(C, align(64))]
 struct Slot {
-    at: Nanos,
-    next: u32,
     pkt: Packet,
+    next: u32,
 }
+
+const _: () = assert!(std::mem::size_of::<Slot>() == 128);
 
 /// Storage of every packet in propagation on every path, shared by all delay lines. A freed
 /// slot is reused first (LIFO free list), so the packets in flight stay in a compact, recently
@@ -286,6 +291,8 @@ struct Slot {
 #[derive(Debug, Default)]
 pub struct PacketSlab {
     slots: Vec<Slot>,
+    /// Arrival time of the packet in each slot.
+    at: Vec<Nanos>,
     /// Head of the free list (threaded through `Slot::next`).
     free: u32,
     /// Slots in use.
@@ -297,6 +304,7 @@ impl PacketSlab {
     pub fn new() -> Self {
         PacketSlab {
             slots: Vec::new(),
+            at: Vec::new(),
             free: NIL,
             used: 0,
         }
@@ -308,15 +316,16 @@ impl PacketSlab {
             let i = self.free;
             let s = &mut self.slots[i as usize];
             self.free = s.next;
-            s.at = at;
             s.next = NIL;
             s.pkt = pkt;
+            self.at[i as usize] = at;
             i
         } else {
             // A line keeps its tail's slot in 31 bits (`DelayLine::tail`): 2^31 packets in
             // propagation would be 290 GB of them.
             assert!(self.slots.len() < INDEX as usize, "packet slab full");
-            self.slots.push(Slot { at, next: NIL, pkt });
+            self.slots.push(Slot { pkt, next: NIL });
+            self.at.push(at);
             (self.slots.len() - 1) as u32
         }
     }
@@ -343,8 +352,8 @@ const INDEX: u32 = ARMED - 1;
 /// Packets in propagation on one path, ordered by arrival time: a list through a
 /// [`PacketSlab`]. The line itself is 16 bytes inline in its flow's hot line: the head's slot
 /// and arrival time (checked without touching the slab), the tail's slot (whose arrival time,
-/// needed to append, is read from the slot the append writes anyway) and whether an event is
-/// queued for the head ("armed"; events for other times are stale and skipped).
+/// needed to append, is read from the slab) and whether an event is queued for the head
+/// ("armed"; events for other times are stale and skipped).
 ///
 /// An armed line's event is always for its head's time: arming sets it to the head, and
 /// while armed the head only moves earlier (a reordered packet), which arms the new head.
@@ -383,7 +392,7 @@ impl DelayLine {
         if self.head == NIL {
             Nanos::ZERO
         } else {
-            slab.slots[self.tail_slot() as usize].at
+            slab.at[self.tail_slot() as usize]
         }
     }
     /// Add a packet arriving at `at`; returns the time an event must be scheduled for, if the
@@ -400,7 +409,7 @@ impl DelayLine {
             new_head = true;
         } else {
             let tail = self.tail_slot();
-            if slab.slots[tail as usize].at <= at {
+            if slab.at[tail as usize] <= at {
                 slab.slots[tail as usize].next = i;
                 self.tail = i;
             } else if at < self.head_at {
@@ -416,7 +425,7 @@ impl DelayLine {
                 let mut prev = self.head;
                 loop {
                     let nx = slab.slots[prev as usize].next;
-                    if nx == NIL || slab.slots[nx as usize].at > at {
+                    if nx == NIL || slab.at[nx as usize] > at {
                         slab.slots[i as usize].next = nx;
                         slab.slots[prev as usize].next = i;
                         break;
@@ -469,7 +478,7 @@ impl DelayLine {
         if self.head == NIL {
             self.tail = INDEX;
         } else {
-            self.head_at = slab.slots[self.head as usize].at;
+            self.head_at = slab.at[self.head as usize];
         }
         Some(i)
     }
