@@ -380,7 +380,9 @@ pub struct World {
     /// Per flow: an endpoint handled something since the flow's last per-flow row. A flow
     /// whose endpoints did nothing repeats its previous row's stats (`Recorder::repeat_flow`)
     /// instead of reading them from endpoint state that is likely out of cache: with 10 000
-    /// flows most flows have no event between two samples 16 ms apart.
+    /// flows most flows have no event between two samples 16 ms apart. Set by the four
+    /// handlers that call the endpoints' `&mut` methods (`sender_timer`, `receiver_timer`,
+    /// `fwd_arrive`, `rev_arrive`, and the drains they run); a new caller must set it too.
     touched: Vec<bool>,
     net: Net,
     ev: EventQueue,
