@@ -35,23 +35,63 @@ mod wifi;
 /// Timer firings at one instant after which an endpoint is declared stuck.
 const LIVELOCK_LIMIT: u32 = 1_000_000;
 
+/// A flow's endpoints. What the engine itself reads of the flow on every event is in its
+/// [`FlowHot`] record, a separate dense array: with thousands of flows each event meets a
+/// flow that is not in cache, and its engine state then costs two lines instead of being
+/// spread over the tail of this slot and two small heap blocks.
 struct Flow {
     sender: SimSender,
     receiver: SimReceiver,
-    fwd_delay: Nanos,
-    rev_delay: Nanos,
-    fwd: DelayLine,
-    rev: DelayLine,
-    sender_timers: TimerSlots,
-    receiver_timers: TimerSlots,
+    /// Timer times beyond the ones [`FwdSide`]/[`RevSide`] keep inline (rarely used).
+    sender_spill: Vec<Nanos>,
+    receiver_spill: Vec<Nanos>,
+}
+
+/// Inline timer times of a sender (an RTO, a tail loss probe and a pacing release can all
+/// be outstanding) and of a receiver (a delayed ACK, a GRO flush).
+const SENDER_TIMES: usize = 3;
+const RECEIVER_TIMES: usize = 2;
+
+/// The engine's per-flow state, one cache line per direction.
+#[repr(C)]
+struct FlowHot {
+    fwd: FwdSide,
+    rev: RevSide,
+}
+
+/// The forward path's line: what the bottleneck's verdicts, the packet's propagation, the
+/// arrivals at the receiver and the receiver's timers read.
+#[repr(align(64))]
+struct FwdSide {
+    line: DelayLine,
+    /// Propagation after the (last) bottleneck.
+    delay: Nanos,
+    receiver_timers: TimerSlots<RECEIVER_TIMES>,
+    /// Smallest sender→receiver one-way delay seen (`Nanos::MAX`: none yet).
+    min_owd: Nanos,
     l4s: bool,
+    /// Last hop of a `[[links]]` chain the flow crosses (0 for one link).
+    last_hop: u8,
+}
+
+/// The reverse path's line: what the ACK arrivals at the sender and the sender's timers read.
+#[repr(align(64))]
+struct RevSide {
+    line: DelayLine,
+    delay: Nanos,
+    sender_timers: TimerSlots<SENDER_TIMES>,
+    /// Consecutive timer firings (either end) at one instant: the instant and the count
+    /// (livelock guard).
+    same_instant_at: Nanos,
+    same_instant_n: u32,
+    /// First hop of a `[[links]]` chain the flow crosses (0 for one link).
+    first_hop: u8,
     /// A sized transfer whose completion time is still to be recorded.
     await_done: bool,
-    /// Consecutive timer firings at one instant (livelock guard).
-    same_instant: (Nanos, u32),
-    /// First and last hop of a `[[links]]` chain the flow crosses ((0, 0) for one link).
-    path: (u8, u8),
 }
+
+const _: () = assert!(std::mem::size_of::<FwdSide>() == 64);
+const _: () = assert!(std::mem::size_of::<RevSide>() == 64);
 
 /// The bottleneck and its surroundings.
 struct Net {
@@ -151,7 +191,7 @@ pub fn build_jitter(l: &LinkConfig, rng: Rng) -> Option<Jitter> {
 struct SimVerdicts<'a> {
     rec: &'a mut Recorder,
     capture: &'a mut Option<Vec<crate::pcap::CaptureRecord>>,
-    flows: &'a [Flow],
+    hot: &'a [FlowHot],
     totals: &'a mut Totals,
     /// The recorder's index of this bottleneck's first queue (0 for `[link]`, more for the
     /// later hops of a `[[links]]` chain).
@@ -172,7 +212,7 @@ impl Verdicts for SimVerdicts<'_> {
         if verdict == 2 {
             self.totals.aqm_dropped_pkts += 1;
         }
-        let q = self.q_base + cfg.queue_of(p.ecn, self.flows[p.flow as usize].l4s);
+        let q = self.q_base + cfg.queue_of(p.ecn, self.hot[p.flow as usize].fwd.l4s);
         note_verdict(self.rec, self.capture, now, p, q, sojourn, verdict);
     }
 }
@@ -196,27 +236,38 @@ fn note_verdict(
     rec.on_packet(now, p.flow, queue, sojourn, verdict);
 }
 
-impl Flow {
-    /// One instance of the `[[flows]]` entry `fc`: its base RTT split in half each way (on a
-    /// `[[links]]` chain the forward half less the delays of the hops before its last).
-    fn new(ends: FlowEnds, fc: &FlowConfig, hops: &[crate::hops::HopSpec]) -> Self {
-        let half = Nanos(fc.rtt.0 / 2);
-        let (first, last) = crate::hops::flow_path(fc, hops.len());
-        Flow {
-            sender: ends.sender,
-            receiver: ends.receiver,
-            fwd_delay: crate::hops::final_segment(hops, fc),
-            rev_delay: fc.rtt - half,
-            fwd: DelayLine::default(),
-            rev: DelayLine::default(),
-            sender_timers: TimerSlots::default(),
+/// One instance of the `[[flows]]` entry `fc`: its endpoints and its engine state, its base
+/// RTT split in half each way (on a `[[links]]` chain the forward half less the delays of the
+/// hops before its last).
+fn new_flow(ends: FlowEnds, fc: &FlowConfig, hops: &[crate::hops::HopSpec]) -> (Flow, FlowHot) {
+    let half = Nanos(fc.rtt.0 / 2);
+    let (first, last) = crate::hops::flow_path(fc, hops.len());
+    let hot = FlowHot {
+        fwd: FwdSide {
+            line: DelayLine::default(),
+            delay: crate::hops::final_segment(hops, fc),
             receiver_timers: TimerSlots::default(),
+            min_owd: Nanos::MAX,
             l4s: ends.l4s,
+            last_hop: last as u8,
+        },
+        rev: RevSide {
+            line: DelayLine::default(),
+            delay: fc.rtt - half,
+            sender_timers: TimerSlots::default(),
+            same_instant_at: Nanos::MAX,
+            same_instant_n: 0,
+            first_hop: first as u8,
             await_done: fc.bytes.is_some(),
-            same_instant: (Nanos::MAX, 0),
-            path: (first as u8, last as u8),
-        }
-    }
+        },
+    };
+    let flow = Flow {
+        sender: ends.sender,
+        receiver: ends.receiver,
+        sender_spill: Vec::new(),
+        receiver_spill: Vec::new(),
+    };
+    (flow, hot)
 }
 
 /// What the summary says of each flow besides its counters, one entry per flow.
@@ -234,8 +285,12 @@ struct FlowLabels {
 }
 
 /// Every instance (`count` of each `[[flows]]` entry) in order, with its labels.
-fn build_flows(s: &Scenario, link: &dyn LinkModel) -> Result<(Vec<Flow>, FlowLabels), SimError> {
+fn build_flows(
+    s: &Scenario,
+    link: &dyn LinkModel,
+) -> Result<(Vec<Flow>, Vec<FlowHot>, FlowLabels), SimError> {
     let mut flows = Vec::new();
+    let mut hot = Vec::new();
     let mut labels = FlowLabels::default();
     for (i, fc) in s.flows.iter().enumerate() {
         for _ in 0..fc.count {
@@ -258,7 +313,9 @@ fn build_flows(s: &Scenario, link: &dyn LinkModel) -> Result<(Vec<Flow>, FlowLab
                 crate::rt_flows::is_rt(fc)
                     .then(|| fc.deadline.unwrap_or(crate::rt_flows::DEFAULT_DEADLINE)),
             );
-            flows.push(Flow::new(ends, fc, &s.hops));
+            let (f, h) = new_flow(ends, fc, &s.hops);
+            flows.push(f);
+            hot.push(h);
         }
     }
     // Workload transfers and probes follow, built like `[[flows]]` entries.
@@ -279,9 +336,11 @@ fn build_flows(s: &Scenario, link: &dyn LinkModel) -> Result<(Vec<Flow>, FlowLab
         labels.host.push(serde_json::Value::Null);
         labels.deadline.push(None);
         labels.extras.push(kind);
-        flows.push(Flow::new(ends, &fc, &s.hops));
+        let (f, h) = new_flow(ends, &fc, &s.hops);
+        flows.push(f);
+        hot.push(h);
     }
-    Ok((flows, labels))
+    Ok((flows, hot, labels))
 }
 
 impl Net {
@@ -316,6 +375,15 @@ impl Net {
 /// One simulated run: the flows, the bottleneck, the event list and the recorder.
 pub struct World {
     flows: Vec<Flow>,
+    /// The engine's state of each flow, indexed like `flows`.
+    hot: Vec<FlowHot>,
+    /// Per flow: an endpoint handled something since the flow's last per-flow row. A flow
+    /// whose endpoints did nothing repeats its previous row's stats (`Recorder::repeat_flow`)
+    /// instead of reading them from endpoint state that is likely out of cache: with 10 000
+    /// flows most flows have no event between two samples 16 ms apart. Set by the four
+    /// handlers that call the endpoints' `&mut` methods (`sender_timer`, `receiver_timer`,
+    /// `fwd_arrive`, `rev_arrive`, and the drains they run); a new caller must set it too.
+    touched: Vec<bool>,
     net: Net,
     ev: EventQueue,
     /// The packets on every flow's delay lines.
@@ -349,7 +417,7 @@ impl World {
             true => e,
             false => crate::hops::reprefix(e, "link", "links[0]"),
         })?;
-        let (flows, labels) = build_flows(s, net.bn.link.as_ref())?;
+        let (flows, hot, labels) = build_flows(s, net.bn.link.as_ref())?;
         let mut q0 = Vec::new();
         net.bn.aqm.sample(Nanos::ZERO, &mut q0);
         let mut rec = Recorder::new(s.warmup, q0, flows.len(), s.output.packets);
@@ -357,6 +425,9 @@ impl World {
         let n = flows.len();
         let mut w = World {
             flows,
+            hot,
+            // The first per-flow row reads every flow.
+            touched: vec![true; n],
             net,
             ev: EventQueue::with_capacity(8 * n + 16),
             slab: PacketSlab::new(),
@@ -479,8 +550,12 @@ impl World {
 
     /// The sender of flow `f` asked to be woken at `t`.
     fn sender_timer(&mut self, f: usize, t: Nanos) {
-        self.flows[f].sender_timers.fired(t);
+        self.hot[f]
+            .rev
+            .sender_timers
+            .fired(t, &mut self.flows[f].sender_spill);
         self.events += 1;
+        self.touched[f] = true;
         self.guard_livelock(f, t, "sender");
         let fl = &mut self.flows[f];
         if fl.sender.poll_timeout().is_some_and(|w| w <= t) {
@@ -491,8 +566,12 @@ impl World {
 
     /// The receiver of flow `f` asked to be woken at `t`.
     fn receiver_timer(&mut self, f: usize, t: Nanos) {
-        self.flows[f].receiver_timers.fired(t);
+        self.hot[f]
+            .fwd
+            .receiver_timers
+            .fired(t, &mut self.flows[f].receiver_spill);
         self.events += 1;
+        self.touched[f] = true;
         self.guard_livelock(f, t, "receiver");
         let fl = &mut self.flows[f];
         if fl.receiver.poll_timeout().is_some_and(|w| w <= t) {
@@ -503,18 +582,16 @@ impl World {
 
     /// The packets due at `t` on flow `f`'s forward delay line reach its receiver.
     fn fwd_arrive(&mut self, f: usize, t: Nanos) {
-        if self.flows[f].fwd.armed != Some(t) {
+        if !self.hot[f].fwd.line.fire(t) {
             return;
         }
         self.events += 1;
-        self.flows[f].fwd.armed = None;
-        while let Some(i) = self.flows[f].fwd.pop_due(&mut self.slab, t) {
+        self.touched[f] = true;
+        while let Some(i) = self.hot[f].fwd.line.pop_due(&mut self.slab, t) {
             self.net.totals.delivered_pkts += 1;
             let owd = t - self.slab.packet(i).sent_at;
-            let c = &mut self.rec.counters[f];
-            if c.min_owd.is_none_or(|m| owd < m) {
-                c.min_owd = Some(owd);
-            }
+            let m = &mut self.hot[f].fwd.min_owd;
+            *m = owd.min(*m);
             self.flows[f]
                 .receiver
                 .handle_packet(*self.slab.packet(i), t);
@@ -523,8 +600,7 @@ impl World {
             self.drain_receiver(f);
         }
         self.arm_receiver(f);
-        if let Some(h) = self.flows[f].fwd.head_time() {
-            self.flows[f].fwd.armed = Some(h);
+        if let Some(h) = self.hot[f].fwd.line.rearm() {
             self.ev.push(h, Kind::FwdArrive, f as u32);
         }
     }
@@ -532,23 +608,22 @@ impl World {
     /// The ACKs due at `t` on flow `f`'s reverse delay line reach its sender; a sized
     /// transfer that is now done records its completion time.
     fn rev_arrive(&mut self, f: usize, t: Nanos) {
-        if self.flows[f].rev.armed != Some(t) {
+        if !self.hot[f].rev.line.fire(t) {
             return;
         }
         self.events += 1;
-        self.flows[f].rev.armed = None;
-        while let Some(i) = self.flows[f].rev.pop_due(&mut self.slab, t) {
+        self.touched[f] = true;
+        while let Some(i) = self.hot[f].rev.line.pop_due(&mut self.slab, t) {
             self.net.totals.acks_delivered += 1;
             self.flows[f].sender.handle_packet(*self.slab.packet(i), t);
             self.drain_sender(f);
         }
         self.arm_sender(f);
-        if self.flows[f].await_done && self.flows[f].sender.is_done() {
-            self.flows[f].await_done = false;
+        if self.hot[f].rev.await_done && self.flows[f].sender.is_done() {
+            self.hot[f].rev.await_done = false;
             self.rec.counters[f].done_at = Some(t);
         }
-        if let Some(h) = self.flows[f].rev.head_time() {
-            self.flows[f].rev.armed = Some(h);
+        if let Some(h) = self.hot[f].rev.line.rearm() {
             self.ev.push(h, Kind::RevArrive, f as u32);
         }
     }
@@ -578,8 +653,12 @@ impl World {
             // Workload transfers and probes (after the `[[flows]]` ones) get no rows.
             let n_main = self.flows.len() - self.labels.extras.len();
             for (i, fl) in self.flows.iter().enumerate().take(n_main) {
-                self.rec
-                    .sample_flow(t, i, &fl.sender.stats(), &fl.receiver.stats());
+                if std::mem::take(&mut self.touched[i]) {
+                    self.rec
+                        .sample_flow(t, i, &fl.sender.stats(), &fl.receiver.stats());
+                } else {
+                    self.rec.repeat_flow(t, i, n_main);
+                }
             }
             self.rec.end_sample(t);
         }
@@ -596,14 +675,15 @@ impl World {
 
     #[inline]
     fn guard_livelock(&mut self, f: usize, t: Nanos, side: &str) {
-        let s = &mut self.flows[f].same_instant;
-        if s.0 == t {
-            s.1 += 1;
-            if s.1 >= LIVELOCK_LIMIT {
+        let r = &mut self.hot[f].rev;
+        if r.same_instant_at == t {
+            r.same_instant_n += 1;
+            if r.same_instant_n >= LIVELOCK_LIMIT {
                 self.livelock(f, t, side);
             }
         } else {
-            *s = (t, 0);
+            r.same_instant_at = t;
+            r.same_instant_n = 0;
         }
     }
 
@@ -635,7 +715,7 @@ impl World {
         let fl = &mut self.flows[f];
         if let Some(w) = fl.sender.poll_timeout() {
             let w = w.max(self.now);
-            if fl.sender_timers.arm(w) {
+            if self.hot[f].rev.sender_timers.arm(w, &mut fl.sender_spill) {
                 self.ev.push(w, Kind::SenderTimer, f as u32);
             }
         }
@@ -645,7 +725,11 @@ impl World {
         let fl = &mut self.flows[f];
         if let Some(w) = fl.receiver.poll_timeout() {
             let w = w.max(self.now);
-            if fl.receiver_timers.arm(w) {
+            if self.hot[f]
+                .fwd
+                .receiver_timers
+                .arm(w, &mut fl.receiver_spill)
+            {
                 self.ev.push(w, Kind::ReceiverTimer, f as u32);
             }
         }
@@ -673,7 +757,7 @@ impl World {
             p.flow = f as u32;
             p.sent_at = now;
             self.net.totals.sent_pkts += 1;
-            match self.flows[f].path.0 {
+            match self.hot[f].rev.first_hop {
                 0 => self.enqueue(p),
                 k => self.hop_enqueue(k as usize, p),
             }
@@ -699,8 +783,8 @@ impl World {
             if self.net.ack_link.is_some() {
                 self.ack_enqueue(p);
             } else {
-                let at = now + self.flows[f].rev_delay;
-                if let Some(h) = self.flows[f].rev.push(&mut self.slab, at, p) {
+                let rev = &mut self.hot[f].rev;
+                if let Some(h) = rev.line.push(&mut self.slab, now + rev.delay, p) {
                     self.ev.push(h, Kind::RevArrive, f as u32);
                 }
             }
@@ -734,13 +818,13 @@ impl World {
             net,
             rec,
             capture,
-            flows,
+            hot,
             ..
         } = self;
         let v = SimVerdicts {
             rec,
             capture,
-            flows,
+            hot,
             totals: &mut net.totals,
             q_base: 0,
         };
@@ -772,13 +856,16 @@ impl World {
             self.rec.counters[f].link_losses += 1;
             return;
         }
-        if self.flows[f].path.1 > 0 {
+        let fwd = &mut self.hot[f].fwd;
+        if fwd.last_hop > 0 {
             self.hop_propagate(0, p, fin);
             return;
         }
-        let fl = &mut self.flows[f];
-        let at = self.net.bn.jitter(fin + fl.fwd_delay, fl.fwd.back_time());
-        if let Some(h) = fl.fwd.push(&mut self.slab, at, p) {
+        let at = self
+            .net
+            .bn
+            .jitter(fin + fwd.delay, fwd.line.back_time(&self.slab));
+        if let Some(h) = fwd.line.push(&mut self.slab, at, p) {
             self.ev.push(h, Kind::FwdArrive, f as u32);
         }
     }
@@ -828,8 +915,8 @@ impl World {
             self.ev.push(fin, Kind::AckLinkDone, 0);
         }
         let f = p.flow as usize;
-        let at = now + self.flows[f].rev_delay;
-        if let Some(h) = self.flows[f].rev.push(&mut self.slab, at, p) {
+        let rev = &mut self.hot[f].rev;
+        if let Some(h) = rev.line.push(&mut self.slab, now + rev.delay, p) {
             self.ev.push(h, Kind::RevArrive, f as u32);
         }
     }
@@ -840,16 +927,24 @@ impl World {
         self.wifi_sample(self.now);
         self.chain_sample(self.now);
         let hop_docs = self.chain_hop_docs(s);
-        let chain_in_flight = self.chain.as_ref().map_or(0, |c| c.in_flight());
+        let chain_in_flight = self.chain.as_ref().map_or(0, |c| c.in_flight(&self.slab));
         let (wifi_down, wifi_up) = self.wifi_in_flight();
         let n = &self.net;
         let mut totals = n.totals.clone();
         totals.in_flight_pkts = n.bn.aqm.backlog_pkts()
             + n.bn.stuck_pkts
-            + self.flows.iter().map(|f| f.fwd.len() as u64).sum::<u64>()
+            + self
+                .hot
+                .iter()
+                .map(|h| h.fwd.line.len(&self.slab) as u64)
+                .sum::<u64>()
             + wifi_down
             + chain_in_flight;
-        totals.acks_in_flight = self.flows.iter().map(|f| f.rev.len() as u64).sum::<u64>()
+        totals.acks_in_flight = self
+            .hot
+            .iter()
+            .map(|h| h.rev.line.len(&self.slab) as u64)
+            .sum::<u64>()
             + n.ack_link
                 .as_ref()
                 .map_or(0, |a| a.q.len() as u64 + a.busy.is_some() as u64)
@@ -877,6 +972,9 @@ impl World {
             buffer: &buffer,
         };
         let wifi = self.wifi_summary((s.duration - s.warmup).as_secs_f64());
+        for (c, h) in self.rec.counters.iter_mut().zip(&self.hot) {
+            c.min_owd = (h.fwd.min_owd != Nanos::MAX).then_some(h.fwd.min_owd);
+        }
         let done_at: Vec<Option<Nanos>> = self.rec.counters.iter().map(|c| c.done_at).collect();
         let logs = self
             .flows

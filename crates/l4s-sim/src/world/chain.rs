@@ -94,12 +94,12 @@ impl Chain {
     }
 
     /// Packets held by hops 1.. and the lines between hops (for conservation).
-    pub(super) fn in_flight(&self) -> u64 {
+    pub(super) fn in_flight(&self, slab: &crate::engine::PacketSlab) -> u64 {
         self.hops
             .iter()
             .map(|h| h.bn.aqm.backlog_pkts() + h.bn.stuck_pkts)
             .sum::<u64>()
-            + self.lines.iter().map(|l| l.len() as u64).sum::<u64>()
+            + self.lines.iter().map(|l| l.len(slab) as u64).sum::<u64>()
     }
 }
 
@@ -123,7 +123,7 @@ impl World {
             net,
             rec,
             capture,
-            flows,
+            hot,
             ..
         } = self;
         let h = chain.as_mut()?.hop(k);
@@ -131,7 +131,7 @@ impl World {
         let v = SimVerdicts {
             rec,
             capture,
-            flows,
+            hot,
             totals: &mut net.totals,
             q_base,
         };
@@ -210,7 +210,7 @@ impl World {
             delays,
             ..
         } = c;
-        let (line_len, last) = (lines.len(), self.flows[f].path.1 as usize);
+        let (line_len, last) = (lines.len(), self.hot[f].fwd.last_hop as usize);
         let bn = if k == 0 {
             &mut self.net.bn
         } else {
@@ -218,14 +218,14 @@ impl World {
         };
         if k < last && k + 1 < line_len {
             let line = &mut lines[k];
-            let at = bn.jitter(fin + delays[k], line.back_time());
+            let at = bn.jitter(fin + delays[k], line.back_time(&self.slab));
             if let Some(h) = line.push(&mut self.slab, at, p) {
                 self.ev.push(h, Kind::HopArrive, k as u32);
             }
         } else {
-            let fl = &mut self.flows[f];
-            let at = bn.jitter(fin + fl.fwd_delay, fl.fwd.back_time());
-            if let Some(h) = fl.fwd.push(&mut self.slab, at, p) {
+            let fwd = &mut self.hot[f].fwd;
+            let at = bn.jitter(fin + fwd.delay, fwd.line.back_time(&self.slab));
+            if let Some(h) = fwd.line.push(&mut self.slab, at, p) {
                 self.ev.push(h, Kind::FwdArrive, f as u32);
             }
         }
@@ -236,11 +236,10 @@ impl World {
         let Some(c) = self.chain.as_mut() else {
             return;
         };
-        if c.lines[k].armed != Some(t) {
+        if !c.lines[k].fire(t) {
             return;
         }
         self.events += 1;
-        c.lines[k].armed = None;
         loop {
             let Some(c) = self.chain.as_mut() else {
                 return;
@@ -254,8 +253,7 @@ impl World {
         let Some(c) = self.chain.as_mut() else {
             return;
         };
-        if let Some(h) = c.lines[k].head_time() {
-            c.lines[k].armed = Some(h);
+        if let Some(h) = c.lines[k].rearm() {
             self.ev.push(h, Kind::HopArrive, k as u32);
         }
     }

@@ -120,8 +120,8 @@ impl World {
                 Dir::Down => self.propagate(p, t, t),
                 Dir::Up => {
                     let f = p.flow as usize;
-                    let at = t + self.flows[f].rev_delay;
-                    if let Some(hd) = self.flows[f].rev.push(&mut self.slab, at, p) {
+                    let rev = &mut self.hot[f].rev;
+                    if let Some(hd) = rev.line.push(&mut self.slab, t + rev.delay, p) {
                         self.ev.push(hd, Kind::RevArrive, f as u32);
                     }
                 }
