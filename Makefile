@@ -71,7 +71,9 @@ NS3_MODULES := core network internet point-to-point applications traffic-control
 ifdef NS3_BUILD
 NS3_CORE_LIB := $(notdir $(firstword $(wildcard $(NS3_BUILD)/lib/libns3.*-core-optimized.so) \
 	$(wildcard $(NS3_BUILD)/lib/libns3.*-core*.so)))
-NS3_DUMBBELL := target/ns3/dumbbell-3.$(basename $(subst libns3.,,$(subst -core,,$(NS3_CORE_LIB))))
+# Named after the ns-3 tree and its version-profile, so builds of several trees sit side by side.
+NS3_DUMBBELL := target/ns3/dumbbell-$(notdir $(patsubst %/,%,$(dir $(abspath $(NS3_BUILD)))))-3.$(basename \
+	$(subst libns3.,,$(subst -core,,$(NS3_CORE_LIB))))
 NS3_FLAGS := -O3 -march=native -std=c++23 -DNDEBUG -I$(NS3_BUILD)/include -L$(NS3_BUILD)/lib \
 	$(foreach m,$(NS3_MODULES),-l:$(subst -core,-$(m),$(NS3_CORE_LIB))) -Wl,-rpath,$(NS3_BUILD)/lib
 else
