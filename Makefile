@@ -62,17 +62,36 @@ bench: develop
 bench-scale:
 	cargo run --release -q -p l4s-sim --example bench_scale
 
-# l4slab against Debian's ns-3 (3.37) on the same dumbbell; not part of `make test`.
-NS3_LIBS := -lns3-core -lns3-network -lns3-internet -lns3-point-to-point -lns3-applications \
-	-lns3-traffic-control
+# l4slab against ns-3 on the same dumbbell; not part of `make test`. Default: Debian's ns-3 3.37
+# (installed if missing). NS3_BUILD=/path/to/ns-3/build: a source-built ns-3 instead (its include/
+# and lib/libns3.VERSION-MODULE-PROFILE.so, the `optimized` profile preferred), linked with an rpath;
+# BENCHMARKS.md says how the optimized 3.48 there was configured.
+NS3_REPS ?= 3
+NS3_MODULES := core network internet point-to-point applications traffic-control
+ifdef NS3_BUILD
+NS3_CORE_LIB := $(notdir $(firstword $(wildcard $(NS3_BUILD)/lib/libns3.*-core-optimized.so) \
+	$(wildcard $(NS3_BUILD)/lib/libns3.*-core*.so)))
+# Named after the ns-3 tree and its version-profile, so builds of several trees sit side by side.
+NS3_DUMBBELL := target/ns3/dumbbell-$(notdir $(patsubst %/,%,$(dir $(abspath $(NS3_BUILD)))))-3.$(basename \
+	$(subst libns3.,,$(subst -core,,$(NS3_CORE_LIB))))
+NS3_FLAGS := -O3 -march=native -std=c++23 -DNDEBUG -I$(NS3_BUILD)/include -L$(NS3_BUILD)/lib \
+	$(foreach m,$(NS3_MODULES),-l:$(subst -core,-$(m),$(NS3_CORE_LIB))) -Wl,-rpath,$(NS3_BUILD)/lib
+else
+NS3_DUMBBELL := target/ns3/dumbbell
+NS3_FLAGS = -O2 -std=c++17 $$(pkg-config --cflags ns3-core) $(addprefix -lns3-,$(NS3_MODULES))
+endif
 bench-ns3:
+ifdef NS3_BUILD
+	@test -n "$(NS3_CORE_LIB)" || \
+		(echo "NS3_BUILD=$(NS3_BUILD): no lib/libns3.*-core*.so there (give ns-3's build/ directory)" >&2; exit 1)
+else
 	test -e /usr/include/ns3/core-module.h || \
 		(apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q ns3 libns3-dev)
+endif
 	cargo build --release -q -p l4s-sim --bin l4s-sim
 	mkdir -p target/ns3
-	g++ -O2 -std=c++17 -o target/ns3/dumbbell crates/l4s-sim/benches/ns3/dumbbell.cc \
-		$$(pkg-config --cflags ns3-core) $(NS3_LIBS)
-	python3 crates/l4s-sim/benches/ns3/compare.py target/release/l4s-sim target/ns3/dumbbell 3
+	g++ -o $(NS3_DUMBBELL) crates/l4s-sim/benches/ns3/dumbbell.cc $(NS3_FLAGS)
+	python3 crates/l4s-sim/benches/ns3/compare.py target/release/l4s-sim $(NS3_DUMBBELL) $(NS3_REPS)
 
 clean:
 	cargo clean

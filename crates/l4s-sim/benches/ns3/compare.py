@@ -50,12 +50,27 @@ def timed(cmd: list[str]) -> tuple[float, float, str]:
     return wall, cpu, out
 
 
+def ns3_core_library(ns3: str) -> str:
+    """The ns-3 core library the dumbbell loads (names the build: version and profile)."""
+    try:
+        out = subprocess.run(["ldd", ns3], check=True, capture_output=True, text=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (ldd failed)"
+    found = re.search(r"libns3[^ ]*core[^ ]*\.so[^ ]* => (\S+)", out)
+    return found.group(1) if found else "unknown (no libns3 core in ldd output)"
+
+
 def main() -> int:
+    """Run both tools alternately on each regime and print the table."""
     if len(sys.argv) < 3:
         print(__doc__, file=sys.stderr)
         return 2
     l4s, ns3 = sys.argv[1], sys.argv[2]
-    reps = int(sys.argv[3]) if len(sys.argv) > 3 else 3
+    reps_arg = sys.argv[3] if len(sys.argv) > 3 else "3"
+    if not reps_arg.isdigit() or int(reps_arg) < 1:
+        print(f"compare.py: REPS must be an integer >= 1, got {reps_arg!r}", file=sys.stderr)
+        return 2
+    reps = int(reps_arg)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for rate, ns3_rate, rtt in REGIMES:
@@ -71,11 +86,12 @@ def main() -> int:
             summary = json.loads((out_dir / "summary.json").read_text())
             g_l4s = [f["tput_mbps"] for f in summary["flows"]]
             g_ns3 = [float(x) for x in re.findall(r"goodput_mbps ([0-9.]+)", text)]
-            med = [statistics.median(x) for x in zip(*t_l4s)] + \
-                  [statistics.median(x) for x in zip(*t_ns3)]
+            med = [statistics.median(x) for x in zip(*t_l4s, strict=True)] + \
+                  [statistics.median(x) for x in zip(*t_ns3, strict=True)]
             rows.append((rate, rtt, *med, g_l4s, g_ns3))
     print(f"CUBIC + DCTCP through FQ-CoDel (ECN), {DURATION_S} s, warmup {WARMUP_S} s; "
           f"medians of {reps} alternating runs per tool")
+    print(f"ns-3: {ns3} loading {ns3_core_library(ns3)}")
     print("| regime | l4slab wall s | ns-3 wall s | wall ratio | l4slab CPU s | ns-3 CPU s "
           "| CPU ratio | goodput l4slab (cubic, dctcp) Mb/s | goodput ns-3 (cubic, dctcp) Mb/s |")
     print("|---|---|---|---|---|---|---|---|---|")

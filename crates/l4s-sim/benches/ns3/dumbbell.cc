@@ -1,11 +1,13 @@
 // ns-3 (3.37) mirror of an l4slab dumbbell, for `make bench-ns3`: two TCP senders share one
 // bottleneck (FQ-CoDel, ECN on) toward two receivers; prints each flow's goodput after warmup.
+// The same source builds against ns-3.48 (`make bench-ns3 NS3_BUILD=...`, C++23), whose FQ-CoDel
+// still takes its quantum from the device MTU.
 //
 // It mirrors what l4slab simulates (crates/l4s-sim/src/world.rs): the whole base RTT is
 // propagation on the bottleneck link (rtt/2 each way), access links are 100 Gb/s with no delay,
 // MSS 1448 with timestamps (1500-byte IP packets), initial window 10, delayed ACK every 2nd
 // segment or 40 ms, SACK, 200 ms minimum RTO, FQ-CoDel with 1024 flows, limit 10240 packets,
-// target 5 ms, interval 100 ms (ns-3 3.37 takes the DRR quantum from the device MTU, 1500
+// target 5 ms, interval 100 ms (ns-3 takes the DRR quantum from the device MTU, 1500
 // bytes, l4slab uses Linux's 1514: with 1500-byte packets both serve one packet per turn). The device under the qdisc holds one packet
 // (l4slab's link holds none). Differences left: ns-3's point-to-point link adds a 2-byte PPP
 // header per packet (0.13 % of a data packet's serialisation time) and serialises ACKs on the
