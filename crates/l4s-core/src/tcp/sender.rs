@@ -134,7 +134,7 @@ pub struct TcpSender {
     tp: CcState,
     rto_deadline: Option<Nanos>,
     last_now: Nanos,
-    // Lines 3-8: the rest of what an ACK, a send or a timer poll touches in the common case
+    // Lines 3-7: the rest of what an ACK, a send or a timer poll touches in the common case
     // (no loss episode): retransmission queue, counts, rate sampling, RTT, the probe timer,
     // the copies of the configuration they read, and the send limits.
     segs: VecDeque<Seg>,
@@ -158,12 +158,10 @@ pub struct TcpSender {
     cwnd_usage_seq: u64,
     next_id: u64,
     rtt: RttEstimator,
-    /// End of the highest SACKed segment seen.
-    highest_sacked_end: u64,
     flow: u32,
-    ack_thinning: accecn::AckThinning,
     /// NewReno duplicate-ACK count standing in for `sacked_out` (`tcp_add_reno_sack`).
     reno_sacked: u32,
+    prr_out: u32,
     /// Linux `tcp_cwnd_validate` state: was the window the limit when data was last sent,
     /// the most packets out in this window, and the window's end.
     is_cwnd_limited: bool,
@@ -171,6 +169,15 @@ pub struct TcpSender {
     tlp_retrans: bool,
     /// Classic ECN: put CWR on the next new data segment (`TCP_ECN_QUEUE_CWR`).
     cwr_pending: bool,
+    /// `cfg.sack`, `cfg.tlp`, `cfg.stop` and `cfg.rwnd_bytes`, copied here because every
+    /// ACK, send or timer poll reads them and `cfg` spans two cold lines.
+    sack: bool,
+    tlp: bool,
+    /// Third handshake ACK to send, with its AccECN ACE reflection.
+    handshake_ack: Option<u8>,
+    /// `sack_cache` holds blocks: only then must an ACK without SACK blocks clear it, so
+    /// the (cold) cache is not written on every ACK.
+    sack_cache_used: bool,
     /// (seq, `retrans_nxt`) of every retransmission in the order sent, so by non-decreasing
     /// `retrans_nxt` (`snd_nxt` never moves back): the lost-retransmission check pops only
     /// the head entries whose `retrans_nxt` the SACKs have passed instead of walking the
@@ -178,26 +185,22 @@ pub struct TcpSender {
     /// stale and skipped; emptied whenever no retransmission is outstanding.
     retrans_fifo: VecDeque<(u64, u64)>,
     tlp_probe: Option<(Nanos, u64)>,
-    prr_out: u32,
-    /// `cfg.sack`, `cfg.tlp`, `cfg.stop` and `cfg.rwnd_bytes`, copied here because every
-    /// ACK, send or timer poll reads them and `cfg` spans two cold lines.
-    sack: bool,
-    tlp: bool,
-    /// Third handshake ACK to send, with its AccECN ACE reflection.
-    handshake_ack: Option<u8>,
+    rwnd_bytes: u64,
     tlp_high_seq: Option<u64>,
     stop: Option<Nanos>,
-    rwnd_bytes: u64,
     app_end: Option<u64>,
-    /// Segments below this sequence have had the DupThresh rule applied.
-    lost_mark_seq: u64,
     /// End of the data the application has written so far (Linux: the write queue that
     /// `tcp_sendmsg` fills); None = an always-backlogged application (the default).
     app_written_end: Option<u64>,
+    // Then what only some configurations or events touch: SACK and loss-episode bookkeeping,
+    // the host models, AccECN, the handshake, the counters read at the end, the configuration.
     /// SACK blocks of the previous ACK: ranges already tagged (Linux `recv_sack_cache`).
     sack_cache: [(u64, u64); 3],
-    // Then what only some configurations or events touch: the host models, AccECN, the loss
-    // episode's PRR, the handshake, the counters read at the end, the configuration.
+    /// End of the highest SACKed segment seen.
+    highest_sacked_end: u64,
+    /// Segments below this sequence have had the DupThresh rule applied.
+    lost_mark_seq: u64,
+    ack_thinning: accecn::AckThinning,
     /// fq qdisc under the sender (`cfg.qdisc`): EDT holding queue and TSQ.
     fq: Option<FqHost>,
     /// TSO host: bursts and NIC spacing (`cfg.tso_nic_rate`).
@@ -279,6 +282,7 @@ impl TcpSender {
             retransmit_hint: 0,
             lost_mark_seq: 0,
             sack_cache: [(0, 0); 3],
+            sack_cache_used: false,
             retrans_fifo: VecDeque::new(),
             high_seq: 0,
             prior_cwnd: 0,
@@ -1137,7 +1141,27 @@ mod layout_tests {
         }
     }
 
-    /// The copies kept in line 0 agree with what they copy.
+    /// The rest of what an ACK or a send touches without a loss episode fills lines 3-7, and
+    /// the state only SACK blocks, losses, fq, TSO, AccECN or the handshake touch comes after.
+    #[test]
+    fn per_event_fields_fill_lines_3_to_7() {
+        assert_eq!(offset_of!(TcpSender, segs), 192);
+        let hot_end = offset_of!(TcpSender, app_written_end) + size_of::<Option<u64>>();
+        assert_eq!(hot_end, 512, "lines 3-7 end at byte {hot_end}");
+        for start in [
+            offset_of!(TcpSender, sack_cache),
+            offset_of!(TcpSender, highest_sacked_end),
+            offset_of!(TcpSender, lost_mark_seq),
+            offset_of!(TcpSender, fq),
+            offset_of!(TcpSender, tso),
+            offset_of!(TcpSender, s_cep),
+            offset_of!(TcpSender, cfg),
+        ] {
+            assert!(start >= 512, "a cold field starts at byte {start}");
+        }
+    }
+
+    /// The copies kept in the hot lines agree with what they copy.
     #[test]
     fn hot_copies_match_the_configuration() {
         for (qdisc, tso) in [
