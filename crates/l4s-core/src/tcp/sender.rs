@@ -114,7 +114,7 @@ impl Seg {
 /// of flows each event meets a sender that is not in cache, and every extra line is a miss.
 #[repr(C, align(64))]
 pub struct TcpSender {
-    // Cache line 0: what every ACK, every send and every sample (`stats`) reads.
+    // Line 0: what every ACK, every send and every sample (`stats`) reads.
     cc: Box<dyn CongestionControl>,
     snd_una: u64,
     snd_nxt: u64,
@@ -134,7 +134,9 @@ pub struct TcpSender {
     tp: CcState,
     rto_deadline: Option<Nanos>,
     last_now: Nanos,
-    // Lines 3-5: the rest of the per-ACK state: retransmission queue, counts, rate sampling, RTT.
+    // Lines 3-7: the rest of what an ACK, a send or a timer poll touches in the common case
+    // (no loss episode): retransmission queue, counts, rate sampling, RTT, the probe timer,
+    // the copies of the configuration they read, and the send limits.
     segs: VecDeque<Seg>,
     sacked_out: u32,
     lost_out: u32,
@@ -153,13 +155,13 @@ pub struct TcpSender {
     /// `tp->app_limited`: delivered count at which the app-limited bubble ends (0 = none).
     app_limited_until: u64,
     ts_recent: Nanos,
-    /// AccECN s.cep: CE packets the peer has reported (+5), wrapping like ACE mod 8.
-    s_cep: u64,
     cwnd_usage_seq: u64,
-    rtt: RttEstimator,
     next_id: u64,
+    rtt: RttEstimator,
     flow: u32,
-    ack_thinning: accecn::AckThinning,
+    /// NewReno duplicate-ACK count standing in for `sacked_out` (`tcp_add_reno_sack`).
+    reno_sacked: u32,
+    prr_out: u32,
     /// Linux `tcp_cwnd_validate` state: was the window the limit when data was last sent,
     /// the most packets out in this window, and the window's end.
     is_cwnd_limited: bool,
@@ -167,38 +169,49 @@ pub struct TcpSender {
     tlp_retrans: bool,
     /// Classic ECN: put CWR on the next new data segment (`TCP_ECN_QUEUE_CWR`).
     cwr_pending: bool,
-    // Then what only some configurations or events touch: the host models, the tail loss probe
-    // episode, recovery and SACK bookkeeping, the handshake, the configuration.
-    /// fq qdisc under the sender (`cfg.qdisc`): EDT holding queue and TSQ.
-    fq: Option<FqHost>,
-    /// TSO host: bursts and NIC spacing (`cfg.tso_nic_rate`).
-    tso: Option<super::tso::TsoHost>,
-    tlp_high_seq: Option<u64>,
-    tlp_probe: Option<(Nanos, u64)>,
-    prior_cwnd: u32,
-    prr_delivered: u32,
-    prr_out: u32,
-    /// NewReno duplicate-ACK count standing in for `sacked_out` (`tcp_add_reno_sack`).
-    reno_sacked: u32,
-    /// End of the highest SACKed segment seen.
-    highest_sacked_end: u64,
-    /// No lost, not yet retransmitted segment starts below this sequence (Linux
-    /// `retransmit_skb_hint`).
-    retransmit_hint: u64,
-    /// Segments below this sequence have had the DupThresh rule applied.
-    lost_mark_seq: u64,
-    /// SACK blocks of the previous ACK: ranges already tagged (Linux `recv_sack_cache`).
-    sack_cache: [(u64, u64); 3],
+    /// `cfg.sack`, `cfg.tlp`, `cfg.stop` and `cfg.rwnd_bytes`, copied here because every
+    /// ACK, send or timer poll reads them and `cfg` spans two cold lines.
+    sack: bool,
+    tlp: bool,
+    /// Third handshake ACK to send, with its AccECN ACE reflection.
+    handshake_ack: Option<u8>,
+    /// `sack_cache` holds blocks: only then must an ACK without SACK blocks clear it, so
+    /// the (cold) cache is not written on every ACK.
+    sack_cache_used: bool,
     /// (seq, `retrans_nxt`) of every retransmission in the order sent, so by non-decreasing
     /// `retrans_nxt` (`snd_nxt` never moves back): the lost-retransmission check pops only
     /// the head entries whose `retrans_nxt` the SACKs have passed instead of walking the
     /// window on every ACK. Entries of segments since acknowledged, SACKed or resent are
     /// stale and skipped; emptied whenever no retransmission is outstanding.
     retrans_fifo: VecDeque<(u64, u64)>,
+    tlp_probe: Option<(Nanos, u64)>,
+    rwnd_bytes: u64,
+    tlp_high_seq: Option<u64>,
+    stop: Option<Nanos>,
     app_end: Option<u64>,
     /// End of the data the application has written so far (Linux: the write queue that
     /// `tcp_sendmsg` fills); None = an always-backlogged application (the default).
     app_written_end: Option<u64>,
+    // Then what only some configurations or events touch: SACK and loss-episode bookkeeping,
+    // the host models, AccECN, the handshake, the counters read at the end, the configuration.
+    /// SACK blocks of the previous ACK: ranges already tagged (Linux `recv_sack_cache`).
+    sack_cache: [(u64, u64); 3],
+    /// End of the highest SACKed segment seen.
+    highest_sacked_end: u64,
+    /// Segments below this sequence have had the DupThresh rule applied.
+    lost_mark_seq: u64,
+    ack_thinning: accecn::AckThinning,
+    /// fq qdisc under the sender (`cfg.qdisc`): EDT holding queue and TSQ.
+    fq: Option<FqHost>,
+    /// TSO host: bursts and NIC spacing (`cfg.tso_nic_rate`).
+    tso: Option<super::tso::TsoHost>,
+    /// AccECN s.cep: CE packets the peer has reported (+5), wrapping like ACE mod 8.
+    s_cep: u64,
+    /// No lost, not yet retransmitted segment starts below this sequence (Linux
+    /// `retransmit_skb_hint`).
+    retransmit_hint: u64,
+    prior_cwnd: u32,
+    prr_delivered: u32,
     syn_deadline: Option<Nanos>,
     syn_rto: Nanos,
     syn_sent_at: Nanos,
@@ -206,9 +219,7 @@ pub struct TcpSender {
     syn_retries: u32,
     syn_retransmitted: bool,
     syn_pending: bool,
-    /// Third handshake ACK to send, with its AccECN ACE reflection.
     requested_ecn: EcnMode,
-    handshake_ack: Option<u8>,
     tlp_probes: u64,
     rto_count: u64,
     cfg: TcpConfig,
@@ -238,6 +249,10 @@ impl TcpSender {
         TcpSender {
             flow,
             pacing: cfg.pacing,
+            sack: cfg.sack,
+            tlp: cfg.tlp,
+            stop: cfg.stop,
+            rwnd_bytes: cfg.rwnd_bytes,
             has_fq: cfg.qdisc == HostQdisc::Fq,
             has_tso: cfg.tso_nic_rate.is_some(),
             rtt: RttEstimator::new(cfg.min_rto, cfg.max_rto),
@@ -267,6 +282,7 @@ impl TcpSender {
             retransmit_hint: 0,
             lost_mark_seq: 0,
             sack_cache: [(0, 0); 3],
+            sack_cache_used: false,
             retrans_fifo: VecDeque::new(),
             high_seq: 0,
             prior_cwnd: 0,
@@ -425,7 +441,7 @@ impl TcpSender {
     }
 
     fn is_sack(&self) -> bool {
-        self.cfg.sack
+        self.sack
     }
 
     fn new_id(&mut self) -> u64 {
@@ -503,7 +519,7 @@ impl TcpSender {
     }
 
     fn new_data_available(&self) -> bool {
-        if let Some(stop) = self.cfg.stop {
+        if let Some(stop) = self.stop {
             if self.last_now >= stop {
                 return false;
             }
@@ -513,7 +529,7 @@ impl TcpSender {
             return false;
         }
         // Receive window: bytes outstanding after sending one more segment.
-        self.snd_nxt + self.tp.mss as u64 - self.snd_una <= self.cfg.rwnd_bytes
+        self.snd_nxt + self.tp.mss as u64 - self.snd_una <= self.rwnd_bytes
     }
 
     /// Index of the lowest lost segment not yet retransmitted.
@@ -556,7 +572,9 @@ impl TcpSender {
     /// `tcp_pacing_check` without fq, `tcp_small_queue_check` (and, for a retransmission of
     /// the segment at `seq`, `skb_still_in_host_queue`) with it.
     fn xmit_blocked(&self, now: Nanos, payload: u32, retransmit_seq: Option<u64>) -> bool {
-        let Some(fq) = &self.fq else {
+        // Asking the hot copy first keeps the cold `fq` line out of every unpaced-by-fq send.
+        let fq = if self.has_fq { self.fq.as_ref() } else { None };
+        let Some(fq) = fq else {
             return self.send_gated() && now < self.wstamp;
         };
         if retransmit_seq.is_some_and(|seq| fq.holds_seq(seq)) {
@@ -571,9 +589,10 @@ impl TcpSender {
     /// The time stamp of a transmission: now, or under fq its departure time `tcp_wstamp_ns`
     /// (`skb->tstamp` and `skb_mstamp_ns` in `__tcp_transmit_skb`).
     fn tx_stamp(&self, now: Nanos) -> Nanos {
-        match self.fq {
-            Some(_) => self.wstamp.max(now),
-            None => now,
+        if self.has_fq {
+            self.wstamp.max(now)
+        } else {
+            now
         }
     }
 
@@ -1003,7 +1022,7 @@ impl Endpoint for TcpSender {
                 if let Some(d) = fq_next {
                     t = Some(t.map_or(d, |r| r.min(d)));
                 }
-                if let Some(stop) = self.cfg.stop {
+                if let Some(stop) = self.stop {
                     // Wake at stop so that the application-limited state is recorded.
                     if stop > self.last_now {
                         t = Some(t.map_or(stop, |r| r.min(stop)));
@@ -1122,7 +1141,27 @@ mod layout_tests {
         }
     }
 
-    /// The copies kept in line 0 agree with what they copy.
+    /// The rest of what an ACK or a send touches without a loss episode fills lines 3-7, and
+    /// the state only SACK blocks, losses, fq, TSO, AccECN or the handshake touch comes after.
+    #[test]
+    fn per_event_fields_fill_lines_3_to_7() {
+        assert_eq!(offset_of!(TcpSender, segs), 192);
+        let hot_end = offset_of!(TcpSender, app_written_end) + size_of::<Option<u64>>();
+        assert_eq!(hot_end, 512, "lines 3-7 end at byte {hot_end}");
+        for start in [
+            offset_of!(TcpSender, sack_cache),
+            offset_of!(TcpSender, highest_sacked_end),
+            offset_of!(TcpSender, lost_mark_seq),
+            offset_of!(TcpSender, fq),
+            offset_of!(TcpSender, tso),
+            offset_of!(TcpSender, s_cep),
+            offset_of!(TcpSender, cfg),
+        ] {
+            assert!(start >= 512, "a cold field starts at byte {start}");
+        }
+    }
+
+    /// The copies kept in the hot lines agree with what they copy.
     #[test]
     fn hot_copies_match_the_configuration() {
         for (qdisc, tso) in [
@@ -1140,6 +1179,10 @@ mod layout_tests {
             assert_eq!(s.has_fq, s.fq.is_some());
             assert_eq!(s.has_tso, s.tso.is_some());
             assert_eq!(s.pacing, cfg.pacing);
+            assert_eq!(s.sack, cfg.sack);
+            assert_eq!(s.tlp, cfg.tlp);
+            assert_eq!(s.stop, cfg.stop);
+            assert_eq!(s.rwnd_bytes, cfg.rwnd_bytes);
         }
     }
 }

@@ -167,7 +167,10 @@ impl TcpSender {
     fn sacktag_write_queue(&mut self, h: &TcpHeader, a: &mut AckState) {
         if h.n_sack == 0 {
             // Most ACKs carry no SACK block: nothing to tag, and no cached block survives.
-            self.sack_cache = [(0, 0); 3];
+            if self.sack_cache_used {
+                self.sack_cache = [(0, 0); 3];
+                self.sack_cache_used = false;
+            }
             return;
         }
         let mut ranges = Ranges::default();
@@ -181,6 +184,7 @@ impl TcpSender {
         for (c, b) in self.sack_cache.iter_mut().zip(h.sack_blocks()) {
             *c = b;
         }
+        self.sack_cache_used = true;
         for &(start, end) in ranges.as_slice() {
             self.sacktag_walk(start, end, a);
         }

@@ -22,7 +22,7 @@ impl TcpSender {
     /// `tcp_schedule_loss_probe`: PTO = 2·srtt (+ the worst-case delayed ACK when one packet
     /// is out, else 2 ms), never later than the RTO; only in Open/Disorder/CWR with SACK.
     pub(super) fn schedule_loss_probe(&mut self, now: Nanos, advancing_rto: bool) {
-        let eligible = self.cfg.tlp
+        let eligible = self.tlp
             && self.is_sack()
             && self.packets_out > 0
             && matches!(
