@@ -66,6 +66,19 @@ impl Event {
     pub fn time(&self) -> Nanos {
         Nanos(self.t)
     }
+    /// The event due at `t`, numbered `*seq` (which then moves on): the one way events get
+    /// their insertion order.
+    #[inline(always)]
+    fn numbered(t: Nanos, seq: &mut u64, kind: Kind, arg: u32) -> Event {
+        let e = Event {
+            t: t.0,
+            seq: *seq,
+            arg,
+            kind,
+        };
+        *seq += 1;
+        e
+    }
     /// (time, seq) as one integer: one comparison orders by time, then insertion.
     #[inline(always)]
     fn key(&self) -> u128 {
@@ -415,14 +428,7 @@ impl EventQueue {
             t.0,
             self.now
         );
-        let e = Event {
-            t: t.0,
-            seq: self.seq,
-            arg,
-            kind,
-        };
-        self.seq += 1;
-        e
+        Event::numbered(t, &mut self.seq, kind, arg)
     }
     /// Schedule `kind` for flow `arg` at `t` (after every event already due at `t`; `t` is
     /// not before the last event popped).
@@ -852,14 +858,7 @@ mod tests {
             }
         }
         fn next_event(&mut self, t: Nanos, kind: Kind, arg: u32) -> Event {
-            let e = Event {
-                t: t.0,
-                seq: self.seq,
-                arg,
-                kind,
-            };
-            self.seq += 1;
-            e
+            Event::numbered(t, &mut self.seq, kind, arg)
         }
         fn push(&mut self, t: Nanos, kind: Kind, arg: u32) {
             let e = self.next_event(t, kind, arg);
