@@ -50,14 +50,33 @@ impl FifoParams {
     }
 }
 
-/// The packet store under every single-queue AQM: a FIFO with byte accounting.
-#[derive(Clone, Debug, Default)]
-pub struct PacketQueue {
-    q: VecDeque<Packet>,
+/// The packet store under every single-queue AQM: a FIFO with byte accounting. `M` is what
+/// the AQM keeps beside each packet (DualPI2's skb-cb metadata), nothing by default; it sits
+/// in the same deque entry as its packet, so a packet and its tag cost one push and one pop.
+#[derive(Clone, Debug)]
+pub struct PacketQueue<M = ()> {
+    q: VecDeque<(Packet, M)>,
     bytes: u64,
 }
 
+impl<M> Default for PacketQueue<M> {
+    fn default() -> Self {
+        PacketQueue::with_capacity(0)
+    }
+}
+
 impl PacketQueue {
+    /// Append a packet at the tail.
+    pub fn push(&mut self, pkt: Packet) {
+        self.push_tagged(pkt, ());
+    }
+    /// Remove the head packet.
+    pub fn pop(&mut self) -> Option<Packet> {
+        self.pop_tagged().map(|(p, ())| p)
+    }
+}
+
+impl<M> PacketQueue<M> {
     /// An empty queue with room for `n` packets before it reallocates.
     pub fn with_capacity(n: usize) -> Self {
         PacketQueue {
@@ -65,20 +84,20 @@ impl PacketQueue {
             bytes: 0,
         }
     }
-    /// Append a packet at the tail.
-    pub fn push(&mut self, pkt: Packet) {
+    /// Append a packet and its tag at the tail.
+    pub fn push_tagged(&mut self, pkt: Packet, tag: M) {
         self.bytes += pkt.bytes as u64;
-        self.q.push_back(pkt);
+        self.q.push_back((pkt, tag));
     }
-    /// Remove the head packet.
-    pub fn pop(&mut self) -> Option<Packet> {
-        let p = self.q.pop_front()?;
+    /// Remove the head packet with its tag.
+    pub fn pop_tagged(&mut self) -> Option<(Packet, M)> {
+        let (p, tag) = self.q.pop_front()?;
         self.bytes -= p.bytes as u64;
-        Some(p)
+        Some((p, tag))
     }
     /// The head packet, left in place.
     pub fn head(&self) -> Option<&Packet> {
-        self.q.front()
+        self.q.front().map(|(p, _)| p)
     }
     /// Packets queued.
     pub fn len(&self) -> u64 {
@@ -94,7 +113,7 @@ impl PacketQueue {
     }
     /// Sojourn of the head packet at `now`, zero when empty.
     pub fn head_sojourn(&self, now: Nanos) -> Nanos {
-        self.q.front().map_or(Nanos::ZERO, |p| p.sojourn(now))
+        self.head().map_or(Nanos::ZERO, |p| p.sojourn(now))
     }
     /// A sample named `name` with this queue's backlog and head sojourn at `now`; the AQM
     /// fills in its own counters and probabilities.

@@ -36,6 +36,7 @@ mod tests;
 pub use classifier::{EcnMask, QueueId};
 pub use params::{DualPi2Params, KernelProfile, LAqmKind, PiQdelay, SchedulerKind};
 
+use super::fifo::PacketQueue;
 use super::{Aqm, AqmStats, Limit, QueueSample};
 use crate::error::ParamError;
 use crate::packet::{Ecn, Packet};
@@ -44,7 +45,6 @@ use crate::time::Nanos;
 use coupling::{Action, Coupling};
 use pi2::Pi2;
 use scheduler::{HeadView, Scheduler};
-use std::collections::VecDeque;
 use step::LAqm;
 
 /// Per-packet state Linux keeps in the skb control block.
@@ -84,42 +84,11 @@ pub struct MarkCauses {
     pub classic_drops: u64,
 }
 
-/// A FIFO of packets with their [`Meta`] side by side (one deque: one push and one pop per
-/// packet instead of two) and its byte count.
-#[derive(Clone, Debug, Default)]
-struct MetaQueue {
-    q: VecDeque<(Packet, Meta)>,
-    bytes: u64,
-}
-
-impl MetaQueue {
-    fn push(&mut self, pkt: Packet, meta: Meta) {
-        self.bytes += pkt.bytes as u64;
-        self.q.push_back((pkt, meta));
-    }
-    fn pop(&mut self) -> Option<(Packet, Meta)> {
-        let (p, m) = self.q.pop_front()?;
-        self.bytes -= p.bytes as u64;
-        Some((p, m))
-    }
-    /// Packets queued.
-    fn len(&self) -> u64 {
-        self.q.len() as u64
-    }
-    /// Bytes queued.
-    fn bytes(&self) -> u64 {
-        self.bytes
-    }
-    /// Sojourn of the head packet at `now`, zero when empty.
-    fn head_sojourn(&self, now: Nanos) -> Nanos {
-        self.q.front().map_or(Nanos::ZERO, |(p, _)| p.sojourn(now))
-    }
-}
-
 /// One of the two queues with its per-packet metadata and counters.
 #[derive(Clone, Debug, Default)]
 struct SubQueue {
-    q: MetaQueue,
+    /// The packets with their metadata side by side.
+    q: PacketQueue<Meta>,
     /// Packets forwarded carrying a CE mark applied here (a packet counts once).
     marks: u64,
     /// Packets dropped (tail, early, at dequeue).
@@ -132,11 +101,11 @@ struct SubQueue {
 
 impl SubQueue {
     fn push(&mut self, pkt: Packet, meta: Meta) {
-        self.q.push(pkt, meta);
+        self.q.push_tagged(pkt, meta);
         self.packets_in += 1;
     }
     fn pop(&mut self) -> Option<(Packet, Meta)> {
-        self.q.pop()
+        self.q.pop_tagged()
     }
 }
 
