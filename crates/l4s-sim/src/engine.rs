@@ -337,12 +337,17 @@ impl RadixHeap {
                 }
             }
             // Read in full: free it (the next append may take it).
-            let older = self.next[blk as usize];
-            self.next[blk as usize] = self.free;
-            self.free = blk;
-            (blk, n) = (older, BLOCK as u32);
+            (blk, n) = (self.free_block(blk), BLOCK as u32);
         }
         e
+    }
+    /// Put block `blk` (read in full) on the free list; returns the next block of its chain.
+    #[inline(always)]
+    fn free_block(&mut self, blk: u32) -> u32 {
+        let older = self.next[blk as usize];
+        self.next[blk as usize] = self.free;
+        self.free = blk;
+        older
     }
     /// Move every event out (into `out`), leaving the heap empty with its blocks free.
     fn drain_into(&mut self, out: &mut Vec<Event>) {
@@ -351,10 +356,7 @@ impl RadixHeap {
             while blk != NIL {
                 let base = blk as usize * BLOCK;
                 out.extend_from_slice(&self.arena[base..base + n as usize]);
-                let older = self.next[blk as usize];
-                self.next[blk as usize] = self.free;
-                self.free = blk;
-                (blk, n) = (older, BLOCK as u32);
+                (blk, n) = (self.free_block(blk), BLOCK as u32);
             }
             self.heads[b] = (NIL, 0);
         }
@@ -480,7 +482,9 @@ impl EventQueue {
     pub fn pop_until(&mut self, until: Nanos) -> Option<Event> {
         let limit = ((until.0 as u128) << 64) | u64::MAX as u128;
         // The small list's path inline; the radix heap's out of line (a call per pop is
-        // nothing beside its misses, and inlining it made the common path slower).
+        // nothing beside its misses, and inlining it made the common path slower). The choice
+        // between the link slot and the list is written out in each: sharing it as a helper
+        // cost the small path 1.2 % of the run's instructions.
         let e = if self.radix {
             self.pop_large(limit)?
         } else {
