@@ -783,10 +783,7 @@ impl World {
             if self.net.ack_link.is_some() {
                 self.ack_enqueue(p);
             } else {
-                let rev = &mut self.hot[f].rev;
-                if let Some(h) = rev.line.push(&mut self.slab, now + rev.delay, p) {
-                    self.ev.push(h, Kind::RevArrive, f as u32);
-                }
+                self.onto_rev_line(p, now);
             }
         }
     }
@@ -914,9 +911,16 @@ impl World {
             a.busy = Some(next);
             self.ev.push(fin, Kind::AckLinkDone, 0);
         }
+        self.onto_rev_line(p, now);
+    }
+
+    /// Put ACK `p`, leaving the last queue of the reverse path at `left`, on its flow's
+    /// reverse delay line; queue an event when the line needs one.
+    #[inline(always)]
+    fn onto_rev_line(&mut self, p: Packet, left: Nanos) {
         let f = p.flow as usize;
         let rev = &mut self.hot[f].rev;
-        if let Some(h) = rev.line.push(&mut self.slab, now + rev.delay, p) {
+        if let Some(h) = rev.line.push(&mut self.slab, left + rev.delay, p) {
             self.ev.push(h, Kind::RevArrive, f as u32);
         }
     }

@@ -118,13 +118,7 @@ impl World {
             }
             match dir {
                 Dir::Down => self.propagate(p, t, t),
-                Dir::Up => {
-                    let f = p.flow as usize;
-                    let rev = &mut self.hot[f].rev;
-                    if let Some(hd) = rev.line.push(&mut self.slab, t + rev.delay, p) {
-                        self.ev.push(hd, Kind::RevArrive, f as u32);
-                    }
-                }
+                Dir::Up => self.onto_rev_line(p, t),
             }
         }
         self.wifi_pull(t);
