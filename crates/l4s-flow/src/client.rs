@@ -428,26 +428,35 @@ fn new_stream(
     })
 }
 
+/// What a client run of either direction starts from ([`prepare`]).
+pub struct ClientStart {
+    /// The server's address.
+    pub peer: SocketAddr,
+    /// TCP MSS in payload bytes.
+    pub mss: u32,
+    /// The options as a scenario flow entry (what the l4s-core model is built from).
+    pub flow: FlowConfig,
+}
+
 /// What a client run needs first, in either direction: `--json`'s target checked, the peer
 /// resolved, the MSS and the flow's settings (an error is also written to `--json`).
-pub fn prepare(o: &ClientOpts) -> Result<(SocketAddr, u32, FlowConfig), FlowError> {
+pub fn prepare(o: &ClientOpts) -> Result<ClientStart, FlowError> {
     check_json_target(o)?;
     let early = |e: FlowError| early_json(o, e);
     let peer = resolve(&o.host, o.port).map_err(early)?;
     let mss = o.mss.unwrap_or(wire::default_mss(1500, peer.is_ipv6()));
-    let fl = flow_config(o, mss).map_err(early)?;
-    Ok((peer, mss, fl))
+    let flow = flow_config(o, mss).map_err(early)?;
+    Ok(ClientStart { peer, mss, flow })
 }
 
-/// Run the client of a forward run (this host sends; `-R` is [`crate::reverse::run`]) with
-/// what [`prepare`] returned; returns the JSON result (also written to `--json`).
+/// Run the client of a forward run (this host sends; `-R` is [`crate::reverse::run`]) from
+/// [`prepare`]'s start; returns the JSON result (also written to `--json`).
 pub fn run(
     o: &ClientOpts,
     emu: &EmuEnv,
-    peer: SocketAddr,
-    mss: u32,
-    fl: &FlowConfig,
+    start: &ClientStart,
 ) -> Result<serde_json::Value, FlowError> {
+    let (peer, mss, fl) = (start.peer, start.mss, &start.flow);
     let early = |e: FlowError| early_json(o, e);
     set_min_timer_slack();
     let clock = Clock::start();

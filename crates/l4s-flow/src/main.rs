@@ -328,11 +328,11 @@ fn run(cli: Cli) -> Result<(), FlowError> {
             reverse: cli.reverse,
         };
         let emu = EmuEnv::from_env()?;
-        let (peer, mss, fl) = client::prepare(&o)?;
+        let start = client::prepare(&o)?;
         if o.reverse {
-            reverse::run(&o, &emu, peer, mss, &fl).map(|_| ())
+            reverse::run(&o, &emu, &start).map(|_| ())
         } else {
-            client::run(&o, &emu, peer, mss, &fl).map(|_| ())
+            client::run(&o, &emu, &start).map(|_| ())
         }
     } else {
         Err(usage("-s/-c", "give -s (server) or -c HOST (client)"))

@@ -9,11 +9,10 @@ use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 
 use l4s_core::{Ecn, Nanos};
-use l4s_sim::scenario::FlowConfig;
 
 use crate::client::{
     any_of_family_or_bind, check_mss_fits, early_json, finish_run, is_scalable, run_words,
-    ClientCounters, ClientOpts, StreamEnd,
+    ClientCounters, ClientOpts, ClientStart, StreamEnd,
 };
 use crate::clock::{set_min_timer_slack, Clock};
 use crate::drain::{drain, Connection, Rx};
@@ -68,14 +67,15 @@ impl RevStream {
     }
 }
 
-/// Run a reverse client (the options are validated as a forward run's, `fl` their flow entry).
+/// Run a reverse client from [`crate::client::prepare`]'s start (the options are validated as
+/// a forward run's; the server sends with the start's flow entry).
 pub fn run(
     o: &ClientOpts,
     emu: &EmuEnv,
-    peer: SocketAddr,
-    mss: u32,
-    fl: &FlowConfig,
+    start: &ClientStart,
 ) -> Result<serde_json::Value, FlowError> {
+    let fl = &start.flow;
+    let (peer, mss) = (start.peer, start.mss);
     if let Some(d) = &emu.flow_dir {
         eprintln!(
             "l4s-flow: warning: -R: the sender is the server, so this client writes no flow \
