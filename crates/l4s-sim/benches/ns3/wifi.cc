@@ -88,6 +88,17 @@ struct PsduCount
 };
 
 static bool g_counting = false;
+static uint64_t g_ap_drops[4];
+
+// DroppedMpdu on the AP's MAC: QoS Data MPDUs dropped, by reason, once counting has started.
+static void
+CountDrop(WifiMacDropReason reason, Ptr<const WifiMpdu> mpdu)
+{
+    if (g_counting && mpdu->GetHeader().IsQosData() && reason < 4)
+    {
+        g_ap_drops[reason]++;
+    }
+}
 
 // PhyTxPsduBegin: count PSDUs carrying QoS Data and their MPDUs once counting has started.
 static void
@@ -119,7 +130,9 @@ main(int argc, char* argv[])
     double warmup_s = 5;
     uint32_t queue_pkts = 500;
     uint32_t seed = 1;
+    double contender_delay = 0;
     CommandLine cmd;
+    cmd.AddValue("contender_delay", "contenders start this many seconds after the flows", contender_delay);
     cmd.AddValue("mcs", "VHT-MCS at 20 MHz, one stream (0-8)", mcs);
     cmd.AddValue("stations", "client stations, one Cubic downlink flow each", stations);
     cmd.AddValue("contenders", "other saturated stations (second BSS, same channel)", contenders);
@@ -210,6 +223,16 @@ main(int argc, char* argv[])
     }
     PsduCount down;
     PsduCount up;
+    PsduCount other;
+    DynamicCast<WifiNetDevice>(ap_dev.Get(0))
+        ->GetMac()
+        ->TraceConnectWithoutContext("DroppedMpdu", MakeCallback(&CountDrop));
+    for (uint32_t i = 0; i < others_dev.GetN(); i++)
+    {
+        DynamicCast<WifiNetDevice>(others_dev.Get(i))
+            ->GetPhy()
+            ->TraceConnectWithoutContext("PhyTxPsduBegin", MakeBoundCallback(&CountPsdu, &other));
+    }
     DynamicCast<WifiNetDevice>(ap_dev.Get(0))
         ->GetPhy()
         ->TraceConnectWithoutContext("PhyTxPsduBegin", MakeBoundCallback(&CountPsdu, &down));
@@ -278,7 +301,7 @@ main(int argc, char* argv[])
                           InetSocketAddress(other_if.GetAddress(0), 9));
         onoff.SetConstantRate(DataRate("200Mbps"), 1472);
         ApplicationContainer a = onoff.Install(others.Get(i));
-        a.Start(Seconds(t0));
+        a.Start(Seconds(t0 + contender_delay));
     }
 
     std::vector<uint64_t> rx_at_warmup(stations);
@@ -297,6 +320,11 @@ main(int argc, char* argv[])
         double mbps = double(sinks[i]->GetTotalRx() - rx_at_warmup[i]) * 8.0 / window / 1e6;
         std::printf("flow %u station %u goodput_mbps %.3f\n", i, i, mbps);
     }
+    std::printf("others psdus_per_s %.1f mpdus_per_psdu %.2f\n", other.psdus / window,
+                other.psdus ? double(other.mpdus) / other.psdus : 0.0);
+    std::printf("ap_drops failed_enqueue %lu expired %lu retry_limit %lu old %lu\n",
+                (unsigned long)g_ap_drops[0], (unsigned long)g_ap_drops[1],
+                (unsigned long)g_ap_drops[2], (unsigned long)g_ap_drops[3]);
     uint64_t seen = 0;
     uint64_t lost = 0;
     for (auto& e : errs)
