@@ -22,7 +22,9 @@
 //
 // Differences left (docs/WIFI.md, "Against ns-3's wifi module"): ns-3.37's BlockAck recipient
 // has no reorder timeout (mac80211 releases a hole after 100 ms); beacons of both APs; the other
-// BSS's BlockAcks are real frames; applications start at 1 s, once the stations are associated.
+// BSS's BlockAcks are real frames; the flows start at 1 s, once the stations are associated, and
+// the contenders `contender_delay` seconds later (compare_wifi.py: 1 s; started with the flow
+// they starve its ARP, TCP handshake and ADDBA).
 
 #include "ns3/applications-module.h"
 #include "ns3/core-module.h"
@@ -132,7 +134,8 @@ main(int argc, char* argv[])
     uint32_t seed = 1;
     double contender_delay = 0;
     CommandLine cmd;
-    cmd.AddValue("contender_delay", "contenders start this many seconds after the flows", contender_delay);
+    cmd.AddValue("contender_delay", "contenders start this many seconds after the flows",
+                 contender_delay);
     cmd.AddValue("mcs", "VHT-MCS at 20 MHz, one stream (0-8)", mcs);
     cmd.AddValue("stations", "client stations, one Cubic downlink flow each", stations);
     cmd.AddValue("contenders", "other saturated stations (second BSS, same channel)", contenders);
