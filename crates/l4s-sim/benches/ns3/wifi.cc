@@ -41,13 +41,15 @@
 
 using namespace ns3;
 
-// Loses each received QoS Data MPDU with probability `per`, other frames never.
+// Loses each QoS Data MPDU addressed to `self` with probability `per`, other frames never (a
+// frame for another receiver is discarded by the MAC anyway, and is not counted).
 class QosDataErrorModel : public ErrorModel
 {
   public:
-    QosDataErrorModel(double per, Ptr<UniformRandomVariable> rng)
+    QosDataErrorModel(double per, Ptr<UniformRandomVariable> rng, Mac48Address self)
         : m_per(per),
-          m_rng(rng)
+          m_rng(rng),
+          m_self(self)
     {
     }
 
@@ -65,7 +67,8 @@ class QosDataErrorModel : public ErrorModel
             p->RemoveAtStart(4);
         }
         WifiMacHeader hdr;
-        if (p->GetSize() < 24 || p->PeekHeader(hdr) == 0 || !hdr.IsQosData())
+        if (p->GetSize() < 24 || p->PeekHeader(hdr) == 0 || !hdr.IsQosData() ||
+            hdr.GetAddr1() != m_self)
         {
             return false;
         }
@@ -81,6 +84,7 @@ class QosDataErrorModel : public ErrorModel
 
     double m_per;
     Ptr<UniformRandomVariable> m_rng;
+    Mac48Address m_self;
 };
 
 struct PsduCount
@@ -147,11 +151,12 @@ main(int argc, char* argv[])
     cmd.AddValue("seed", "RNG run number", seed);
     cmd.Parse(argc, argv);
     if (mcs > 8 || stations < 1 || stations > 64 || contenders > 64 || per < 0 || per >= 1 ||
-        warmup_s >= duration_s || queue_pkts < 1)
+        warmup_s >= duration_s || queue_pkts < 1 || contender_delay < 0 ||
+        contender_delay >= duration_s)
     {
         std::fprintf(stderr,
                      "wifi: mcs 0-8, stations 1-64, contenders 0-64, per in [0, 1), "
-                     "warmup < duration, queue_pkts >= 1\n");
+                     "warmup < duration, queue_pkts >= 1, 0 <= contender_delay < duration\n");
         return 2;
     }
     RngSeedManager::SetSeed(1);
@@ -220,7 +225,8 @@ main(int argc, char* argv[])
     NetDeviceContainer bss(ap_dev, sta_dev);
     for (uint32_t i = 0; i < bss.GetN(); i++)
     {
-        Ptr<QosDataErrorModel> em = Create<QosDataErrorModel>(per, err_rng);
+        Ptr<QosDataErrorModel> em = Create<QosDataErrorModel>(
+            per, err_rng, Mac48Address::ConvertFrom(bss.Get(i)->GetAddress()));
         DynamicCast<WifiNetDevice>(bss.Get(i))->GetPhy()->SetPostReceptionErrorModel(em);
         errs.push_back(em);
     }
