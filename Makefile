@@ -80,14 +80,16 @@ else
 NS3_DUMBBELL := target/ns3/dumbbell
 NS3_FLAGS = -O2 -std=c++17 $$(pkg-config --cflags ns3-core) $(addprefix -lns3-,$(NS3_MODULES))
 endif
-bench-ns3:
+# NS3_BUILD's core library is there, or Debian's ns-3 (with its wifi module) is installed.
 ifdef NS3_BUILD
-	@test -n "$(NS3_CORE_LIB)" || \
-		(echo "NS3_BUILD=$(NS3_BUILD): no lib/libns3.*-core*.so there (give ns-3's build/ directory)" >&2; exit 1)
+ns3_check = @test -n "$(NS3_CORE_LIB)" || \
+	(echo "NS3_BUILD=$(NS3_BUILD): no lib/libns3.*-core*.so there (give ns-3's build/ directory)" >&2; exit 1)
 else
-	test -e /usr/include/ns3/core-module.h || \
-		(apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q ns3 libns3-dev)
+ns3_check = test -e /usr/include/ns3/wifi-module.h || \
+	(apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q ns3 libns3-dev)
 endif
+bench-ns3:
+	$(ns3_check)
 	cargo build --release -q -p l4s-sim --bin l4s-sim
 	mkdir -p target/ns3
 	g++ -o $(NS3_DUMBBELL) crates/l4s-sim/benches/ns3/dumbbell.cc $(NS3_FLAGS)
@@ -107,13 +109,7 @@ NS3_WIFI := target/ns3/wifi
 NS3_WIFI_FLAGS = -O2 -std=c++17 $$(pkg-config --cflags ns3-core) $(addprefix -lns3-,$(NS3_WIFI_MODULES))
 endif
 bench-ns3-wifi:
-ifdef NS3_BUILD
-	@test -n "$(NS3_CORE_LIB)" || \
-		(echo "NS3_BUILD=$(NS3_BUILD): no lib/libns3.*-core*.so there (give ns-3's build/ directory)" >&2; exit 1)
-else
-	test -e /usr/include/ns3/wifi-module.h || \
-		(apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q ns3 libns3-dev)
-endif
+	$(ns3_check)
 	cargo build --release -q -p l4s-sim --bin l4s-sim
 	mkdir -p target/ns3
 	g++ -o $(NS3_WIFI) crates/l4s-sim/benches/ns3/wifi.cc $(NS3_WIFI_FLAGS)

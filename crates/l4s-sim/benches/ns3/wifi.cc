@@ -34,6 +34,7 @@
 #include "ns3/point-to-point-module.h"
 #include "ns3/traffic-control-module.h"
 #include "ns3/wifi-module.h"
+#include "l4slab_tcp.h"
 
 #include <cstdio>
 #include <string>
@@ -163,15 +164,7 @@ main(int argc, char* argv[])
     RngSeedManager::SetRun(seed);
 
     Config::SetDefault("ns3::TcpL4Protocol::SocketType", TypeIdValue(TcpCubic::GetTypeId()));
-    Config::SetDefault("ns3::TcpSocket::SegmentSize", UintegerValue(1448));
-    Config::SetDefault("ns3::TcpSocket::InitialCwnd", UintegerValue(10));
-    Config::SetDefault("ns3::TcpSocket::DelAckCount", UintegerValue(2));
-    Config::SetDefault("ns3::TcpSocket::DelAckTimeout", TimeValue(MilliSeconds(40)));
-    Config::SetDefault("ns3::TcpSocket::SndBufSize", UintegerValue(1 << 27));
-    Config::SetDefault("ns3::TcpSocket::RcvBufSize", UintegerValue(1 << 27));
-    Config::SetDefault("ns3::TcpSocketBase::Sack", BooleanValue(true));
-    Config::SetDefault("ns3::TcpSocketBase::Timestamp", BooleanValue(true));
-    Config::SetDefault("ns3::TcpSocketBase::MinRto", TimeValue(MilliSeconds(200)));
+    SetL4slabTcpDefaults();
     Config::SetDefault("ns3::WifiMacQueue::MaxSize",
                        QueueSizeValue(QueueSize(std::to_string(queue_pkts) + "p")));
     Config::SetDefault("ns3::WifiMacQueue::MaxDelay", TimeValue(Seconds(10)));
