@@ -8,6 +8,7 @@
 //! (Classic, loss-based) and a fixed rate (CBR video).
 
 pub mod feedback;
+pub mod frame_window;
 pub mod gcc;
 pub mod prague;
 pub mod probe;
