@@ -298,3 +298,24 @@ fn a_second_without_ack_at_a_full_window_resets_and_restarts_the_frames() {
     assert_eq!(snd.frame_window(), Some((2, 2)));
     assert_eq!(snd.poll_timeout(), Some(t + Nanos::from_secs(1)));
 }
+
+/// `PacketReceived` (prague_cc.cpp ~206): once started, an ACK stamped earlier than the
+/// last sampled one gives no RTT sample; a newer one does (srtt += (rtt − srtt)/8).
+#[test]
+fn an_ack_with_an_older_timestamp_gives_no_rtt_sample() {
+    let mut cc = RtPrague::new(60, 1_000_000, 100_000, 1_000_000_000, 1400);
+    assert!(cc.packet_received(Nanos::from_ms(10), Nanos::from_ms(20)));
+    cc.on_feedback(
+        FeedbackCounters {
+            received: 1,
+            ..Default::default()
+        },
+        1,
+        Nanos::from_ms(20),
+    );
+    assert_eq!(cc.srtt(), Nanos::from_ms(20));
+    assert!(!cc.packet_received(Nanos::from_ms(9), Nanos::from_ms(100)));
+    assert_eq!(cc.srtt(), Nanos::from_ms(20));
+    assert!(cc.packet_received(Nanos::from_ms(10), Nanos::from_ms(100)));
+    assert_eq!(cc.srtt(), Nanos::from_ms(30));
+}
