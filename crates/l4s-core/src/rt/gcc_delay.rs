@@ -632,10 +632,12 @@ mod tests {
     /// Above the threshold by less than 15 ms, γ rises by k_up·(|m| − γ)·Δt.
     #[test]
     fn the_threshold_rises_by_k_up() {
-        let mut t = Trendline::default();
-        t.threshold = 12.5;
-        t.num_deltas = 60;
-        t.last_update_ms = Some(0.0);
+        let mut t = Trendline {
+            threshold: 12.5,
+            num_deltas: 60,
+            last_update_ms: Some(0.0),
+            ..Default::default()
+        };
         t.update_threshold(20.0, 10.0);
         assert!((t.threshold - (12.5 + K_UP * 7.5 * 10.0)).abs() < 1e-12);
         // More than 15 ms beyond it: no adaptation.

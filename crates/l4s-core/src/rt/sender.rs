@@ -20,8 +20,10 @@
 //! here the flow keeps going.
 
 use crate::packet::{Ecn, Packet, Transport};
+use crate::rt::feedback::{PacketResult, SentPacket, TransportPacketsFeedback};
 use crate::rt::frame_window::FrameWindow;
 use crate::rt::gcc::GccLoss;
+use crate::rt::gcc_delay::DelayBasedBwe;
 use crate::rt::prague::{
     FeedbackCounters, RtPrague, VideoInfo, MIN_PACKET_BYTES, WIRE_OVERHEAD_BYTES,
 };
@@ -113,7 +115,25 @@ impl RtConfig {
 enum Ctl {
     Prague(RtPrague),
     Gcc(GccLoss),
+    GccFull(Box<GccFull>),
     Fixed(f64),
+}
+
+/// Full GCC: both estimators and the sent packets awaiting feedback.
+#[derive(Clone, Debug)]
+struct GccFull {
+    loss: GccLoss,
+    delay: DelayBasedBwe,
+    /// Packets sent and not yet reported, oldest first.
+    sent: std::collections::VecDeque<SentPacket>,
+}
+
+impl GccFull {
+    /// goog_cc's target: min(loss-based, delay-based), the loss-based one capped at the
+    /// delay-based limit.
+    fn rate_bps(&self) -> f64 {
+        self.loss.rate_bps().min(self.delay.rate_bps())
+    }
 }
 
 /// The frame being sent.
@@ -187,6 +207,16 @@ impl RtSender {
                 cfg.max_rate_bps,
                 cfg.ecn.is_ecn_capable(),
             )),
+            Controller::Gcc => Ctl::GccFull(Box::new(GccFull {
+                loss: GccLoss::new(
+                    cfg.init_rate_bps,
+                    cfg.min_rate_bps,
+                    cfg.max_rate_bps,
+                    cfg.ecn.is_ecn_capable(),
+                ),
+                delay: DelayBasedBwe::new(cfg.init_rate_bps as f64, cfg.min_rate_bps as f64),
+                sent: Default::default(),
+            })),
             Controller::Fixed(r) => Ctl::Fixed(r as f64),
         };
         let pl = match &ctl {
@@ -241,6 +271,7 @@ impl RtSender {
         match &self.ctl {
             Ctl::Prague(p) => p.rate_bps(),
             Ctl::Gcc(g) => g.rate_bps(),
+            Ctl::GccFull(g) => g.rate_bps().min(self.cfg.max_rate_bps as f64),
             Ctl::Fixed(r) => *r,
         }
     }
@@ -379,6 +410,31 @@ impl Endpoint for RtSender {
                 p.on_feedback(fb, self.sent_pkts, now);
             }
             Ctl::Gcc(g) => g.on_feedback(fb, now),
+            Ctl::GccFull(g) => {
+                // One per-packet ACK as a TransportPacketsFeedback: the packet it answers,
+                // received when the ACK left the receiver (it answers at once).
+                let mut report = TransportPacketsFeedback {
+                    feedback_time: now,
+                    ..Default::default()
+                };
+                while let Some(s) = g.sent.front().copied() {
+                    if s.seq > h.seq {
+                        break;
+                    }
+                    g.sent.pop_front();
+                    let received = s.seq == h.seq;
+                    // Older packets still unanswered are reported as not received.
+                    report.packets.push(PacketResult {
+                        sent: s,
+                        receive_time: received.then_some(pkt.sent_at),
+                        ecn: pkt.ecn,
+                    });
+                }
+                g.delay.on_feedback(&report, self.srtt);
+                g.loss.on_feedback(fb, now);
+                let limit = g.delay.rate_bps();
+                g.loss.cap(limit);
+            }
             Ctl::Fixed(_) => {}
         }
         if fb.received >= self.fb.received {
@@ -403,6 +459,13 @@ impl Endpoint for RtSender {
         };
         self.sent_pkts += 1;
         self.sent_bytes += size;
+        if let Ctl::GccFull(g) = &mut self.ctl {
+            g.sent.push_back(SentPacket {
+                seq: self.sent_pkts,
+                size_bytes: size as u32,
+                send_time: now,
+            });
+        }
         let mut p = Packet::new(
             ((self.flow as u64) << 40) | self.sent_pkts,
             self.flow,
