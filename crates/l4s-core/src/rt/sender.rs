@@ -466,20 +466,15 @@ impl Endpoint for RtSender {
                 send_time: now,
             });
         }
-        let mut p = Packet::new(
-            ((self.flow as u64) << 40) | self.sent_pkts,
+        let p = media_packet(
             self.flow,
-            size as u32,
             self.cfg.ecn,
+            self.sent_pkts,
+            size,
+            now,
+            cur,
+            cur.bytes,
         );
-        p.sent_at = now;
-        p.transport = Transport::Rt(RtHeader {
-            seq: self.sent_pkts,
-            frame: cur.frame,
-            frame_bytes: cur.bytes.min(u32::MAX as u64) as u32,
-            capture_at: cur.capture_at,
-            ..Default::default()
-        });
         let pace = cur.pace_bps.max(1.0);
         let done = left <= size;
         if let Some(c) = self.cur.as_mut() {
@@ -563,6 +558,28 @@ impl Endpoint for RtSender {
     }
 }
 
+/// Data packet `seq` of `bytes` (IP) carrying part of frame `cur` (`frame_bytes` in all).
+fn media_packet(
+    flow: u32,
+    ecn: Ecn,
+    seq: u64,
+    bytes: u64,
+    now: Nanos,
+    cur: &Current,
+    frame_bytes: u64,
+) -> Packet {
+    let mut p = Packet::new(((flow as u64) << 40) | seq, flow, bytes as u32, ecn);
+    p.sent_at = now;
+    p.transport = Transport::Rt(RtHeader {
+        seq,
+        frame: cur.frame,
+        frame_bytes: frame_bytes.min(u32::MAX as u64) as u32,
+        capture_at: cur.capture_at,
+        ..Default::default()
+    });
+    p
+}
+
 /// Wire bytes of an RT-Prague frame of `frame` payload bytes in packets of `pkt`: full
 /// packets, then the rest in one packet of at least 150 B (`udp_prague_sender.cpp` ~165),
 /// each with its IP + UDP header.
@@ -627,21 +644,16 @@ impl RtSender {
         l.fw.on_sent(self.sent_pkts, cur.frame);
         cur.sent += payload;
         let done = cur.sent >= cur.bytes;
-        let mut p = Packet::new(
-            ((self.flow as u64) << 40) | self.sent_pkts,
+        let frame_wire = prague_frame_wire_bytes(cur.bytes, l.info.packet_bytes);
+        let p = media_packet(
             self.flow,
-            wire as u32,
             self.cfg.ecn,
+            self.sent_pkts,
+            wire,
+            now,
+            cur,
+            frame_wire,
         );
-        p.sent_at = now;
-        p.transport = Transport::Rt(RtHeader {
-            seq: self.sent_pkts,
-            frame: cur.frame,
-            frame_bytes: prague_frame_wire_bytes(cur.bytes, l.info.packet_bytes)
-                .min(u32::MAX as u64) as u32,
-            capture_at: cur.capture_at,
-            ..Default::default()
-        });
         self.in_burst += 1;
         if self.in_burst >= l.info.packet_burst || done {
             // End of the burst (~178-197): the next frame's slot, or the paced interval of
