@@ -70,6 +70,14 @@ def check_grid(grid: Mapping[str, list[Any]], origin: str) -> None:
             if f"{k}.kind" in grid:
                 raise ScenarioError(f'{origin}: grid."{k}.kind" and [[grid.{k}]] variants both '
                                     "choose the kind; give the kind inside each variant")
+            # The grid's deeper key lands inside every variant (ordered_overrides), so a
+            # variant's own value for it would never run while the index showed it.
+            for i, v in enumerate(vals):
+                for s in v:
+                    if f"{k}.{s}" in grid:
+                        raise ScenarioError(
+                            f'{origin}: [[grid.{k}]] variant {i} sets {s} = {v[s]!r} and '
+                            f'grid."{k}.{s}" sweeps it too; set {k}.{s} in one place only')
 
 
 def ordered_overrides(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -97,7 +105,9 @@ def expand_params(params: Mapping[str, Any], grid_keys: Iterable[str] | None = N
     """One grid point's parameters by index column: table values spread over their keys
     (`UNSET` for keys of other variants listed in `grid_keys`)."""
     out: dict[str, Any] = {}
-    for k, v in params.items():
+    # Tables first, then plain keys: a deeper grid key overrides a table's value in the run
+    # (ordered_overrides), so it does in the label too.
+    for k, v in ordered_overrides(params).items():
         if _is_table(v):
             for s, x in v.items():
                 out[f"{k}.{s}"] = x
