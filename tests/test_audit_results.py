@@ -66,3 +66,59 @@ def test_parking_lot_verdicts_per_hop_agree_in_packets_pcap_and_summary(tmp_path
     assert want[("access/L", "mark")] > 0
     for h in summ["hops"]:
         assert h["marks"] == sum(got[(q, "mark")] for q in h["queues"]), h["name"]
+
+
+# --- workloads: a run says what load it offered ------------------------------------------------
+
+WORKLOAD = {"sizes": "web-search", "rtt": "20ms"}
+
+
+def _workload_run(tmp_path: Path, duration: str, **w: object):
+    import json
+
+    scen = copy.deepcopy(SHORT_BASE)
+    scen["duration"], scen["warmup"] = duration, "0s"
+    scen["workloads"] = [{**WORKLOAD, **w}]
+    (tmp_path / "s.toml").write_text(dumps_toml(scen))
+    res = invoke_wide("run", tmp_path / "s.toml", "-o", tmp_path / "r", "--no-figures")
+    assert res.exit_code == 0, res.output
+    return res, json.loads((tmp_path / "r" / "summary.json").read_text())["workloads"][0]
+
+
+def test_a_workload_without_arrivals_keeps_its_block_and_says_so(tmp_path):
+    import pandas as pd
+
+    # rate 0.01/s over 2 s: λ·span = 0.02 expected arrivals; the seed draws none.
+    res, w = _workload_run(tmp_path, "2s", rate=0.01)
+    assert w["flows"] == 0 and w["completed"] == 0 and w["offered_load"] == 0.0
+    assert w["expected_arrivals"] == 0.02
+    assert w["offered_load_ci95"] is None
+    assert "no transfer arrived in 2.000 s (about 0.02 expected)" in w["note"]
+    assert "note: workloads[0]: no transfer arrived" in res.output
+    assert len(pd.read_parquet(tmp_path / "r" / "fct.parquet")) == 0
+
+
+def test_offered_load_has_a_compound_poisson_ci_and_a_warning_outside_it(tmp_path):
+    import pandas as pd
+
+    res, w = _workload_run(tmp_path, "20s", load=0.5)
+    fct = pd.read_parquet(tmp_path / "r" / "fct.parquet")
+    # offered = Σ S·8 / (span·C); its 95 % bounds ± 1.96·sqrt(Σ S²)·8 / (span·C).
+    to_load = 8 / 20.0 / 10e6
+    assert w["offered_load"] == fct["size_bytes"].sum() * to_load
+    half = 1.96 * float((fct["size_bytes"].astype(float) ** 2).sum()) ** 0.5 * to_load
+    lo, hi = w["offered_load_ci95"]
+    assert abs(hi - (w["offered_load"] + half)) < 1e-12
+    assert abs(lo - max(0.0, w["offered_load"] - half)) < 1e-12
+    # λ = load·C / (8·E[size]), E[size] of web-search 1141 packets of 1460 B (pFabric).
+    assert abs(w["expected_arrivals"] - 0.5 * 10e6 / 8 / (1141 * 1460) * 20.0) < 0.05
+    outside = not lo <= 0.5 <= hi
+    assert ("leaves out the target load 0.5" in res.output) == outside
+
+
+def test_the_stack_note_names_the_flows():
+    from l4slab.cli import run_notes
+
+    scen = {"flows": [{"cc": "cubic"}, {"cc": "cubic", "stack": "kernel"}]}
+    assert run_notes({}, scen) == [
+        "note: flows[1]: stack applies to the emulator only; the simulator ran the model"]
