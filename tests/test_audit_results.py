@@ -54,7 +54,7 @@ def test_parking_lot_verdicts_per_hop_agree_in_packets_pcap_and_summary(tmp_path
     want = {(q["name"], v): q[k] for q in summ["queues"]
             for v, k in (("mark", "marks"), ("drop", "drops"))}
     pk = pd.read_parquet(tmp_path / "r" / "packets.parquet")
-    got = collections.Counter(zip(pk["queue"].astype(str), pk["verdict"].astype(str)))
+    got = collections.Counter(zip(pk["queue"].astype(str), pk["verdict"].astype(str), strict=True))
     cap = collections.Counter((q.decode(), v.decode()) for v, q in re.findall(
         rb"verdict=(\w+) queue=(\S+) ", (tmp_path / "t.pcapng").read_bytes()))
     # A packet an earlier hop marked arrives CE: later hops pass it unless their AQM acted
