@@ -122,3 +122,18 @@ def test_the_stack_note_names_the_flows():
     scen = {"flows": [{"cc": "cubic"}, {"cc": "cubic", "stack": "kernel"}]}
     assert run_notes({}, scen) == [
         "note: flows[1]: stack applies to the emulator only; the simulator ran the model"]
+
+
+def test_one_run_per_point_writes_empty_ci_bounds_not_zero_width(tmp_path):
+    import pandas as pd
+
+    from l4slab.suites.core import aggregate
+
+    runs = pd.DataFrame({"aqm": ["a", "b", "b"], "tput": [3.0, 2.0, 4.0]})
+    df = aggregate(runs, ["aqm"], {"tput_mbps": "tput"})
+    df.to_csv(tmp_path / "t.csv", index=False)
+    lines = (tmp_path / "t.csv").read_text().splitlines()
+    # One run: the mean, no interval; two runs 2 and 4: 3 ± t(0.975, 1)·sqrt(2)/sqrt(2) = 12.71.
+    assert lines[1] == "a,3.0,,,1"
+    lo, hi = df.loc[1, ["tput_mbps_lo", "tput_mbps_hi"]]
+    assert lo == 0.0 and abs(hi - (3 + 12.706204736174707)) < 1e-9

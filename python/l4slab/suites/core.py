@@ -179,7 +179,7 @@ def suites_dir() -> Path:
 
 def mean_ci(x: Sequence[float] | np.ndarray, level: float = 0.95) -> tuple[float, float, float]:
     """(mean, low, high): Student-t confidence interval of the mean over runs (NaNs dropped);
-    one run gives low = high = mean (no spread to estimate)."""
+    one run gives NaN bounds (no spread to estimate: empty in a CSV, not a zero-width CI)."""
     from scipy import stats
 
     a = np.asarray(x, dtype=float)
@@ -188,7 +188,7 @@ def mean_ci(x: Sequence[float] | np.ndarray, level: float = 0.95) -> tuple[float
         return float("nan"), float("nan"), float("nan")
     m = float(a.mean())
     if a.size < 2:
-        return m, m, m
+        return m, float("nan"), float("nan")
     half = float(stats.t.ppf(0.5 + level / 2, a.size - 1) * a.std(ddof=1) / np.sqrt(a.size))
     return m, m - half, m + half
 
