@@ -137,3 +137,18 @@ def test_one_run_per_point_writes_empty_ci_bounds_not_zero_width(tmp_path):
     assert lines[1] == "a,3.0,,,1"
     lo, hi = df.loc[1, ["tput_mbps_lo", "tput_mbps_hi"]]
     assert lo == 0.0 and abs(hi - (3 + 12.706204736174707)) < 1e-9
+
+
+# --- an output of one flag may not be another's file ------------------------------------------
+
+
+def test_pcap_inside_the_run_directory_or_in_a_missing_directory_is_refused(tmp_path):
+    (tmp_path / "s.toml").write_text(dumps_toml(SHORT_BASE))
+    d = tmp_path / "D"
+    one_error(invoke_wide("run", tmp_path / "s.toml", "-o", d, "--pcap", d / "summary.json"),
+              f"--pcap {d / 'summary.json'}: inside the run directory {d}")
+    assert not d.exists()
+    one_error(invoke_wide("run", tmp_path / "s.toml", "-o", d, "--pcap",
+                          tmp_path / "nope" / "t.pcapng"),
+              f"the directory {tmp_path / 'nope'} does not exist")
+    assert not d.exists()
