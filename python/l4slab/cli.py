@@ -230,19 +230,23 @@ def sweep(sweep_file: Path, jobs: int | None, dask_address: str | None, dask_loc
                 console.print(f"runs: {done}/{total} done{fails} (last {outcome.task.name} "
                               f"{outcome.status})", highlight=False)
 
+    from l4slab.sweeps import signals_interrupt
+
     try:
-        res = run_sweep(sweep_file, out_dir, jobs=jobs, dask=dask_address,
-                        dask_local=dask_local, figures=figures, resume=not no_resume,
-                        overrides=list(overrides), unset=unset, engine=engine,
-                        on_start=on_start, on_progress=on_progress, force=force,
-                        raise_on_failure=False, dask_wait_s=dask_wait_s,
-                        on_note=lambda msg: err_console.print(msg, highlight=False))
+        with signals_interrupt() as got:
+            res = run_sweep(sweep_file, out_dir, jobs=jobs, dask=dask_address,
+                            dask_local=dask_local, figures=figures, resume=not no_resume,
+                            overrides=list(overrides), unset=unset, engine=engine,
+                            on_start=on_start, on_progress=on_progress, force=force,
+                            raise_on_failure=False, dask_wait_s=dask_wait_s,
+                            on_note=lambda msg: err_console.print(msg, highlight=False))
     except KeyboardInterrupt:
         if state["task"] is not None:
             progress.stop()
         err_console.print(f"interrupted: finished runs are kept in {out_dir}; run the same "
                           "command again to resume.")
-        sys.exit(EXIT_INTERRUPTED)
+        # 130 for Ctrl-C (the CLI's convention), 128 + N for SIGTERM and SIGHUP.
+        sys.exit(128 + got["signal"])
     finally:
         if state["task"] is not None:
             progress.stop()

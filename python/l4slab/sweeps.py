@@ -356,22 +356,93 @@ def die_with_parent(parent_pid: int) -> None:
     threading.Thread(target=watch, name="l4slab-parent-watch", daemon=True).start()
 
 
-def _process_pool(jobs: int) -> Executor:
-    def run_all(tasks: list[RunTask]) -> Iterator[RunOutcome]:
-        # spawn: workers start clean (no inherited threads from rich/dask/matplotlib).
-        ctx = multiprocessing.get_context("spawn")
+@contextlib.contextmanager
+def sigint_held() -> Iterator[None]:
+    """Hold SIGINT in this thread while it spawns pool workers. A child inherits the signal
+    mask, so a Ctrl-C at the terminal (sent to the whole process group) reaches the sweep
+    alone, which stops the workers itself; a worker that got it would print its own
+    KeyboardInterrupt traceback from the middle of its start-up. A Ctrl-C that arrives
+    meanwhile is delivered when the block ends."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def start_pool(jobs: int, fn: Callable[..., Any], calls: Iterable[tuple[Any, ...]]
+               ) -> tuple[ProcessPoolExecutor, dict[Any, tuple[Any, ...]]]:
+    """A spawn pool of `jobs` workers (each ends with its parent: `die_with_parent`), started
+    with SIGINT held (`sigint_held`), and the futures of `fn(*args)` for each of `calls`."""
+    # spawn: workers start clean (no inherited threads from rich/dask/matplotlib).
+    ctx = multiprocessing.get_context("spawn")
+    with sigint_held():
         pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx,
                                    initializer=die_with_parent, initargs=(os.getpid(),))
-        futures = {pool.submit(execute_task, t): t for t in tasks}
+        futures = {pool.submit(fn, *args): args for args in calls}
+    return pool, futures
+
+
+def stop_pool(pool: ProcessPoolExecutor) -> None:
+    """End a pool now (Ctrl-C, SIGTERM, the consumer stopped): drop queued calls and end the
+    workers, whose runs in progress a resume redoes, so that the process exits at once and
+    the pool's semaphores are released (no resource-tracker warning about leaked ones)."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        with contextlib.suppress(Exception):
+            p.terminate()
+    for p in procs:
+        with contextlib.suppress(Exception):
+            p.join(timeout=5)
+
+
+@contextlib.contextmanager
+def signals_interrupt() -> Iterator[dict[str, int]]:
+    """While a sweep or suite runs, SIGTERM and SIGHUP stop it as Ctrl-C does (raised as
+    KeyboardInterrupt: queued runs dropped, workers ended, finished runs kept) instead of
+    killing it mid-write; the dict's "signal" is the number received (SIGINT unless set),
+    for an exit status of 128 + signal."""
+    import signal
+    import threading
+
+    got = {"signal": int(signal.SIGINT)}
+    if threading.current_thread() is not threading.main_thread():
+        yield got
+        return
+
+    def handler(signum: int, _frame: Any) -> None:
+        got["signal"] = signum
+        raise KeyboardInterrupt
+
+    old = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield got
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def _process_pool(jobs: int) -> Executor:
+    def run_all(tasks: list[RunTask]) -> Iterator[RunOutcome]:
+        pool, futures = None, {}
         try:
+            pool, futures = start_pool(jobs, execute_task, ((t,) for t in tasks))
             for fut in as_completed(futures):
                 try:
                     yield fut.result()
                 except Exception as e:  # noqa: BLE001 - worker died (e.g. killed)
-                    yield RunOutcome(futures[fut], "failed", f"worker failed: {e!r}")
+                    yield RunOutcome(futures[fut][0], "failed", f"worker failed: {e!r}")
         except BaseException:
-            # Ctrl-C or the consumer stopped: drop queued runs, do not wait for them.
-            pool.shutdown(wait=False, cancel_futures=True)
+            # Ctrl-C, SIGTERM or the consumer stopped: do not wait for the runs.
+            if pool is not None:
+                stop_pool(pool)
             raise
         pool.shutdown(wait=True)
     return run_all
