@@ -105,14 +105,15 @@ def expand_params(params: Mapping[str, Any], grid_keys: Iterable[str] | None = N
     """One grid point's parameters by index column: table values spread over their keys
     (`UNSET` for keys of other variants listed in `grid_keys`)."""
     out: dict[str, Any] = {}
-    # Tables first, then plain keys: a deeper grid key overrides a table's value in the run
-    # (ordered_overrides), so it does in the label too.
-    for k, v in ordered_overrides(params).items():
+    for k, v in params.items():
         if _is_table(v):
             for s, x in v.items():
-                out[f"{k}.{s}"] = x
+                out.setdefault(f"{k}.{s}", x)
         else:
             out[k] = v
+    # A deeper grid key overrides a table's value in the run (ordered_overrides), so it does
+    # in the label too (the columns keep the grid's order).
+    out.update((k, v) for k, v in params.items() if not _is_table(v))
     for c in grid_keys or ():
         out.setdefault(c, UNSET)
     return out

@@ -569,9 +569,10 @@ def _run_suite_locked(suite: Suite, out: Path, t0: float, *, quick: bool, jobs: 
     n_runs = 0
     for p, s in specs:
         try:
-            tasks = plan(load_sweep_spec(s))
+            spec = load_sweep_spec(s)
+            tasks = plan(spec)
             if engine is None:
-                validate_tasks(tasks)
+                validate_tasks(tasks, spec)
             else:
                 engine.validate(tasks)
         except ScenarioError as e:
