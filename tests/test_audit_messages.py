@@ -101,3 +101,22 @@ def test_a_grid_point_error_is_labelled_as_reports_label_it(tmp_path):
                                       '"aqm.limit" = ["0.5bdp", -1]\n')
     one_error(invoke_wide("sweep", tmp_path / "sw.toml", "-o", tmp_path / "o"),
               "grid point fifo · -1: aqm.limit")
+
+
+# --- one scenario document, refused the same way by run and sweep -----------------------------
+
+@pytest.mark.parametrize(("flow", "needle"), [
+    ({"stack": "command", "command": "iperf3 -c {server}", "bytes": 1000},
+     'flows[0].bytes: stack = "command" cannot hand it to the program'),
+    ({"stack": "command", "command": "iperf3 -c '{server}"},
+     "flows[0].command: has no closing ' quote"),
+    ({"stack": "kernel", "cc": "rt-prague"},
+     'flows[0].stack: "kernel" runs the kernel\'s TCP; cc = "rt-prague"'),
+])
+def test_combinations_the_emulator_cannot_run_are_refused_by_run_and_sweep(tmp_path, flow,
+                                                                          needle):
+    scen = copy.deepcopy(SHORT_BASE)
+    scen["flows"][0].update(flow)
+    assert needle in _run(tmp_path, scen)
+    (tmp_path / "sw.toml").write_text('base = "s.toml"\nreplications = 2\n')
+    one_error(invoke_wide("sweep", tmp_path / "sw.toml", "-o", tmp_path / "o"), needle)
