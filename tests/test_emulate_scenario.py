@@ -291,7 +291,7 @@ def test_sweep_emulate_refuses_a_grid_point_before_anything_runs(tmp_path):
     out = tmp_path / "out"
     r = sweep_cli(str(sw), "--emulate", "-o", str(out))
     assert r.returncode == 2, r.stderr
-    assert "grid point 30ms: flows[1].rtt" in r.stderr.replace("\n", " ")
+    assert "grid point flows.1.rtt=30ms: flows[1].rtt" in r.stderr.replace("\n", " ")
     assert "Traceback" not in r.stderr and not (out / "runs").exists()
     r = sweep_cli(str(sw), "--emulate", "-j", "2", "-o", str(out))
     assert r.returncode == 2 and "one run at a time" in r.stderr
