@@ -415,6 +415,11 @@ def start_pool(jobs: int, fn: Callable[..., Any], calls: Iterable[tuple[Any, ...
     with SIGINT held (`sigint_held`), and the futures of `fn(*args)` for each of `calls`."""
     # spawn: workers start clean (no inherited threads from rich/dask/matplotlib).
     ctx = multiprocessing.get_context("spawn")
+    # The pool's semaphores start multiprocessing's resource tracker, whose start-up ends with
+    # SIG_UNBLOCK of SIGINT in this thread: start it before holding SIGINT.
+    from multiprocessing import resource_tracker
+
+    resource_tracker.ensure_running()
     with sigint_held():
         pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx,
                                    initializer=die_with_parent, initargs=(os.getpid(),))
