@@ -64,13 +64,12 @@ fn check_quotes(field: &str, t: &str) -> Result<(), SimError> {
     let mut chars = t.chars();
     while let Some(c) = chars.next() {
         match (open, c) {
-            (None, '\\') | (Some('"'), '\\') => {
-                if chars.next().is_none() {
-                    return Err(SimError::field(
-                        field,
-                        "ends in a lone backslash; expected a character after it",
-                    ));
-                }
+            // A backslash escapes the next character (outside quotes and inside "...").
+            (None, '\\') | (Some('"'), '\\') if chars.next().is_none() => {
+                return Err(SimError::field(
+                    field,
+                    "ends in a lone backslash; expected a character after it",
+                ));
             }
             (None, '\'' | '"') => open = Some(c),
             (Some(q), _) if c == q => open = None,
