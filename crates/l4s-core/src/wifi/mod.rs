@@ -17,12 +17,15 @@
 //! has a frame again; the other stations send full aggregates of 1500-byte packets; no rate
 //! control, RTS/CTS, OFDMA, MU-MIMO, hidden nodes or capture.
 
+pub mod airtime;
 pub mod ampdu;
+pub mod aql;
 pub mod edca;
 pub mod phy;
 pub mod reorder;
 #[cfg(test)]
 mod tests;
+pub mod txq;
 
 pub use ampdu::DriverLimit;
 pub use edca::EdcaParams;
