@@ -7,7 +7,8 @@ use crate::histogram::SojournHistogram;
 use crate::recorder::Recorder;
 use l4s_core::aqm::QueueSample;
 use l4s_core::wifi::{
-    Dir, DirStats, DriverLimit, Phy, RateTrace, Standard, WifiMac, WifiParams, WifiStats,
+    ApMode, Dir, DirStats, DriverLimit, Phy, RateTrace, Standard, TxqParams, WifiMac, WifiParams,
+    WifiStats,
 };
 use l4s_core::{Nanos, Rate};
 use serde::Deserialize;
@@ -60,6 +61,20 @@ pub struct WifiConfig {
     pub slot: Option<Nanos>,
     /// aSIFSTime (default "16us").
     pub sifs: Option<Nanos>,
+    /// The AP's queueing: "mac80211" (default), "aqm_in_txq" or "driver_fifo".
+    pub ap: Option<String>,
+    /// mac80211 TXQ CoDel target (default "20ms").
+    pub txq_target: Option<Nanos>,
+    /// mac80211 TXQ CoDel interval (default "100ms").
+    pub txq_interval: Option<Nanos>,
+    /// mac80211 TXQ CoDel marks ECN-capable packets instead of dropping (default true).
+    pub txq_ecn: Option<bool>,
+    /// CE threshold in the TXQ CoDel (a proposal; mac80211 has none). Default off.
+    pub txq_ce_threshold: Option<Nanos>,
+    /// `txq_ce_threshold` on ECT(1) packets only (default true).
+    pub txq_ce_threshold_ect1: Option<bool>,
+    /// mac80211 airtime fairness among stations (default true).
+    pub airtime_fairness: Option<bool>,
 }
 
 fn err(key: &str, msg: impl Into<String>) -> SimError {
@@ -165,6 +180,7 @@ impl WifiConfig {
 
     /// Every check but the rate trace file's content (read when the run starts).
     pub fn check(&self) -> Result<(), SimError> {
+        self.txq_params()?;
         self.params_with().map(|_| ())
     }
 
@@ -265,6 +281,51 @@ impl WifiConfig {
             (None, None) => p.driver_limit,
         };
         p.validate().map_err(|e| err(&e.param, e.to_string()))?;
+        Ok(p)
+    }
+
+    /// The AP's queueing design (`ap`).
+    pub fn ap_mode(&self) -> Result<ApMode, SimError> {
+        match &self.ap {
+            None => Ok(ApMode::default()),
+            Some(s) => ApMode::parse(s).ok_or_else(|| {
+                err(
+                    "ap",
+                    format!("\"{s}\" is unknown; expected \"mac80211\", \"aqm_in_txq\" or \"driver_fifo\""),
+                )
+            }),
+        }
+    }
+
+    /// The mac80211 TXQ parameters (`txq_*`), range-checked; the keys apply with
+    /// `ap = "mac80211"` only.
+    pub fn txq_params(&self) -> Result<TxqParams, SimError> {
+        let mut p = TxqParams::default();
+        p.target = self.txq_target.unwrap_or(p.target);
+        p.interval = self.txq_interval.unwrap_or(p.interval);
+        p.ecn = self.txq_ecn.unwrap_or(p.ecn);
+        p.ce_threshold = self.txq_ce_threshold;
+        p.ce_threshold_ect1 = self.txq_ce_threshold_ect1.unwrap_or(p.ce_threshold_ect1);
+        p.validate().map_err(|e| err(&e.param, e.to_string()))?;
+        if self.ap_mode()? != ApMode::Mac80211 {
+            for (k, set) in [
+                ("txq_target", self.txq_target.is_some()),
+                ("txq_interval", self.txq_interval.is_some()),
+                ("txq_ecn", self.txq_ecn.is_some()),
+                ("txq_ce_threshold", self.txq_ce_threshold.is_some()),
+                (
+                    "txq_ce_threshold_ect1",
+                    self.txq_ce_threshold_ect1.is_some(),
+                ),
+            ] {
+                if set {
+                    return Err(err(
+                        k,
+                        "applies with ap = \"mac80211\" only (its TXQ CoDel)",
+                    ));
+                }
+            }
+        }
         Ok(p)
     }
 

@@ -354,6 +354,8 @@ impl Net {
                 w.params_in(s.base_dir.as_deref())?,
                 w.uplink(),
                 Rng::derive(seed, "link/wifi"),
+                w.ap_mode()?,
+                (w.txq_params()?, Rng::derive(seed, "link/wifi/txq")),
             )?),
             _ => None,
         };

@@ -19,6 +19,7 @@
 
 pub mod airtime;
 pub mod ampdu;
+pub mod ap;
 pub mod aql;
 pub mod edca;
 pub mod phy;
@@ -28,8 +29,10 @@ mod tests;
 pub mod txq;
 
 pub use ampdu::DriverLimit;
+pub use ap::ApMode;
 pub use edca::EdcaParams;
 pub use phy::{Phy, RateTrace, Standard};
+pub use txq::{TxqParams, Txqs};
 
 use crate::error::ParamError;
 use crate::packet::Packet;
