@@ -356,6 +356,7 @@ impl Net {
                 Rng::derive(seed, "link/wifi"),
                 w.ap_mode()?,
                 (w.txq_params()?, Rng::derive(seed, "link/wifi/txq")),
+                (w.aql_limits(), w.airtime_fairness()),
             )?),
             _ => None,
         };
@@ -446,7 +447,7 @@ impl World {
             progress: None,
             chain,
         };
-        w.wifi_init();
+        w.wifi_init(s);
         Ok(w)
     }
 

@@ -75,7 +75,12 @@ fn txq_ce_threshold_marks_prague_not_cubic() {
     assert_eq!(f[0]["cc"], "cubic");
     assert_eq!(f[0]["ce_marks"], 0);
     assert!(f[1]["ce_marks"].as_u64().unwrap() > 0);
-    assert!(v["wifi"]["txq"][0]["ce_threshold_marks"].as_u64().unwrap() > 0);
+    assert!(
+        v["wifi"]["clients"][0]["txq"]["ce_threshold_marks"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
 }
 
 #[test]
@@ -98,5 +103,101 @@ fn ap_keys_are_checked_by_name() {
         let text = scenario(keys, "kind = \"fifo\"", BULK);
         let e = Scenario::from_toml_str(&text).unwrap_err().to_string();
         assert!(e.contains(field), "{keys}: {e}");
+    }
+}
+
+/// Two saturated stations without aggregation (`max_mpdus = 1`, Heusse et al. 2003), 54 and
+/// 6 Mb/s OFDM, UDP at 60 Mb/s to each, `airtime_fairness = false`: the AP's firmware
+/// alternates one frame each (round robin), so both get the same throughput and the slow
+/// station's share of the AP's airtime is X6/(X6 + X54), X = PPDU + SIFS + ACK of one
+/// 1500-byte packet (the performance anomaly).
+#[test]
+fn without_airtime_fairness_the_performance_anomaly() {
+    let (slow, t0, t1) = two_stations(false);
+    let x = |mbps: u64| {
+        let p = l4s_core::wifi::Phy::ofdm(mbps * 1_000_000, false).unwrap();
+        (p.ppdu_ns(p.subframe_bytes(1500)) + 16_000 + p.response_ns()) as f64
+    };
+    let anomaly = x(6) / (x(6) + x(54));
+    assert!(
+        (slow - anomaly).abs() < 0.01,
+        "slow share {slow}, closed form {anomaly}"
+    );
+    assert!((t0 / t1 - 1.0).abs() < 0.02, "{t0} vs {t1}");
+}
+
+/// With mac80211's airtime DRR the two shares should be equal within 5 %. Not yet: the
+/// model gives the slow station 0.877 of the airtime, as without fairness. Why: both
+/// stations keep their AQL budget in the driver, the fast one is at its limit when a
+/// scheduling round starts, and `ieee80211_next_txq` then cycles the list adding the
+/// 256 µs weight to the slow station until its deficit is positive (it is the only
+/// AQL-eligible TXQ), so the DRR never holds it back; the firmware's per-station round robin
+/// then alternates frames. Which driver behaviour (hardware-queue depth, when the tx worker
+/// runs) restores fairness in Linux is still to be modelled.
+#[test]
+#[ignore = "airtime DRR under AQL does not yet equalise airtime (see the comment)"]
+fn airtime_fairness_equalises_airtime() {
+    let (slow, t0, t1) = two_stations(true);
+    assert!((slow - 0.5).abs() < 0.025, "slow share {slow}");
+    assert!(t0 > 4.0 * t1, "{t0} vs {t1}");
+}
+
+/// The slow station's share of the AP's airtime and the two throughputs.
+fn two_stations(fairness: bool) -> (f64, f64, f64) {
+    let text = format!(
+        "seed = 7\nduration = \"6s\"\nwarmup = \"1s\"\n[link]\nmodel = \"wifi\"\n\
+         [link.wifi]\nphy_rate = \"54mbit\"\nmax_mpdus = 1\nuplink = false\n\
+         airtime_fairness = {fairness}\n\
+         [[link.wifi.clients]]\nphy_rate = \"54mbit\"\n\
+         [[link.wifi.clients]]\nphy_rate = \"6mbit\"\n\
+         [aqm]\nkind = \"fifo\"\n\
+         [[flows]]\ncc = \"cbr\"\nrate = \"60mbit\"\nrtt = \"10ms\"\nstation = 0\n\
+         [[flows]]\ncc = \"cbr\"\nrate = \"60mbit\"\nrtt = \"10ms\"\nstation = 1\n"
+    );
+    let (_, v) = run(&text);
+    let c = &v["wifi"]["clients"];
+    let a = |i: usize| c[i]["airtime_share"]["downlink"].as_f64().unwrap();
+    let t = |i: usize| v["flows"][i]["tput_mbps"].as_f64().unwrap();
+    (a(1) / (a(0) + a(1)), t(0), t(1))
+}
+
+#[test]
+fn client_and_station_keys_are_checked_by_name() {
+    let base = "seed = 1\nduration = \"1s\"\n[link]\nmodel = \"wifi\"\n[link.wifi]\n\
+                standard = \"ac\"\nmcs = 5\nwidth = 20\n";
+    let cases = [
+        (
+            "[[link.wifi.clients]]\nmcs = 10\n",
+            "",
+            "link.wifi.clients[0].mcs",
+        ),
+        (
+            "[[link.wifi.clients]]\nper = 1.5\n",
+            "",
+            "link.wifi.clients[0].per",
+        ),
+        (
+            "[[link.wifi.clients]]\nmcs = 1\nphy_rate = \"6mbit\"\n",
+            "",
+            "link.wifi.clients[0].phy_rate",
+        ),
+        (
+            "[[link.wifi.clients]]\n[[link.wifi.clients]]\n",
+            "station = 2\n",
+            "flows[0].station",
+        ),
+        (
+            "ap = \"aqm_in_txq\"\n[[link.wifi.clients]]\n[[link.wifi.clients]]\n",
+            "",
+            "link.wifi.ap",
+        ),
+        ("driver_limit_pkts = 8\n", "", "link.wifi.driver_limit_pkts"),
+    ];
+    for (wifi, flow, field) in cases {
+        let text = format!(
+            "{base}{wifi}[aqm]\nkind = \"fifo\"\n[[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\n{flow}"
+        );
+        let e = Scenario::from_toml_str(&text).unwrap_err().to_string();
+        assert!(e.contains(field), "{wifi}{flow}: {e}");
     }
 }

@@ -109,15 +109,6 @@ impl TxSession {
         (self.pending_pkts, self.pending_ns)
     }
 
-    /// When the oldest frame it holds became ready: the first retry's first transmission,
-    /// else the head of the queue's hand-down (None when nothing is waiting).
-    pub fn oldest(&self) -> Option<Nanos> {
-        self.retry
-            .front()
-            .map(|m| m.pkt.enqueued_at)
-            .or_else(|| self.queue.front().map(|(p, _)| p.enqueued_at))
-    }
-
     /// Time the head of the driver queue has waited at `now`.
     pub fn head_wait(&self, now: Nanos) -> Nanos {
         self.queue

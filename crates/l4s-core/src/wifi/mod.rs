@@ -28,8 +28,10 @@ pub mod reorder;
 mod tests;
 pub mod txq;
 
+pub use airtime::AirtimeScheduler;
 pub use ampdu::DriverLimit;
 pub use ap::ApMode;
+pub use aql::AqlLimits;
 pub use edca::EdcaParams;
 pub use phy::{Phy, RateTrace, Standard};
 pub use txq::{TxqParams, Txqs};
@@ -689,13 +691,14 @@ impl WifiMac {
         }
     }
 
-    /// The station whose frames the AP sends next: the one whose oldest frame (a retry, by
-    /// its first transmission, or a queued packet, by its hand-down) is oldest, as one
-    /// hardware queue served in the order the driver filled it.
+    /// The station whose frames the AP sends next: round robin over the stations the driver
+    /// holds frames for, one aggregate each (the firmware's per-station queues, as ath10k's
+    /// and mt76's; which frames reach them is mac80211's airtime scheduler's choice).
     fn next_station(&self) -> usize {
-        (0..self.down.len())
-            .filter(|&i| self.down[i].backlogged())
-            .min_by_key(|&i| self.down[i].oldest().unwrap_or(Nanos::MAX))
+        let n = self.down.len();
+        (0..n)
+            .map(|k| (self.ap_to + 1 + k) % n)
+            .find(|&i| self.down[i].backlogged())
             .unwrap_or(0)
     }
 
@@ -783,7 +786,11 @@ impl WifiMac {
     fn finish_session(&mut self, who: usize, end: Nanos) {
         let p = &self.p;
         let sta = if who == AP { self.ap_to } else { who - 1 };
-        let per = if sta == 0 { p.per } else { self.clients[sta].per };
+        let per = if sta == 0 {
+            p.per
+        } else {
+            self.clients[sta].per
+        };
         let (sess, rx, st, dir) = if who == AP {
             (
                 &mut self.down[sta],
