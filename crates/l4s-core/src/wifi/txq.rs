@@ -249,7 +249,7 @@ impl Txqs {
         while self.backlog_pkts > TXQ_LIMIT_PKTS || oom {
             let Some(fat) = self.fattest() else { return };
             let owner = self.flows[fat].tin.unwrap_or(0) as usize;
-            let n = (self.flows[fat].q.len() / 2).min(FQ_FLOW_DROP_MAX).max(1);
+            let n = (self.flows[fat].q.len() / 2).clamp(1, FQ_FLOW_DROP_MAX);
             for _ in 0..n {
                 let Some(p) = self.flows[fat].q.pop() else {
                     break;
