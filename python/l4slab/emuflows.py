@@ -359,7 +359,17 @@ def plan_scenario(doc: dict[str, Any], base_dir: Path) -> EmuPlan:
     down = emu.setdefault("downlink", {})
     if not isinstance(down, dict):
         raise ScenarioError("emulator.downlink: must be a table")
-    if "rate" not in down and "trace" not in down:
+    wifi = link.get("model") == "wifi"
+    if wifi:
+        # The simulator's data goes access point -> station, its ACKs up the same medium:
+        # the senders' side (the client namespace) is the access point's.
+        if emu.get("access_point", "client") != "client":
+            raise ScenarioError(
+                "emulator.access_point: scenario mode runs the senders on the client side, "
+                "which must be the access point's (the simulator's data goes access point -> "
+                "station); remove the key")
+        emu["access_point"] = "client"
+    elif "rate" not in down and "trace" not in down:
         down["rate"] = UNLIMITED_RATE
         if "trace" in link:
             down["once"] = False

@@ -498,8 +498,13 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
     let doc = Value::Object(o.doc.clone());
     let mut up = build_direction(&scen.uplink, &scen, base_dir, &doc)?;
     let mut down = build_direction(&scen.downlink, &scen, base_dir, &doc)?;
-    // `[link] model = "wifi"`: one medium, the server side its access point.
-    Path::share_wifi(&mut up, &mut down).map_err(|e| EmuError::Config(e.to_string()))?;
+    // `[link] model = "wifi"`: one medium, the access point on the side the scenario says
+    // (the server's unless `emulator.access_point = "client"`).
+    match scen.access_point {
+        scenario::AccessPoint::Server => Path::share_wifi(&mut up, &mut down),
+        scenario::AccessPoint::Client => Path::share_wifi(&mut down, &mut up),
+    }
+    .map_err(|e| EmuError::Config(e.to_string()))?;
     let flows = flow_dir(o.output.as_ref(), run_as)?;
     if o.uplink_log.is_some() && o.uplink_log == o.downlink_log {
         return Err(EmuError::Config(
