@@ -40,7 +40,7 @@ import pandas as pd
 
 from l4slab.scenario import ScenarioError
 
-__all__ = ["EmuFlow", "EmuPlan", "plan_scenario", "scenario_flows", "LAUNCH_FILE",
+__all__ = ["EmuFlow", "EmuPlan", "plan_scenario", "scenario_flows", "LAUNCH_FILE", "read_rows",
            "UNLIMITED_RATE", "MSS_OFFSET", "LAUNCHER", "RT_PORT", "PROBE_PORT", "scenario_frames",
            "scenario_apps"]
 
@@ -529,7 +529,7 @@ def scenario_frames(launch: dict[str, Any], flow_dir: Path, window: tuple[float,
         idx = int(f["index"])
         path = flow_dir / f"frames-{f.get('pid')}.csv"
         try:
-            df = pd.read_csv(path)
+            df = read_rows(path)
         except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError,
                 UnicodeDecodeError) as e:
             problems.append(f"flow {idx} ({f['cc']}): no frame rows from its sender ({e})")
@@ -554,6 +554,17 @@ def scenario_frames(launch: dict[str, Any], flow_dir: Path, window: tuple[float,
     return frames, blocks, problems
 
 
+def read_rows(path: Path) -> pd.DataFrame:
+    """A CSV a sender wrote as it ran, without a last line cut short: a sender stopped by a
+    signal (the run's end, Ctrl-C) may leave a partial row, which is not a measurement."""
+    import io
+
+    text = path.read_text()
+    if text and not text.endswith("\n"):
+        text = text[:text.rfind("\n") + 1]
+    return pd.read_csv(io.StringIO(text))
+
+
 def _read_csvs(flow_dir: Path, stem: str, pids: list[Any], cols: list[str],
                problems: list[str]) -> pd.DataFrame:
     """The rows of `STEM-<pid>.csv` of the given processes (a missing or malformed file is a
@@ -562,7 +573,7 @@ def _read_csvs(flow_dir: Path, stem: str, pids: list[Any], cols: list[str],
     for pid in pids:
         path = flow_dir / f"{stem}-{pid}.csv"
         try:
-            df = pd.read_csv(path)
+            df = read_rows(path)
         except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError,
                 UnicodeDecodeError) as e:
             problems.append(f"{stem}: no rows from process {pid} ({e})")

@@ -24,7 +24,7 @@ import click
 import numpy as np
 import pandas as pd
 
-from l4slab.emuflows import LAUNCH_FILE, port_rows, scenario_apps, scenario_flows, scenario_frames
+from l4slab.emuflows import LAUNCH_FILE, port_rows, read_rows, scenario_apps, scenario_flows, scenario_frames
 
 __all__ = ["emulate_cmd", "find_binary", "build_run_dir", "EmulateError"]
 
@@ -113,8 +113,8 @@ def _flow_csvs(flow_dir: Path) -> pd.DataFrame | None:
     frames = []
     for f in sorted(flow_dir.glob("flow-*.csv")):
         try:
-            df = pd.read_csv(f)
-        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
+            df = read_rows(f)
+        except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
             raise EmulateError(f"{f}: not a flow CSV ({e})") from e
         # The pid in the name ties the rows to a sender of scenario mode's launch.json.
         df["_pid"] = int(f.stem.split("-", 1)[1]) if f.stem.split("-", 1)[1].isdigit() else -1
@@ -458,7 +458,7 @@ def emulate_doc(doc: dict[str, Any], base_dir: Path, out: Path, opts: list[str],
             command = ["--server", server, "--", sys.executable, str(LAUNCHER), str(plan_json),
                        str(flow_bin)]
         rc = run_emulator([str(scen_json), *opts, "-o", str(out), *(command or [])],
-                          announce=report_flows)
+                          announce=report_flows, scratch=[tmp])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if plan is not None and report_flows and (out / "summary.json").exists():
@@ -674,9 +674,59 @@ def _check_output_dir(out: Path) -> None:
                            "(results are never overwritten)")
 
 
-def run_emulator(args: list[str], announce: bool = True) -> int:
+#: The janitor (a separate session, so a signal to the wrapper's group does not reach it):
+#: it reads the wrapper's pipe until EOF. "done" means the wrapper finished its own
+#: clean-up; otherwise (the wrapper was SIGKILLed) it waits for l4s-emu (whose pid came
+#: down the pipe) to die with it (PR_SET_PDEATHSIG), then removes what an unfinished run
+#: leaves: the run directory when it holds no emulator.json (or, if it existed before, its
+#: contents), and the scratch paths (scenario mode's /tmp/l4slab-emu-*).
+_JANITOR = r"""
+import os, shutil, signal, sys, time
+from pathlib import Path
+for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    signal.signal(s, signal.SIG_IGN)
+out, existed, extra = Path(sys.argv[1]), sys.argv[2] == "1", sys.argv[3:]
+words = sys.stdin.read().split()
+if "done" in words:
+    sys.exit(0)
+emu = [int(w[4:]) for w in words if w.startswith("emu=")]
+end = time.monotonic() + 60
+while emu and os.path.exists(f"/proc/{emu[0]}") and time.monotonic() < end:
+    time.sleep(0.05)
+if out.is_dir() and not (out / "emulator.json").exists():
+    if existed:
+        for p in out.iterdir():
+            shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink()
+    else:
+        shutil.rmtree(out, ignore_errors=True)
+for x in extra:
+    shutil.rmtree(x, ignore_errors=True)
+"""
+
+
+def _start_janitor(out: Path, existed: bool, extra: list[Path]) -> subprocess.Popen[bytes]:
+    """The process that cleans up after a SIGKILLed wrapper (`_JANITOR`)."""
+    return subprocess.Popen([sys.executable, "-S", "-c", _JANITOR, str(out),
+                             "1" if existed else "0", *map(str, extra)],
+                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+
+
+def _janitor_done(j: subprocess.Popen[bytes]) -> None:
+    try:
+        if j.stdin is not None:
+            j.stdin.write(b"done\n")
+            j.stdin.close()
+    except OSError:
+        pass
+    j.wait()
+
+
+def run_emulator(args: list[str], announce: bool = True, scratch: list[Path] | None = None
+                 ) -> int:
     """Run l4s-emu with these arguments (plus -o and the stats pipe), build the run directory,
-    return the command's exit status (128 + signal when a signal ended the run)."""
+    return the command's exit status (128 + signal when a signal ended the run). `scratch`:
+    paths the caller removes afterwards, removed by the janitor if this process is killed."""
     binary = find_binary()
     opts, command = _split(list(args))
     if "-h" in opts or "--help" in opts:
@@ -713,9 +763,13 @@ def run_emulator(args: list[str], announce: bool = True) -> int:
 
     stop_signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     old = {s: signal.signal(s, forward) for s in stop_signals}
+    janitor = _start_janitor(out, existed, list(scratch or []))
     try:
         proc = subprocess.Popen([str(binary), *opts, *command], pass_fds=pass_fds,
                                 preexec_fn=_pdeathsig_preexec())
+        if janitor.stdin is not None:
+            janitor.stdin.write(f"emu={proc.pid}\n".encode())
+            janitor.stdin.flush()
         if got and proc.poll() is None:
             proc.send_signal(got[0])  # arrived while the child was being started
         viewer = None
@@ -750,7 +804,9 @@ def run_emulator(args: list[str], announce: bool = True) -> int:
         elif out.is_dir():
             for p in out.iterdir():
                 shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink()
+        _janitor_done(janitor)
         return rc
+    _janitor_done(janitor)
     try:
         summary = build_run_dir(out)
     except (EmulateError, ValueError, KeyError, OSError) as e:

@@ -4,7 +4,7 @@
 
 use crate::cli::Options;
 use crate::clock::{self, Clock};
-use crate::error::EmuError;
+pub use crate::error::EmuError;
 use crate::host;
 use crate::live::DirCounters;
 use crate::ns::{RunAs, Side, SideSpec};
@@ -489,11 +489,39 @@ fn flow_dir(output: Option<&PathBuf>, run_as: Option<RunAs>) -> Result<PathBuf, 
     Ok(dir)
 }
 
+/// COMMAND's program as the side would find it (a path, or a name looked up in PATH): an
+/// error before anything starts when it is not an executable file, so that a mistyped
+/// command leaves no run directory (its exit status is 127, as a shell's).
+fn check_program(prog: &str) -> Result<(), EmuError> {
+    use std::os::unix::fs::PermissionsExt;
+    let runnable = |p: &std::path::Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    let found = if prog.contains('/') {
+        runnable(std::path::Path::new(prog))
+    } else {
+        std::env::var_os("PATH").is_some_and(|path| {
+            std::env::split_paths(&path).any(|d| runnable(&d.join(prog)))
+        })
+    };
+    if found {
+        Ok(())
+    } else {
+        Err(EmuError::NotFound(format!(
+            "cannot run the client command `{prog}`: no such executable{}; nothing was run",
+            if prog.contains('/') { "" } else { " on PATH" }
+        )))
+    }
+}
+
 /// Run one emulation as the options say.
 pub fn run(o: &Options) -> Result<Outcome, EmuError> {
     let run_as = invoking_user();
     let user_ns = own_ids_if_unprivileged();
     let scen = scenario::from_doc(&o.doc)?;
+    if let Some(prog) = o.command.first() {
+        check_program(prog)?;
+    }
     let base_dir = o.scenario.as_ref().and_then(|p| p.parent());
     let doc = Value::Object(o.doc.clone());
     let mut up = build_direction(&scen.uplink, &scen, base_dir, &doc)?;
