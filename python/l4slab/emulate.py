@@ -732,6 +732,14 @@ def run_emulator(args: list[str], announce: bool = True, scratch: list[Path] | N
     if "-h" in opts or "--help" in opts:
         click.echo(usage_text(binary))
         return 0
+    if any(a == "--set" or a.startswith("--set=") for a in opts):
+        why = "a COMMAND after --" if command else ("--server" if "--server" in opts else
+                                                     "--host" if "--host" in opts else
+                                                     "no scenario file with [[flows]]")
+        raise EmulateError(
+            f"--set: only in scenario mode (a scenario file with [[flows]], no COMMAND, no "
+            f"--server or --host); this run has {why}: set the bottleneck with flags "
+            "(--rate 20mbit, --delay 10ms, --aqm-arg step_thresh=5ms) or in the scenario file")
     out_s = _option(opts, "-o", "--output")
     if out_s is None:
         out = Path("results") / f"emu-{time.strftime('%Y%m%d-%H%M%S')}"

@@ -106,7 +106,19 @@ pub struct Outcome {
     /// Each side's kernel TCP settings at its start (`net.ipv4.tcp_congestion_control`,
     /// `net.ipv4.tcp_ecn`), by side: "client", "server" or "host".
     pub tcp_sysctls: Vec<(String, Vec<(String, String)>)>,
+    /// The namespaces' default congestion control asked for (`--tcp-cc`, else cubic).
+    pub tcp_cc: String,
+    /// The host-wide allowed list before and during the run, when the run widened it.
+    pub tcp_allowed: Option<(String, String)>,
+    /// `--rt-priority`: the commands' SCHED_FIFO priority.
+    pub rt_priority: Option<i32>,
+    /// The injected stall (`L4SLAB_EMU_TEST_STALL_MS`, tests only), ms.
+    pub test_stall_ms: Option<u64>,
 }
+
+/// Tests only: `L4SLAB_EMU_TEST_STALL_MS=N` makes the driver sleep N ms once, 1 s into the
+/// run, as a descheduled emulator on a loaded host would (the run's lateness shows it).
+const TEST_STALL_ENV: &str = "L4SLAB_EMU_TEST_STALL_MS";
 
 /// User and system CPU time of this process so far (not of its children).
 fn own_cpu_s() -> (f64, f64) {
@@ -500,9 +512,8 @@ fn check_program(prog: &str) -> Result<(), EmuError> {
     let found = if prog.contains('/') {
         runnable(std::path::Path::new(prog))
     } else {
-        std::env::var_os("PATH").is_some_and(|path| {
-            std::env::split_paths(&path).any(|d| runnable(&d.join(prog)))
-        })
+        std::env::var_os("PATH")
+            .is_some_and(|path| std::env::split_paths(&path).any(|d| runnable(&d.join(prog))))
     };
     if found {
         Ok(())
@@ -594,6 +605,18 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
     } else {
         o.command.clone()
     };
+    let tcp_cc = o
+        .tcp_cc
+        .clone()
+        .unwrap_or_else(|| crate::tcp_cc::DEFAULT_CC.to_string());
+    crate::tcp_cc::check(&tcp_cc)?;
+    // As root: every available congestion control allowed for the run (the namespaces'
+    // default must be in the host-wide list; see crate::tcp_cc), put back afterwards.
+    let allowed = if user_ns.is_none() {
+        crate::tcp_cc::allow_all()
+    } else {
+        None
+    };
     let gateway4 = host.as_ref().map(|h| h.host_addr);
     let spec = |label: &str, me4, me6, cmd: Vec<String>| SideSpec {
         label: label.into(),
@@ -608,6 +631,9 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
         run_as,
         user_ns,
         offload: !o.no_offload,
+        tcp_cc: tcp_cc.clone(),
+        tcp_cc_required: o.tcp_cc.is_some(),
+        rt_priority: o.rt_priority,
     };
     // Before the forks, so that the descriptor is close-on-exec for every command.
     let mut stats = StatsOut::open(o.stats_fd);
@@ -668,7 +694,15 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
     let (mut wr_up, mut wr_down) = (Writer::default(), Writer::default());
     let mut next_log_flush = LOG_FLUSH;
     let mut log_error = None;
+    let test_stall_ms = std::env::var(TEST_STALL_ENV)
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok());
+    let mut stall_pending = test_stall_ms;
     loop {
+        if let Some(ms) = stall_pending.filter(|_| clock.now() >= Nanos::from_secs(1)) {
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+            stall_pending = None;
+        }
         // Arrivals, then departures, on both sides.
         {
             let far = server
@@ -825,6 +859,12 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
         exit,
         server_exit,
         tcp_sysctls,
+        tcp_cc,
+        tcp_allowed: allowed
+            .as_ref()
+            .map(|a| (a.before.clone(), a.during.clone())),
+        rt_priority: o.rt_priority,
+        test_stall_ms,
         duration: end,
         directions: vec![
             DirectionReport {
@@ -899,6 +939,20 @@ pub fn outcome_json(o: &Outcome, doc: &Value) -> Value {
         "cpu_sys_s": o.cpu_s.1,
         "offload": o.offload,
         "server_exit_status": o.server_exit,
+        "priority": {
+            "emulator": if o.realtime {
+                json!({"policy": "SCHED_FIFO", "priority": clock::EMULATOR_PRIORITY})
+            } else {
+                json!({"policy": "SCHED_OTHER", "priority": 0})
+            },
+            "commands_rt_priority": o.rt_priority,
+        },
+        "tcp_cc": {
+            "default": o.tcp_cc,
+            "allowed_before": o.tcp_allowed.as_ref().map(|a| a.0.clone()),
+            "allowed_during": o.tcp_allowed.as_ref().map(|a| a.1.clone()),
+        },
+        "test_stall_ms": o.test_stall_ms,
         "tcp_sysctls": o.tcp_sysctls.iter().map(|(side, kv)| {
             let m: serde_json::Map<String, Value> =
                 kv.iter().map(|(k, v)| (k.clone(), json!(v))).collect();

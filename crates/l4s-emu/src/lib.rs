@@ -15,6 +15,7 @@ pub mod packet;
 pub mod path;
 pub mod record;
 pub mod scenario;
+pub mod tcp_cc;
 pub mod tun;
 pub mod wifi;
 

@@ -199,7 +199,10 @@ pub fn from_doc(doc: &Map<String, Value>) -> Result<EmuScenario, EmuError> {
         // A Wi-Fi link's rate comes from [link.wifi]: a direction's rate or trace is named
         // here, where the user wrote it (not as the merged table's `link.rate`).
         if link.get("model").and_then(Value::as_str) == Some("wifi") {
-            if let Some(k) = ["rate", "trace", "once"].into_iter().find(|k| over.contains_key(*k)) {
+            if let Some(k) = ["rate", "trace", "once"]
+                .into_iter()
+                .find(|k| over.contains_key(*k))
+            {
                 return Err(field(
                     &format!("{path}.{k}"),
                     "does not apply to [link] model = \"wifi\": both directions share the one \
@@ -340,8 +343,14 @@ mod tests {
     fn a_direction_rate_on_a_wifi_link_names_its_own_key() {
         let wifi = "[link]\nmodel = \"wifi\"\n[link.wifi]\nmcs = 3\n";
         for (table, key) in [
-            ("[emulator.downlink]\nrate = \"10mbit\"", "emulator.downlink.rate"),
-            ("[emulator.uplink]\ntrace = \"x.up\"", "emulator.uplink.trace"),
+            (
+                "[emulator.downlink]\nrate = \"10mbit\"",
+                "emulator.downlink.rate",
+            ),
+            (
+                "[emulator.uplink]\ntrace = \"x.up\"",
+                "emulator.uplink.trace",
+            ),
         ] {
             let e = from_doc(&doc(&format!("{wifi}{table}")))
                 .unwrap_err()
@@ -357,7 +366,10 @@ mod tests {
 
     #[test]
     fn the_access_point_side_is_the_servers_unless_set() {
-        assert_eq!(from_doc(&Map::new()).unwrap().access_point, AccessPoint::Server);
+        assert_eq!(
+            from_doc(&Map::new()).unwrap().access_point,
+            AccessPoint::Server
+        );
         let s = from_doc(&doc("[emulator]\naccess_point = \"client\"")).unwrap();
         assert_eq!(s.access_point, AccessPoint::Client);
         let e = from_doc(&doc("[emulator]\naccess_point = \"ap\"")).unwrap_err();

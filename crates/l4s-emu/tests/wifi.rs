@@ -224,16 +224,28 @@ fn wifi_utilisation_is_the_macs_delivered_bytes_over_the_phy_rate() {
     };
     let (mut station, mut ap) = (mk(), mk());
     Path::share_wifi(&mut station, &mut ap).unwrap();
-    let pkt = build::ipv4([10, 0, 0, 2], [10, 0, 0, 1], proto::UDP, 5201, 4000, Ecn::NotEct.bits(), 1500);
+    let pkt = build::ipv4(
+        [10, 0, 0, 2],
+        [10, 0, 0, 1],
+        proto::UDP,
+        5201,
+        4000,
+        Ecn::NotEct.bits(),
+        1500,
+    );
     let end = Nanos::from_secs(2);
     let gap = Nanos::from_us(600); // 1500 B every 600 us = 20 Mb/s
     let (warm, mut next_arrival, mut bytes_after_warmup) = (Nanos::from_ms(500), Nanos::ZERO, 0u64);
     loop {
-        let now = [Some(next_arrival), ap.next_deadline(), station.next_deadline()]
-            .into_iter()
-            .flatten()
-            .min()
-            .unwrap();
+        let now = [
+            Some(next_arrival),
+            ap.next_deadline(),
+            station.next_deadline(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap();
         if now > end {
             break;
         }
@@ -259,7 +271,14 @@ fn wifi_utilisation_is_the_macs_delivered_bytes_over_the_phy_rate() {
     let want = bytes_after_warmup as f64 * 8.0 / (phy_bps * (end - warm).as_secs_f64());
     let got = s["link"]["utilisation"].as_f64().unwrap();
     assert!(bytes_after_warmup > 1_000_000, "{bytes_after_warmup}");
-    assert!((got - want).abs() <= 1e-12 * want, "utilisation {got}, delivered bytes give {want}");
+    assert!(
+        (got - want).abs() <= 1e-12 * want,
+        "utilisation {got}, delivered bytes give {want}"
+    );
     // 20 Mb/s offered: the MAC carries all of it (IP bytes over a 26 Mb/s PHY).
-    assert!((got - 20e6 / phy_bps).abs() < 0.01, "{got} against {}", 20e6 / phy_bps);
+    assert!(
+        (got - 20e6 / phy_bps).abs() < 0.01,
+        "{got} against {}",
+        20e6 / phy_bps
+    );
 }
