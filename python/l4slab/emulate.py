@@ -645,13 +645,20 @@ def emulate_doc(doc: dict[str, Any], base_dir: Path, out: Path, opts: list[str],
         shutil.rmtree(tmp, ignore_errors=True)
     if plan is not None and report_flows and (out / "summary.json").exists():
         s = json.loads((out / "summary.json").read_text())
+
+        def num(v: Any, unit: str, digits: int) -> str:
+            # A figure the window left empty (no packets of that queue after warm-up) is null.
+            return "-" if v is None else f"{v:.{digits}f}{unit}"
+
         for f in s.get("flows", []):
-            srtt = "-" if f.get("srtt_ms") is None else f"{f['srtt_ms']:.1f} ms"
-            click.echo(f"  flow {f['id']} {f['cc']} ({f['class']}): {f['tput_mbps']:.2f} Mb/s, "
-                       f"srtt {srtt}, CE {f['ce_marks']}, drops {f['drops']}", err=True)
+            click.echo(f"  flow {f['id']} {f['cc']} ({f['class']}): "
+                       f"{num(f.get('tput_mbps'), ' Mb/s', 2)}, srtt "
+                       f"{num(f.get('srtt_ms'), ' ms', 1)}, CE {f['ce_marks']}, drops "
+                       f"{f['drops']}", err=True)
         for q in s.get("queues", []):
-            click.echo(f"  queue {q['name']}: sojourn mean {q['sojourn_ms']['mean']:.2f} ms, "
-                       f"p99 {q['sojourn_ms']['p99']:.2f} ms, marks {q['marks']}, drops "
+            soj = q.get("sojourn_ms") or {}
+            click.echo(f"  queue {q['name']}: sojourn mean {num(soj.get('mean'), ' ms', 2)}, "
+                       f"p99 {num(soj.get('p99'), ' ms', 2)}, marks {q['marks']}, drops "
                        f"{q['drops']}", err=True)
     if plan is not None and (out / "summary.json").exists():
         s = json.loads((out / "summary.json").read_text())
