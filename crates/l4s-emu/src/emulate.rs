@@ -116,8 +116,9 @@ pub struct Outcome {
     pub test_stall_ms: Option<u64>,
 }
 
-/// Tests only: `L4SLAB_EMU_TEST_STALL_MS=N` makes the driver sleep N ms once, 1 s into the
-/// run, as a descheduled emulator on a loaded host would (the run's lateness shows it).
+/// Tests only: `L4SLAB_EMU_TEST_STALL_MS=N` makes the driver sleep N ms once, 1 s after the
+/// client command started, as a descheduled emulator on a loaded host would (the run's
+/// lateness shows it).
 const TEST_STALL_ENV: &str = "L4SLAB_EMU_TEST_STALL_MS";
 
 /// User and system CPU time of this process so far (not of its children).
@@ -684,6 +685,7 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
         client.go(&start_env)?;
     }
     let mut client_started = server.is_none();
+    let mut client_started_at = client_started.then_some(Nanos::ZERO);
     let spin = o.spin.unwrap_or(clock::DEFAULT_SPIN);
     let mut buf = vec![0u8; MAX_PACKET];
     let mut signal = None;
@@ -699,7 +701,8 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
         .and_then(|v| v.parse::<u64>().ok());
     let mut stall_pending = test_stall_ms;
     loop {
-        if let Some(ms) = stall_pending.filter(|_| clock.now() >= Nanos::from_secs(1)) {
+        let due = client_started_at.map(|t| t + Nanos::from_secs(1));
+        if let Some(ms) = stall_pending.filter(|_| due.is_some_and(|d| clock.now() >= d)) {
             std::thread::sleep(std::time::Duration::from_millis(ms));
             stall_pending = None;
         }
@@ -737,6 +740,7 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
                     if listening || exited || now >= SERVER_READY_TIMEOUT {
                         client.go(&start_env)?;
                         client_started = true;
+                        client_started_at = Some(now);
                     }
                 }
             }
