@@ -498,6 +498,36 @@ mod tests {
     }
 
     #[test]
+    fn rt_priority_lies_below_the_emulators_own() {
+        let o = parse(&argv("--rt-priority 98 --tcp-cc reno -- true")).unwrap();
+        assert_eq!(o.rt_priority, Some(98));
+        assert_eq!(o.tcp_cc.as_deref(), Some("reno"));
+        assert_eq!(
+            parse(&argv("--rt-priority=1 -- true")).unwrap().rt_priority,
+            Some(1)
+        );
+        for v in ["0", "99", "-3", "high"] {
+            let e = parse(&argv(&format!("--rt-priority {v} -- true")))
+                .unwrap_err()
+                .to_string();
+            assert_eq!(
+                e,
+                format!(
+                    "--rt-priority: {v}: allowed 1..98 (an integer below the emulator's own \
+                     SCHED_FIFO 99)"
+                )
+            );
+        }
+        let e = parse(&argv("--tcp-cc a/b -- true"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("--tcp-cc: \"a/b\": a congestion control name"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn mahimahi_log_flags_take_new_files_only() {
         let o = parse(&argv("--uplink-log up.log --downlink-log=down.log -- true")).unwrap();
         assert_eq!(o.uplink_log, Some(PathBuf::from("up.log")));

@@ -251,7 +251,7 @@ fn wifi_utilisation_is_the_macs_delivered_bytes_over_the_phy_rate() {
         }
         if next_arrival <= now {
             ap.push(&pkt, next_arrival);
-            next_arrival = next_arrival + gap;
+            next_arrival += gap;
         }
         while let Some((b, at)) = ap.pop_due(now) {
             ap.record_sent(at, now);
