@@ -893,15 +893,22 @@ for x in extra:
 """
 
 
-def _start_janitor(out: Path, existed: bool, extra: list[Path]) -> subprocess.Popen[bytes]:
-    """The process that cleans up after a SIGKILLed wrapper (`_JANITOR`)."""
-    return subprocess.Popen([sys.executable, "-S", "-c", _JANITOR, str(out),
-                             "1" if existed else "0", *map(str, extra)],
-                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+def _start_janitor(out: Path, existed: bool, extra: list[Path]
+                   ) -> subprocess.Popen[bytes] | None:
+    """The process that cleans up after a SIGKILLed wrapper (`_JANITOR`); None when it cannot
+    be started (the run goes on; only a SIGKILL would then leave its directory behind)."""
+    try:
+        return subprocess.Popen([sys.executable, "-S", "-c", _JANITOR, str(out),
+                                 "1" if existed else "0", *map(str, extra)],
+                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+    except OSError:
+        return None
 
 
-def _janitor_done(j: subprocess.Popen[bytes]) -> None:
+def _janitor_done(j: subprocess.Popen[bytes] | None) -> None:
+    if j is None:
+        return
     try:
         if j.stdin is not None:
             j.stdin.write(b"done\n")
@@ -966,7 +973,7 @@ def run_emulator(args: list[str], announce: bool = True, scratch: list[Path] | N
         proc = subprocess.Popen([str(binary), *opts, *command], pass_fds=pass_fds,
                                 preexec_fn=_pdeathsig_preexec())
         watch.start(proc.pid)
-        if janitor.stdin is not None:
+        if janitor is not None and janitor.stdin is not None:
             janitor.stdin.write(f"emu={proc.pid}\n".encode())
             janitor.stdin.flush()
         if got and proc.poll() is None:
