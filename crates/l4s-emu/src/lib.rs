@@ -6,6 +6,7 @@ pub mod cli;
 pub mod clock;
 pub mod emulate;
 pub mod error;
+pub mod guardian;
 pub mod host;
 pub mod live;
 pub mod ns;

@@ -11,8 +11,7 @@
 //! gone (even after SIGKILL), unless someone changed it meanwhile.
 
 use crate::error::EmuError;
-use std::io::Read;
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 
 /// The kernel's own default (CONFIG_DEFAULT_TCP_CONG on every distribution kernel).
 pub const DEFAULT_CC: &str = "cubic";
@@ -78,46 +77,17 @@ pub fn allow_all() -> Option<AllowedWidened> {
     })
 }
 
-/// Fork the guardian (own session, double fork): when the pipe closes it writes `before`
-/// back, if the list still reads `during` (a list someone else set is left alone).
+/// The guardian (`crate::guardian`): when the emulator is gone it writes `before` back, if
+/// the list still reads `during` (a list someone else set is left alone).
 fn spawn_guardian(before: String, during: String) -> Option<OwnedFd> {
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 writes two descriptors into the local array.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
-        return None;
-    }
-    // SAFETY: both descriptors are fresh and owned only here.
-    let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    // SAFETY: fork while single-threaded (documented precondition).
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return None;
-    }
-    if pid == 0 {
-        drop(w);
-        // SAFETY: setsid/fork/_exit take no pointers.
-        unsafe {
-            libc::setsid();
-            if libc::fork() != 0 {
-                libc::_exit(0);
-            }
-        }
-        let mut f = std::fs::File::from(r);
-        let mut b = [0u8; 1];
-        while matches!(f.read(&mut b), Ok(n) if n > 0) {}
+    crate::guardian::spawn(move || {
         let now: Vec<String> = read(ALLOWED).split_whitespace().map(String::from).collect();
         let set: Vec<String> = during.split_whitespace().map(String::from).collect();
         if now == set {
             let _ = std::fs::write(ALLOWED, &before);
         }
-        // SAFETY: ends the guardian.
-        unsafe { libc::_exit(0) }
-    }
-    drop(r);
-    let mut st = 0;
-    // SAFETY: waitpid on the child just forked (it exits at once after the second fork).
-    unsafe { libc::waitpid(pid, &mut st, 0) };
-    Some(w)
+    })
+    .ok()
 }
 
 /// Inside a side's namespace: set its default congestion control.
