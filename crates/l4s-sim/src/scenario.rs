@@ -321,12 +321,39 @@ pub(crate) fn path_error(
         Some(i) => format!("{}expected a table", &msg[..i]),
         None => msg,
     };
+    let msg = in_words(&msg, &p);
     let msg = if msg.starts_with("invalid type") && msg.ends_with("expected a string") {
         format!("{msg}: durations and rates are written as strings, e.g. \"15ms\", \"50mbit\"")
     } else {
         msg
     };
     SimError::field(if p.is_empty() { "scenario".into() } else { p }, msg)
+}
+
+/// serde's Rust type names at the end of a message ("expected u64", "untagged enum
+/// CcChoice") in the words of the scenario format: the range a value may take.
+fn in_words(msg: &str, path: &str) -> String {
+    if msg.contains("untagged enum CcChoice") {
+        return "expected a congestion control name (cc = \"cubic\") or a table of names and \
+                weights (cc = { cubic = 1, prague = 1 })"
+            .into();
+    }
+    let Some((head, ty)) = msg.rsplit_once(", expected ") else {
+        return msg.to_string();
+    };
+    let hop = path.contains(".path[");
+    let words = match ty {
+        _ if hop && ty == "u32" => "a hop index: a whole number from 0 (the first [[links]] entry)",
+        "u8" => "a whole number from 0 to 255",
+        "u16" => "a whole number from 0 to 65535",
+        "u32" => "a whole number from 0 to 4294967295",
+        "u64" | "usize" => "a whole number ≥ 0",
+        "i8" | "i16" | "i32" | "i64" | "isize" => "a whole number",
+        "f32" | "f64" => "a number",
+        "a boolean" => "true or false",
+        _ => return msg.to_string(),
+    };
+    format!("{}; expected {words}", head.replace('`', ""))
 }
 
 impl Scenario {

@@ -236,7 +236,7 @@ impl WifiConfig {
                     self.width.unwrap_or(80),
                     self.streams.unwrap_or(1),
                 )
-                .map_err(|e| err(&e.param, e.to_string()))?
+                .map_err(|e| SimError::param("link.wifi.", e))?
             }
         };
         let mut p = WifiParams::new(phy);
@@ -264,7 +264,7 @@ impl WifiConfig {
             (None, Some(n)) => DriverLimit::Packets(n),
             (None, None) => p.driver_limit,
         };
-        p.validate().map_err(|e| err(&e.param, e.to_string()))?;
+        p.validate().map_err(|e| SimError::param("link.wifi.", e))?;
         Ok(p)
     }
 

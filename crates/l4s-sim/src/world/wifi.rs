@@ -21,8 +21,7 @@ pub(super) struct WifiHop {
 
 impl WifiHop {
     pub(super) fn new(p: WifiParams, uplink: bool, rng: Rng) -> Result<Self, crate::SimError> {
-        let mac = WifiMac::new(p, rng)
-            .map_err(|e| crate::SimError::field(format!("link.wifi.{}", e.param), e.to_string()))?;
+        let mac = WifiMac::new(p, rng).map_err(|e| crate::SimError::param("link.wifi.", e))?;
         Ok(WifiHop {
             mac,
             uplink,
