@@ -6,6 +6,9 @@
 //! back to back at its line rate; the pacer then holds the next skb for skb->len / pacing rate
 //! (the whole payload of the burst). Defaults: `sk_pacing_shift` 10 (~1 ms of data),
 //! `tcp_min_tso_segs` 2, `tcp_tso_rtt_log` 9, `sk_gso_max_size` 65536 (`GSO_LEGACY_MAX_SIZE`).
+//! Before a new burst of new data, `tcp_tso_should_defer` may hold the send until the window
+//! has room for a whole burst ([`tso_should_defer`]); that is what makes an ACK-clocked
+//! kernel sender without fq put bursts of `tcp_tso_segs` segments on the wire.
 
 use crate::time::{Nanos, Rate};
 
@@ -29,6 +32,67 @@ pub fn tso_autosize(pacing_bytes_per_s: u64, mss: u32, min_rtt: Nanos) -> u32 {
     }
     bytes = bytes.min(GSO_MAX_SIZE);
     ((bytes / mss.max(1) as u64) as u32).max(MIN_TSO_SEGS)
+}
+
+/// `sysctl_tcp_tso_win_divisor` default: a third of the window is always worth sending.
+pub const TSO_WIN_DIVISOR: u64 = 3;
+/// `tcp_tso_should_defer` never defers past 1 ms after the last transmission (`NSEC_PER_MSEC`).
+pub const TSO_DEFER_MAX_IDLE: Nanos = Nanos::from_ms(1);
+
+/// What `tcp_tso_should_defer` reads, in the model's terms.
+#[derive(Copy, Clone, Debug)]
+pub struct DeferCheck {
+    /// The time of the transmit attempt (`tp->tcp_clock_cache`).
+    pub now: Nanos,
+    /// `tp->tcp_wstamp_ns`: the last transmission's departure time (later under pacing).
+    pub wstamp: Nanos,
+    /// `icsk_ca_state >= TCP_CA_Recovery` (Recovery or Loss).
+    pub in_recovery: bool,
+    /// `tcp_snd_cwnd`, in segments.
+    pub cwnd: u32,
+    /// `tcp_packets_in_flight`.
+    pub in_flight: u32,
+    /// `mss_cache`.
+    pub mss: u32,
+    /// `max_segs` of `tcp_write_xmit`: `tcp_tso_segs`.
+    pub max_segs: u32,
+    /// Bytes the receive window still allows beyond the next byte to send (`send_win`).
+    pub send_win: u64,
+    /// New data the application has queued and not sent (the skb cannot grow past it).
+    pub unsent: u64,
+    /// Send time of the oldest unacknowledged segment (`tcp_rtx_queue_head`), if any.
+    pub head_tx: Option<Nanos>,
+    /// Smoothed RTT.
+    pub srtt: Nanos,
+}
+
+/// Linux `tcp_tso_should_defer` (net/ipv4/tcp_output.c) with `tcp_tso_win_divisor` 3: true
+/// when a bulk sender should hold new data for the next ACK rather than send a burst shorter
+/// than `max_segs`. It sends now in Recovery/Loss, more than 1 ms after the last
+/// transmission, when a whole burst fits (`limit >= max_segs * mss`), when all queued data
+/// fits (the skb will not grow: FIN/EOR, or nothing more written), when a third of the
+/// window fits, with nothing in flight, or when the oldest unacknowledged segment left less
+/// than srtt/2 ago (the next ACK may come too late).
+pub fn tso_should_defer(c: &DeferCheck) -> bool {
+    if c.in_recovery || c.max_segs <= 1 || c.now > c.wstamp + TSO_DEFER_MAX_IDLE {
+        return false;
+    }
+    let mss = c.mss as u64;
+    let cong_win = c.cwnd.saturating_sub(c.in_flight) as u64 * mss;
+    let limit = c.send_win.min(cong_win);
+    if limit >= c.max_segs as u64 * mss || limit >= c.unsent {
+        return false;
+    }
+    // win_divisor: chunk = min(snd_wnd, cwnd * mss) / divisor.
+    let chunk = c.send_win.min(c.cwnd as u64 * mss) / TSO_WIN_DIVISOR;
+    if limit >= chunk {
+        return false;
+    }
+    match c.head_tx {
+        None => false,
+        // `srtt_us >> 4`: srtt_us holds 8 * srtt, so this is srtt / 2.
+        Some(head) => c.now.saturating_sub(head) >= Nanos(c.srtt.as_ns() / 2),
+    }
 }
 
 /// The host side of a flow: its NIC line rate and the burst in progress.
