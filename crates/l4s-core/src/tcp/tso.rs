@@ -190,6 +190,62 @@ mod tests {
         assert_eq!(tso_autosize(12_500_000, mss, Nanos::from_ms(1)), 31);
     }
 
+    /// A sender in congestion avoidance, ~2 segments of room after an ACK, burst goal 4, the
+    /// oldest unacknowledged segment sent 40 ms ago, srtt 40 ms, window 170 segments.
+    fn deferring() -> DeferCheck {
+        DeferCheck {
+            now: Nanos::from_ms(1000),
+            wstamp: Nanos::from_ms(1000) - Nanos::from_us(500),
+            in_recovery: false,
+            cwnd: 170,
+            in_flight: 168,
+            mss: 1448,
+            max_segs: 4,
+            send_win: u64::MAX,
+            unsent: u64::MAX,
+            head_tx: Some(Nanos::from_ms(960)),
+            srtt: Nanos::from_ms(40),
+        }
+    }
+
+    /// Linux `tcp_tso_should_defer`, branch by branch: it defers the short burst above, and
+    /// each `goto send_now` condition alone turns that into "send now".
+    #[test]
+    fn tcp_tso_should_defer_follows_each_linux_branch() {
+        assert!(tso_should_defer(&deferring()));
+        let now = |f: fn(&mut DeferCheck)| {
+            let mut c = deferring();
+            f(&mut c);
+            !tso_should_defer(&c)
+        };
+        // icsk_ca_state >= TCP_CA_Recovery.
+        assert!(now(|c| c.in_recovery = true));
+        // The last write more than 1 ms ago (1 ms exactly still defers: `delta > 0`).
+        assert!(now(|c| c.wstamp = c.now - Nanos::from_us(1001)));
+        assert!(!now(|c| c.wstamp = c.now - Nanos::from_ms(1)));
+        // A full burst fits: limit >= max_segs * mss (3 segments of room still defer).
+        assert!(now(|c| c.in_flight = 166));
+        assert!(!now(|c| c.in_flight = 167));
+        // The receive window is the limit but it holds all that is queued.
+        assert!(now(|c| c.unsent = 2 * 1448));
+        // A third of the window fits: cwnd 6, 2 of room = 2896 B >= 6·1448/3.
+        assert!(now(|c| {
+            c.cwnd = 6;
+            c.in_flight = 4
+        }));
+        // cwnd 7: 7·1448/3 = 3378 B > 2896 B: defer.
+        assert!(!now(|c| {
+            c.cwnd = 7;
+            c.in_flight = 5
+        }));
+        // The next ACK may come too late: head sent less than srtt/2 = 20 ms ago.
+        assert!(now(|c| c.head_tx = Some(c.now - Nanos::from_us(19_999))));
+        assert!(!now(|c| c.head_tx = Some(c.now - Nanos::from_ms(20))));
+        // Nothing in flight; a one-segment skb is Nagle's business, not this function's.
+        assert!(now(|c| c.head_tx = None));
+        assert!(now(|c| c.max_segs = 1));
+    }
+
     /// A burst of 3 segments at a 1 Gb/s NIC, paced at 10 Mb/s: the segments leave 12 µs apart
     /// (1500 B at 1 Gb/s), the next burst 3·1448·8/10 Mb/s = 3.4752 ms after the first.
     #[test]

@@ -1,5 +1,6 @@
 //! The TSO host inside the sender, packet by packet through a fixed-delay pipe: Prague's
-//! bursts follow `prague_tso_segs`; unpaced segments keep the NIC's spacing.
+//! bursts follow `prague_tso_segs`; unpaced segments keep the NIC's spacing; behind a
+//! bottleneck an ACK-clocked sender's bursts follow `tcp_tso_should_defer`.
 
 use std::collections::BTreeMap;
 
@@ -132,4 +133,118 @@ fn unpaced_segments_leave_at_the_nic_rate() {
     let gap = nic.tx_time(1500);
     let min = d.windows(2).map(|w| w[1].t - w[0].t).min().expect("gaps");
     assert_eq!(min, gap);
+}
+
+/// One data departure behind a bottleneck: time, payload, and what `tcp_tso_autosize` asks
+/// for at that instant (Linux's unpaced `sk_pacing_rate`: 120 % of cwnd·mss/srtt in
+/// congestion avoidance), with the sender's state.
+struct Sent {
+    t: Nanos,
+    open: bool,
+    ssthresh_set: bool,
+    want: u32,
+}
+
+/// Reno with TSO (1 Gb/s NIC) through a 50 Mb/s drop-tail bottleneck of `buffer` packets and
+/// a 40 ms RTT, ACKs every other segment; returns the data departures until `until`.
+fn behind_bottleneck(until: Nanos, buffer: usize) -> Vec<Sent> {
+    let nic = Rate::from_mbps(1_000);
+    let link = Rate::from_mbps(50);
+    let cfg = TcpConfig {
+        tso_nic_rate: Some(nic),
+        ..Default::default()
+    };
+    let cc = crate::cc::by_name_with("reno", &CcParams::default()).expect("cc");
+    let mut s = TcpSender::new(0, cfg.clone(), cc);
+    let mut r = TcpReceiver::new(0, &TcpConfig::default());
+    let one_way = Nanos::from_ms(20);
+    let mut events: BTreeMap<(Nanos, u64), (bool, Packet)> = BTreeMap::new();
+    // Departure times from the bottleneck of the packets still in it (drop-tail).
+    let mut in_link: std::collections::VecDeque<Nanos> = Default::default();
+    let mut link_free = Nanos::ZERO;
+    let mut seq = 0u64;
+    let mut out = Vec::new();
+    let mut now = Nanos::ZERO;
+    while now < until {
+        loop {
+            let tp = s.cc_state().clone();
+            let open = s.ca_state() == crate::cc::CaState::Open;
+            let Some(p) = s.poll_transmit(now) else { break };
+            if p.tcp().is_some_and(|h| h.payload_bytes > 0) {
+                let bps = tp.snd_cwnd as u128 * tp.mss as u128 * 1_000_000_000
+                    / tp.srtt.as_ns().max(1) as u128
+                    * 120
+                    / 100;
+                out.push(Sent {
+                    t: now,
+                    open,
+                    ssthresh_set: tp.snd_ssthresh < u32::MAX / 2,
+                    want: super::tso::tso_autosize(bps as u64, tp.mss, tp.min_rtt),
+                });
+            }
+            while in_link.front().is_some_and(|&d| d <= now) {
+                in_link.pop_front();
+            }
+            seq += 1;
+            if in_link.len() < buffer {
+                link_free = link_free.max(now) + link.tx_time(p.bytes as u64);
+                in_link.push_back(link_free);
+                events.insert((link_free + one_way, seq), (true, p));
+            }
+        }
+        while let Some(a) = r.poll_transmit(now) {
+            seq += 1;
+            events.insert((now + one_way, seq), (false, a));
+        }
+        let mut next = events.keys().next().map(|k| k.0);
+        for t in [s.poll_timeout(), r.poll_timeout()].into_iter().flatten() {
+            next = Some(next.map_or(t, |n: Nanos| n.min(t)));
+        }
+        let Some(t) = next else { break };
+        now = t.max(now);
+        while let Some((&k, _)) = events.iter().next().filter(|(k, _)| k.0 <= now) {
+            let (to_rcv, p) = events.remove(&k).expect("event");
+            if to_rcv {
+                r.handle_packet(p, now);
+            } else {
+                s.handle_packet(p, now);
+            }
+        }
+        if s.poll_timeout().is_some_and(|d| d <= now) {
+            s.handle_timeout(now);
+        }
+        if r.poll_timeout().is_some_and(|d| d <= now) {
+            r.handle_timeout(now);
+        }
+    }
+    out
+}
+
+/// `tcp_tso_should_defer`: in congestion avoidance an ACK-clocked sender without fq, whose
+/// ACKs each open about 2 segments of window, holds new data until the window has room for
+/// a whole `tcp_tso_segs` burst (the oldest unacknowledged segment is an RTT old, more than
+/// srtt/2, and 2-3 segments are far below a third of the window). So every burst it starts
+/// in Open state is exactly `tcp_tso_autosize` of the rate at that instant (4-5 segments
+/// here: 1.2·cwnd·mss/srtt >> 10 bytes), where without the rule a burst of about 2 segments
+/// follows each ACK.
+#[test]
+fn tcp_tso_should_defer_makes_ack_clocked_bursts_of_tso_segs() {
+    let nic = Rate::from_mbps(1_000);
+    let gap = nic.tx_time(1500);
+    let d = behind_bottleneck(Nanos::from_secs(6), 250);
+    let mut checked = 0;
+    let mut start = 0;
+    for i in 1..=d.len() {
+        if i < d.len() && d[i].t - d[i - 1].t == gap {
+            continue;
+        }
+        let (b, len) = (&d[start], (i - start) as u32);
+        // Congestion avoidance after the first loss episode, in Open state throughout.
+        if b.ssthresh_set && d[start..i].iter().all(|x| x.open) && b.t > Nanos::from_secs(2) {
+            assert_eq!(len, b.want, "burst at {:?}", b.t);
+            checked += 1;
+        }
+        start = i;
+    }
+    assert!(checked > 500, "{checked} bursts checked");
 }
