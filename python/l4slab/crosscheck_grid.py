@@ -207,8 +207,16 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {cell.name}: {e}")
             return 2
         print(table(rows[-1:]).splitlines()[-1], flush=True)
+    # Rows of cells run earlier into OUT are kept; this run's replace theirs; grid order.
+    old = a.out / "grid.json"
+    by_key = {(r["regime"], r["cc"], r["aqm"]): r
+              for r in (json.loads(old.read_text()) if old.exists() else [])}
+    by_key.update({(r["regime"], r["cc"], r["aqm"]): r for r in rows})
+    order = {(c.regime, c.cc, c.aqm): i for i, c in enumerate(cells())}
+    rows = sorted(by_key.values(),
+                  key=lambda r: order.get((r["regime"], r["cc"], r["aqm"]), len(order)))
     text = table(rows)
     (a.out / "grid.md").write_text(text)
-    (a.out / "grid.json").write_text(json.dumps(rows, indent=1) + "\n")
+    old.write_text(json.dumps(rows, indent=1) + "\n")
     print(text + f"\ntable: {a.out / 'grid.md'}")
     return 0
