@@ -65,9 +65,10 @@ def test_table_names_the_cell_and_its_verdict():
 def test_kernel_cubic_through_fifo_at_12mbit_agrees_with_the_model(tmp_path):
     """One grid cell, shortened: kernel Cubic alone through a 1-BDP FIFO at 12 Mb/s/20 ms
     against the Cubic model. Measured (FIDELITY.md, 2 runs × 10 s): throughput 1.00, srtt
-    0.99, queue 0.99 (14.3 against 14.2 ms); round 4b, before the TSO host: 1.07. The bounds are the grid's tolerances, on medians over 3 emulator
-    runs so that one run disturbed by a loaded host does not decide: a kernel or model
-    regression that moves the queue by more than 25 % (5 packets at 1 ms each) fails."""
+    0.99, queue 0.99 (14.3 against 14.2 ms); round 4b, before the TSO host: 1.07. The
+    bounds are the grid's tolerances, on medians over 3 emulator runs so that one run
+    disturbed by a loaded host does not decide: a kernel or model regression that moves the
+    queue by more than 25 % (5 packets at 1 ms each) fails."""
     need_root()
     cell = Cell("12M20ms", "cubic", "fifo")
     row = run_cell(cell, tmp_path, 3, duration="8s", warmup="3s")
