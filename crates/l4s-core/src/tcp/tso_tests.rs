@@ -30,17 +30,14 @@ fn departures(cc: &str, nic: Rate, until: Nanos) -> Vec<Departure> {
     };
     let cc = crate::cc::by_name_with(cc, &params).expect("cc");
     let mut s = TcpSender::new(0, cfg.clone(), cc);
-    let mut r = TcpReceiver::new(0, &TcpConfig::default());
     let one_way = Nanos::from_ms(10);
-    // (time, seq) → (to receiver, packet)
-    let mut events: BTreeMap<(Nanos, u64), (bool, Packet)> = BTreeMap::new();
-    let mut seq = 0u64;
     let mut out = Vec::new();
-    let mut now = Nanos::ZERO;
-    while now < until {
-        loop {
-            let pacing_bps = s.stats().pacing_bps;
-            let Some(p) = s.poll_transmit(now) else { break };
+    drive(
+        &mut s,
+        until,
+        one_way,
+        |s| s.stats().pacing_bps,
+        |now, p, pacing_bps| {
             if let Some(h) = p.tcp().filter(|h| h.payload_bytes > 0) {
                 out.push(Departure {
                     t: now,
@@ -48,8 +45,36 @@ fn departures(cc: &str, nic: Rate, until: Nanos) -> Vec<Departure> {
                     pacing_bps,
                 });
             }
+            Some(now + one_way)
+        },
+    );
+    out
+}
+
+/// The sender and a default receiver packet by packet until `until`: `pre` reads the
+/// sender's state before each transmission, `sent` gets each data/ACK packet the sender
+/// sends with that state and returns its arrival time at the receiver (None: lost); ACKs
+/// take `one_way` back.
+fn drive<T>(
+    s: &mut TcpSender,
+    until: Nanos,
+    one_way: Nanos,
+    mut pre: impl FnMut(&TcpSender) -> T,
+    mut sent: impl FnMut(Nanos, &Packet, T) -> Option<Nanos>,
+) {
+    let mut r = TcpReceiver::new(0, &TcpConfig::default());
+    // (time, seq) → (to receiver, packet)
+    let mut events: BTreeMap<(Nanos, u64), (bool, Packet)> = BTreeMap::new();
+    let mut seq = 0u64;
+    let mut now = Nanos::ZERO;
+    while now < until {
+        loop {
+            let state = pre(s);
+            let Some(p) = s.poll_transmit(now) else { break };
             seq += 1;
-            events.insert((now + one_way, seq), (true, p));
+            if let Some(at) = sent(now, &p, state) {
+                events.insert((at, seq), (true, p));
+            }
         }
         while let Some(a) = r.poll_transmit(now) {
             seq += 1;
@@ -76,7 +101,6 @@ fn departures(cc: &str, nic: Rate, until: Nanos) -> Vec<Departure> {
             r.handle_timeout(now);
         }
     }
-    out
 }
 
 /// Bursts: runs of departures each one NIC serialisation time (1500 B) after the previous.
@@ -156,20 +180,22 @@ fn behind_bottleneck(until: Nanos, buffer: usize) -> Vec<Sent> {
     };
     let cc = crate::cc::by_name_with("reno", &CcParams::default()).expect("cc");
     let mut s = TcpSender::new(0, cfg.clone(), cc);
-    let mut r = TcpReceiver::new(0, &TcpConfig::default());
     let one_way = Nanos::from_ms(20);
-    let mut events: BTreeMap<(Nanos, u64), (bool, Packet)> = BTreeMap::new();
     // Departure times from the bottleneck of the packets still in it (drop-tail).
     let mut in_link: std::collections::VecDeque<Nanos> = Default::default();
     let mut link_free = Nanos::ZERO;
-    let mut seq = 0u64;
     let mut out = Vec::new();
-    let mut now = Nanos::ZERO;
-    while now < until {
-        loop {
-            let tp = s.cc_state().clone();
-            let open = s.ca_state() == crate::cc::CaState::Open;
-            let Some(p) = s.poll_transmit(now) else { break };
+    drive(
+        &mut s,
+        until,
+        one_way,
+        |s| {
+            (
+                s.cc_state().clone(),
+                s.ca_state() == crate::cc::CaState::Open,
+            )
+        },
+        |now, p, (tp, open)| {
             if p.tcp().is_some_and(|h| h.payload_bytes > 0) {
                 let bps = tp.snd_cwnd as u128 * tp.mss as u128 * 1_000_000_000
                     / tp.srtt.as_ns().max(1) as u128
@@ -185,38 +211,14 @@ fn behind_bottleneck(until: Nanos, buffer: usize) -> Vec<Sent> {
             while in_link.front().is_some_and(|&d| d <= now) {
                 in_link.pop_front();
             }
-            seq += 1;
-            if in_link.len() < buffer {
-                link_free = link_free.max(now) + link.tx_time(p.bytes as u64);
-                in_link.push_back(link_free);
-                events.insert((link_free + one_way, seq), (true, p));
+            if in_link.len() >= buffer {
+                return None;
             }
-        }
-        while let Some(a) = r.poll_transmit(now) {
-            seq += 1;
-            events.insert((now + one_way, seq), (false, a));
-        }
-        let mut next = events.keys().next().map(|k| k.0);
-        for t in [s.poll_timeout(), r.poll_timeout()].into_iter().flatten() {
-            next = Some(next.map_or(t, |n: Nanos| n.min(t)));
-        }
-        let Some(t) = next else { break };
-        now = t.max(now);
-        while let Some((&k, _)) = events.iter().next().filter(|(k, _)| k.0 <= now) {
-            let (to_rcv, p) = events.remove(&k).expect("event");
-            if to_rcv {
-                r.handle_packet(p, now);
-            } else {
-                s.handle_packet(p, now);
-            }
-        }
-        if s.poll_timeout().is_some_and(|d| d <= now) {
-            s.handle_timeout(now);
-        }
-        if r.poll_timeout().is_some_and(|d| d <= now) {
-            r.handle_timeout(now);
-        }
-    }
+            link_free = link_free.max(now) + link.tx_time(p.bytes as u64);
+            in_link.push_back(link_free);
+            Some(link_free + one_way)
+        },
+    );
     out
 }
 
