@@ -34,7 +34,12 @@ struct Cli {
     #[arg(long)]
     ecn: Option<String>,
     /// Send for this long (e.g. 30s, 500ms; a bare number is seconds).
-    #[arg(short = 't', long = "time", default_value = "10s")]
+    #[arg(
+        short = 't',
+        long = "time",
+        default_value = "10s",
+        allow_hyphen_values = true
+    )]
     time: String,
     /// Send exactly this many bytes per stream (K, M, G suffixes are powers of 1024).
     #[arg(short = 'n', long = "bytes")]
