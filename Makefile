@@ -6,7 +6,7 @@ PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.deps-stamp
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: venv develop demo test test-rust test-py lint bench bench-scale bench-ns3 clean
+.PHONY: venv develop demo test test-rust test-py lint bench bench-scale bench-ns3 clean mutants
 
 # Virtualenv with the pinned dependencies (requirements.txt); reinstalled when the pins change.
 $(STAMP): requirements.txt
@@ -96,3 +96,11 @@ endif
 clean:
 	cargo clean
 	rm -rf $(VENV)
+
+# Mutation testing (outside CI; hours on 2 cores): cargo-mutants 27.1.0 over the scope in
+# .cargo/mutants.toml, building in a copy; the per-module table goes to mutants.out/table.md.
+# Narrow it with MUTANTS_ARGS, e.g. MUTANTS_ARGS="--file 'crates/l4s-core/src/wifi/*.rs'".
+mutants:
+	command -v cargo-mutants >/dev/null || cargo install --locked cargo-mutants --version 27.1.0
+	-cargo mutants -j 1 $(MUTANTS_ARGS)
+	python3 tools/mutants_table.py mutants.out/outcomes.json | tee mutants.out/table.md
