@@ -99,7 +99,7 @@ clean:
 
 # Mutation testing (outside CI; hours on 2 cores): cargo-mutants 27.1.0 over the scope in
 # .cargo/mutants.toml, building in a copy; the per-module table goes to mutants.out/table.md.
-# Narrow it with MUTANTS_ARGS, e.g. MUTANTS_ARGS="--file 'crates/l4s-core/src/wifi/*.rs'".
+# Narrow it with MUTANTS_ARGS, e.g. MUTANTS_ARGS="--re wifi/".
 mutants:
 	command -v cargo-mutants >/dev/null || cargo install --locked cargo-mutants --version 27.1.0
 	-cargo mutants -j 1 $(MUTANTS_ARGS)
