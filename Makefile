@@ -6,7 +6,7 @@ PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.deps-stamp
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: venv develop demo test test-rust test-py lint bench bench-scale bench-ns3 clean mutants
+.PHONY: venv develop demo test test-rust test-py lint bench bench-scale bench-ns3 bench-ns3-wifi clean mutants
 
 # Virtualenv with the pinned dependencies (requirements.txt); reinstalled when the pins change.
 $(STAMP): requirements.txt
@@ -80,18 +80,40 @@ else
 NS3_DUMBBELL := target/ns3/dumbbell
 NS3_FLAGS = -O2 -std=c++17 $$(pkg-config --cflags ns3-core) $(addprefix -lns3-,$(NS3_MODULES))
 endif
-bench-ns3:
+# NS3_BUILD's core library is there, or Debian's ns-3 (with its wifi module) is installed.
 ifdef NS3_BUILD
-	@test -n "$(NS3_CORE_LIB)" || \
-		(echo "NS3_BUILD=$(NS3_BUILD): no lib/libns3.*-core*.so there (give ns-3's build/ directory)" >&2; exit 1)
+ns3_check = @test -n "$(NS3_CORE_LIB)" || \
+	(echo "NS3_BUILD=$(NS3_BUILD): no lib/libns3.*-core*.so there (give ns-3's build/ directory)" >&2; exit 1)
 else
-	test -e /usr/include/ns3/core-module.h || \
-		(apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q ns3 libns3-dev)
+ns3_check = test -e /usr/include/ns3/wifi-module.h || \
+	(apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q ns3 libns3-dev)
 endif
+bench-ns3:
+	$(ns3_check)
 	cargo build --release -q -p l4s-sim --bin l4s-sim
 	mkdir -p target/ns3
 	g++ -o $(NS3_DUMBBELL) crates/l4s-sim/benches/ns3/dumbbell.cc $(NS3_FLAGS)
 	python3 crates/l4s-sim/benches/ns3/compare.py target/release/l4s-sim $(NS3_DUMBBELL) $(NS3_REPS)
+
+# l4slab's Wi-Fi hop against ns-3's wifi module (docs/WIFI.md, "Against ns-3's wifi module"); not
+# part of `make test`. Same ns-3 choice as bench-ns3 (Debian's 3.37 or NS3_BUILD); NS3_WIFI_SEEDS
+# seeds per configuration (16 configurations, ~10 s of CPU each per seed for ns-3).
+NS3_WIFI_SEEDS ?= 1
+NS3_WIFI_MODULES := $(NS3_MODULES) wifi mobility
+ifdef NS3_BUILD
+NS3_WIFI := $(subst dumbbell-,wifi-,$(NS3_DUMBBELL))
+NS3_WIFI_FLAGS := -O3 -march=native -std=c++23 -DNDEBUG -I$(NS3_BUILD)/include -L$(NS3_BUILD)/lib \
+	$(foreach m,$(NS3_WIFI_MODULES),-l:$(subst -core,-$(m),$(NS3_CORE_LIB))) -Wl,-rpath,$(NS3_BUILD)/lib
+else
+NS3_WIFI := target/ns3/wifi
+NS3_WIFI_FLAGS = -O2 -std=c++17 $$(pkg-config --cflags ns3-core) $(addprefix -lns3-,$(NS3_WIFI_MODULES))
+endif
+bench-ns3-wifi:
+	$(ns3_check)
+	cargo build --release -q -p l4s-sim --bin l4s-sim
+	mkdir -p target/ns3
+	g++ -o $(NS3_WIFI) crates/l4s-sim/benches/ns3/wifi.cc $(NS3_WIFI_FLAGS)
+	python3 crates/l4s-sim/benches/ns3/compare_wifi.py target/release/l4s-sim $(NS3_WIFI) $(NS3_WIFI_SEEDS)
 
 clean:
 	cargo clean

@@ -108,7 +108,7 @@ def test_bad_grid_value_is_caught_before_any_run(scen, tmp_path):
     sw = tmp_path / "sw.toml"
     sw.write_text(f'base = "{scen.name}"\n[grid]\n"aqm.step_thresh" = ["1ms", "5parsecs"]\n')
     res = invoke("sweep", sw, "-o", tmp_path / "o")
-    assert_bad_input(res, "aqm.step_thresh=5parsecs", "aqm.step_thresh")
+    assert_bad_input(res, "grid point 5parsecs: aqm.step_thresh")
     assert not list((tmp_path / "o" / "runs").glob("*/summary.json"))
 
 

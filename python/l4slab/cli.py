@@ -111,11 +111,33 @@ def run(scenario: Path, out_dir: Path | None, overrides: tuple[str, ...], unset:
         console.print(f"pcapng: {pcap}", highlight=False)
     elapsed = time.perf_counter() - t0
     _print_summaries([(str(out_dir), result.summary, result.scenario)])
-    if any(f.get("stack", "model") != "model" for f in result.scenario.get("flows", [])):
-        console.print("note: [[flows]] stack applies to the emulator only; the simulator ran "
-                      "the model", highlight=False)
+    for msg in run_notes(result.summary, result.scenario):
+        console.print(msg, highlight=False, markup=False)
     console.print(f"run directory: [bold]{out_dir}[/] ({elapsed:.1f} s); "
                   f"report: {out_dir / 'report.html'}", highlight=False)
+
+
+def run_notes(summary: dict[str, Any], scenario: dict[str, Any]) -> list[str]:
+    """What a finished simulator run tells its user beside the table: flows whose `stack` only
+    the emulator runs, workloads that drew no arrival or whose offered load's 95 % interval
+    leaves out the target."""
+    notes = []
+    other = [f"flows[{i}]" for i, f in enumerate(scenario.get("flows", []))
+             if f.get("stack", "model") != "model"]
+    if other:
+        notes.append(f"note: {', '.join(other)}: stack applies to the emulator only; the "
+                     "simulator ran the model")
+    for w in summary.get("workloads") or []:
+        i, ci, target = w.get("id"), w.get("offered_load_ci95"), w.get("target_load")
+        if w.get("note"):
+            notes.append(f"note: workloads[{i}]: {w['note']}")
+        elif ci and target is not None and not ci[0] <= target <= ci[1]:
+            notes.append(
+                f"warning: workloads[{i}]: offered load {w['offered_load']:.3f} (95 % CI "
+                f"{ci[0]:.3f}–{ci[1]:.3f} over {w['flows']} arrivals) leaves out the target "
+                f"load {target:g}: heavy-tailed sizes need a longer start..stop (or lighter "
+                "sizes) for the run to offer its target")
+    return notes
 
 
 def _duration_s(data: dict[str, Any]) -> float:
@@ -208,19 +230,23 @@ def sweep(sweep_file: Path, jobs: int | None, dask_address: str | None, dask_loc
                 console.print(f"runs: {done}/{total} done{fails} (last {outcome.task.name} "
                               f"{outcome.status})", highlight=False)
 
+    from l4slab.sweeps import signals_interrupt
+
     try:
-        res = run_sweep(sweep_file, out_dir, jobs=jobs, dask=dask_address,
-                        dask_local=dask_local, figures=figures, resume=not no_resume,
-                        overrides=list(overrides), unset=unset, engine=engine,
-                        on_start=on_start, on_progress=on_progress, force=force,
-                        raise_on_failure=False, dask_wait_s=dask_wait_s,
-                        on_note=lambda msg: err_console.print(msg, highlight=False))
+        with signals_interrupt() as got:
+            res = run_sweep(sweep_file, out_dir, jobs=jobs, dask=dask_address,
+                            dask_local=dask_local, figures=figures, resume=not no_resume,
+                            overrides=list(overrides), unset=unset, engine=engine,
+                            on_start=on_start, on_progress=on_progress, force=force,
+                            raise_on_failure=False, dask_wait_s=dask_wait_s,
+                            on_note=lambda msg: err_console.print(msg, highlight=False))
     except KeyboardInterrupt:
         if state["task"] is not None:
             progress.stop()
         err_console.print(f"interrupted: finished runs are kept in {out_dir}; run the same "
                           "command again to resume.")
-        sys.exit(EXIT_INTERRUPTED)
+        # 130 for Ctrl-C (the CLI's convention), 128 + N for SIGTERM and SIGHUP.
+        sys.exit(128 + got["signal"])
     finally:
         if state["task"] is not None:
             progress.stop()

@@ -67,7 +67,7 @@ _FIXED_IN_L4S_FLOW = {
 }
 _L4S_FLOW_CCS = ("prague", "dctcp", "cubic", "reno", "bbr1", "bbr3")
 #: Real-time video controllers, run as `l4s-flow --app rt`.
-_RT_CCS = ("rt-prague", "rt-gcc", "rt-cbr")
+_RT_CCS = ("rt-prague", "rt-gcc", "rt-gcc-loss", "rt-cbr")
 #: The rt flow keys; each is the l4s-flow flag of the same name (`frame_budget` ->
 #: `--frame-budget`), checked there by the simulator's rules.
 _RT_KEYS = ("fps", "frame_budget", "deadline", "init_rate", "min_rate", "max_rate",

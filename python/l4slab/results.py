@@ -277,7 +277,7 @@ def prepare_run_dir(out_dir: str | Path, scenario: dict[str, Any], force: bool =
     what = ("another run (its scenario.toml differs)" if (out / "scenario.toml").exists()
             else "other files")
     raise OutputDirError(f"{out}: not empty, it holds {what}; choose another output "
-                         "directory, or pass --force (force=True) to replace its run files")
+                         "directory, or pass --force (Python: force=True) to replace its run files")
 
 
 def write_run_dir(run: RunData, out_dir: str | Path, figures: bool = True,

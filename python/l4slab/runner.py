@@ -106,6 +106,22 @@ def validate(scenario: str | Path | Mapping[str, Any],
     return data
 
 
+def check_pcap_path(pcap: Path, out_dir: Path | None) -> None:
+    """Refuse, before anything runs, a pcapng path that exists, whose directory does not, or
+    that lies in the run directory (`-o` owns every file there: an output of one flag may
+    not be another's file)."""
+    if pcap.exists():
+        raise OutputDirError(f"--pcap {pcap}: exists; results are never overwritten, "
+                             "choose another file")
+    if out_dir is not None and pcap.resolve().is_relative_to(out_dir.resolve()):
+        raise OutputDirError(f"--pcap {pcap}: inside the run directory {out_dir}, whose "
+                             "files belong to -o; write the capture outside it")
+    parent = pcap.parent
+    if not parent.is_dir():
+        raise OutputDirError(f"--pcap {pcap}: the directory {parent} does not exist; "
+                             "create it or choose another path")
+
+
 def run(scenario: str | Path | Mapping[str, Any], out_dir: str | Path | None = None,
         overrides: Mapping[str, Any] | Iterable[str] | None = None, *,
         figures: bool = True, report: bool = True,
@@ -124,9 +140,8 @@ def run(scenario: str | Path | Mapping[str, Any], out_dir: str | Path | None = N
     refuse_while_a_worker_imports("l4slab.run")
     src = load_scenario(scenario, Path(base_dir) if base_dir else None)
     data = effective_scenario(src, overrides, unset)
-    if pcap is not None and Path(pcap).exists():
-        raise OutputDirError(f"--pcap {pcap}: exists; results are never overwritten, "
-                             "choose another file")
+    if pcap is not None:
+        check_pcap_path(Path(pcap), None if out_dir is None else Path(out_dir))
     if out_dir is not None:
         prepare_run_dir(out_dir, data, force=force)
     result = simulate(data, src.base_dir, pcap=pcap is not None, progress=progress)

@@ -70,6 +70,14 @@ def check_grid(grid: Mapping[str, list[Any]], origin: str) -> None:
             if f"{k}.kind" in grid:
                 raise ScenarioError(f'{origin}: grid."{k}.kind" and [[grid.{k}]] variants both '
                                     "choose the kind; give the kind inside each variant")
+            # The grid's deeper key lands inside every variant (ordered_overrides), so a
+            # variant's own value for it would never run while the index showed it.
+            for i, v in enumerate(vals):
+                for s in v:
+                    if f"{k}.{s}" in grid:
+                        raise ScenarioError(
+                            f'{origin}: [[grid.{k}]] variant {i} sets {s} = {v[s]!r} and '
+                            f'grid."{k}.{s}" sweeps it too; set {k}.{s} in one place only')
 
 
 def ordered_overrides(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -100,9 +108,12 @@ def expand_params(params: Mapping[str, Any], grid_keys: Iterable[str] | None = N
     for k, v in params.items():
         if _is_table(v):
             for s, x in v.items():
-                out[f"{k}.{s}"] = x
+                out.setdefault(f"{k}.{s}", x)
         else:
             out[k] = v
+    # A deeper grid key overrides a table's value in the run (ordered_overrides), so it does
+    # in the label too (the columns keep the grid's order).
+    out.update((k, v) for k, v in params.items() if not _is_table(v))
     for c in grid_keys or ():
         out.setdefault(c, UNSET)
     return out

@@ -243,19 +243,52 @@ def plan(spec: SweepSpec) -> list[RunTask]:
                 scenario = effective_scenario(base_with_fixed,
                                               {**ordered_overrides(params), "seed": seed})
             except ScenarioError as e:
-                raise ScenarioError(f"grid point {_fmt_params(params)}: {e}") from None
+                raise point_error(spec, params, e) from None
             tasks.append(RunTask(index=len(tasks), point=p_idx, rep=rep, params=params,
                                  seed=seed, name=f"p{p_idx:03d}-r{rep:02d}",
                                  scenario=scenario, base_dir=str(spec.base.base_dir)))
     return tasks
 
 
-def _fmt_params(params: Mapping[str, Any]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in params.items()) or "(base scenario)"
+def point_label(params: Mapping[str, Any]) -> str:
+    """A grid point as reports label it: each swept value (a table variant by its values),
+    joined by " · " (`fifo · 0.5bdp`)."""
+    def one(v: Any) -> str:
+        if isinstance(v, Mapping):
+            return " ".join(str(x) if k == "kind" else f"{k}={param_label(x)}"
+                            for k, x in v.items())
+        return str(param_label(v))
+    return " · ".join(one(v) for v in params.values()) or "(base scenario)"
 
 
-def validate_tasks(tasks: Iterable[RunTask]) -> None:
-    """Validate each distinct grid point in Rust before anything runs (cheap: no simulation)."""
+def _base_error(spec: SweepSpec) -> str | None:
+    """The error of the base scenario with [set] and --set alone (no grid value), if any."""
+    from l4slab.runner import _check_finite, effective_scenario
+
+    src = ScenarioSource(apply_overrides(spec.base.data, spec.fixed), spec.base.base_dir,
+                         spec.base.origin)
+    try:
+        data = effective_scenario(src, {"seed": derive_seed(spec.seed, 0)})
+        _check_finite(data)
+        _core.validate_scenario(json.dumps(data), "json", str(spec.base.base_dir))
+    except ScenarioError as e:
+        return str(e)
+    return None
+
+
+def point_error(spec: SweepSpec | None, params: Mapping[str, Any], e: Exception
+                ) -> ScenarioError:
+    """A grid point's error, or, when the base scenario alone fails the same way, the base
+    scenario's (every run has it: reported once, as such, not against one grid point)."""
+    if spec is not None and params and _base_error(spec) == str(e):
+        return ScenarioError(f"{spec.origin}: the base scenario (with [set] and --set), "
+                             f"before any grid value: {e}")
+    return ScenarioError(f"grid point {point_label(params)}: {e}")
+
+
+def validate_tasks(tasks: Iterable[RunTask], spec: SweepSpec | None = None) -> None:
+    """Validate each distinct grid point in Rust before anything runs (cheap: no simulation);
+    `spec` tells a base-scenario error from a grid point's (`point_error`)."""
     seen: set[int] = set()
     for t in tasks:
         if t.point in seen:
@@ -268,7 +301,7 @@ def validate_tasks(tasks: Iterable[RunTask]) -> None:
             _core.validate_scenario(json.dumps(t.scenario), "json", t.base_dir)
         except ScenarioError as e:
             if t.params:
-                raise ScenarioError(f"grid point {_fmt_params(t.params)}: {e}") from None
+                raise point_error(spec, t.params, e) from None
             raise
 
 
@@ -356,22 +389,98 @@ def die_with_parent(parent_pid: int) -> None:
     threading.Thread(target=watch, name="l4slab-parent-watch", daemon=True).start()
 
 
-def _process_pool(jobs: int) -> Executor:
-    def run_all(tasks: list[RunTask]) -> Iterator[RunOutcome]:
-        # spawn: workers start clean (no inherited threads from rich/dask/matplotlib).
-        ctx = multiprocessing.get_context("spawn")
+@contextlib.contextmanager
+def sigint_held() -> Iterator[None]:
+    """Hold SIGINT in this thread while it spawns pool workers. A child inherits the signal
+    mask, so a Ctrl-C at the terminal (sent to the whole process group) reaches the sweep
+    alone, which stops the workers itself; a worker that got it would print its own
+    KeyboardInterrupt traceback from the middle of its start-up. A Ctrl-C that arrives
+    meanwhile is delivered when the block ends."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def start_pool(jobs: int, fn: Callable[..., Any], calls: Iterable[tuple[Any, ...]]
+               ) -> tuple[ProcessPoolExecutor, dict[Any, tuple[Any, ...]]]:
+    """A spawn pool of `jobs` workers (each ends with its parent: `die_with_parent`), started
+    with SIGINT held (`sigint_held`), and the futures of `fn(*args)` for each of `calls`."""
+    # spawn: workers start clean (no inherited threads from rich/dask/matplotlib).
+    ctx = multiprocessing.get_context("spawn")
+    # The pool's semaphores start multiprocessing's resource tracker, whose start-up ends with
+    # SIG_UNBLOCK of SIGINT in this thread: start it before holding SIGINT.
+    from multiprocessing import resource_tracker
+
+    resource_tracker.ensure_running()
+    with sigint_held():
         pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx,
                                    initializer=die_with_parent, initargs=(os.getpid(),))
-        futures = {pool.submit(execute_task, t): t for t in tasks}
+        futures = {pool.submit(fn, *args): args for args in calls}
+    return pool, futures
+
+
+def stop_pool(pool: ProcessPoolExecutor) -> None:
+    """End a pool now (Ctrl-C, SIGTERM, the consumer stopped): drop queued calls and end the
+    workers, whose runs in progress a resume redoes, so that the process exits at once and
+    the pool's semaphores are released (no resource-tracker warning about leaked ones)."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        with contextlib.suppress(Exception):
+            p.terminate()
+    for p in procs:
+        with contextlib.suppress(Exception):
+            p.join(timeout=5)
+
+
+@contextlib.contextmanager
+def signals_interrupt() -> Iterator[dict[str, int]]:
+    """While a sweep or suite runs, SIGTERM and SIGHUP stop it as Ctrl-C does (raised as
+    KeyboardInterrupt: queued runs dropped, workers ended, finished runs kept) instead of
+    killing it mid-write; the dict's "signal" is the number received (SIGINT unless set),
+    for an exit status of 128 + signal."""
+    import signal
+    import threading
+
+    got = {"signal": int(signal.SIGINT)}
+    if threading.current_thread() is not threading.main_thread():
+        yield got
+        return
+
+    def handler(signum: int, _frame: Any) -> None:
+        got["signal"] = signum
+        raise KeyboardInterrupt
+
+    old = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield got
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def _process_pool(jobs: int) -> Executor:
+    def run_all(tasks: list[RunTask]) -> Iterator[RunOutcome]:
+        pool, futures = None, {}
         try:
+            pool, futures = start_pool(jobs, execute_task, ((t,) for t in tasks))
             for fut in as_completed(futures):
                 try:
                     yield fut.result()
                 except Exception as e:  # noqa: BLE001 - worker died (e.g. killed)
-                    yield RunOutcome(futures[fut], "failed", f"worker failed: {e!r}")
+                    yield RunOutcome(futures[fut][0], "failed", f"worker failed: {e!r}")
         except BaseException:
-            # Ctrl-C or the consumer stopped: drop queued runs, do not wait for them.
-            pool.shutdown(wait=False, cancel_futures=True)
+            # Ctrl-C, SIGTERM or the consumer stopped: do not wait for the runs.
+            if pool is not None:
+                stop_pool(pool)
             raise
         pool.shutdown(wait=True)
     return run_all
@@ -713,7 +822,7 @@ def sweep(sweep_file: str | Path | Mapping[str, Any], out_dir: str | Path, *,
         raise ScenarioError(f"the {engine.name} runs a sweep one run at a time on this "
                             "machine; -j/--dask do not apply")
     if engine is None:
-        validate_tasks(tasks)
+        validate_tasks(tasks, spec)
     else:
         engine.validate(tasks)
     for t in tasks:
@@ -746,7 +855,7 @@ class SweepFailed(RuntimeError):
         hint = f"; {MAIN_GUARD}" if "BrokenProcessPool" in (first.error or "") else ""
         super().__init__(f"{len(result.failed)} of {len(result.index)} sweep runs failed "
                          f"(finished runs are kept in {result.out_dir}); first: "
-                         f"{first.task.name} ({_fmt_params(first.task.params)}): {first.error}"
+                         f"{first.task.name} ({point_label(first.task.params)}): {first.error}"
                          f"{hint}")
         self.result = result
 
@@ -795,7 +904,7 @@ def _previous_sweep(out: Path, tasks: list[RunTask], force: bool) -> list[Path]:
         if force:
             return []
         raise OutputDirError(f"{out}: not empty and holds no sweep (no readable sweep.json); "
-                             "choose another -o, or pass --force (force=True) to write the "
+                             "choose another -o, or pass --force (Python: force=True) to write the "
                              "sweep beside those files")
     if meta.get("plan_sha256") == plan_digest(tasks):
         return []
@@ -818,7 +927,7 @@ def _previous_sweep(out: Path, tasks: list[RunTask], force: bool) -> list[Path]:
     raise OutputDirError(
         f"{out}: holds a different sweep ({meta.get('origin', '?')}, {meta.get('runs', '?')} "
         f"runs; {len(stale)} of its run directories are not runs of this sweep); choose another "
-        "-o, or pass --force (force=True) to replace those runs (results are never "
+        "-o, or pass --force (Python: force=True) to replace those runs (results are never "
         "overwritten silently)")
 
 

@@ -216,6 +216,7 @@ impl Path {
         // the other direction its client station.
         let wifi = match &cfg.link.wifi {
             Some(w) if cfg.link.model == Some(l4s_sim::scenario::LinkModelKind::Wifi) => {
+                w.emulator_ap()?;
                 Some(crate::wifi::Role::new_ap(
                     w.params()?,
                     Rng::derive(cfg.seed, &format!("{}link/wifi", cfg.stream)),
@@ -483,7 +484,9 @@ impl Path {
             _ => None,
         };
         let mut res = self.rec.finish(ctx, self.bn.aqm.as_ref());
-        if let Some(block) = wifi {
+        if let Some(mut block) = wifi {
+            // The emulator's access point is the one-station MAC-integrated design.
+            block["ap"] = serde_json::json!("aqm_in_txq");
             l4s_sim::wifi_config::add_to_summary(&mut res.run.summary_json, block);
         }
         res

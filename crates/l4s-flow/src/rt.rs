@@ -109,8 +109,8 @@ pub fn flow_config(
     duration: Nanos,
     a: &RtArgs,
 ) -> Result<FlowConfig, FlowError> {
-    const CCS: &str = "rt-prague, rt-gcc, rt-cbr";
-    if !matches!(cc, "rt-prague" | "rt-gcc" | "rt-cbr") {
+    const CCS: &str = "rt-prague, rt-gcc, rt-gcc-loss, rt-cbr";
+    if !matches!(cc, "rt-prague" | "rt-gcc" | "rt-gcc-loss" | "rt-cbr") {
         return Err(usage(
             "--cc",
             format!("\"{cc}\" is not a real-time controller; with --app rt expected one of {CCS}"),

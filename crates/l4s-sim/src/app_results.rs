@@ -437,7 +437,36 @@ fn workload_docs(s: &Scenario, fct: &FctColumns, w_rate: &[f64]) -> Vec<Value> {
         all["id"] = json!(i);
         all["sizes"] = json!(w.sizes);
         all["target_load"] = w.load.map_or(Value::Null, |l| json!(l));
-        all["offered_load"] = num(offered_bytes as f64 * 8.0 / span / w_rate[i]);
+        let to_load = 8.0 / span / w_rate[i];
+        all["offered_load"] = num(offered_bytes as f64 * to_load);
+        // The bytes offered in a span are a compound Poisson sum: Var = λ·span·E[S²], whose
+        // unbiased estimate is Σ S_i² over the arrivals drawn; normal 95 % bounds.
+        let sq: f64 = rows
+            .iter()
+            .map(|&r| (fct.size_bytes[r] as f64).powi(2))
+            .sum();
+        let half = 1.96 * sq.sqrt() * to_load;
+        let load = offered_bytes as f64 * to_load;
+        all["offered_load_ci95"] = if rows.len() >= 2 {
+            json!([num((load - half).max(0.0)), num(load + half)])
+        } else {
+            Value::Null
+        };
+        // λ·span of the generator (`workloads::expand`): what a run this long should draw.
+        let lambda = match (w.load, w.rate) {
+            (Some(l), _) => crate::workloads::size_cdf(s, i)
+                .map_or(f64::NAN, |c| l * w_rate[i] / 8.0 / c.mean()),
+            (_, Some(r)) => r,
+            _ => 0.0,
+        };
+        all["expected_arrivals"] = num(lambda * span);
+        if rows.is_empty() {
+            all["note"] = json!(format!(
+                "no transfer arrived in {:.3} s (about {:.2} expected): raise the load or rate, or lengthen start..stop",
+                span,
+                lambda * span
+            ));
+        }
         all["arrivals_per_s"] = num(rows.len() as f64 / span);
         all["buckets"] = Value::Array(buckets);
         docs.push(all);
@@ -480,7 +509,12 @@ pub fn finish(
     inp: AppInputs<'_>,
     res: &mut crate::results::RunResults,
 ) {
-    if inp.deadline.iter().all(|d| d.is_none()) && inp.extras.is_empty() {
+    // A workload whose Poisson process drew no arrival keeps its block (it says so).
+    if inp.deadline.iter().all(|d| d.is_none())
+        && inp.extras.is_empty()
+        && s.workloads.is_empty()
+        && s.probes.is_empty()
+    {
         return; // no application traffic: summary.json stays byte-identical
     }
     let Ok(mut v) = serde_json::from_str::<Value>(&res.summary_json) else {

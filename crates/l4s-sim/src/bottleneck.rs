@@ -18,6 +18,7 @@ use crate::world::{build_jitter, build_link, build_loss};
 use l4s_core::aqm::Aqm;
 use l4s_core::link::{Jitter, LinkModel, LossModel};
 use l4s_core::{Ecn, Nanos, Packet, Rng};
+use std::collections::HashMap;
 
 /// Where the bottleneck's AQM verdicts go (recorder, capture, the caller's packet store).
 pub trait Verdicts {
@@ -65,6 +66,11 @@ pub struct Bottleneck {
     loss: Option<Box<dyn LossModel>>,
     jitter: Option<Jitter>,
     dropped: Vec<Packet>,
+    /// Queued packets that arrived already CE (an earlier hop of a chain marked them), by id,
+    /// with whether this AQM marked them again at enqueue. Their verdict here is "mark" only
+    /// when this AQM acted (its `marked` counter rose, as Linux `INET_ECN_set_ce` counts a
+    /// CE packet it marks again), so packets, pcap and the per-queue counters agree per hop.
+    ce_arrived: HashMap<u64, bool>,
 }
 
 impl Bottleneck {
@@ -102,6 +108,7 @@ impl Bottleneck {
             loss: build_loss(link, Rng::derive(seed, &format!("{stream}link/loss")))?,
             jitter: build_jitter(link, Rng::derive(seed, &format!("{stream}link/jitter"))),
             dropped: Vec::with_capacity(16),
+            ce_arrived: HashMap::new(),
         })
     }
 
@@ -120,8 +127,20 @@ impl Bottleneck {
     /// `p` reaches the AQM at `now`; a refusal is a drop verdict (sojourn 0). True when queued.
     #[inline]
     pub fn enqueue(&mut self, p: Packet, now: Nanos, v: &mut impl Verdicts) -> bool {
+        let ce_in = p.ecn == Ecn::Ce;
+        let (id, marked0) = if ce_in {
+            (p.id, self.aqm.stats().marked)
+        } else {
+            (0, 0)
+        };
         match self.aqm.enqueue(p, now) {
-            Ok(()) => true,
+            Ok(()) => {
+                if ce_in {
+                    let again = self.aqm.stats().marked > marked0;
+                    self.ce_arrived.insert(id, again);
+                }
+                true
+            }
             Err(d) => {
                 v.verdict(&self.aqm_cfg, self.link.as_ref(), now, &d, Nanos::ZERO, 2);
                 false
@@ -151,18 +170,29 @@ impl Bottleneck {
     }
 
     /// One dequeue from the AQM at `now`: its drops and the packet it passes (CE-marked or
-    /// not, against `orig_ecn` of the packet) go to `v`; the packet is returned. A packet
-    /// leaving with CE counts as marked here (senders never send CE).
+    /// not) go to `v`; the packet is returned. A packet that arrived ECT and leaves with CE
+    /// was marked here (senders never send CE); one that arrived CE was marked here only
+    /// when this AQM counted a mark on it (at its enqueue or in this dequeue).
     pub fn dequeue(&mut self, now: Nanos, v: &mut impl Verdicts) -> Option<Packet> {
         self.dropped.clear();
+        let track = !self.ce_arrived.is_empty();
+        let marked0 = if track { self.aqm.stats().marked } else { 0 };
         let p = self.aqm.dequeue(now, &mut self.dropped);
         let (cfg, link) = (&self.aqm_cfg, self.link.as_ref());
         for d in self.dropped.drain(..) {
+            if track {
+                self.ce_arrived.remove(&d.id);
+            }
             v.verdict(cfg, link, now, &d, d.sojourn(now), 2);
         }
         // Borrowed and handed back as it came: unwrapping and re-wrapping moved the packet.
         if let Some(p) = &p {
-            v.verdict(cfg, link, now, p, p.sojourn(now), (p.ecn == Ecn::Ce) as u8);
+            let marked = p.ecn == Ecn::Ce
+                && match track.then(|| self.ce_arrived.remove(&p.id)).flatten() {
+                    Some(at_enqueue) => at_enqueue || self.aqm.stats().marked > marked0,
+                    None => true,
+                };
+            v.verdict(cfg, link, now, p, p.sojourn(now), marked as u8);
         }
         p
     }

@@ -1,10 +1,12 @@
-//! `[[flows]]` with `cc = "rt-prague" | "rt-gcc" | "rt-cbr"`: real-time media flows
+//! `[[flows]]` with `cc = "rt-prague" | "rt-gcc" | "rt-gcc-loss" | "rt-cbr"`: real-time media flows
 //! (`l4s_core::rt`), their keys, defaults and checks.
 //!
-//! Defaults: fps 60, frame_budget 1/fps, deadline 100 ms, init_rate 1 Mb/s (within
-//! [min_rate, max_rate]), min_rate 100 kb/s (udp_prague's PRAGUE_MINRATE), max_rate 1 Gb/s,
-//! packet_size 1400 (udp_prague's PRAGUE_INITMTU). ecn: rt-prague "l4s" (ECT(1)) or "none"
-//! (Not-ECT: loss response only); rt-gcc "none" or "classic" (ECT(0), CE counted as loss);
+//! Defaults: fps 60, frame_budget 1/fps (rt-prague: 10 ms, udp_prague's FRAME_DURATION, at
+//! most 1/fps), deadline 100 ms, init_rate 1 Mb/s (rt-prague: 100 kb/s, PRAGUE_INITRATE;
+//! within [min_rate, max_rate]), min_rate 100 kb/s (udp_prague's PRAGUE_MINRATE), max_rate
+//! 1 Gb/s, packet_size 1400 (udp_prague's PRAGUE_INITMTU; rt-prague: UDP payload bytes). ecn: rt-prague "l4s" (ECT(1)) or "none"
+//! (Not-ECT: loss response only); rt-gcc (full goog_cc) and rt-gcc-loss (its loss-based half)
+//! "none" or "classic" (ECT(0), CE counted as loss);
 //! rt-cbr "none", "classic" or "l4s" (unresponsive video in either queue).
 
 use crate::error::SimError;
@@ -17,6 +19,9 @@ use l4s_core::{Ecn, Nanos, Rate};
 
 /// Default frame deadline.
 pub const DEFAULT_DEADLINE: Nanos = Nanos::from_ms(100);
+
+/// udp_prague's `FRAME_DURATION` (app_stuff.h): a frame is paced over 10 ms.
+pub const DEFAULT_PRAGUE_FRAME_BUDGET: Nanos = Nanos::from_ms(10);
 
 /// A real-time media flow?
 pub fn is_rt(fl: &FlowConfig) -> bool {
@@ -36,20 +41,31 @@ pub fn rt_config(fl: &FlowConfig) -> RtConfig {
     let fps = fl.fps.unwrap_or(60);
     let min = fl.min_rate.unwrap_or(Rate(100_000)).bps();
     let max = fl.max_rate.unwrap_or(Rate(1_000_000_000)).bps();
+    let prague = fl.cc == "rt-prague";
+    let init_default = if prague {
+        l4s_core::rt::prague::INIT_RATE_BPS
+    } else {
+        1_000_000
+    };
     let init = fl
         .init_rate
-        .map_or(1_000_000u64.clamp(min, max.max(min)), |r| r.bps());
+        .map_or(init_default.clamp(min, max.max(min)), |r| r.bps());
+    let interval = Nanos(1_000_000_000 / fps.max(1) as u64);
+    let budget_default = if prague {
+        interval.min(DEFAULT_PRAGUE_FRAME_BUDGET)
+    } else {
+        interval
+    };
     let controller = match fl.cc.as_str() {
-        "rt-gcc" => Controller::GccLoss,
+        "rt-gcc" => Controller::Gcc,
+        "rt-gcc-loss" => Controller::GccLoss,
         "rt-cbr" => Controller::Fixed(fl.rate.map_or(0, |r| r.bps())),
         _ => Controller::Prague,
     };
     RtConfig {
         controller,
         fps,
-        frame_budget: fl
-            .frame_budget
-            .unwrap_or(Nanos(1_000_000_000 / fps.max(1) as u64)),
+        frame_budget: fl.frame_budget.unwrap_or(budget_default),
         init_rate_bps: init,
         min_rate_bps: min,
         max_rate_bps: max,
@@ -63,11 +79,14 @@ pub fn rt_config(fl: &FlowConfig) -> RtConfig {
 /// Check an rt flow entry `flows[i]`; errors name the field and what is allowed.
 pub fn validate_rt(i: usize, fl: &FlowConfig) -> Result<(), SimError> {
     let p = |f: &str| format!("flows[{i}].{f}");
-    if !matches!(fl.cc.as_str(), "rt-prague" | "rt-gcc" | "rt-cbr") {
+    if !matches!(
+        fl.cc.as_str(),
+        "rt-prague" | "rt-gcc" | "rt-gcc-loss" | "rt-cbr"
+    ) {
         return Err(SimError::field(
             p("cc"),
             format!(
-                "\"{}\" is not a known real-time controller; expected one of rt-prague, rt-gcc, rt-cbr",
+                "\"{}\" is not a known real-time controller; expected one of rt-prague, rt-gcc, rt-gcc-loss, rt-cbr",
                 fl.cc
             ),
         ));
@@ -86,7 +105,7 @@ pub fn validate_rt(i: usize, fl: &FlowConfig) -> Result<(), SimError> {
     refuse_set(&p, &tcp_only_keys(fl), &why)?;
     let allowed: &[FlowEcn] = match fl.cc.as_str() {
         "rt-prague" => &[FlowEcn::L4s, FlowEcn::None],
-        "rt-gcc" => &[FlowEcn::None, FlowEcn::Classic],
+        "rt-gcc" | "rt-gcc-loss" => &[FlowEcn::None, FlowEcn::Classic],
         _ => &[FlowEcn::None, FlowEcn::Classic, FlowEcn::L4s],
     };
     if let Some(e) = fl.ecn {

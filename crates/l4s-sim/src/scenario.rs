@@ -196,6 +196,9 @@ pub struct FlowConfig {
     pub min_rate: Option<Rate>,
     /// rt-prague / rt-gcc: highest rate (default 1 Gb/s).
     pub max_rate: Option<Rate>,
+    /// `[link] model = "wifi"`: the client station (index in `[[link.wifi.clients]]`) this
+    /// flow's data goes to (default 0).
+    pub station: Option<u32>,
 }
 
 fn one_u64() -> u64 {
@@ -321,12 +324,39 @@ pub(crate) fn path_error(
         Some(i) => format!("{}expected a table", &msg[..i]),
         None => msg,
     };
+    let msg = in_words(&msg, &p);
     let msg = if msg.starts_with("invalid type") && msg.ends_with("expected a string") {
         format!("{msg}: durations and rates are written as strings, e.g. \"15ms\", \"50mbit\"")
     } else {
         msg
     };
     SimError::field(if p.is_empty() { "scenario".into() } else { p }, msg)
+}
+
+/// serde's Rust type names at the end of a message ("expected u64", "untagged enum
+/// CcChoice") in the words of the scenario format: the range a value may take.
+fn in_words(msg: &str, path: &str) -> String {
+    if msg.contains("untagged enum CcChoice") {
+        return "expected a congestion control name (cc = \"cubic\") or a table of names and \
+                weights (cc = { cubic = 1, prague = 1 })"
+            .into();
+    }
+    let Some((head, ty)) = msg.rsplit_once(", expected ") else {
+        return msg.to_string();
+    };
+    let hop = path.contains(".path[");
+    let words = match ty {
+        _ if hop && ty == "u32" => "a hop index: a whole number from 0 (the first [[links]] entry)",
+        "u8" => "a whole number from 0 to 255",
+        "u16" => "a whole number from 0 to 65535",
+        "u32" => "a whole number from 0 to 4294967295",
+        "u64" | "usize" => "a whole number ≥ 0",
+        "i8" | "i16" | "i32" | "i64" | "isize" => "a whole number",
+        "f32" | "f64" => "a number",
+        "a boolean" => "true or false",
+        _ => return msg.to_string(),
+    };
+    format!("{}; expected {words}", head.replace('`', ""))
 }
 
 impl Scenario {
@@ -540,6 +570,23 @@ impl Scenario {
                         fl.start, self.duration
                     ),
                 ));
+            }
+        }
+        let clients = match (&self.link.wifi, self.link.model) {
+            (Some(w), Some(LinkModelKind::Wifi)) => w.n_clients(),
+            _ => 0,
+        };
+        for (i, fl) in self.flows.iter().enumerate() {
+            if let Some(st) = fl.station {
+                if st as usize >= clients {
+                    return Err(SimError::field(
+                        format!("flows[{i}].station"),
+                        match clients {
+                            0 => "applies to [link] model = \"wifi\" only".to_string(),
+                            n => format!("{st} is not a client station; expected 0 to {}", n - 1),
+                        },
+                    ));
+                }
             }
         }
         crate::hops::validate_flows(&self.hops, &self.flows)?;

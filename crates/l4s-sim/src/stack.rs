@@ -54,7 +54,35 @@ pub fn check_template(field: &str, t: &str) -> Result<(), SimError> {
             "is empty; expected a program and its arguments",
         ));
     }
-    Ok(())
+    check_quotes(field, t)
+}
+
+/// The template splits into words as a POSIX shell would (Python `shlex.split`, which the
+/// emulator uses): every ' and " closes, and no backslash ends it.
+fn check_quotes(field: &str, t: &str) -> Result<(), SimError> {
+    let mut open: Option<char> = None;
+    let mut chars = t.chars();
+    while let Some(c) = chars.next() {
+        match (open, c) {
+            // A backslash escapes the next character (outside quotes and inside "...").
+            (None, '\\') | (Some('"'), '\\') if chars.next().is_none() => {
+                return Err(SimError::field(
+                    field,
+                    "ends in a lone backslash; expected a character after it",
+                ));
+            }
+            (None, '\'' | '"') => open = Some(c),
+            (Some(q), _) if c == q => open = None,
+            _ => {}
+        }
+    }
+    match open {
+        Some(q) => Err(SimError::field(
+            field,
+            format!("has no closing {q} quote; expected every quoted word to close"),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// Check `stack`, `command` and `server_command` of `flows[i]`.
@@ -74,6 +102,17 @@ pub fn validate_stack(i: usize, fl: &FlowConfig) -> Result<(), SimError> {
             if let Some(s) = &fl.server_command {
                 check_template(&p("server_command"), s)?;
             }
+            // No placeholder carries them to the program (docs/crosscheck.md).
+            for (name, set) in [("bytes", fl.bytes.is_some()), ("mss", fl.mss.is_some())] {
+                if set {
+                    return Err(SimError::field(
+                        p(name),
+                        "stack = \"command\" cannot hand it to the program (its templates \
+                         know only {server}, {port}, {duration}); put the program's own option \
+                         in `command` and remove the key",
+                    ));
+                }
+            }
         }
         _ => {
             for (name, set) in [
@@ -88,6 +127,16 @@ pub fn validate_stack(i: usize, fl: &FlowConfig) -> Result<(), SimError> {
                 }
             }
         }
+    }
+    if stack == FlowStack::Kernel && fl.cc.starts_with("rt-") {
+        return Err(SimError::field(
+            p("stack"),
+            format!(
+                "\"kernel\" runs the kernel's TCP; cc = \"{}\" is a real-time video model \
+                 (run a real sender with stack = \"command\", or leave stack out)",
+                fl.cc
+            ),
+        ));
     }
     if stack != FlowStack::Model && fl.cc == "cbr" {
         return Err(SimError::field(
@@ -110,5 +159,27 @@ mod tests {
         assert!(check_template("f", "prog {server").is_err());
         assert!(check_template("f", "prog }").is_err());
         assert!(check_template("f", "  ").is_err());
+    }
+
+    #[test]
+    fn templates_split_as_shlex_does() {
+        // shlex.split accepts these ...
+        for ok in [
+            r#"sh -c 'a "b" c'"#,
+            r#"p "it's""#,
+            r"p a\ b",
+            r#"p "a\"b""#,
+            "p ''",
+        ] {
+            assert!(check_template("f", ok).is_ok(), "{ok}");
+        }
+        // ... and raises "No closing quotation" / "No escaped character" on these.
+        let e = check_template("f", "iperf3 -c '{server}")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("f: has no closing ' quote"), "{e}");
+        assert!(check_template("f", r#"p "a'"#).is_err());
+        assert!(check_template("f", r#"p "a\""#).is_err());
+        assert!(check_template("f", r"p a\").is_err());
     }
 }

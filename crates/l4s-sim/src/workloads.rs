@@ -496,9 +496,11 @@ pub fn expand(
         };
         let expected = lambda * (stop - w.start).as_secs_f64();
         if expected > MAX_WORKLOAD_FLOWS {
+            // Blame the key the user wrote: `load` or `rate`.
+            let key = if w.load.is_some() { "load" } else { "rate" };
             return Err(field(
-                format!("workloads[{i}].load"),
-                format!("gives about {expected:.0} transfers; at most {MAX_WORKLOAD_FLOWS} per run (shorten start..stop or lower the load)"),
+                format!("workloads[{i}].{key}"),
+                format!("gives about {expected:.0} transfers; at most {MAX_WORKLOAD_FLOWS} per run (shorten start..stop or lower the {key})"),
             ));
         }
         let mut rng = Rng::derive(s.seed, &format!("workload/{i}"));

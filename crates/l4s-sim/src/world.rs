@@ -169,7 +169,7 @@ pub fn build_loss(l: &LinkConfig, rng: Rng) -> Result<Option<Box<dyn LossModel>>
     Ok(if let Some(g) = &l.gilbert {
         Some(Box::new(
             GilbertElliott::new(g.p, g.r, g.loss_good, g.loss_bad, rng)
-                .map_err(|e| SimError::field(format!("link.gilbert.{}", e.param), e.to_string()))?,
+                .map_err(|e| SimError::param("link.gilbert.", e))?,
         ))
     } else if l.loss > 0.0 {
         Some(Box::new(
@@ -354,6 +354,9 @@ impl Net {
                 w.params_in(s.base_dir.as_deref())?,
                 w.uplink(),
                 Rng::derive(seed, "link/wifi"),
+                w.ap_mode()?,
+                (w.txq_params()?, Rng::derive(seed, "link/wifi/txq")),
+                (w.aql_limits(), w.airtime_fairness()),
             )?),
             _ => None,
         };
@@ -444,7 +447,7 @@ impl World {
             progress: None,
             chain,
         };
-        w.wifi_init();
+        w.wifi_init(s);
         Ok(w)
     }
 

@@ -358,3 +358,42 @@ fn bad_keys_files_and_parameters_name_the_field() {
     assert!(e.contains("last probability is 0.5"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn full_gcc_alone_settles_near_the_link_rate_with_a_short_queue() {
+    // rt-gcc (goog_cc: delay-based AIMD + loss-based, the lower) alone through a FIFO at
+    // 20 Mb/s, 40 ms. Without probing it ramps 8 %/s until the trendline detector sees the
+    // queue grow, backs off to 0.85 × the acknowledged rate, then climbs additively (one
+    // average packet per 2·(RTT + 100 ms)): over 60–120 s the mean stays within 10 % of C.
+    // The queue stays below 25 ms = 2 × the detector's initial threshold (12.5 ms of
+    // modified trend, `threshold_` in trendline_estimator.cc): a back-off comes once the
+    // smoothed delay ramp over the 20-group window crosses it, long before a 1000-packet
+    // FIFO fills (rt-gcc-loss, the loss-based half alone, fills it: test below).
+    let toml = |cc: &str| {
+        format!(
+            r#"
+duration = "120s"
+warmup = "60s"
+[link]
+rate = "20mbit"
+[aqm]
+kind = "fifo"
+limit = 1000
+[[flows]]
+cc = "{cc}"
+fps = 60
+rtt = "40ms"
+"#
+        )
+    };
+    let (r, v) = summary(&toml("rt-gcc"));
+    let tput = v["flows"][0]["tput_mbps"].as_f64().unwrap();
+    assert!((tput / 20.0 - 1.0).abs() < 0.10, "{tput}");
+    let max_q = r.samples.sojourn_ms.iter().cloned().fold(0.0, f64::max);
+    assert!(max_q < 25.0, "max sojourn {max_q} ms");
+    assert_eq!(r.samples.drops.iter().sum::<u64>(), 0);
+    // The loss-based half alone only backs off on loss: the FIFO fills (≥ 100 ms queue).
+    let (r, _) = summary(&toml("rt-gcc-loss"));
+    let max_q = r.samples.sojourn_ms.iter().cloned().fold(0.0, f64::max);
+    assert!(max_q > 100.0, "max sojourn {max_q} ms");
+}

@@ -82,16 +82,20 @@ def suite_cmd(name: str, quick: bool, out_dir: Path | None, jobs: int | None,
         console.print(f"[{done}/{total}] {escape(o.name)}: {o.runs} runs ({o.ran} ran, "
                       f"{o.skipped} resumed{bad}) {o.elapsed_s:.1f} s", highlight=False)
 
+    from l4slab.sweeps import signals_interrupt
+
     try:
-        suite = get_suite(name)
-        res = run_suite(suite, out_dir, quick=quick, jobs=jobs, dask=dask_address,
-                        reference=reference, on_part=on_part, emulate=emulate)
+        with signals_interrupt() as got:
+            suite = get_suite(name)
+            res = run_suite(suite, out_dir, quick=quick, jobs=jobs, dask=dask_address,
+                            reference=reference, on_part=on_part, emulate=emulate)
     except (ScenarioError, OutputDirError) as e:
         fail(str(e))
     except KeyboardInterrupt:
         err.print(f"interrupted: finished runs are kept in {out_dir}; run the same command "
                   "again to resume.")
-        sys.exit(EXIT_INTERRUPTED)
+        # 130 for Ctrl-C (EXIT_INTERRUPTED), 128 + N for SIGTERM and SIGHUP.
+        sys.exit(128 + got["signal"])
     console.print(f"suite {name}: {res.runs} runs ({res.ran} ran, {res.skipped} resumed, "
                   f"{len(res.failed)} failed) in {res.elapsed_s:.1f} s", highlight=False)
     if res.reference is not None:

@@ -27,7 +27,7 @@ import subprocess
 import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -179,7 +179,7 @@ def suites_dir() -> Path:
 
 def mean_ci(x: Sequence[float] | np.ndarray, level: float = 0.95) -> tuple[float, float, float]:
     """(mean, low, high): Student-t confidence interval of the mean over runs (NaNs dropped);
-    one run gives low = high = mean (no spread to estimate)."""
+    one run gives NaN bounds (no spread to estimate: empty in a CSV, not a zero-width CI)."""
     from scipy import stats
 
     a = np.asarray(x, dtype=float)
@@ -188,7 +188,7 @@ def mean_ci(x: Sequence[float] | np.ndarray, level: float = 0.95) -> tuple[float
         return float("nan"), float("nan"), float("nan")
     m = float(a.mean())
     if a.size < 2:
-        return m, m, m
+        return m, float("nan"), float("nan")
     half = float(stats.t.ppf(0.5 + level / 2, a.size - 1) * a.std(ddof=1) / np.sqrt(a.size))
     return m, m - half, m + half
 
@@ -467,26 +467,25 @@ def _execute(suite: Suite, specs: list[tuple[Part, dict[str, Any]]], out: Path, 
             yield run_part(suite.name, part.name, spec, str(out / "parts" / part.name),
                            jobs if len(specs) <= 1 else 1)
         return
-    import multiprocessing
+    from l4slab.sweeps import start_pool, stop_pool
 
-    ctx = multiprocessing.get_context("spawn")
-    from l4slab.sweeps import die_with_parent
-
-    with ProcessPoolExecutor(max_workers=min(jobs, len(specs)), mp_context=ctx,
-                             initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
-        futs = {pool.submit(run_part, suite.name, p.name, s, str(out / "parts" / p.name), 1): p
-                for p, s in specs}
-        try:
-            for fut in as_completed(futs):
-                try:
-                    yield fut.result()
-                except ScenarioError:
-                    raise
-                except Exception as e:  # noqa: BLE001 - the worker died: report the part
-                    yield PartOutcome(futs[fut].name, 0, 0, 0, [("*", f"worker: {e!r}")], 0.0)
-        except BaseException:
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
+    pool = None
+    try:
+        pool, futs = start_pool(min(jobs, len(specs)), run_part,
+                                ((suite.name, p.name, s, str(out / "parts" / p.name), 1)
+                                 for p, s in specs))
+        for fut in as_completed(futs):
+            try:
+                yield fut.result()
+            except ScenarioError:
+                raise
+            except Exception as e:  # noqa: BLE001 - the worker died: report the part
+                yield PartOutcome(futs[fut][1], 0, 0, 0, [("*", f"worker: {e!r}")], 0.0)
+    except BaseException:
+        if pool is not None:
+            stop_pool(pool)
+        raise
+    pool.shutdown(wait=True)
 
 
 def collect_runs(suite: Suite, out: Path) -> pd.DataFrame:
@@ -570,9 +569,10 @@ def _run_suite_locked(suite: Suite, out: Path, t0: float, *, quick: bool, jobs: 
     n_runs = 0
     for p, s in specs:
         try:
-            tasks = plan(load_sweep_spec(s))
+            spec = load_sweep_spec(s)
+            tasks = plan(spec)
             if engine is None:
-                validate_tasks(tasks)
+                validate_tasks(tasks, spec)
             else:
                 engine.validate(tasks)
         except ScenarioError as e:

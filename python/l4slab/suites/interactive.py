@@ -21,7 +21,7 @@ from l4slab.suites.figures import PALETTE, cdfs, save
 
 LINKS = ["10mbit", "50mbit", "100mbit", "cellular"]
 BACKGROUNDS = {"bulk": "CUBIC bulk", "web": "50 % web"}
-VIDEO = {"rt-prague": "L4S video (RT-Prague)", "rt-gcc": "Classic video (GCC-loss)"}
+VIDEO = {"rt-prague": "L4S video (RT-Prague)", "rt-gcc": "Classic video (GCC)"}
 
 
 def aqm_label(aqm: Any) -> str:

@@ -72,6 +72,12 @@ impl GccLoss {
     pub fn rate_bps(&self) -> f64 {
         self.rate_bps
     }
+
+    /// libwebrtc `SendSideBandwidthEstimation::CapBitrateToThresholds`: the loss-based
+    /// target never exceeds the delay-based limit.
+    pub fn cap(&mut self, limit_bps: f64) {
+        self.rate_bps = self.rate_bps.min(limit_bps).max(self.min_bps);
+    }
 }
 
 #[cfg(test)]

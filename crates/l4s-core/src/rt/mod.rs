@@ -8,7 +8,9 @@
 //! (Classic, loss-based) and a fixed rate (CBR video).
 
 pub mod feedback;
+pub mod frame_window;
 pub mod gcc;
+pub mod gcc_delay;
 pub mod prague;
 pub mod probe;
 pub mod receiver;
@@ -110,6 +112,9 @@ pub enum Controller {
     Prague,
     /// GCC's loss-based controller (CE counted as loss when the flow uses ECN).
     GccLoss,
+    /// Full GCC: goog_cc's delay-based estimate ([`gcc_delay`]) and the loss-based one,
+    /// the lower of the two.
+    Gcc,
     /// A fixed encoder rate (CBR video), bits/s.
     Fixed(u64),
 }

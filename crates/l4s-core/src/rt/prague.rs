@@ -12,7 +12,12 @@
 //! increment = one max-size packet until `rtts_to_growth` vrtts without CE have passed, then
 //! 1 ms worth of the rate; pacing rate = W/srtt clamped to [min_rate, max_rate]; packet size
 //! = rate·vrtt/2 clamped to [150 B, max packet]; burst = 250 µs of the rate; packet window =
-//! 1.03·W/packet + 1 (≥ 2); frame size = max(packet, rate·frame_budget).
+//! 1.03·W/packet + 1 (≥ 2); frame size = max(packet, rate·frame_budget); frame window =
+//! packet window·packet/frame (≥ 2, `GetCCInfoVideo`). Start (constructor): initial window
+//! 10 max-size packets (`PRAGUE_INITWIN`), packet window ⌈W/packet⌉. An RTT sample whose
+//! ACK timestamp is older than the previous one is dropped (`PacketReceived`);
+//! `ResetCCInfo` (the sender's 1 s feedback timeout) returns to the initial rate and a
+//! one-packet window. Sizes are UDP payload bytes, as udp_prague counts them.
 //! Simplified (named): floating point instead of the µB/µs fixed point; the undo of a loss
 //! reduction when the lost count falls again (reordering) is not modelled; timestamps are
 //! the simulator's nanoseconds (no 32-bit µs wrap-around).
@@ -33,6 +38,32 @@ const QUEUE_GROWTH_S: f64 = 0.001;
 const BURST_S: f64 = 250e-6;
 /// udp_prague `RATE_OFFSET`: the packet window allows 3 % above the rate.
 const WINDOW_OFFSET: f64 = 1.03;
+/// udp_prague `PRAGUE_INITWIN`: initial window, max-size packets.
+pub const INIT_WINDOW_PKTS: f64 = 10.0;
+/// udp_prague `PRAGUE_INITRATE`: 12 500 B/s = 100 kb/s.
+pub const INIT_RATE_BPS: u64 = 100_000;
+/// udp_prague `MIN_PKT_WIN`: the packet window is at least 2 packets.
+const MIN_PKT_WIN: u64 = 2;
+/// Bytes a UDP payload carries on the wire on top: IPv4 (20) + UDP (8) headers.
+pub const WIRE_OVERHEAD_BYTES: u32 = 28;
+/// udp_prague `MIN_FRAME_WIN`: the frame window is at least 2 frames.
+pub const MIN_FRAME_WIN: u64 = 2;
+
+/// What `GetCCInfoVideo` hands the frame sender when a frame starts; the sender keeps it
+/// for the whole frame.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct VideoInfo {
+    /// Pacing rate, bytes/s.
+    pub pacing_rate: f64,
+    /// Bytes (UDP payload) of the frame.
+    pub frame_bytes: u64,
+    /// Frames allowed in flight.
+    pub frame_window: u64,
+    /// Packets per burst.
+    pub packet_burst: u32,
+    /// Payload bytes per packet.
+    pub packet_bytes: u64,
+}
 
 /// `cs_tp`: where the controller is in its reduction cycle.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -65,6 +96,7 @@ pub struct FeedbackCounters {
 #[derive(Clone, Debug)]
 pub struct RtPrague {
     max_packet_bytes: f64,
+    init_rate: f64,
     min_rate: f64,
     max_rate: f64,
     ref_rtt_s: f64,
@@ -75,6 +107,8 @@ pub struct RtPrague {
     mode: Mode,
     // Last feedback seen.
     fb: FeedbackCounters,
+    // ACK timestamp of the last RTT sample taken (`m_r_prev_ts`).
+    prev_ack_ts: Nanos,
     // α bookkeeping.
     alpha: f64,
     alpha_ts: Nanos,
@@ -100,7 +134,9 @@ pub struct RtPrague {
 
 impl RtPrague {
     /// A controller for frames at `fps` (0 = bulk mode) starting at `init_rate_bps`, kept in
-    /// [`min_rate_bps`, `max_rate_bps`], with packets of at most `max_packet_bytes`.
+    /// [`min_rate_bps`, `max_rate_bps`], with packets of at most `max_packet_bytes` (UDP
+    /// payload). As the `PragueCC` constructor: window 10 max-size packets, packet size
+    /// rate·reference RTT/2, packet window ⌈W/packet⌉ ≥ 2.
     pub fn new(
         fps: u32,
         init_rate_bps: u64,
@@ -121,6 +157,7 @@ impl RtPrague {
         let rate = init_rate_bps as f64 / 8.0;
         let mut s = RtPrague {
             max_packet_bytes: max_packet_bytes as f64,
+            init_rate: rate,
             min_rate: min_rate_bps as f64 / 8.0,
             max_rate: max_rate_bps as f64 / 8.0,
             ref_rtt_s,
@@ -130,6 +167,7 @@ impl RtPrague {
             state: CcState::Init,
             mode: Mode::Window,
             fb: FeedbackCounters::default(),
+            prev_ack_ts: Nanos::ZERO,
             alpha: 0.0,
             alpha_ts: Nanos::ZERO,
             alpha_received: 0,
@@ -147,9 +185,39 @@ impl RtPrague {
             packet_window: 2,
             cwr_events: 0,
         };
-        s.window = rate * ref_rtt_s;
-        s.derive_packet_params();
+        s.window = INIT_WINDOW_PKTS * s.max_packet_bytes;
+        s.packet_bytes = (rate * ref_rtt_s / MIN_PKT_WIN as f64)
+            .floor()
+            .clamp(MIN_PACKET_BYTES, s.max_packet_bytes);
+        s.packet_burst = ((rate * BURST_S / s.packet_bytes) as u32).max(1);
+        s.packet_window = ((s.window / s.packet_bytes).ceil() as u64).max(MIN_PKT_WIN);
         s
+    }
+
+    /// `ResetCCInfo`, called by the sender after 1 s without feedback while window-limited:
+    /// back to the initial rate, a one-packet window (packet window 2), α 0, state init.
+    pub fn reset(&mut self, now: Nanos) {
+        self.state = CcState::Init;
+        self.mode = Mode::Window;
+        self.alpha_ts = now;
+        self.alpha = 0.0;
+        self.rate = self.init_rate;
+        self.window = self.max_packet_bytes;
+        self.packet_burst = 1;
+        self.packet_bytes = self.max_packet_bytes;
+        self.packet_window = MIN_PKT_WIN;
+        self.rtts_to_growth = (self.rate / RATE_STEP_BYTES_PER_S).floor() + MIN_STEP;
+    }
+
+    /// `PacketReceived`: an RTT sample from an ACK stamped `ack_ts` by the receiver. Once
+    /// started, an ACK older than the last one sampled is ignored (returns false).
+    pub fn packet_received(&mut self, ack_ts: Nanos, rtt: Nanos) -> bool {
+        if self.state != CcState::Init && self.prev_ack_ts > ack_ts {
+            return false;
+        }
+        self.on_rtt_sample(rtt);
+        self.prev_ack_ts = ack_ts;
+        true
     }
 
     /// The α gain's denominator (`get_alpha_shift`).
@@ -278,7 +346,8 @@ impl RtPrague {
             .floor()
             .clamp(MIN_PACKET_BYTES, self.max_packet_bytes);
         self.packet_burst = ((self.rate * BURST_S / self.packet_bytes) as u32).max(1);
-        self.packet_window = ((self.window * WINDOW_OFFSET / self.packet_bytes) as u64 + 1).max(2);
+        self.packet_window =
+            ((self.window * WINDOW_OFFSET / self.packet_bytes) as u64 + 1).max(MIN_PKT_WIN);
     }
 
     /// Pacing rate, bits/s.
@@ -308,5 +377,19 @@ impl RtPrague {
     /// `GetCCInfoVideo`: bytes of the next frame, max(packet, rate·frame_budget).
     pub fn frame_bytes(&self, frame_budget: Nanos) -> u64 {
         (self.rate * frame_budget.as_secs_f64()).max(self.packet_bytes) as u64
+    }
+
+    /// `GetCCInfoVideo`: what a frame starting now is sent with; the frame window is
+    /// packet window·packet size/frame size (integer division), at least `MIN_FRAME_WIN`.
+    pub fn video_info(&self, frame_budget: Nanos) -> VideoInfo {
+        let frame_bytes = self.frame_bytes(frame_budget).max(1);
+        let packet_bytes = self.packet_bytes as u64;
+        VideoInfo {
+            pacing_rate: self.rate,
+            frame_bytes,
+            frame_window: (self.packet_window * packet_bytes / frame_bytes).max(MIN_FRAME_WIN),
+            packet_burst: self.packet_burst,
+            packet_bytes,
+        }
     }
 }

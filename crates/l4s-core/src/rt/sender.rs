@@ -7,21 +7,32 @@
 //! slot comes, the newest passed slot is sent when it is done and older ones are skipped (logged
 //! with 0 bytes), as udp_prague's `frame_adv`. RT-Prague sizes a frame rate·frame_budget and
 //! paces it at its rate; the comparators (GCC loss-based, fixed CBR) size it rate/fps (an
-//! encoder's target bitrate) and pace it over the frame budget. RT-Prague also keeps at most
-//! `packet_window` packets in flight (sent − received − lost as echoed).
-//! Simplified (named): packet sizes are IP lengths (udp_prague's are UDP payloads); after
-//! `STALL_NS` without feedback while window-limited the in-flight count is forgotten
-//! (udp_prague resets its CC on such a timeout; here the rate is kept).
+//! encoder's target bitrate) and pace it over the frame budget.
+//! RT-Prague runs udp_prague's `--rtmode` loop (`udp_prague_sender.cpp` ~131-284): what
+//! `GetCCInfoVideo` gives at a frame's start (rate, frame size and window, burst, packet
+//! size) holds for the whole frame; bursts leave while frames in flight
+//! ([`super::frame_window`]) ≤ the frame window; at or above it the sender waits for an
+//! ACK (one burst per ACK, if pacing allows) and after `SND_TIMEOUT` without one resets the
+//! CC (`ResetCCInfo`), abandons the frame and starts the next one at once; a late wake-up
+//! brings the next burst forward by the lateness (`compRecv`). Sizes are UDP payloads;
+//! a packet is payload + 28 bytes (IPv4 + UDP) on the wire.
+//! Simplified (named): udp_prague exits after its fourth feedback timeout (`MAX_TIMEOUT`);
+//! here the flow keeps going.
 
 use crate::packet::{Ecn, Packet, Transport};
+use crate::rt::feedback::{PacketResult, SentPacket, TransportPacketsFeedback};
+use crate::rt::frame_window::FrameWindow;
 use crate::rt::gcc::GccLoss;
-use crate::rt::prague::{FeedbackCounters, RtPrague, MIN_PACKET_BYTES};
+use crate::rt::gcc_delay::DelayBasedBwe;
+use crate::rt::prague::{
+    FeedbackCounters, RtPrague, VideoInfo, MIN_PACKET_BYTES, WIRE_OVERHEAD_BYTES,
+};
 use crate::rt::{AppLog, Controller, RtHeader, SentFrame};
 use crate::time::Nanos;
 use crate::{Endpoint, FlowStats, ParamError};
 
-/// Without feedback for this long a window-limited sender forgets what is in flight.
-const STALL_NS: u64 = 1_000_000_000;
+/// udp_prague `SND_TIMEOUT`: a window-limited sender waits this long for an ACK, then resets.
+pub const SND_TIMEOUT: Nanos = Nanos::from_secs(1);
 
 /// Parameters of a media sender.
 #[derive(Clone, Debug, PartialEq)]
@@ -104,7 +115,25 @@ impl RtConfig {
 enum Ctl {
     Prague(RtPrague),
     Gcc(GccLoss),
+    GccFull(Box<GccFull>),
     Fixed(f64),
+}
+
+/// Full GCC: both estimators and the sent packets awaiting feedback.
+#[derive(Clone, Debug)]
+struct GccFull {
+    loss: GccLoss,
+    delay: DelayBasedBwe,
+    /// Packets sent and not yet reported, oldest first.
+    sent: std::collections::VecDeque<SentPacket>,
+}
+
+impl GccFull {
+    /// goog_cc's target: min(loss-based, delay-based), the loss-based one capped at the
+    /// delay-based limit.
+    fn rate_bps(&self) -> f64 {
+        self.loss.rate_bps().min(self.delay.rate_bps())
+    }
 }
 
 /// The frame being sent.
@@ -115,6 +144,24 @@ struct Current {
     bytes: u64,
     sent: u64,
     pace_bps: f64,
+}
+
+/// RT-Prague's frame-loop state (udp_prague `--rtmode` sender variables).
+#[derive(Clone, Debug)]
+struct PragueLoop {
+    fw: FrameWindow,
+    /// `GetCCInfoVideo` at the current frame's start.
+    info: VideoInfo,
+    /// Woken by an ACK since the last loop iteration.
+    ack_wake: bool,
+    /// Last loop iteration (burst or ACK): a full window times out `SND_TIMEOUT` later.
+    wait_since: Nanos,
+    /// Waiting for the pacing timer (not for an ACK).
+    timer_wait: bool,
+    /// `compRecv`: lateness of timer wake-ups to take off the next interval, ns (≤ 0).
+    comp_ns: i64,
+    /// Feedback timeouts (CC resets).
+    timeouts: u64,
 }
 
 /// A frame-based media sender.
@@ -130,13 +177,14 @@ pub struct RtSender {
     in_burst: u32,
     burst_bytes: u64,
     burst_start: Nanos,
+    /// Capture grid: slot `grid_k` is at `grid_at` (udp_prague restarts it after a reset).
+    grid_at: Nanos,
+    grid_k: u64,
+    pl: Option<PragueLoop>,
     /// Data packets sent (the last seq number).
     sent_pkts: u64,
     sent_bytes: u64,
     fb: FeedbackCounters,
-    last_fb_at: Nanos,
-    /// Packets forgotten after a stall (count as neither received nor lost).
-    forgotten: u64,
     srtt: Nanos,
     log: Vec<SentFrame>,
 }
@@ -159,12 +207,36 @@ impl RtSender {
                 cfg.max_rate_bps,
                 cfg.ecn.is_ecn_capable(),
             )),
+            Controller::Gcc => Ctl::GccFull(Box::new(GccFull {
+                loss: GccLoss::new(
+                    cfg.init_rate_bps,
+                    cfg.min_rate_bps,
+                    cfg.max_rate_bps,
+                    cfg.ecn.is_ecn_capable(),
+                ),
+                delay: DelayBasedBwe::new(cfg.init_rate_bps as f64, cfg.min_rate_bps as f64),
+                sent: Default::default(),
+            })),
             Controller::Fixed(r) => Ctl::Fixed(r as f64),
+        };
+        let pl = match &ctl {
+            Ctl::Prague(p) => Some(PragueLoop {
+                fw: FrameWindow::default(),
+                info: p.video_info(cfg.frame_budget),
+                ack_wake: false,
+                wait_since: cfg.start,
+                timer_wait: true,
+                comp_ns: 0,
+                timeouts: 0,
+            }),
+            _ => None,
         };
         Ok(RtSender {
             flow,
             next_send: cfg.start,
-            last_fb_at: cfg.start,
+            grid_at: cfg.start,
+            grid_k: 0,
+            pl,
             cfg,
             ctl,
             next_slot: 0,
@@ -175,7 +247,6 @@ impl RtSender {
             sent_pkts: 0,
             sent_bytes: 0,
             fb: FeedbackCounters::default(),
-            forgotten: 0,
             srtt: Nanos::ZERO,
             log: Vec::new(),
         })
@@ -183,7 +254,7 @@ impl RtSender {
 
     /// Capture time of slot `k` (exact, no drift).
     fn slot_time(&self, k: u64) -> Nanos {
-        self.cfg.start + Nanos(k * 1_000_000_000 / self.cfg.fps as u64)
+        self.grid_at + Nanos(k.saturating_sub(self.grid_k) * 1_000_000_000 / self.cfg.fps as u64)
     }
 
     /// When frame `k` is (or was) captured: start + k/fps.
@@ -200,6 +271,7 @@ impl RtSender {
         match &self.ctl {
             Ctl::Prague(p) => p.rate_bps(),
             Ctl::Gcc(g) => g.rate_bps(),
+            Ctl::GccFull(g) => g.rate_bps().min(self.cfg.max_rate_bps as f64),
             Ctl::Fixed(r) => *r,
         }
     }
@@ -226,16 +298,23 @@ impl RtSender {
         }
     }
 
-    fn in_flight(&self) -> u64 {
-        self.sent_pkts
-            .saturating_sub(self.fb.received + self.fb.lost + self.forgotten)
+    /// RT-Prague's frames in flight and frame window, when this sender runs it.
+    pub fn frame_window(&self) -> Option<(i64, u64)> {
+        self.pl
+            .as_ref()
+            .map(|l| (l.fw.in_flight(), l.info.frame_window))
     }
 
-    fn window_blocked(&self) -> bool {
-        match &self.ctl {
-            Ctl::Prague(p) => self.in_flight() >= p.packet_window(),
-            _ => false,
-        }
+    /// RT-Prague's feedback timeouts (CC resets) so far.
+    pub fn feedback_timeouts(&self) -> u64 {
+        self.pl.as_ref().map_or(0, |l| l.timeouts)
+    }
+
+    /// RT-Prague: the window is full (`frame_inflight ≥ frame_window`): wait for an ACK.
+    fn window_full(&self) -> bool {
+        self.pl
+            .as_ref()
+            .is_some_and(|l| l.fw.in_flight() >= l.info.frame_window as i64)
     }
 
     /// Start the newest due frame if idle, logging skipped slots.
@@ -244,8 +323,8 @@ impl RtSender {
             return;
         }
         // The newest slot at or before now.
-        let elapsed = (now - self.cfg.start).0 as u128;
-        let newest = ((elapsed * self.cfg.fps as u128) / 1_000_000_000) as u64;
+        let elapsed = (now - self.grid_at).0 as u128;
+        let newest = self.grid_k + ((elapsed * self.cfg.fps as u128) / 1_000_000_000) as u64;
         let newest = newest.max(self.next_slot);
         for k in self.next_slot..newest {
             let at = self.slot_time(k);
@@ -266,7 +345,14 @@ impl RtSender {
         }
         let rate = self.rate_bps();
         let (bytes, pace_bps) = match &self.ctl {
-            Ctl::Prague(p) => (p.frame_bytes(self.cfg.frame_budget), rate),
+            Ctl::Prague(p) => {
+                let info = p.video_info(self.cfg.frame_budget);
+                if let Some(l) = self.pl.as_mut() {
+                    l.info = info;
+                    l.comp_ns = 0;
+                }
+                (info.frame_bytes, info.pacing_rate * 8.0)
+            }
             _ => {
                 let b = (rate / 8.0 / self.cfg.fps as f64).max(MIN_PACKET_BYTES) as u64;
                 (b, b as f64 * 8.0 / self.cfg.frame_budget.as_secs_f64())
@@ -313,22 +399,56 @@ impl Endpoint for RtSender {
         };
         match &mut self.ctl {
             Ctl::Prague(p) => {
-                p.on_rtt_sample(rtt);
+                // udp_prague's ACK handling order: frame stats, PacketReceived (the ACK's
+                // timestamp is when the receiver sent it), ACKReceived; then the loop wakes.
+                if let Some(l) = self.pl.as_mut() {
+                    l.fw.on_ack(h.seq, h.lost);
+                    l.ack_wake = true;
+                    l.wait_since = now;
+                }
+                p.packet_received(pkt.sent_at, rtt);
                 p.on_feedback(fb, self.sent_pkts, now);
             }
             Ctl::Gcc(g) => g.on_feedback(fb, now),
+            Ctl::GccFull(g) => {
+                // One per-packet ACK as a TransportPacketsFeedback: the packet it answers,
+                // received when the ACK left the receiver (it answers at once).
+                let mut report = TransportPacketsFeedback {
+                    feedback_time: now,
+                    ..Default::default()
+                };
+                while let Some(s) = g.sent.front().copied() {
+                    if s.seq > h.seq {
+                        break;
+                    }
+                    g.sent.pop_front();
+                    let received = s.seq == h.seq;
+                    // Older packets still unanswered are reported as not received.
+                    report.packets.push(PacketResult {
+                        sent: s,
+                        receive_time: received.then_some(pkt.sent_at),
+                        ecn: pkt.ecn,
+                    });
+                }
+                g.delay.on_feedback(&report, self.srtt);
+                g.loss.on_feedback(fb, now);
+                let limit = g.delay.rate_bps();
+                g.loss.cap(limit);
+            }
             Ctl::Fixed(_) => {}
         }
         if fb.received >= self.fb.received {
             self.fb = fb;
-            self.last_fb_at = now;
         }
     }
 
     fn poll_transmit(&mut self, now: Nanos) -> Option<Packet> {
+        if self.pl.is_some() {
+            return self.poll_prague(now);
+        }
         self.start_due_frame(now);
         let cur = self.cur.as_ref()?;
-        if now < self.next_send || self.window_blocked() {
+        if now < self.next_send {
             return None;
         }
         let left = cur.bytes - cur.sent;
@@ -339,20 +459,22 @@ impl Endpoint for RtSender {
         };
         self.sent_pkts += 1;
         self.sent_bytes += size;
-        let mut p = Packet::new(
-            ((self.flow as u64) << 40) | self.sent_pkts,
+        if let Ctl::GccFull(g) = &mut self.ctl {
+            g.sent.push_back(SentPacket {
+                seq: self.sent_pkts,
+                size_bytes: size as u32,
+                send_time: now,
+            });
+        }
+        let p = media_packet(
             self.flow,
-            size as u32,
             self.cfg.ecn,
+            self.sent_pkts,
+            size,
+            now,
+            cur,
+            cur.bytes,
         );
-        p.sent_at = now;
-        p.transport = Transport::Rt(RtHeader {
-            seq: self.sent_pkts,
-            frame: cur.frame,
-            frame_bytes: cur.bytes.min(u32::MAX as u64) as u32,
-            capture_at: cur.capture_at,
-            ..Default::default()
-        });
         let pace = cur.pace_bps.max(1.0);
         let done = left <= size;
         if let Some(c) = self.cur.as_mut() {
@@ -377,10 +499,12 @@ impl Endpoint for RtSender {
     }
 
     fn poll_timeout(&self) -> Option<Nanos> {
-        if self.cur.is_some() {
-            if self.window_blocked() {
-                return Some(self.last_fb_at + Nanos(STALL_NS));
+        if let Some(l) = &self.pl {
+            if self.window_full() {
+                return Some(l.wait_since + SND_TIMEOUT);
             }
+        }
+        if self.cur.is_some() {
             return Some(self.next_send);
         }
         let next = self.slot_time(self.next_slot).max(self.next_send);
@@ -388,10 +512,26 @@ impl Endpoint for RtSender {
     }
 
     fn handle_timeout(&mut self, now: Nanos) {
-        if self.cur.is_some() && self.window_blocked() && now >= self.last_fb_at + Nanos(STALL_NS) {
-            self.forgotten += self.in_flight();
-            self.last_fb_at = now;
+        let full = self.window_full();
+        let (Some(l), Ctl::Prague(p)) = (self.pl.as_mut(), &mut self.ctl) else {
+            return;
+        };
+        // udp_prague_sender.cpp ~265-273: no ACK for SND_TIMEOUT with the window full.
+        if !full || now < l.wait_since + SND_TIMEOUT {
+            return;
         }
+        p.reset(now);
+        l.fw.clear_in_flight();
+        l.timeouts += 1;
+        l.wait_since = now;
+        l.timer_wait = true;
+        // frame_sent = 0, frame_timer = 0: the frame is abandoned, the next one starts now.
+        self.cur = None;
+        self.next_send = now;
+        self.grid_at = now;
+        self.grid_k = self.next_slot;
+        self.in_burst = 0;
+        self.burst_bytes = 0;
     }
 
     fn stats(&self) -> FlowStats {
@@ -415,5 +555,128 @@ impl Endpoint for RtSender {
 
     fn take_app_log(&mut self) -> AppLog {
         AppLog::FramesSent(std::mem::take(&mut self.log))
+    }
+}
+
+/// Data packet `seq` of `bytes` (IP) carrying part of frame `cur` (`frame_bytes` in all).
+fn media_packet(
+    flow: u32,
+    ecn: Ecn,
+    seq: u64,
+    bytes: u64,
+    now: Nanos,
+    cur: &Current,
+    frame_bytes: u64,
+) -> Packet {
+    let mut p = Packet::new(((flow as u64) << 40) | seq, flow, bytes as u32, ecn);
+    p.sent_at = now;
+    p.transport = Transport::Rt(RtHeader {
+        seq,
+        frame: cur.frame,
+        frame_bytes: frame_bytes.min(u32::MAX as u64) as u32,
+        capture_at: cur.capture_at,
+        ..Default::default()
+    });
+    p
+}
+
+/// Wire bytes of an RT-Prague frame of `frame` payload bytes in packets of `pkt`: full
+/// packets, then the rest in one packet of at least 150 B (`udp_prague_sender.cpp` ~165),
+/// each with its IP + UDP header.
+fn prague_frame_wire_bytes(frame: u64, pkt: u64) -> u64 {
+    let pkt = pkt.max(1);
+    let (full, rest) = (frame / pkt, frame % pkt);
+    let last = if rest > 0 {
+        rest.max(MIN_PACKET_BYTES as u64)
+    } else {
+        0
+    };
+    let n = full + u64::from(rest > 0);
+    full * pkt + last + n * WIRE_OVERHEAD_BYTES as u64
+}
+
+impl RtSender {
+    /// One pass of udp_prague's `--rtmode` loop at `now`, one packet per call.
+    fn poll_prague(&mut self, now: Nanos) -> Option<Packet> {
+        let l = self.pl.as_mut()?;
+        let window = l.info.frame_window as i64;
+        let in_flight = l.fw.in_flight();
+        // The loop runs when an ACK arrived, or when the pacing / frame timer it waits for
+        // (only while below the window) has come.
+        let timer_due = in_flight < window && now >= self.next_send;
+        if !(l.ack_wake || timer_due) {
+            return None;
+        }
+        // ~277-283: a wake-up after the timer it waited for brings the next burst forward.
+        if l.timer_wait && now > self.next_send && in_flight > 0 {
+            l.comp_ns -= (now - self.next_send).0 as i64;
+        }
+        if self.in_burst == 0 && self.cur.is_none() && now >= self.next_send {
+            self.start_due_frame(now);
+        }
+        let next_slot_at = self.slot_time(self.next_slot);
+        let l = self.pl.as_mut()?;
+        let window = l.info.frame_window as i64;
+        let sendable = self.cur.is_some()
+            && l.fw.in_flight() <= window
+            && self.in_burst < l.info.packet_burst
+            && now >= self.next_send;
+        if !sendable {
+            l.ack_wake = false;
+            l.timer_wait = l.fw.in_flight() < window;
+            return None;
+        }
+        let cur = self.cur.as_mut()?;
+        if cur.sent == 0 {
+            l.fw.start_frame(cur.frame);
+        }
+        let mut payload = l.info.packet_bytes;
+        if cur.sent + payload > cur.bytes {
+            payload = if cur.sent + MIN_PACKET_BYTES as u64 > cur.bytes {
+                MIN_PACKET_BYTES as u64
+            } else {
+                cur.bytes - cur.sent
+            };
+        }
+        self.sent_pkts += 1;
+        let wire = payload + WIRE_OVERHEAD_BYTES as u64;
+        self.sent_bytes += wire;
+        l.fw.on_sent(self.sent_pkts, cur.frame);
+        cur.sent += payload;
+        let done = cur.sent >= cur.bytes;
+        let frame_wire = prague_frame_wire_bytes(cur.bytes, l.info.packet_bytes);
+        let p = media_packet(
+            self.flow,
+            self.cfg.ecn,
+            self.sent_pkts,
+            wire,
+            now,
+            cur,
+            frame_wire,
+        );
+        self.in_burst += 1;
+        if self.in_burst >= l.info.packet_burst || done {
+            // End of the burst (~178-197): the next frame's slot, or the paced interval of
+            // this burst's bytes less the lateness owed.
+            if done {
+                self.cur = None;
+                self.next_send = next_slot_at;
+            } else {
+                let d_ns = l.comp_ns
+                    + (payload as f64 * self.in_burst as f64 * 1e9 / l.info.pacing_rate) as i64;
+                self.next_send = if d_ns <= 0 {
+                    now + Nanos(1000)
+                } else {
+                    now + Nanos(d_ns as u64)
+                };
+                l.comp_ns = 0;
+            }
+            l.fw.end_burst(done);
+            self.in_burst = 0;
+            l.ack_wake = false;
+            l.wait_since = now;
+            l.timer_wait = l.fw.in_flight() < window;
+        }
+        Some(p)
     }
 }

@@ -68,12 +68,16 @@ fn run(mut snd: RtSender, rtt: Nanos, p: f64, dur: Nanos, from: Nanos) -> (u64, 
 }
 
 fn prague(fps: u32, init_bps: u64, max_bps: u64) -> RtSender {
+    prague_budget(fps, Nanos(1_000_000_000 / fps as u64), init_bps, max_bps)
+}
+
+fn prague_budget(fps: u32, budget: Nanos, init_bps: u64, max_bps: u64) -> RtSender {
     RtSender::new(
         0,
         RtConfig {
             controller: Controller::Prague,
             fps,
-            frame_budget: Nanos(1_000_000_000 / fps as u64),
+            frame_budget: budget,
             init_rate_bps: init_bps,
             min_rate_bps: 100_000,
             max_rate_bps: max_bps,
@@ -84,6 +88,40 @@ fn prague(fps: u32, init_bps: u64, max_bps: u64) -> RtSender {
         },
     )
     .unwrap()
+}
+
+/// Drive the controller alone (no frame loop): packets leave back to back at its pacing
+/// rate with its packet size, each marked as in `run`, each acknowledged R later with the
+/// cumulative counters up to it (RTT sample R). Returns the payload bytes sent in [from, dur).
+fn run_cc(cc: &mut RtPrague, rtt: Nanos, p: f64, dur: Nanos, from: Nanos) -> u64 {
+    let mut acks: VecDeque<(Nanos, u64, u64)> = VecDeque::new();
+    let (mut now, mut next_send) = (Nanos::ZERO, Nanos::ZERO);
+    let (mut n, mut ce, mut bytes) = (0u64, 0u64, 0u64);
+    while now < dur {
+        if next_send <= acks.front().map_or(Nanos::MAX, |a| a.0) {
+            now = next_send;
+            n += 1;
+            if ((n as f64) * p).floor() > (((n - 1) as f64) * p).floor() {
+                ce += 1;
+            }
+            let size = cc.packet_bytes() as u64;
+            if now >= from {
+                bytes += size;
+            }
+            acks.push_back((now + rtt, n, ce));
+            next_send = now + Nanos::from_secs_f64(size as f64 * 8.0 / cc.rate_bps());
+        } else if let Some((t, k, c)) = acks.pop_front() {
+            now = t;
+            cc.packet_received(t - Nanos(rtt.0 / 2), rtt);
+            let fb = FeedbackCounters {
+                received: k,
+                ce: c,
+                lost: 0,
+            };
+            cc.on_feedback(fb, n, now);
+        }
+    }
+    bytes
 }
 
 // Unit pins of single conditions that the long-run closed forms below cannot see (issue 32:
@@ -158,7 +196,9 @@ fn rt_prague_cuts_at_most_once_per_virtual_rtt() {
 /// Steady state under a frozen, deterministic marking fraction p at base RTT R ≥ the
 /// reference RTT (so vrtt = srtt = R and the (srtt/vrtt)² scaler is 1), with full-size
 /// packets s = 1400 B and the 1-packet increment (every cut resets `rtts_to_growth` to ≥ 7
-/// vrtts and cuts come every ~1.5 R, so growth mode is never reached).
+/// vrtts and cuts come every ~1.5 R, so growth mode is never reached). The controller is
+/// driven alone at its pacing rate: in the frame loop the frame window (≈ 1.03·R/B frames
+/// against R/I + 1 in flight) limits the sender first when B = I, as in udp_prague.
 ///
 /// Let n be the packets per RTT (window W = n·s). Each non-CE ACK adds s·s/W = s/n bytes,
 /// so a cycle of length T adds (1 − p)·(n·T/R)·s/n = (1 − p)·s·T/R. A cut removes W·α/2 with
@@ -175,16 +215,11 @@ fn rt_prague_converges_to_the_closed_form_rate_under_frozen_marking() {
     let n = (q + (q * q + q).sqrt()) / p;
     let expect_bps = n * 1400.0 * 8.0 / r.as_secs_f64();
     assert!((expect_bps / 1e6 - 12.94).abs() < 0.01, "{expect_bps}");
-    // fps 50: reference RTT 20 ms < R; frame budget = interval, so frames tile the time.
-    let (bytes, snd) = run(
-        prague(50, 10_000_000, 1_000_000_000),
-        r,
-        p,
-        Nanos::from_secs(60),
-        Nanos::from_secs(20),
-    );
+    // fps 50: reference RTT 20 ms < R.
+    let mut cc = RtPrague::new(50, 10_000_000, 100_000, 1_000_000_000, 1400);
+    let bytes = run_cc(&mut cc, r, p, Nanos::from_secs(60), Nanos::from_secs(20));
     let got_bps = bytes as f64 * 8.0 / 40.0;
-    let alpha = snd.prague().unwrap().alpha();
+    let alpha = cc.alpha();
     eprintln!(
         "RT-Prague p={p}: {:.3} Mb/s measured, {:.3} closed form, alpha {alpha:.4}",
         got_bps / 1e6,
@@ -221,4 +256,136 @@ fn without_marks_rt_prague_reaches_max_rate_and_frames_follow() {
     assert_eq!(last.bytes, 50_000);
     let first = log.iter().find(|f| f.bytes > 0).unwrap();
     assert!(first.bytes < 5_000, "{}", first.bytes);
+}
+
+/// A feedback packet for data packet `seq` with the receiver's cumulative counters.
+fn ack(seq: u64, received: u64, lost: u64, sent_at: Nanos) -> Packet {
+    let mut a = Packet::new(seq, 0, super::receiver::FEEDBACK_BYTES, Ecn::Ect1);
+    a.sent_at = sent_at;
+    a.transport = crate::packet::Transport::Rt(super::RtHeader {
+        seq,
+        feedback: true,
+        received,
+        lost,
+        ..Default::default()
+    });
+    a
+}
+
+/// Every packet `snd` releases at `now`: (seq, frame, wire bytes).
+fn drain(snd: &mut RtSender, now: Nanos) -> Vec<(u64, u64, u32)> {
+    let mut out = Vec::new();
+    while let Some(p) = snd.poll_transmit(now) {
+        let crate::packet::Transport::Rt(h) = p.transport else {
+            panic!("not an rt packet");
+        };
+        out.push((h.seq, h.frame, p.bytes));
+    }
+    out
+}
+
+/// udp_prague `--rtmode` (`udp_prague_sender.cpp` ~150-206): at 10 Mb/s, 60 fps, 10 ms
+/// budget the constructor gives packets of 1400 B, bursts of 1 (250 µs·rate < 1 packet),
+/// window 10·1400 B → packet window 10, frame 12 500 B, frame window 10·1400/12 500 → the
+/// minimum 2. Frame 0 (8 × 1400 + 1300 B payload, 1428/1328 B on the wire) leaves paced
+/// every 1.12 ms; frame 1 starts at 16.67 ms, and after its first packet the frames in
+/// flight (frame 1 + unacknowledged frame 0) reach the window: nothing more leaves although
+/// pacing allows it from 17.79 ms, until ACKs come; at the window the sender sends one
+/// burst per ACK (when pacing allows), and an ACK that completes frame 0 frees the window.
+#[test]
+fn a_full_frame_window_holds_packets_until_an_ack_frees_a_frame() {
+    let ms = |x: f64| Nanos::from_secs_f64(x * 1e-3);
+    let mut snd = prague_budget(60, Nanos::from_ms(10), 10_000_000, 1_000_000_000);
+    let mut sent = Vec::new();
+    for k in 0..9u64 {
+        let t = Nanos(k * 1_120_000);
+        let got = drain(&mut snd, t);
+        assert_eq!(got.len(), 1, "at {t}: {got:?}");
+        sent.extend(got);
+    }
+    let wire: Vec<u32> = sent.iter().map(|s| s.2).collect();
+    assert_eq!(wire, [1428, 1428, 1428, 1428, 1428, 1428, 1428, 1428, 1328]);
+    assert!(sent.iter().all(|s| s.1 == 0));
+    assert_eq!(snd.frame_window(), Some((1, 2)));
+    // Frame 1 at its slot: one packet, then the window is full.
+    let slot1 = Nanos(16_666_666);
+    assert_eq!(drain(&mut snd, slot1), [(10, 1, 1428)]);
+    assert_eq!(snd.frame_window(), Some((2, 2)));
+    // Pacing would allow the next packet at slot1 + 1.12 ms; the window does not.
+    for t in [ms(17.8), ms(20.0), ms(25.0), ms(29.9)] {
+        assert!(drain(&mut snd, t).is_empty(), "sent at {t}");
+    }
+    // Waiting for an ACK, not a pacing timer: the next wake-up is the feedback timeout.
+    assert_eq!(snd.poll_timeout(), Some(slot1 + Nanos::from_secs(1)));
+    // ACK of packet 1: frame 0 still has 8 packets out, the window stays full, but the
+    // ACK lets one burst leave.
+    snd.handle_packet(ack(1, 1, 0, ms(25.0)), ms(30.0));
+    assert_eq!(drain(&mut snd, ms(30.0)), [(11, 1, 1428)]);
+    // An ACK before the pacing time sends nothing, and the pacing time alone does not wake it.
+    snd.handle_packet(ack(2, 2, 0, ms(25.5)), ms(30.5));
+    assert!(drain(&mut snd, ms(30.5)).is_empty());
+    assert!(drain(&mut snd, ms(31.5)).is_empty());
+    snd.handle_packet(ack(3, 3, 0, ms(27.0)), ms(32.0));
+    assert_eq!(drain(&mut snd, ms(32.0)), [(12, 1, 1428)]);
+    for (i, seq) in (4..=8u64).enumerate() {
+        let t = ms(34.0 + 2.0 * i as f64);
+        snd.handle_packet(ack(seq, seq, 0, t - ms(5.0)), t);
+        assert_eq!(drain(&mut snd, t), [(9 + seq, 1, 1428)]);
+    }
+    assert_eq!(snd.frame_window(), Some((2, 2)));
+    // The ACK of packet 9 completes frame 0: frame 1's last packet leaves, then frame 2
+    // (slot 2 at 33.3 ms has passed) starts at once.
+    snd.handle_packet(ack(9, 9, 0, ms(39.0)), ms(44.0));
+    let got = drain(&mut snd, ms(44.0));
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert_eq!((got[0].0, got[0].1, got[0].2), (18, 1, 1328));
+    assert_eq!((got[1].0, got[1].1), (19, 2));
+}
+
+/// udp_prague_sender.cpp ~265-273 with `ResetCCInfo`: 1 s without an ACK while the window
+/// is full resets the controller (initial rate, packet window 2), abandons the frame being
+/// sent and starts the next one at once, on a new frame grid.
+#[test]
+fn a_second_without_ack_at_a_full_window_resets_and_restarts_the_frames() {
+    let mut snd = prague_budget(60, Nanos::from_ms(10), 10_000_000, 1_000_000_000);
+    for k in 0..9u64 {
+        drain(&mut snd, Nanos(k * 1_120_000));
+    }
+    let slot1 = Nanos(16_666_666);
+    assert_eq!(drain(&mut snd, slot1).len(), 1);
+    let t = slot1 + Nanos::from_secs(1);
+    assert_eq!(snd.poll_timeout(), Some(t));
+    snd.handle_timeout(t - Nanos(1));
+    assert_eq!(snd.feedback_timeouts(), 0);
+    snd.handle_timeout(t);
+    assert_eq!(snd.feedback_timeouts(), 1);
+    // The next frame (2; frame 1 was abandoned) starts at the reset, captured then.
+    let got = drain(&mut snd, t);
+    assert_eq!(got, [(11, 2, 1428)]);
+    assert_eq!(snd.capture_time(2), t);
+    assert_eq!(snd.capture_time(3), t + Nanos(16_666_666));
+    // Frame 0 is still unacknowledged: with frame 2 that fills the window of 2 again.
+    assert_eq!(snd.frame_window(), Some((2, 2)));
+    assert_eq!(snd.poll_timeout(), Some(t + Nanos::from_secs(1)));
+}
+
+/// `PacketReceived` (prague_cc.cpp ~206): once started, an ACK stamped earlier than the
+/// last sampled one gives no RTT sample; a newer one does (srtt += (rtt − srtt)/8).
+#[test]
+fn an_ack_with_an_older_timestamp_gives_no_rtt_sample() {
+    let mut cc = RtPrague::new(60, 1_000_000, 100_000, 1_000_000_000, 1400);
+    assert!(cc.packet_received(Nanos::from_ms(10), Nanos::from_ms(20)));
+    cc.on_feedback(
+        FeedbackCounters {
+            received: 1,
+            ..Default::default()
+        },
+        1,
+        Nanos::from_ms(20),
+    );
+    assert_eq!(cc.srtt(), Nanos::from_ms(20));
+    assert!(!cc.packet_received(Nanos::from_ms(9), Nanos::from_ms(100)));
+    assert_eq!(cc.srtt(), Nanos::from_ms(20));
+    assert!(cc.packet_received(Nanos::from_ms(10), Nanos::from_ms(100)));
+    assert_eq!(cc.srtt(), Nanos::from_ms(30));
 }

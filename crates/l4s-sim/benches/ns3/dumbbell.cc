@@ -19,6 +19,7 @@
 #include "ns3/network-module.h"
 #include "ns3/point-to-point-module.h"
 #include "ns3/traffic-control-module.h"
+#include "l4slab_tcp.h"
 
 #include <cstdio>
 #include <string>
@@ -49,15 +50,7 @@ main(int argc, char* argv[])
     RngSeedManager::SetSeed(1);
     RngSeedManager::SetRun(seed);
 
-    Config::SetDefault("ns3::TcpSocket::SegmentSize", UintegerValue(1448));
-    Config::SetDefault("ns3::TcpSocket::InitialCwnd", UintegerValue(10));
-    Config::SetDefault("ns3::TcpSocket::DelAckCount", UintegerValue(2));
-    Config::SetDefault("ns3::TcpSocket::DelAckTimeout", TimeValue(MilliSeconds(40)));
-    Config::SetDefault("ns3::TcpSocket::SndBufSize", UintegerValue(1 << 27));
-    Config::SetDefault("ns3::TcpSocket::RcvBufSize", UintegerValue(1 << 27));
-    Config::SetDefault("ns3::TcpSocketBase::Sack", BooleanValue(true));
-    Config::SetDefault("ns3::TcpSocketBase::Timestamp", BooleanValue(true));
-    Config::SetDefault("ns3::TcpSocketBase::MinRto", TimeValue(MilliSeconds(200)));
+    SetL4slabTcpDefaults();
 
     NodeContainer senders(2);
     NodeContainer receivers(2);

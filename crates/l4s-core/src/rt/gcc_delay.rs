@@ -1,0 +1,695 @@
+//! The delay-based half of Google Congestion Control as libwebrtc's goog_cc runs it: send-time groups, the trendline overuse detector, AIMD rate control, and the acknowledged bitrate.
+//! Follows libwebrtc `modules/congestion_controller/goog_cc/` (`inter_arrival_delta.cc`, `trendline_estimator.cc`, `aimd_rate_control.cc`, `link_capacity_estimator.cc`, `bitrate_estimator.cc`, `delay_based_bwe.cc`); draft-ietf-rmcat-gcc-02 §5.
+//!
+//! Faithful: packets are grouped by send time (5 ms groups; a packet arriving within 5 ms of
+//! the group's last with a negative propagation delta joins it as a burst, up to 100 ms);
+//! each completed group gives a send and an arrival delta; the trendline filter accumulates
+//! their difference, smooths it (0.9), and fits a least-squares slope over the last 20
+//! groups; the detector compares min(deltas, 60)·slope·4 with an adaptive threshold (start
+//! 12.5 ms, k_up 0.0087, k_down 0.039, clamp [6, 600], no adaptation 15 ms beyond it, time
+//! step ≤ 100 ms) and says "overusing" after 10 ms over it (and ≥ 2 samples) when the slope
+//! is not falling, "underusing" below −threshold, else "normal"; AIMD (increase on normal
+//! from hold, hold on underuse, decrease on overuse) multiplies by 1.08^Δt (Δt ≤ 1 s) far
+//! from the link capacity estimate and adds one average packet per 2·(RTT + 100 ms) near it,
+//! never above 1.5 × acknowledged + 10 kb/s; a decrease sets 0.85 × acknowledged − 5 kb/s
+//! (0.85 × the capacity estimate if that is not below the current rate), at most once per
+//! RTT ∈ [10, 200] ms unless the acknowledged rate is under half the estimate; the
+//! acknowledged bitrate is the Bayesian bitrate estimator over 500 ms (first) then 150 ms
+//! windows (uncertainty scale 10, variance + 5 per sample).
+//! Simplified (named): no probing (ProbeController), no ALR detection, no network state
+//! predictor; arrival times come from the per-packet feedback (the ACK leaves when the data
+//! packet arrives) until RFC 8888 reports carry them.
+
+use crate::rt::feedback::TransportPacketsFeedback;
+use crate::time::Nanos;
+
+/// `kSendTimeGroupLength`.
+const GROUP_LENGTH: Nanos = Nanos::from_ms(5);
+/// `kBurstDeltaThreshold`.
+const BURST_DELTA: Nanos = Nanos::from_ms(5);
+/// `kMaxBurstDuration`.
+const MAX_BURST: Nanos = Nanos::from_ms(100);
+/// `kDefaultTrendlineWindowSize`.
+pub const TRENDLINE_WINDOW: usize = 20;
+/// `kDefaultTrendlineSmoothingCoeff`.
+pub const SMOOTHING: f64 = 0.9;
+/// `kDefaultTrendlineThresholdGain`.
+pub const THRESHOLD_GAIN: f64 = 4.0;
+/// Threshold adaptation gains (`k_up_`, `k_down_`).
+pub const K_UP: f64 = 0.0087;
+/// See [`K_UP`].
+pub const K_DOWN: f64 = 0.039;
+/// `kOverUsingTimeThreshold`, ms.
+pub const OVERUSING_TIME_MS: f64 = 10.0;
+/// `kMinNumDeltas`.
+const MIN_NUM_DELTAS: u32 = 60;
+/// `kDeltaCounterMax`.
+const DELTA_COUNTER_MAX: u32 = 1000;
+/// `kMaxAdaptOffsetMs`.
+const MAX_ADAPT_OFFSET_MS: f64 = 15.0;
+/// `kDefaultBackoffFactor`.
+pub const BETA: f64 = 0.85;
+
+/// `BandwidthUsage`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Usage {
+    /// `kBwNormal`.
+    Normal,
+    /// `kBwUnderusing`.
+    Underusing,
+    /// `kBwOverusing`.
+    Overusing,
+}
+
+#[derive(Copy, Clone, Debug)]
+struct Group {
+    first_send: Nanos,
+    send: Nanos,
+    first_arrival: Nanos,
+    complete: Nanos,
+}
+
+/// `InterArrivalDelta`: send-time groups and their deltas.
+#[derive(Clone, Debug, Default)]
+pub struct InterArrival {
+    cur: Option<Group>,
+    prev: Option<Group>,
+}
+
+impl InterArrival {
+    fn belongs_to_burst(g: &Group, arrival: Nanos, send: Nanos) -> bool {
+        let arrival_delta = arrival.0 as i64 - g.complete.0 as i64;
+        let send_delta = send.0 as i64 - g.send.0 as i64;
+        if send_delta == 0 {
+            return true;
+        }
+        let propagation_delta = arrival_delta - send_delta;
+        propagation_delta < 0
+            && arrival_delta <= BURST_DELTA.0 as i64
+            && arrival.saturating_sub(g.first_arrival) < MAX_BURST
+    }
+
+    /// `ComputeDeltas`: a packet sent at `send`, arrived at `arrival`; when it opens a new
+    /// group, the (send, arrival) deltas of the group it closes against the one before, ms.
+    pub fn compute_deltas(&mut self, send: Nanos, arrival: Nanos) -> Option<(f64, f64)> {
+        let Some(mut g) = self.cur else {
+            self.cur = Some(Group {
+                first_send: send,
+                send,
+                first_arrival: arrival,
+                complete: arrival,
+            });
+            return None;
+        };
+        if g.first_send > send {
+            return None; // reordered
+        }
+        let mut out = None;
+        let new_group =
+            !Self::belongs_to_burst(&g, arrival, send) && send - g.first_send > GROUP_LENGTH;
+        if new_group {
+            if let Some(p) = self.prev {
+                let send_delta = (g.send.0 as f64 - p.send.0 as f64) * 1e-6;
+                let arrival_delta = (g.complete.0 as f64 - p.complete.0 as f64) * 1e-6;
+                if arrival_delta >= 0.0 {
+                    out = Some((send_delta, arrival_delta));
+                }
+            }
+            self.prev = Some(g);
+            g = Group {
+                first_send: send,
+                send,
+                first_arrival: arrival,
+                complete: arrival,
+            };
+        } else {
+            g.send = g.send.max(send);
+        }
+        g.complete = arrival;
+        self.cur = Some(g);
+        out
+    }
+}
+
+/// `TrendlineEstimator`: the delay-gradient slope and the overuse detector on it.
+#[derive(Clone, Debug)]
+pub struct Trendline {
+    num_deltas: u32,
+    first_arrival_ms: Option<f64>,
+    accumulated_ms: f64,
+    smoothed_ms: f64,
+    /// (arrival ms since the first, smoothed delay ms).
+    hist: std::collections::VecDeque<(f64, f64)>,
+    /// The adaptive threshold, ms.
+    pub threshold: f64,
+    last_update_ms: Option<f64>,
+    prev_trend: f64,
+    time_over_using: Option<f64>,
+    overuse_counter: u32,
+    usage: Usage,
+}
+
+impl Default for Trendline {
+    fn default() -> Self {
+        Trendline {
+            num_deltas: 0,
+            first_arrival_ms: None,
+            accumulated_ms: 0.0,
+            smoothed_ms: 0.0,
+            hist: Default::default(),
+            threshold: 12.5,
+            last_update_ms: None,
+            prev_trend: 0.0,
+            time_over_using: None,
+            overuse_counter: 0,
+            usage: Usage::Normal,
+        }
+    }
+}
+
+/// `LinearFitSlope`: least-squares slope of y on x.
+pub fn linear_fit_slope(points: impl Iterator<Item = (f64, f64)> + Clone) -> Option<f64> {
+    let n = points.clone().count() as f64;
+    let (sx, sy) = points
+        .clone()
+        .fold((0.0, 0.0), |(a, b), (x, y)| (a + x, b + y));
+    let (xa, ya) = (sx / n, sy / n);
+    let (num, den) = points.fold((0.0, 0.0), |(nu, de), (x, y)| {
+        (nu + (x - xa) * (y - ya), de + (x - xa) * (x - xa))
+    });
+    (den != 0.0).then_some(num / den)
+}
+
+impl Trendline {
+    /// The detector's state.
+    pub fn usage(&self) -> Usage {
+        self.usage
+    }
+
+    /// The slope of the last fit (the previous trend).
+    pub fn trend(&self) -> f64 {
+        self.prev_trend
+    }
+
+    /// `UpdateTrendline`: one group delta (ms) arriving at `arrival_ms`.
+    pub fn update(&mut self, recv_delta_ms: f64, send_delta_ms: f64, arrival_ms: f64) {
+        let delta = recv_delta_ms - send_delta_ms;
+        self.num_deltas = (self.num_deltas + 1).min(DELTA_COUNTER_MAX);
+        let first = *self.first_arrival_ms.get_or_insert(arrival_ms);
+        self.accumulated_ms += delta;
+        self.smoothed_ms = SMOOTHING * self.smoothed_ms + (1.0 - SMOOTHING) * self.accumulated_ms;
+        self.hist.push_back((arrival_ms - first, self.smoothed_ms));
+        if self.hist.len() > TRENDLINE_WINDOW {
+            self.hist.pop_front();
+        }
+        let mut trend = self.prev_trend;
+        if self.hist.len() == TRENDLINE_WINDOW {
+            trend = linear_fit_slope(self.hist.iter().copied()).unwrap_or(trend);
+        }
+        self.detect(trend, send_delta_ms, arrival_ms);
+    }
+
+    /// `Detect`.
+    fn detect(&mut self, trend: f64, ts_delta: f64, now_ms: f64) {
+        if self.num_deltas < 2 {
+            self.usage = Usage::Normal;
+            return;
+        }
+        let modified = self.num_deltas.min(MIN_NUM_DELTAS) as f64 * trend * THRESHOLD_GAIN;
+        if modified > self.threshold {
+            let t = match self.time_over_using {
+                None => ts_delta / 2.0,
+                Some(t) => t + ts_delta,
+            };
+            self.time_over_using = Some(t);
+            self.overuse_counter += 1;
+            if t > OVERUSING_TIME_MS && self.overuse_counter > 1 && trend >= self.prev_trend {
+                self.time_over_using = Some(0.0);
+                self.overuse_counter = 0;
+                self.usage = Usage::Overusing;
+            }
+        } else if modified < -self.threshold {
+            self.time_over_using = None;
+            self.overuse_counter = 0;
+            self.usage = Usage::Underusing;
+        } else {
+            self.time_over_using = None;
+            self.overuse_counter = 0;
+            self.usage = Usage::Normal;
+        }
+        self.prev_trend = trend;
+        self.update_threshold(modified, now_ms);
+    }
+
+    /// `UpdateThreshold`: γ += k·(|m| − γ)·Δt, k = k_down below γ, k_up above.
+    fn update_threshold(&mut self, modified: f64, now_ms: f64) {
+        let last = *self.last_update_ms.get_or_insert(now_ms);
+        if modified.abs() > self.threshold + MAX_ADAPT_OFFSET_MS {
+            self.last_update_ms = Some(now_ms);
+            return;
+        }
+        let k = if modified.abs() < self.threshold {
+            K_DOWN
+        } else {
+            K_UP
+        };
+        // goog_cc keeps integer milliseconds here.
+        let dt = (now_ms.floor() - last.floor()).min(100.0);
+        self.threshold += k * (modified.abs() - self.threshold) * dt;
+        self.threshold = self.threshold.clamp(6.0, 600.0);
+        self.last_update_ms = Some(now_ms);
+    }
+}
+
+/// `LinkCapacityEstimator` (kb/s).
+#[derive(Clone, Debug)]
+struct LinkCapacity {
+    estimate_kbps: Option<f64>,
+    deviation_kbps: f64,
+}
+
+impl LinkCapacity {
+    fn deviation_estimate(&self, e: f64) -> f64 {
+        (self.deviation_kbps * e).sqrt()
+    }
+    fn upper_kbps(&self) -> f64 {
+        self.estimate_kbps
+            .map_or(f64::INFINITY, |e| e + 3.0 * self.deviation_estimate(e))
+    }
+    fn lower_kbps(&self) -> f64 {
+        self.estimate_kbps
+            .map_or(0.0, |e| (e - 3.0 * self.deviation_estimate(e)).max(0.0))
+    }
+    fn on_overuse(&mut self, sample_kbps: f64) {
+        let alpha = 0.05;
+        let e = match self.estimate_kbps {
+            None => sample_kbps,
+            Some(e) => (1.0 - alpha) * e + alpha * sample_kbps,
+        };
+        self.estimate_kbps = Some(e);
+        let norm = e.max(1.0);
+        let err = e - sample_kbps;
+        self.deviation_kbps =
+            ((1.0 - alpha) * self.deviation_kbps + alpha * err * err / norm).clamp(0.4, 2.5);
+    }
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum RateState {
+    Hold,
+    Increase,
+    Decrease,
+}
+
+/// `AimdRateControl` (bits/s), started with `SetStartBitrate`.
+#[derive(Clone, Debug)]
+pub struct Aimd {
+    current_bps: f64,
+    min_bps: f64,
+    latest_acked_bps: f64,
+    state: RateState,
+    link: LinkCapacity,
+    last_change: Option<Nanos>,
+    rtt: Nanos,
+}
+
+impl Aimd {
+    /// Start at `start_bps`, never below `min_bps`.
+    pub fn new(start_bps: f64, min_bps: f64) -> Self {
+        Aimd {
+            current_bps: start_bps,
+            min_bps,
+            latest_acked_bps: start_bps,
+            state: RateState::Hold,
+            link: LinkCapacity {
+                estimate_kbps: None,
+                deviation_kbps: 0.4,
+            },
+            last_change: None,
+            rtt: Nanos::from_ms(200),
+        }
+    }
+
+    /// The estimate, bits/s.
+    pub fn rate_bps(&self) -> f64 {
+        self.current_bps
+    }
+
+    /// `SetRtt`.
+    pub fn set_rtt(&mut self, rtt: Nanos) {
+        self.rtt = rtt;
+    }
+
+    /// `TimeToReduceFurther`.
+    pub fn time_to_reduce_further(&self, now: Nanos, acked_bps: f64) -> bool {
+        let interval = self.rtt.clamp(Nanos::from_ms(10), Nanos::from_ms(200));
+        if self
+            .last_change
+            .is_none_or(|t| now.saturating_sub(t) >= interval)
+        {
+            return true;
+        }
+        acked_bps < 0.5 * self.current_bps
+    }
+
+    /// `GetNearMaxIncreaseRateBpsPerSecond`.
+    fn near_max_increase_bps_per_s(&self) -> f64 {
+        let frame_bytes = self.current_bps / 8.0 / 30.0;
+        let packets = (frame_bytes / 1200.0).ceil().max(1.0);
+        let avg_packet_bits = frame_bytes / packets * 8.0;
+        let response_s = 2.0 * (self.rtt.as_secs_f64() + 0.1);
+        (avg_packet_bits / response_s).max(4000.0)
+    }
+
+    /// `Update` / `ChangeBitrate` with the detector's `usage` and the acknowledged rate.
+    pub fn update(&mut self, usage: Usage, acked_bps: Option<f64>, now: Nanos) -> f64 {
+        if let Some(a) = acked_bps {
+            self.latest_acked_bps = a;
+        }
+        let acked = self.latest_acked_bps;
+        // ChangeState.
+        match usage {
+            Usage::Normal => {
+                if self.state == RateState::Hold {
+                    self.last_change = Some(now);
+                    self.state = RateState::Increase;
+                }
+            }
+            Usage::Overusing => self.state = RateState::Decrease,
+            Usage::Underusing => self.state = RateState::Hold,
+        }
+        let mut new = None;
+        match self.state {
+            RateState::Hold => {}
+            RateState::Increase => {
+                if acked / 1e3 > self.link.upper_kbps() {
+                    self.link.estimate_kbps = None;
+                }
+                let limit = 1.5 * acked + 10_000.0;
+                if self.current_bps < limit {
+                    let dt = self
+                        .last_change
+                        .map_or(f64::INFINITY, |t| now.saturating_sub(t).as_secs_f64());
+                    let inc = if self.link.estimate_kbps.is_some() {
+                        self.near_max_increase_bps_per_s() * dt
+                    } else {
+                        let alpha = 1.08f64.powf(dt.min(1.0));
+                        (self.current_bps * (alpha - 1.0)).max(1000.0)
+                    };
+                    new = Some((self.current_bps + inc).min(limit));
+                }
+                self.last_change = Some(now);
+            }
+            RateState::Decrease => {
+                let mut dec = acked * BETA;
+                if dec > 5000.0 {
+                    dec -= 5000.0;
+                }
+                if dec > self.current_bps {
+                    if let Some(e) = self.link.estimate_kbps {
+                        dec = BETA * e * 1e3;
+                    }
+                }
+                if dec < self.current_bps {
+                    new = Some(dec);
+                }
+                if acked / 1e3 < self.link.lower_kbps() {
+                    self.link.estimate_kbps = None;
+                }
+                self.link.on_overuse(acked / 1e3);
+                self.state = RateState::Hold;
+                self.last_change = Some(now);
+            }
+        }
+        self.current_bps = new.unwrap_or(self.current_bps).max(self.min_bps);
+        self.current_bps
+    }
+}
+
+/// `BitrateEstimator` behind `AcknowledgedBitrateEstimator` (kb/s internally).
+#[derive(Clone, Debug)]
+pub struct AckedBitrate {
+    sum_bytes: f64,
+    current_window_ms: i64,
+    prev_time_ms: Option<i64>,
+    estimate_kbps: Option<f64>,
+    var: f64,
+}
+
+impl Default for AckedBitrate {
+    fn default() -> Self {
+        AckedBitrate {
+            sum_bytes: 0.0,
+            current_window_ms: 0,
+            prev_time_ms: None,
+            estimate_kbps: None,
+            var: 50.0,
+        }
+    }
+}
+
+impl AckedBitrate {
+    /// The estimate, bits/s.
+    pub fn bitrate_bps(&self) -> Option<f64> {
+        self.estimate_kbps.map(|k| k * 1e3)
+    }
+
+    /// `Update`: `bytes` acknowledged as received at `at`.
+    pub fn update(&mut self, at: Nanos, bytes: u64) {
+        let window_ms = if self.estimate_kbps.is_none() {
+            500
+        } else {
+            150
+        };
+        let now_ms = (at.0 / 1_000_000) as i64;
+        // UpdateWindow.
+        if self.prev_time_ms.is_some_and(|p| now_ms < p) {
+            self.prev_time_ms = None;
+            self.sum_bytes = 0.0;
+            self.current_window_ms = 0;
+        }
+        if let Some(p) = self.prev_time_ms {
+            self.current_window_ms += now_ms - p;
+            if now_ms - p > window_ms {
+                self.sum_bytes = 0.0;
+                self.current_window_ms %= window_ms;
+            }
+        }
+        self.prev_time_ms = Some(now_ms);
+        let mut sample = None;
+        if self.current_window_ms >= window_ms {
+            sample = Some(8.0 * self.sum_bytes / window_ms as f64);
+            self.current_window_ms -= window_ms;
+            self.sum_bytes = 0.0;
+        }
+        self.sum_bytes += bytes as f64;
+        let Some(s) = sample else {
+            return;
+        };
+        let Some(e) = self.estimate_kbps else {
+            self.estimate_kbps = Some(s);
+            return;
+        };
+        let uncertainty = 10.0 * (e - s).abs() / e.max(1e-9);
+        let sample_var = uncertainty * uncertainty;
+        let pred_var = self.var + 5.0;
+        let new = (sample_var * e + pred_var * s) / (sample_var + pred_var);
+        self.estimate_kbps = Some(new.max(0.0));
+        self.var = sample_var * pred_var / (sample_var + pred_var);
+    }
+}
+
+/// `DelayBasedBwe` with its acknowledged bitrate: one per media sender.
+#[derive(Clone, Debug)]
+pub struct DelayBasedBwe {
+    inter: InterArrival,
+    /// The trendline detector.
+    pub trendline: Trendline,
+    /// The AIMD rate control.
+    pub aimd: Aimd,
+    /// The acknowledged bitrate.
+    pub acked: AckedBitrate,
+    last_seen: Option<Nanos>,
+}
+
+impl DelayBasedBwe {
+    /// Start at `start_bps`, floor `min_bps`.
+    pub fn new(start_bps: f64, min_bps: f64) -> Self {
+        DelayBasedBwe {
+            inter: InterArrival::default(),
+            trendline: Trendline::default(),
+            aimd: Aimd::new(start_bps, min_bps),
+            acked: AckedBitrate::default(),
+            last_seen: None,
+        }
+    }
+
+    /// The delay-based estimate, bits/s.
+    pub fn rate_bps(&self) -> f64 {
+        self.aimd.rate_bps()
+    }
+
+    /// `OnTransportPacketsFeedback`: acknowledged bitrate first, then every received
+    /// packet through the groups and the detector, then `MaybeUpdateEstimate`.
+    pub fn on_feedback(&mut self, fb: &TransportPacketsFeedback, rtt: Nanos) {
+        let now = fb.feedback_time;
+        self.aimd.set_rtt(rtt);
+        let mut got = false;
+        for p in fb.received() {
+            let Some(arrival) = p.receive_time else {
+                continue;
+            };
+            got = true;
+            self.acked.update(arrival, p.sent.size_bytes as u64);
+            // kStreamTimeOut: 2 s without packets resets the groups and the detector.
+            if self
+                .last_seen
+                .is_some_and(|t| now.saturating_sub(t) > Nanos::from_secs(2))
+            {
+                self.inter = InterArrival::default();
+                self.trendline = Trendline::default();
+            }
+            self.last_seen = Some(now);
+            if let Some((send_ms, recv_ms)) = self.inter.compute_deltas(p.sent.send_time, arrival) {
+                self.trendline
+                    .update(recv_ms, send_ms, arrival.0 as f64 * 1e-6);
+            }
+        }
+        if !got {
+            return;
+        }
+        let acked = self.acked.bitrate_bps();
+        let usage = self.trendline.usage();
+        if usage == Usage::Overusing {
+            match acked {
+                Some(a) if self.aimd.time_to_reduce_further(now, a) => {
+                    self.aimd.update(usage, acked, now);
+                }
+                None if self
+                    .aimd
+                    .time_to_reduce_further(now, self.aimd.rate_bps() / 2.0 - 1.0) =>
+                {
+                    let half = self.aimd.rate_bps() / 2.0;
+                    self.aimd.current_bps = half.max(self.aimd.min_bps);
+                    self.aimd.last_change = Some(now);
+                }
+                _ => {}
+            }
+        } else {
+            self.aimd.update(usage, acked, now);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A one-way delay growing by `slope` ms per ms of arrival time: group deltas of 10 ms
+    /// sent, 10·(1 + slope) ms received. The accumulated delay is then a ramp and the
+    /// smoothed one a ramp delayed by the filter, whose least-squares slope over 20 points
+    /// tends to the same `slope` once the 0.9 smoothing has settled (exactly, up to 0.9^k).
+    #[test]
+    fn trendline_slope_of_a_delay_ramp_is_the_ramp() {
+        let mut t = Trendline::default();
+        let slope = 0.05;
+        let mut arrival = 0.0;
+        for _ in 0..400 {
+            arrival += 10.0 * (1.0 + slope);
+            t.update(10.0 * (1.0 + slope), 10.0, arrival);
+        }
+        // Arrival spacing 10.5 ms, delay +0.5 ms per group: slope per arrival ms = 0.5/10.5.
+        let want = 0.5 / 10.5;
+        assert!((t.trend() - want).abs() < 1e-9, "{} vs {want}", t.trend());
+    }
+
+    /// The least-squares fit itself, exact on a line.
+    #[test]
+    fn linear_fit_is_exact_on_a_line() {
+        let pts: Vec<(f64, f64)> = (0..20)
+            .map(|i| (i as f64 * 3.0, 2.0 + 0.25 * i as f64 * 3.0))
+            .collect();
+        assert_eq!(linear_fit_slope(pts.iter().copied()), Some(0.25));
+    }
+
+    /// Flat delay: normal; the threshold falls by k_down·(|m| − γ)·Δt per group toward 6.
+    #[test]
+    fn flat_delay_is_normal_and_the_threshold_adapts_by_k_down() {
+        let mut t = Trendline::default();
+        // The first delta only counts (fewer than 2), the second starts the clock.
+        t.update(10.0, 10.0, 10.0);
+        t.update(10.0, 10.0, 20.0);
+        assert_eq!(t.usage(), Usage::Normal);
+        assert_eq!(t.threshold, 12.5);
+        t.update(10.0, 10.0, 30.0);
+        assert_eq!(t.usage(), Usage::Normal);
+        // m = 0: γ = 12.5 + 0.039·(0 − 12.5)·10 = 7.625.
+        assert!((t.threshold - 7.625).abs() < 1e-12, "{}", t.threshold);
+        t.update(10.0, 10.0, 40.0);
+        assert_eq!(t.threshold, 6.0);
+    }
+
+    /// Above the threshold by less than 15 ms, γ rises by k_up·(|m| − γ)·Δt.
+    #[test]
+    fn the_threshold_rises_by_k_up() {
+        let mut t = Trendline {
+            threshold: 12.5,
+            num_deltas: 60,
+            last_update_ms: Some(0.0),
+            ..Default::default()
+        };
+        t.update_threshold(20.0, 10.0);
+        assert!((t.threshold - (12.5 + K_UP * 7.5 * 10.0)).abs() < 1e-12);
+        // More than 15 ms beyond it: no adaptation.
+        let g = t.threshold;
+        t.update_threshold(g + 15.5, 20.0);
+        assert_eq!(t.threshold, g);
+    }
+
+    /// A steep ramp: the modified trend exceeds γ; "overusing" comes once more than 10 ms of
+    /// send time has been spent over it (first sample counts half its delta) with ≥ 2 samples.
+    #[test]
+    fn overuse_is_signalled_after_the_time_threshold() {
+        let mut t = Trendline::default();
+        // Fill the window with a flat history so the slope is known, then ramp.
+        let mut arrival = 0.0;
+        let mut states = Vec::new();
+        for i in 0..60 {
+            let recv = if i < 20 { 5.0 } else { 6.0 }; // +1 ms per 5 ms group
+            arrival += recv;
+            t.update(recv, 5.0, arrival);
+            states.push((t.usage(), t.time_over_using));
+        }
+        let first_over = states.iter().position(|s| s.1.is_some()).unwrap();
+        // First sample over: 2.5 ms; then 7.5, 12.5 > 10 → overuse at the third.
+        assert_eq!(states[first_over].1, Some(2.5));
+        assert_eq!(states[first_over + 1].1, Some(7.5));
+        assert_eq!(states[first_over + 1].0, Usage::Normal);
+        assert_eq!(states[first_over + 2].0, Usage::Overusing);
+    }
+
+    /// On overuse the estimate becomes 0.85 × acknowledged − 5 kb/s.
+    #[test]
+    fn overuse_sets_0_85_of_the_acknowledged_rate() {
+        let mut a = Aimd::new(10e6, 100e3);
+        let r = a.update(Usage::Overusing, Some(8e6), Nanos::from_secs(1));
+        assert_eq!(r, 0.85 * 8e6 - 5000.0);
+        // Not below the current rate → capacity-based (0.85 × its estimate) only if lower.
+        let r2 = a.update(Usage::Overusing, Some(9e6), Nanos::from_secs(2));
+        assert_eq!(r2, r);
+    }
+
+    /// Far from a capacity estimate the increase is multiplicative, 8 % per second, and
+    /// never above 1.5 × acknowledged + 10 kb/s.
+    #[test]
+    fn increase_is_eight_percent_per_second_capped_by_the_acknowledged_rate() {
+        let mut a = Aimd::new(1e6, 100e3);
+        // Hold → increase: Δt = 0, so the 1 kb/s minimum step.
+        let r = a.update(Usage::Normal, Some(1e6), Nanos::from_secs(0));
+        assert_eq!(r, 1_001_000.0);
+        let r = a.update(Usage::Normal, Some(1e6), Nanos::from_secs(1));
+        assert!((r - 1.08 * 1_001_000.0).abs() < 1e-6, "{r}");
+        let r2 = a.update(Usage::Normal, Some(0.5e6), Nanos::from_secs(2));
+        assert_eq!(r2, r); // above 1.5·0.5 + 0.01 = 0.76 Mb/s: no increase
+    }
+}
