@@ -7,6 +7,7 @@
 //! when each frame is complete. Controllers: [`prague::RtPrague`] (L4S), [`gcc::GccLoss`]
 //! (Classic, loss-based) and a fixed rate (CBR video).
 
+pub mod encoder;
 pub mod feedback;
 pub mod gcc;
 pub mod prague;
