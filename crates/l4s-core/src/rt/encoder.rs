@@ -84,11 +84,7 @@ impl EncoderConfig {
         }
         if let Some(l) = self.lag {
             if l > Nanos::from_ms(10_000) {
-                return Err(ParamError::new(
-                    "encoder_lag",
-                    l,
-                    "a duration in [0, 10s]",
-                ));
+                return Err(ParamError::new("encoder_lag", l, "a duration in [0, 10s]"));
             }
         }
         Ok(())
@@ -124,9 +120,9 @@ impl Encoder {
     /// An encoder for `fps` frames per second drawing from `rng`.
     pub fn new(cfg: EncoderConfig, fps: u32, rng: Rng) -> Result<Self, ParamError> {
         cfg.validate(fps)?;
-        let gop = cfg
-            .keyframe_interval
-            .map_or(0, |k| ((k.as_secs_f64() * fps as f64).round() as u64).max(1));
+        let gop = cfg.keyframe_interval.map_or(0, |k| {
+            ((k.as_secs_f64() * fps as f64).round() as u64).max(1)
+        });
         Ok(Encoder {
             cfg,
             fps: fps.max(1),
@@ -212,7 +208,10 @@ mod tests {
         let total: u64 = (0..n).map(|k| e.encode(at(k), 4e6).bytes).sum();
         let mean = total as f64 / n as f64;
         let share = 4e6 / 8.0 / 30.0;
-        assert!((mean / share - 1.0).abs() < 0.02, "mean {mean} share {share}");
+        assert!(
+            (mean / share - 1.0).abs() < 0.02,
+            "mean {mean} share {share}"
+        );
     }
 
     /// Key frames at frames 0, 30, 60, ... for a 1 s interval at 30 fps; with cv 0 a delta frame
@@ -243,7 +242,9 @@ mod tests {
     #[test]
     fn size_spread_is_the_configured_cv() {
         let mut e = enc(0.5, None, 1.0);
-        let v: Vec<f64> = (0..20_000).map(|k| e.encode(at(k), 8e6).bytes as f64).collect();
+        let v: Vec<f64> = (0..20_000)
+            .map(|k| e.encode(at(k), 8e6).bytes as f64)
+            .collect();
         let m = v.iter().sum::<f64>() / v.len() as f64;
         let sd = (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / v.len() as f64).sqrt();
         assert!((sd / m / 0.5 - 1.0).abs() < 0.05, "cv {}", sd / m);
@@ -255,7 +256,11 @@ mod tests {
             frame_size_cv: -0.1,
             ..Default::default()
         };
-        assert!(cfg.validate(30).unwrap_err().to_string().contains("frame_size_cv"));
+        assert!(cfg
+            .validate(30)
+            .unwrap_err()
+            .to_string()
+            .contains("frame_size_cv"));
         let cfg = EncoderConfig {
             keyframe_interval: Some(Nanos::from_ms(1)),
             ..Default::default()

@@ -13,6 +13,7 @@ pub mod gcc;
 pub mod prague;
 pub mod probe;
 pub mod receiver;
+pub mod scream;
 pub mod sender;
 
 use crate::packet::{Ecn, Packet};
