@@ -13,6 +13,7 @@ pub mod gcc;
 pub mod prague;
 pub mod probe;
 pub mod receiver;
+pub mod rfc8888;
 pub mod scream;
 pub mod sender;
 
