@@ -5,7 +5,9 @@
 //! encoder follows the CC); the frame leaves as a paced burst within `frame_budget`; the
 //! receiver echoes cumulative counters per packet (udp_prague's per-packet ACK) and records
 //! when each frame is complete. Controllers: [`prague::RtPrague`] (L4S), [`gcc::GccLoss`]
-//! (Classic, loss-based) and a fixed rate (CBR video).
+//! (Classic, loss-based), [`scream::ScreamV2`] (WebRTC's L4S controller, fed by RFC 8888
+//! reports from [`rfc8888`]) and a fixed rate (CBR video); frames sized from a target bitrate
+//! go through the [`encoder`] model.
 
 pub mod encoder;
 pub mod feedback;
@@ -68,6 +70,10 @@ pub struct RtHeader {
     pub lost: u64,
     /// Feedback: the acknowledged data packet's send time, echoed (for the RTT).
     pub echo: Nanos,
+    /// Data: the last packet of its frame (the RTP marker bit).
+    pub marker: bool,
+    /// Feedback: an RFC 8888 report; `seq` is its id in the flow's [`rfc8888::ReportLog`].
+    pub ccfb: bool,
 }
 
 /// A frame as the sender captured it.
@@ -115,6 +121,8 @@ pub enum Controller {
     GccLoss,
     /// A fixed encoder rate (CBR video), bits/s.
     Fixed(u64),
+    /// SCReAMv2 (libwebrtc), fed by RFC 8888 reports.
+    Scream(scream::ScreamParams),
 }
 
 #[cfg(test)]

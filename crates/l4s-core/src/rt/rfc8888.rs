@@ -21,6 +21,7 @@
 //! report timestamp is unwrapped against the sender's clock (simulated hosts share a clock).
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 
 use crate::packet::Ecn;
 use crate::rt::feedback::{PacketResult, SentPacket, TransportPacketsFeedback};
@@ -190,6 +191,33 @@ impl CcfbReport {
             metrics,
             report_timestamp: be32(len - 4),
         })
+    }
+}
+
+/// RFC 8888 reports on their way from a media receiver to its sender. A simulated packet is
+/// small and `Copy`, so the report packet carries the report's id and wire size while its
+/// bytes wait here; the sender takes them when (and only when) the packet arrives, so a report
+/// lost on the return path is never seen. Reports not taken are forgotten after `KEEP_REPORTS`.
+#[derive(Clone, Debug, Default)]
+pub struct ReportLog(Arc<Mutex<BTreeMap<u64, Vec<u8>>>>);
+
+/// Reports kept in a [`ReportLog`].
+const KEEP_REPORTS: usize = 4096;
+
+impl ReportLog {
+    /// Keep report `id`'s bytes.
+    pub fn put(&self, id: u64, bytes: Vec<u8>) {
+        if let Ok(mut m) = self.0.lock() {
+            m.insert(id, bytes);
+            while m.len() > KEEP_REPORTS {
+                m.pop_first();
+            }
+        }
+    }
+
+    /// Report `id`'s bytes, removed from the log.
+    pub fn take(&self, id: u64) -> Option<Vec<u8>> {
+        self.0.lock().ok()?.remove(&id)
     }
 }
 

@@ -28,7 +28,7 @@ use crate::time::Nanos;
 use crate::ParamError;
 
 /// libwebrtc's `ScreamV2Parameters` defaults (`scream_v2_parameters.cc`), each a scenario key.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Copy, Clone, Debug, PartialEq)]
 pub struct ScreamParams {
     /// `MinRefWindow`, bytes (3000).
     pub min_ref_window_bytes: f64,
@@ -401,7 +401,7 @@ impl ScreamV2 {
     }
 
     fn update_ref_window_and_target(&mut self, msg: &TransportPacketsFeedback, srtt: f64) {
-        let p = self.p.clone();
+        let p = self.p;
         let now = msg.feedback_time;
         let vrtt = secs(p.virtual_rtt);
         let mss = p.max_segment_size_bytes;

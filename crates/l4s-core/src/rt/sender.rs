@@ -14,8 +14,13 @@
 //! (udp_prague resets its CC on such a timeout; here the rate is kept).
 
 use crate::packet::{Ecn, Packet, Transport};
+use crate::rng::Rng;
+use crate::rt::encoder::{Encoder, EncoderConfig};
+use crate::rt::feedback::SentPacket;
 use crate::rt::gcc::GccLoss;
 use crate::rt::prague::{FeedbackCounters, RtPrague, MIN_PACKET_BYTES};
+use crate::rt::rfc8888::{unwrap_compact_ntp, CcfbReport, FeedbackAdapter, ReportLog};
+use crate::rt::scream::ScreamV2;
 use crate::rt::{AppLog, Controller, RtHeader, SentFrame};
 use crate::time::Nanos;
 use crate::{Endpoint, FlowStats, ParamError};
@@ -46,6 +51,13 @@ pub struct RtConfig {
     pub start: Nanos,
     /// No capture at or after this.
     pub stop: Option<Nanos>,
+    /// The encoder model for controllers that set a target bitrate (`None`: frames are exactly
+    /// rate/fps, as before the model existed).
+    pub encoder: Option<EncoderConfig>,
+    /// Seed of the encoder's frame-size draws (from the scenario seed).
+    pub seed: u64,
+    /// RFC 8888 report interval (libwebrtc `min_send_delta`), for controllers fed by reports.
+    pub feedback_interval: Nanos,
 }
 
 impl RtConfig {
@@ -87,6 +99,19 @@ impl RtConfig {
                 "a rate ≥ min_rate",
             ));
         }
+        if let Controller::Scream(p) = &self.controller {
+            p.validate()?;
+        }
+        if let Some(e) = &self.encoder {
+            e.validate(self.fps)?;
+        }
+        if self.feedback_interval.0 == 0 || self.feedback_interval > Nanos::from_ms(1000) {
+            return Err(ParamError::new(
+                "feedback_interval",
+                self.feedback_interval,
+                "a duration in (0, 1s]",
+            ));
+        }
         if let Controller::Fixed(r) = self.controller {
             if r == 0 {
                 return Err(ParamError::new(
@@ -105,6 +130,7 @@ enum Ctl {
     Prague(RtPrague),
     Gcc(GccLoss),
     Fixed(f64),
+    Scream(Box<ScreamV2>),
 }
 
 /// The frame being sent.
@@ -139,6 +165,9 @@ pub struct RtSender {
     forgotten: u64,
     srtt: Nanos,
     log: Vec<SentFrame>,
+    encoder: Option<Encoder>,
+    /// RFC 8888 feedback: the send history and where report bytes arrive.
+    ccfb: Option<(FeedbackAdapter, ReportLog)>,
 }
 
 impl RtSender {
@@ -160,7 +189,23 @@ impl RtSender {
                 cfg.ecn.is_ecn_capable(),
             )),
             Controller::Fixed(r) => Ctl::Fixed(r as f64),
+            Controller::Scream(p) => Ctl::Scream(Box::new(ScreamV2::new(
+                p,
+                cfg.init_rate_bps,
+                cfg.min_rate_bps,
+                cfg.max_rate_bps,
+            ))),
         };
+        let encoder = match (&cfg.encoder, cfg.controller) {
+            (_, Controller::Prague) | (None, _) => None,
+            (Some(e), _) => Some(Encoder::new(
+                e.clone(),
+                cfg.fps,
+                Rng::derive(cfg.seed, &format!("rt/{flow}/encoder")),
+            )?),
+        };
+        let ccfb = matches!(cfg.controller, Controller::Scream(_))
+            .then(|| (FeedbackAdapter::new(), ReportLog::default()));
         Ok(RtSender {
             flow,
             next_send: cfg.start,
@@ -178,7 +223,55 @@ impl RtSender {
             forgotten: 0,
             srtt: Nanos::ZERO,
             log: Vec::new(),
+            encoder,
+            ccfb,
         })
+    }
+
+    /// Where this sender takes RFC 8888 reports from (hand it to the receiver), if it uses them.
+    pub fn report_log(&self) -> Option<ReportLog> {
+        self.ccfb.as_ref().map(|(_, l)| l.clone())
+    }
+
+    /// The SCReAMv2 state, when this sender runs it.
+    pub fn scream(&self) -> Option<&ScreamV2> {
+        match &self.ctl {
+            Ctl::Scream(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// An RFC 8888 report packet arrived: decode it, turn it into per-packet results, take an
+    /// RTT sample (arrival − send − the newest packet's arrival time offset) and run the
+    /// controller.
+    fn on_ccfb(&mut self, id: u64, now: Nanos) {
+        let Some((adapter, log)) = self.ccfb.as_mut() else {
+            return;
+        };
+        let Some(report) = log.take(id).and_then(|b| CcfbReport::decode(&b).ok()) else {
+            return;
+        };
+        let Some(fb) = adapter.on_report(&report, now) else {
+            return;
+        };
+        let report_at = unwrap_compact_ntp(report.report_timestamp, now);
+        if let Some(r) = fb.received().max_by_key(|r| r.sent.seq) {
+            let held = report_at.saturating_sub(r.receive_time.unwrap_or(report_at));
+            let rtt = now.saturating_sub(r.sent.send_time).saturating_sub(held);
+            self.srtt = if self.srtt.0 == 0 {
+                rtt
+            } else {
+                Nanos((7 * self.srtt.0 + rtt.0) / 8)
+            };
+        }
+        let (ce, lost) = (fb.ce_count() as u64, fb.lost_count() as u64);
+        self.fb.ce += ce;
+        self.fb.lost += lost;
+        self.fb.received += fb.received().count() as u64;
+        self.last_fb_at = now;
+        if let Ctl::Scream(s) = &mut self.ctl {
+            s.on_feedback(&fb, self.srtt.max(Nanos(1)));
+        }
     }
 
     /// Capture time of slot `k` (exact, no drift).
@@ -201,6 +294,7 @@ impl RtSender {
             Ctl::Prague(p) => p.rate_bps(),
             Ctl::Gcc(g) => g.rate_bps(),
             Ctl::Fixed(r) => *r,
+            Ctl::Scream(s) => s.target_bps(),
         }
     }
 
@@ -265,10 +359,16 @@ impl RtSender {
             return;
         }
         let rate = self.rate_bps();
+        let sized = match self.encoder.as_mut() {
+            Some(e) => e.encode(capture_at, rate).bytes as f64,
+            None => rate / 8.0 / self.cfg.fps as f64,
+        };
         let (bytes, pace_bps) = match &self.ctl {
             Ctl::Prague(p) => (p.frame_bytes(self.cfg.frame_budget), rate),
+            // libwebrtc's pacer runs at 1.5 × the target (ScreamNetworkController).
+            Ctl::Scream(s) => (sized.max(MIN_PACKET_BYTES) as u64, s.pacing_bps()),
             _ => {
-                let b = (rate / 8.0 / self.cfg.fps as f64).max(MIN_PACKET_BYTES) as u64;
+                let b = sized.max(MIN_PACKET_BYTES) as u64;
                 (b, b as f64 * 8.0 / self.cfg.frame_budget.as_secs_f64())
             }
         };
@@ -300,6 +400,10 @@ impl Endpoint for RtSender {
         if !h.feedback {
             return;
         }
+        if h.ccfb {
+            self.on_ccfb(h.seq, now);
+            return;
+        }
         let rtt = now.saturating_sub(h.echo);
         self.srtt = if self.srtt.0 == 0 {
             rtt
@@ -317,7 +421,7 @@ impl Endpoint for RtSender {
                 p.on_feedback(fb, self.sent_pkts, now);
             }
             Ctl::Gcc(g) => g.on_feedback(fb, now),
-            Ctl::Fixed(_) => {}
+            Ctl::Fixed(_) | Ctl::Scream(_) => {}
         }
         if fb.received >= self.fb.received {
             self.fb = fb;
@@ -351,8 +455,16 @@ impl Endpoint for RtSender {
             frame: cur.frame,
             frame_bytes: cur.bytes.min(u32::MAX as u64) as u32,
             capture_at: cur.capture_at,
+            marker: left <= size,
             ..Default::default()
         });
+        if let Some((a, _)) = self.ccfb.as_mut() {
+            a.on_sent(SentPacket {
+                seq: self.sent_pkts,
+                size_bytes: size as u32,
+                send_time: now,
+            });
+        }
         let pace = cur.pace_bps.max(1.0);
         let done = left <= size;
         if let Some(c) = self.cur.as_mut() {
@@ -397,18 +509,26 @@ impl Endpoint for RtSender {
     fn stats(&self) -> FlowStats {
         let (cwnd, alpha) = match &self.ctl {
             Ctl::Prague(p) => (p.packet_window() as f64, p.alpha()),
+            Ctl::Scream(s) => (
+                s.ref_window_bytes() / self.cfg.max_packet_bytes as f64,
+                s.l4s_alpha(),
+            ),
             _ => (f64::NAN, f64::NAN),
+        };
+        let pacing = match &self.ctl {
+            Ctl::Scream(s) => s.pacing_bps(),
+            _ => self.rate_bps(),
         };
         FlowStats {
             sent_pkts: self.sent_pkts,
             cwnd_pkts: cwnd,
             ssthresh_pkts: f64::NAN,
             srtt: self.srtt,
-            pacing_bps: self.rate_bps() as u64,
+            pacing_bps: pacing as u64,
             ce_acked: self.fb.ce,
             lost_pkts: self.fb.lost,
             alpha,
-            in_flight_bytes: 0,
+            in_flight_bytes: self.ccfb.as_ref().map_or(0, |(a, _)| a.in_flight_bytes()),
             ..Default::default()
         }
     }

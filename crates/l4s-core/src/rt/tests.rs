@@ -79,6 +79,9 @@ fn prague(fps: u32, init_bps: u64, max_bps: u64) -> RtSender {
             ecn: Ecn::Ect1,
             start: Nanos::ZERO,
             stop: None,
+            encoder: None,
+            seed: 0,
+            feedback_interval: crate::rt::rfc8888::DEFAULT_FEEDBACK_INTERVAL,
         },
     )
     .unwrap()
