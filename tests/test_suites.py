@@ -542,6 +542,8 @@ def test_interactive_tables_are_means_of_their_runs(inter: Path) -> None:
 
     assert aqm_label("{kind=fifo, limit=333}") == "fifo 333"
     assert aqm_label({"kind": "dualpi2"}) == "dualpi2"
+    assert aqm_label({"kind": "fq_codel", "ce_threshold": "1ms",
+                      "ce_threshold_ect1_only": "true"}) == "fq_codel ce 1ms"
     res = pd.read_csv(inter / "tables" / "results.csv")
     idx = pd.read_parquet(inter / "parts" / "web_50mbit" / "sweep.parquet")
     sel = idx[(idx["flows.0.cc"] == "rt-prague") & (idx["aqm.kind"] == "dualpi2")]

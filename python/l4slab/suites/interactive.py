@@ -42,14 +42,16 @@ def stalls(run_dir: Path, warmup_s: float) -> float:
 
 
 def aqm_label(aqm: Any) -> str:
-    """'dualpi2', 'fq_codel', 'pie', 'fifo 83' (packets) from an `aqm` table or the inline
-    form a sweep index stores ("{kind=fifo, limit=83}")."""
+    """'dualpi2', 'fq_codel', 'fq_codel ce 1ms', 'pie', 'fifo 83' (packets) from an `aqm`
+    table or the inline form a sweep index stores ("{kind=fifo, limit=83}")."""
     if isinstance(aqm, dict):
         kv = {str(k): str(v) for k, v in aqm.items()}
     else:
         kv = dict(part.split("=", 1) for part in str(aqm).strip("{} ").split(", ") if "=" in part)
         kv = {k.strip(): v.strip().strip('"') for k, v in kv.items()}
     kind = kv.get("kind", str(aqm))
+    if "ce_threshold" in kv:
+        return f"{kind} ce {kv['ce_threshold']}"
     return f"{kind} {kv['limit']}" if "limit" in kv else kind
 
 
