@@ -19,9 +19,6 @@ use crate::sock::{any_of_family, wait, EcnSocket, RecvBatch};
 use crate::wire::{self, Body, Control, ReceiverReport, ReverseRequest, SenderSummary};
 use crate::{EmuEnv, INTERRUPTED};
 
-/// The TCP congestion controls (`cbr` is the simulator's UDP source, not a TCP).
-pub const CCS: [&str; 6] = ["prague", "dctcp", "cubic", "reno", "bbr1", "bbr3"];
-
 /// Datagrams a stream may send per loop iteration before the sockets are read again.
 const SEND_BUDGET: u32 = 16;
 
@@ -247,13 +244,13 @@ pub fn flow_config(o: &ClientOpts, mss: u32) -> Result<FlowConfig, FlowError> {
         qdisc: Some(l4s_sim::scenario::FlowQdisc::None),
         ..FlowConfig::default()
     };
-    if !CCS.contains(&fl.cc.as_str()) {
+    if !wire::CCS.contains(&fl.cc.as_str()) {
         return Err(FlowError::Usage {
             flag: "--cc",
             msg: format!(
                 "\"{}\" is not a congestion control l4s-flow runs; expected one of {}",
                 fl.cc,
-                CCS.join(", ")
+                wire::CCS.join(", ")
             ),
         });
     }
@@ -431,23 +428,36 @@ fn new_stream(
     })
 }
 
-/// Run the client; returns the JSON result (also written to `--json`).
-pub fn run(o: &ClientOpts, emu: &EmuEnv) -> Result<serde_json::Value, FlowError> {
+/// What a client run of either direction starts from ([`prepare`]).
+pub struct ClientStart {
+    /// The server's address.
+    pub peer: SocketAddr,
+    /// TCP MSS in payload bytes.
+    pub mss: u32,
+    /// The options as a scenario flow entry (what the l4s-core model is built from).
+    pub flow: FlowConfig,
+}
+
+/// What a client run needs first, in either direction: `--json`'s target checked, the peer
+/// resolved, the MSS and the flow's settings (an error is also written to `--json`).
+pub fn prepare(o: &ClientOpts) -> Result<ClientStart, FlowError> {
     check_json_target(o)?;
     let early = |e: FlowError| early_json(o, e);
     let peer = resolve(&o.host, o.port).map_err(early)?;
     let mss = o.mss.unwrap_or(wire::default_mss(1500, peer.is_ipv6()));
-    let fl = flow_config(o, mss).map_err(early)?;
-    if o.reverse {
-        if let Some(d) = &emu.flow_dir {
-            eprintln!(
-                "l4s-flow: warning: -R: the sender is the server, so this client writes no flow \
-                 CSV to L4SLAB_FLOW_DIR ({})",
-                d.display()
-            );
-        }
-        return crate::reverse::run(o, peer, mss, &fl);
-    }
+    let flow = flow_config(o, mss).map_err(early)?;
+    Ok(ClientStart { peer, mss, flow })
+}
+
+/// Run the client of a forward run (this host sends; `-R` is [`crate::reverse::run`]) from
+/// [`prepare`]'s start; returns the JSON result (also written to `--json`).
+pub fn run(
+    o: &ClientOpts,
+    emu: &EmuEnv,
+    start: &ClientStart,
+) -> Result<serde_json::Value, FlowError> {
+    let (peer, mss, fl) = (start.peer, start.mss, &start.flow);
+    let early = |e: FlowError| early_json(o, e);
     set_min_timer_slack();
     let clock = Clock::start();
     let mut streams = Vec::new();
@@ -457,7 +467,7 @@ pub fn run(o: &ClientOpts, emu: &EmuEnv) -> Result<serde_json::Value, FlowError>
         if i == 0 {
             check_mss_fits(mss, o.mss.is_some(), peer, sock.path_mtu()).map_err(early)?;
         }
-        streams.push(new_stream(i, conn_id(i), sock, peer, &fl, o, mss).map_err(early)?);
+        streams.push(new_stream(i, conn_id(i), sock, peer, fl, o, mss).map_err(early)?);
     }
     let mut csv = match &emu.flow_dir {
         Some(d) => Some(FlowCsv::create(

@@ -8,7 +8,7 @@ use clap::Parser;
 use l4s_core::Nanos;
 use l4s_flow::client::{self, ClientOpts};
 use l4s_flow::server::{self, ServerOpts};
-use l4s_flow::{install_signal_handlers, wire, EmuEnv, FlowError};
+use l4s_flow::{install_signal_handlers, reverse, wire, EmuEnv, FlowError};
 use l4s_sim::scenario::FlowEcn;
 
 /// l4slab's TCP (Prague, DCTCP, Cubic, Reno, BBR) over UDP with per-datagram ECN.
@@ -328,7 +328,12 @@ fn run(cli: Cli) -> Result<(), FlowError> {
             reverse: cli.reverse,
         };
         let emu = EmuEnv::from_env()?;
-        client::run(&o, &emu).map(|_| ())
+        let start = client::prepare(&o)?;
+        if o.reverse {
+            reverse::run(&o, &emu, &start).map(|_| ())
+        } else {
+            client::run(&o, &emu, &start).map(|_| ())
+        }
     } else {
         Err(usage("-s/-c", "give -s (server) or -c HOST (client)"))
     }

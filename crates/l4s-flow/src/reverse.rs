@@ -9,19 +9,18 @@ use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 
 use l4s_core::{Ecn, Nanos};
-use l4s_sim::scenario::FlowConfig;
 
 use crate::client::{
     any_of_family_or_bind, check_mss_fits, early_json, finish_run, is_scalable, run_words,
-    ClientCounters, ClientOpts, StreamEnd, CCS,
+    ClientCounters, ClientOpts, ClientStart, StreamEnd,
 };
 use crate::clock::{set_min_timer_slack, Clock};
 use crate::drain::{drain, Connection, Rx};
 use crate::error::FlowError;
 use crate::receiver::{is_syn, ReceiverInterval, RecvConn};
 use crate::sock::{wait, EcnSocket, RecvBatch};
-use crate::wire::{self, Body, Control, ReceiverReport, ReverseRequest, SenderSummary};
-use crate::INTERRUPTED;
+use crate::wire::{self, Body, Control, ReceiverReport, ReverseRequest, SenderSummary, CCS};
+use crate::{EmuEnv, INTERRUPTED};
 
 /// How often a request or a report is repeated until it is answered.
 const REPEAT: Nanos = Nanos(200_000_000);
@@ -68,13 +67,22 @@ impl RevStream {
     }
 }
 
-/// Run a reverse client (the options are validated as a forward run's, `fl` their flow entry).
-pub(crate) fn run(
+/// Run a reverse client from [`crate::client::prepare`]'s start (the options are validated as
+/// a forward run's; the server sends with the start's flow entry).
+pub fn run(
     o: &ClientOpts,
-    peer: SocketAddr,
-    mss: u32,
-    fl: &FlowConfig,
+    emu: &EmuEnv,
+    start: &ClientStart,
 ) -> Result<serde_json::Value, FlowError> {
+    let fl = &start.flow;
+    let (peer, mss) = (start.peer, start.mss);
+    if let Some(d) = &emu.flow_dir {
+        eprintln!(
+            "l4s-flow: warning: -R: the sender is the server, so this client writes no flow \
+             CSV to L4SLAB_FLOW_DIR ({})",
+            d.display()
+        );
+    }
     let early = |e: FlowError| early_json(o, e);
     // The path MTU toward the server (taken as the path's from it) from a connected probe: the
     // streams' sockets stay unconnected until the server's data port is known.

@@ -33,6 +33,10 @@ pub const ACCECN_OPTION_BYTES: usize = 9;
 pub const MAX_HEADER_BYTES: usize = BASE_HEADER_BYTES + 3 * SACK_BLOCK_BYTES + ACCECN_OPTION_BYTES;
 /// UDP header bytes.
 pub const UDP_HEADER_BYTES: usize = 8;
+/// The TCP congestion controls l4s-flow runs (`cbr` is the simulator's UDP source, not a
+/// TCP). A CC's index here is its code in a [`ReverseRequest`], so the order is part of the
+/// wire format.
+pub const CCS: [&str; 6] = ["prague", "dctcp", "cubic", "reno", "bbr1", "bbr3"];
 
 const HF_ACCECN: u8 = 0x01;
 const HF_SACK_SHIFT: u8 = 1;
@@ -76,7 +80,7 @@ pub enum Control {
 /// --mss, --seed, -b). Decoding refuses values outside the ranges the command line allows.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct ReverseRequest {
-    /// Index of the congestion control in [`crate::client::CCS`].
+    /// Index of the congestion control in [`CCS`].
     pub cc: u8,
     /// ECN mode; None = what the CC asks for.
     pub ecn: Option<FlowEcn>,
@@ -132,10 +136,7 @@ fn ecn_of(code: u8) -> Option<Option<FlowEcn>> {
 impl ReverseRequest {
     /// The congestion control's name.
     pub fn cc_name(&self) -> &'static str {
-        crate::client::CCS
-            .get(self.cc as usize)
-            .copied()
-            .unwrap_or("?")
+        CCS.get(self.cc as usize).copied().unwrap_or("?")
     }
 
     fn put(&self, buf: &mut Vec<u8>) {
@@ -165,7 +166,7 @@ impl ReverseRequest {
         let omit = Nanos(u64_at(b, 38)?);
         let stream = u32::from_be_bytes([b[46], b[47], b[48], b[49]]);
         let mss_most = (crate::sock::RECV_BUF_BYTES - BASE_HEADER_BYTES) as u32;
-        let ok = (cc as usize) < crate::client::CCS.len()
+        let ok = (cc as usize) < CCS.len()
             && (1..=mss_most).contains(&mss_bytes)
             && duration > Nanos::ZERO
             && duration <= MAX_DURATION

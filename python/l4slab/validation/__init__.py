@@ -1,9 +1,9 @@
 """Statistical validation toolkit: normalised DTW distances, the exceedance test (ε_max, p̂_max)
 and its bootstrap CI, for l4slab run directories and imported traces (DESIGN.md "Validation")."""
 
+from l4slab.validation.compare import compare_runs
 from l4slab.validation.core import (
     MetricResult,
-    compare_runs,
     distance_sets,
     improved,
     validate_groups,

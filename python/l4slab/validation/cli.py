@@ -12,9 +12,10 @@ from pathlib import Path
 import click
 
 from l4slab.console import make_console, os_error_message
-from l4slab.validation.core import DEFAULT_BOOTSTRAP, copy_groups, load_group, validate_groups
+from l4slab.validation.core import DEFAULT_BOOTSTRAP, copy_groups, validate_groups
 from l4slab.validation.io import (
     ValidationInputError,
+    load_group,
     resolve_group,
     scenario_warmup_s,
     sweep_groups,
