@@ -101,7 +101,8 @@ pub fn compact_ntp(t: Nanos) -> u32 {
 pub fn unwrap_compact_ntp(ts: u32, now: Nanos) -> Nanos {
     let period: u64 = 65_536 * 1_000_000_000;
     let base = now.0 - now.0 % period;
-    let off = ((ts >> 16) as u64) * 1_000_000_000 + (((ts & 0xFFFF) as u64) * 1_000_000_000 >> 16);
+    let off =
+        ((ts >> 16) as u64) * 1_000_000_000 + ((((ts & 0xFFFF) as u64) * 1_000_000_000) >> 16);
     let t = base + off;
     if t > now.0 && t >= period {
         Nanos(t - period)

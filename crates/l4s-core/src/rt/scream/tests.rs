@@ -72,13 +72,13 @@ fn a_single_loss_backs_off_by_beta_loss() {
     let mut t = Nanos::from_ms(1000);
     for _ in 0..5 {
         s.on_feedback(&report(t, 10, 0, 0, 1_000_000), SRTT);
-        t = t + Nanos::from_ms(30);
+        t += Nanos::from_ms(30);
     }
     let w0 = s.ref_window_bytes();
     assert!(w0 > 3000.0 / 0.7, "W {w0} too small for the test");
     for _ in 0..2 {
         s.on_feedback(&report(t, 0, 0, 0, 0), SRTT);
-        t = t + Nanos::from_ms(30);
+        t += Nanos::from_ms(30);
     }
     assert_eq!(s.ref_window_bytes(), w0);
     s.on_feedback(&report(t, 0, 0, 1, 0), SRTT);
@@ -94,7 +94,7 @@ fn multiplicative_increase_after_the_post_congestion_delay() {
     let mut t = Nanos::from_ms(1000);
     while s.ref_window_bytes() < 30_000.0 {
         s.on_feedback(&report(t, 30, 0, 0, 1_000_000_000), SRTT);
-        t = t + SRTT;
+        t += SRTT;
     }
     // First CE after a long quiet time: backoff ≥ 0.25, α = 0.25, Wi = W before the cut.
     let w_pre = s.ref_window_bytes();
@@ -141,7 +141,7 @@ fn reference_window_follows_the_two_marks_per_rtt_law() {
             let ce = marks_due.floor() as usize;
             marks_due -= ce as f64;
             s.on_feedback(&report(t, n, ce.min(n), 0, w as u64), SRTT);
-            t = t + SRTT;
+            t += SRTT;
             if i >= 2000 {
                 sum += s.ref_window_bytes();
                 k += 1;
@@ -165,7 +165,7 @@ fn queue_delay_above_half_the_target_cuts_the_window() {
     let mut t = Nanos::from_ms(1000);
     for _ in 0..20 {
         s.on_feedback(&report(t, 10, 0, 0, 1_000_000_000), SRTT);
-        t = t + SRTT;
+        t += SRTT;
     }
     let w0 = s.ref_window_bytes();
     // Every packet of the next report arrives 200 ms later than the base delay: the average
