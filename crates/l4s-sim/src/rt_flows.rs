@@ -101,17 +101,22 @@ fn scream_keys(fl: &FlowConfig) -> Vec<(&'static str, bool)> {
     ]
 }
 
+/// The encoder model's keys and whether each is set.
+fn encoder_keys(fl: &FlowConfig) -> [(&'static str, bool); 4] {
+    [
+        ("frame_size_cv", fl.frame_size_cv.is_some()),
+        ("keyframe_interval", fl.keyframe_interval.is_some()),
+        ("keyframe_ratio", fl.keyframe_ratio.is_some()),
+        ("encoder_lag", fl.encoder_lag.is_some()),
+    ]
+}
+
 /// Frames go through the encoder model: rt-scream and rt-gcc always, rt-cbr when an encoder key
 /// is set, rt-prague never (udp_prague sizes frames as rate × frame_budget).
 fn encoder_applies(fl: &FlowConfig) -> bool {
     match fl.cc.as_str() {
         "rt-prague" => false,
-        "rt-cbr" => {
-            fl.frame_size_cv.is_some()
-                || fl.keyframe_interval.is_some()
-                || fl.keyframe_ratio.is_some()
-                || fl.encoder_lag.is_some()
-        }
+        "rt-cbr" => encoder_keys(fl).iter().any(|&(_, set)| set),
         _ => true,
     }
 }
@@ -204,12 +209,7 @@ pub fn validate_rt(i: usize, fl: &FlowConfig) -> Result<(), SimError> {
     if fl.cc == "rt-prague" {
         refuse_set(
             &p,
-            &[
-                ("frame_size_cv", fl.frame_size_cv.is_some()),
-                ("keyframe_interval", fl.keyframe_interval.is_some()),
-                ("keyframe_ratio", fl.keyframe_ratio.is_some()),
-                ("encoder_lag", fl.encoder_lag.is_some()),
-            ],
+            &encoder_keys(fl),
             "does not apply to rt-prague (udp_prague sizes frames as rate × frame_budget)",
         )?;
     }

@@ -80,48 +80,33 @@ rtt = "20ms"
     assert!(s / c >= 0.5 && s / c <= 2.0, "scream {s} vs cubic {c}");
 }
 
+/// The error of a one-second DualPI2 run with one `cc` flow carrying the `extra` keys.
+fn flow_err(cc: &str, extra: &str) -> String {
+    err(&format!(
+        "duration = \"1s\"\n[link]\nrate = \"10mbit\"\n[aqm]\nkind = \"dualpi2\"\n\
+         [[flows]]\ncc = \"{cc}\"\nrtt = \"20ms\"\n{extra}\n"
+    ))
+}
+
 #[test]
 fn bad_scream_keys_name_the_field() {
-    let e = err(r#"
-duration = "1s"
-[link]
-rate = "10mbit"
-[aqm]
-kind = "dualpi2"
-[[flows]]
-cc = "rt-scream"
-rtt = "20ms"
-scream_beta_loss = 1.5
-"#);
+    let e = flow_err("rt-scream", "scream_beta_loss = 1.5");
     assert!(
         e.contains("scream_beta_loss") && e.contains("(0, 1]"),
         "{e}"
     );
-    let e = err(r#"
-duration = "1s"
-[link]
-rate = "10mbit"
-[aqm]
-kind = "dualpi2"
-[[flows]]
-cc = "rt-gcc"
-rtt = "20ms"
-scream_virtual_rtt = "10ms"
-"#);
+    let e = flow_err("rt-gcc", "scream_virtual_rtt = \"10ms\"");
     assert!(
         e.contains("flows[0].scream_virtual_rtt") && e.contains("rt-scream only"),
         "{e}"
     );
-    let e = err(r#"
-duration = "1s"
-[link]
-rate = "10mbit"
-[aqm]
-kind = "dualpi2"
-[[flows]]
-cc = "rt-scream"
-rtt = "20ms"
-ecn = "classic"
-"#);
+    let e = flow_err("rt-scream", "ecn = \"classic\"");
     assert!(e.contains("flows[0].ecn"), "{e}");
+    let e = flow_err("rt-prague", "frame_size_cv = 0.3");
+    assert!(
+        e.contains("flows[0].frame_size_cv") && e.contains("rt-prague"),
+        "{e}"
+    );
+    let e = flow_err("rt-scream", "frame_size_cv = 3.0");
+    assert!(e.contains("frame_size_cv") && e.contains("[0, 2]"), "{e}");
 }
