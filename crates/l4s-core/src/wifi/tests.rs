@@ -67,6 +67,114 @@ fn vht80() -> WifiParams {
     WifiParams::new(Phy::mcs(Standard::Vht, 9, 80, 1).unwrap())
 }
 
+// Unit pins of single conditions that the long-run averages above cannot see (issue 32: each
+// of these survived every test when mutated). Each asserts an exact state.
+
+/// Retry limit r: a frame is given up on its (r+1)-th failed transmission, not its r-th
+/// (dot11ShortRetryLimit counts retransmissions, IEEE 802.11-2020 §10.23.2.5). CW doubles per
+/// failure, 15 → 31 → 63, and resets to CWmin with the retry counter when the frame is dropped.
+#[test]
+fn edca_gives_up_after_retry_limit_plus_one_failures() {
+    let p = EdcaParams::default();
+    let mut rng = Rng::new(3);
+    let mut b = Backoff::new(&p);
+    b.exchange_done(false, &p, 2, &mut rng);
+    assert_eq!((b.cw, b.failures), (31, 1));
+    b.exchange_done(false, &p, 2, &mut rng);
+    assert_eq!((b.cw, b.failures), (63, 2));
+    b.exchange_done(false, &p, 2, &mut rng);
+    assert_eq!((b.cw, b.failures), (15, 0));
+    assert!(b.slots <= 15);
+}
+
+/// 1500-byte packets in A-MPDU subframes of 1544 B (phy.rs `ofdm_54_mbit_data_frame`).
+fn ofdm_54_pkt(id: u64) -> Packet {
+    Packet::new(id, 0, 1500, Ecn::Ect1)
+}
+
+/// The BlockAck window (§10.25.2: WinStartO .. WinStartO + WinSizeO − 1) starts at the oldest
+/// unacknowledged MPDU: with window 4 and seq 0 failed (1–3 acknowledged), seq 4 lies at
+/// 0 + 4, outside the window, so the next aggregate holds the retry alone.
+#[test]
+fn the_blockack_window_starts_at_the_oldest_outstanding_mpdu() {
+    let phy = Phy::ofdm(54_000_000, true).unwrap();
+    let mut s = TxSession::new(DriverLimit::Packets(100));
+    for id in 0..10 {
+        s.push(ofdm_54_pkt(id), Nanos::ZERO, &phy);
+    }
+    let b = s.build(&phy, 64, u64::MAX, 4, Nanos::ZERO, |_, _| {});
+    assert_eq!(b.mpdus, 4);
+    let mut sent = s.take_in_flight();
+    assert_eq!(sent.iter().map(|m| m.seq).collect::<Vec<_>>(), [0, 1, 2, 3]);
+    let mut failed: Vec<Mpdu> = sent.drain(..1).collect();
+    for m in &sent {
+        s.release(m);
+    }
+    s.restore(sent);
+    s.requeue(&mut failed);
+    let b = s.build(&phy, 64, u64::MAX, 4, Nanos::from_ms(1), |_, _| {});
+    assert_eq!(b.mpdus, 1);
+    assert_eq!(b.psdu_bytes, 1544);
+    assert_eq!(s.take_in_flight()[0].seq, 0);
+}
+
+/// The PPDU limit counts the subframe being added: 802.11a 54 Mb/s (N_DBPS 216), 1544-byte
+/// subframes, 20 µs preamble + ⌈(22 + 8·1544·n)/216⌉·4 µs: n = 23 → 1316 symbols, 5.284 ms;
+/// n = 24 → 1373 symbols, 5.512 ms > 5.484 ms. So exactly 23 MPDUs fit.
+#[test]
+fn an_aggregate_stops_before_the_subframe_that_would_pass_max_ppdu() {
+    let phy = Phy::ofdm(54_000_000, true).unwrap();
+    assert_eq!(phy.ppdu_ns(23 * 1544), 5_284_000);
+    assert_eq!(phy.ppdu_ns(24 * 1544), 5_512_000);
+    let mut s = TxSession::new(DriverLimit::Packets(100));
+    for id in 0..30 {
+        s.push(ofdm_54_pkt(id), Nanos::ZERO, &phy);
+    }
+    let b = s.build(&phy, 64, 5_484_000, 64, Nanos::ZERO, |_, _| {});
+    assert_eq!((b.mpdus, b.psdu_bytes), (23, 23 * 1544));
+}
+
+/// The reorder timer fires at the earliest-held frame's arrival + the timeout (mac80211
+/// `ieee80211_sta_reorder_release` arms it at reorder_time[j] + HT_RX_REORDER_BUF_TIMEOUT for
+/// the first buffered frame j past the hole, here seq 1, held since 10 ns), not the latest.
+#[test]
+fn the_reorder_timeout_is_the_oldest_held_frame_plus_the_timeout() {
+    let mut b = ReorderBuffer::new(Nanos::from_ms(100));
+    let mut out = vec![];
+    b.receive(1, ofdm_54_pkt(1), Nanos(10), &mut out);
+    b.receive(2, ofdm_54_pkt(2), Nanos::from_ms(50), &mut out);
+    assert!(out.is_empty());
+    assert_eq!(b.next_timeout(), Some(Nanos(10) + Nanos::from_ms(100)));
+}
+
+/// One expiry skips every hole before the last timed-out frame (mac80211's release loop walks
+/// the whole buffer, releasing each timed-out frame and skipping the holes before it): holes at
+/// 0 and 2, seqs 1 and 3 held since 0, expire at 100 ms releases [1, 3] and counts one timeout.
+#[test]
+fn one_expiry_releases_across_every_hole_before_the_last_expired_frame() {
+    let mut b = ReorderBuffer::new(Nanos::from_ms(100));
+    let mut out = vec![];
+    b.receive(1, ofdm_54_pkt(1), Nanos::ZERO, &mut out);
+    b.receive(3, ofdm_54_pkt(3), Nanos::ZERO, &mut out);
+    b.expire(Nanos::from_ms(100), &mut out);
+    assert_eq!(out.iter().map(|p| p.id).collect::<Vec<_>>(), [1, 3]);
+    assert_eq!(b.timeouts, 1);
+    assert_eq!((b.held(), b.next_timeout()), (0, None));
+}
+
+/// HE SU preamble (IEEE 802.11ax-2021 §27.3.8, Table 27-12): L-STF 8 + L-LTF 8 + L-SIG 4 +
+/// RL-SIG 4 + HE-SIG-A 8 + HE-STF 4 µs, then N_HELTF 2x HE-LTF symbols of 6.4 µs + 0.8 µs GI:
+/// 43.2 µs with one stream (N_HELTF 1), 50.4 µs with two (N_HELTF 2).
+#[test]
+fn he_preamble_is_36_us_plus_7_2_us_per_he_ltf() {
+    let one = Phy::mcs(Standard::He, 11, 80, 1).unwrap();
+    assert_eq!(one.preamble_ns, 43_200);
+    let two = Phy::mcs(Standard::He, 11, 80, 2).unwrap();
+    assert_eq!(two.preamble_ns, 50_400);
+    // §27.5 tables: 980·10·2·5/6 rounded down = 16 333 bits per symbol, 1201 Mb/s.
+    assert_eq!(two.ndbps, 16_333);
+}
+
 #[test]
 fn one_saturated_station_matches_the_cycle_time() {
     // No contender, no errors: each cycle is AIFS + backoff·slot + PPDU + SIFS + BlockAck, with
