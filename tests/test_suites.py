@@ -542,12 +542,14 @@ def test_interactive_tables_are_means_of_their_runs(inter: Path) -> None:
 
     assert aqm_label("{kind=fifo, limit=333}") == "fifo 333"
     assert aqm_label({"kind": "dualpi2"}) == "dualpi2"
+    assert aqm_label({"kind": "fq_codel", "ce_threshold": "1ms",
+                      "ce_threshold_ect1_only": "true"}) == "fq_codel ce 1ms"
     res = pd.read_csv(inter / "tables" / "results.csv")
     idx = pd.read_parquet(inter / "parts" / "web_50mbit" / "sweep.parquet")
     sel = idx[(idx["flows.0.cc"] == "rt-prague") & (idx["aqm.kind"] == "dualpi2")]
     sums = _summaries(inter, "web_50mbit", list(sel["run_dir"]))
     row = res[(res["link"] == "50mbit") & (res["traffic"] == "50 % web")
-              & (res["aqm_q"] == "dualpi2") & (res["video"].str.startswith("L4S"))].iloc[0]
+              & (res["aqm_q"] == "dualpi2") & (res["video"] == "L4S video (RT-Prague)")].iloc[0]
     fr = [s["flows"][0]["frames"] for s in sums]
     assert row["video_lat_p99_ms"] == pytest.approx(np.mean([f["latency_ms"]["p99"] for f in fr]))
     assert row["video_mbps"] == pytest.approx(np.mean([f["bitrate_mbps"] for f in fr]))
@@ -562,4 +564,13 @@ def test_interactive_tables_are_means_of_their_runs(inter: Path) -> None:
     # The 1 and 4 BDP FIFOs are rows of their own (labels from the effective aqm.* columns).
     assert {"fifo 333", "dualpi2"} <= set(res["aqm_q"]), set(res["aqm_q"])
     assert (inter / "figures" / "slowdown_50mbit.png").exists()
-    assert (inter / "figures" / "frame_cdf_50mbit_L4S.png").exists()
+    assert (inter / "figures" / "frame_cdf_50mbit_L4S_RT_Prague.png").exists()
+    assert (inter / "figures" / "frame_cdf_50mbit_L4S_SCReAMv2.png").exists()
+    # Stalls: gaps > 200 ms between consecutive completions of the video's frames captured
+    # after warm-up (one replication: the row is that run's count).
+    v = frames[(frames["flow"] == 0) & (frames["capture_s"] >= float(sel["warmup_s"].iloc[0]))]
+    done = np.sort((v["capture_s"] + v["latency_ms"] / 1e3).dropna().to_numpy())
+    assert len(sel) == 1 and len(done) > 1
+    assert row["video_stalls"] == float(np.sum(np.diff(done) > 0.2))
+    assert row["video_lat_p50_ms"] == pytest.approx(
+        np.mean([f["latency_ms"]["p50"] for f in fr]))

@@ -351,7 +351,7 @@ fn cbr_config(fl: &FlowConfig, rate: l4s_core::Rate) -> CbrConfig {
 /// Build flow `id` (global index) from its (validated) config entry `i`.
 pub fn build_flow(i: usize, id: u32, fl: &FlowConfig, seed: u64) -> Result<FlowEnds, SimError> {
     if crate::rt_flows::is_rt(fl) {
-        return crate::rt_flows::build_rt(i, id, fl);
+        return crate::rt_flows::build_rt(i, id, fl, seed);
     }
     if is_cbr(fl) {
         let rate = fl.rate.ok_or_else(|| {

@@ -199,6 +199,36 @@ pub struct FlowConfig {
     /// `[link] model = "wifi"`: the client station (index in `[[link.wifi.clients]]`) this
     /// flow's data goes to (default 0).
     pub station: Option<u32>,
+    /// rt-* except rt-prague: encoder frame-size coefficient of variation (default 0.21).
+    pub frame_size_cv: Option<f64>,
+    /// rt-* except rt-prague: time between key frames (default: only the first frame).
+    pub keyframe_interval: Option<Nanos>,
+    /// rt-* except rt-prague: key frame size in delta frames (default 4).
+    pub keyframe_ratio: Option<f64>,
+    /// rt-* except rt-prague: delay before a new target reaches the frames (default 1/fps).
+    pub encoder_lag: Option<Nanos>,
+    /// rt-scream: RFC 8888 report interval (default 25 ms, libwebrtc's min_send_delta).
+    pub feedback_interval: Option<Nanos>,
+    /// rt-scream: libwebrtc BetaLoss (0.7).
+    pub scream_beta_loss: Option<f64>,
+    /// rt-scream: libwebrtc L4sAvgG (1/16).
+    pub scream_l4s_avg_g: Option<f64>,
+    /// rt-scream: libwebrtc MinRefWindow, bytes (3000).
+    pub scream_min_ref_window: Option<f64>,
+    /// rt-scream: libwebrtc MaxSegmentSize, bytes (1000).
+    pub scream_max_segment_size: Option<f64>,
+    /// rt-scream: libwebrtc BytesInFlightHeadRoom (1.1).
+    pub scream_bytes_in_flight_head_room: Option<f64>,
+    /// rt-scream: libwebrtc PostCongestionDelayRtts (100).
+    pub scream_post_congestion_delay_rtts: Option<f64>,
+    /// rt-scream: libwebrtc MultiplicativeIncreaseFactor (0.02).
+    pub scream_multiplicative_increase_factor: Option<f64>,
+    /// rt-scream: libwebrtc VirtualRtt (25 ms).
+    pub scream_virtual_rtt: Option<Nanos>,
+    /// rt-scream: libwebrtc QDelayTarget (100 ms).
+    pub scream_queue_delay_target: Option<Nanos>,
+    /// rt-scream: libwebrtc QDelayThreshold (0.5 of the target).
+    pub scream_queue_delay_threshold: Option<f64>,
 }
 
 fn one_u64() -> u64 {

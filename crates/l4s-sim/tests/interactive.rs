@@ -369,6 +369,9 @@ fn full_gcc_alone_settles_near_the_link_rate_with_a_short_queue() {
     // modified trend, `threshold_` in trendline_estimator.cc): a back-off comes once the
     // smoothed delay ramp over the 20-group window crosses it, long before a 1000-packet
     // FIFO fills (rt-gcc-loss, the loss-based half alone, fills it: test below).
+    // The controller alone: frames of exactly the target (`frame_size_cv = 0`). With the
+    // encoder model's default spread (0.21) a frame above the mean is paced above C over its
+    // 1/fps budget, the trendline sees that queue, and the mean falls to 15.4 Mb/s here.
     let toml = |cc: &str| {
         format!(
             r#"
@@ -383,6 +386,7 @@ limit = 1000
 cc = "{cc}"
 fps = 60
 rtt = "40ms"
+frame_size_cv = 0.0
 "#
         )
     };

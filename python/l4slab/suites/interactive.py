@@ -1,9 +1,11 @@
-"""interactive: a real-time video flow (RT-Prague, L4S; or GCC's loss-based controller as the
-Classic video) next to 1 or 4 CUBIC bulk flows or a 50 % web-search workload, through DualPI2,
-FQ-CoDel, PIE and FIFO (1 and 4 BDP) at 10/50/100 Mb/s and over the cellular traces, with an
-L4S and a Classic latency probe: frame latency p99, deadline misses, video bitrate, bulk
-throughput, FCT slowdown p99 and RPM per class; frame-latency CDFs per AQM and slowdown vs
-size (docs/interactive.md)."""
+"""interactive: does an L4S video call beat a Classic one next to a download? A real-time video
+flow (SCReAMv2 or RT-Prague as the L4S call, GCC as the Classic call) next to 1 or 4 CUBIC bulk
+flows or a 50 % web-search workload, through DualPI2, FQ-CoDel (without and with a 1 ms
+ce_threshold for ECT(1)), PIE and FIFO (1 and 4 BDP) at 10/50 Mb/s and over the LTE traces,
+with an L4S and a Classic latency probe: frame latency p50/p99, freezes (frames later than the
+deadline), stalls (gaps > 200 ms between completed frames, counted apart), video bitrate, bulk
+throughput, FCT slowdown p99 and RPM per class; frame-latency CDFs per AQM and slowdown vs size
+(docs/interactive.md)."""
 
 from __future__ import annotations
 
@@ -19,20 +21,37 @@ from l4slab.suites.common import read_summary
 from l4slab.suites.core import Analysis, Part, Suite, SuiteData, Table, aggregate
 from l4slab.suites.figures import PALETTE, cdfs, save
 
-LINKS = ["10mbit", "50mbit", "100mbit", "cellular"]
+LINKS = ["10mbit", "50mbit", "cellular"]
 BACKGROUNDS = {"bulk": "CUBIC bulk", "web": "50 % web"}
-VIDEO = {"rt-prague": "L4S video (RT-Prague)", "rt-gcc": "Classic video (GCC)"}
+VIDEO = {"rt-scream": "L4S video (SCReAMv2)", "rt-prague": "L4S video (RT-Prague)",
+         "rt-gcc": "Classic video (GCC)", "rt-gcc-loss": "Classic video (GCC-loss)"}
+#: A stall: no frame completed for longer than this (counted apart from deadline misses).
+STALL_S = 0.2
+
+
+def stalls(run_dir: Path, warmup_s: float) -> float:
+    """Gaps longer than `STALL_S` between consecutive frame completions of the video (flow 0),
+    frames captured after warm-up; NaN without frames.parquet."""
+    p = run_dir / "frames.parquet"
+    if not p.exists():
+        return float("nan")
+    fr = read_parquet(p, columns=["flow", "capture_s", "latency_ms"])
+    fr = fr[(fr["flow"] == 0) & (fr["capture_s"] >= warmup_s)]
+    done = np.sort((fr["capture_s"] + fr["latency_ms"] / 1e3).dropna().to_numpy())
+    return float(np.sum(np.diff(done) > STALL_S)) if len(done) > 1 else 0.0
 
 
 def aqm_label(aqm: Any) -> str:
-    """'dualpi2', 'fq_codel', 'pie', 'fifo 83' (packets) from an `aqm` table or the inline
-    form a sweep index stores ("{kind=fifo, limit=83}")."""
+    """'dualpi2', 'fq_codel', 'fq_codel ce 1ms', 'pie', 'fifo 83' (packets) from an `aqm`
+    table or the inline form a sweep index stores ("{kind=fifo, limit=83}")."""
     if isinstance(aqm, dict):
         kv = {str(k): str(v) for k, v in aqm.items()}
     else:
         kv = dict(part.split("=", 1) for part in str(aqm).strip("{} ").split(", ") if "=" in part)
         kv = {k.strip(): v.strip().strip('"') for k, v in kv.items()}
     kind = kv.get("kind", str(aqm))
+    if "ce_threshold" in kv:
+        return f"{kind} ce {kv['ce_threshold']}"
     return f"{kind} {kv['limit']}" if "limit" in kv else kind
 
 
@@ -63,6 +82,7 @@ def extract(run_dir: Path, scenario: dict[str, Any]) -> dict[str, float]:
 
     return {"video_lat_p50_ms": f(lat.get("p50")), "video_lat_p99_ms": f(lat.get("p99")),
             "video_miss_pct": 100 * f(fr.get("miss_ratio")),
+            "video_stalls": stalls(run_dir, float(s.get("warmup_s") or 0.0)),
             "video_mbps": f(fr.get("bitrate_mbps")),
             "bulk_mbps": float(sum(bulk)) if bulk else float("nan"),
             "fct_slowdown_p50": f((w.get("slowdown") or {}).get("p50")),
@@ -98,7 +118,8 @@ def _label(runs: pd.DataFrame, data: SuiteData | None = None) -> pd.DataFrame:
     return r
 
 
-METRICS = {"video_lat_p99_ms": "video_lat_p99_ms", "video_miss_pct": "video_miss_pct",
+METRICS = {"video_lat_p50_ms": "video_lat_p50_ms", "video_lat_p99_ms": "video_lat_p99_ms",
+           "video_miss_pct": "video_miss_pct", "video_stalls": "video_stalls",
            "video_mbps": "video_mbps", "bulk_mbps": "bulk_mbps",
            "fct_slowdown_p99": "fct_slowdown_p99", "rpm_L4S": "rpm_L4S",
            "rpm_Classic": "rpm_Classic"}
@@ -110,11 +131,13 @@ def analyse(data: SuiteData) -> Analysis:
     runs = _label(data.runs, data)
     keys = ["link", "traffic", "aqm_q", "video"]
     res = aggregate(runs, keys, METRICS)
-    tables = [Table("results", "Video frame latency p99 [ms], deadline misses [%], video and "
-                    "bulk throughput [Mb/s], web FCT slowdown p99 and RPM per class [95 % CI]",
+    tables = [Table("results", "Video frame latency p50/p99 [ms], freezes (deadline misses) "
+                    "[%], stalls > 200 ms [count], video and bulk throughput [Mb/s], web FCT "
+                    "slowdown p99 and RPM per class [95 % CI]",
                     res, keys, list(METRICS),
-                    note="Frame latency: capture to last byte; a miss is a frame skipped, "
-                         "never completed or later than the 100 ms deadline. Slowdown: FCT over "
+                    note="Frame latency: capture to last byte; a freeze is a frame skipped, "
+                         "never completed or later than the 100 ms deadline; a stall is a gap "
+                         "> 200 ms between completed frames. Slowdown: FCT over "
                          "the slow-start FCT alone on the empty link. RPM = 60 s / median probe "
                          "RTT. After the 5 s warm-up.")]
     fd = data.out / "figures"
@@ -134,12 +157,18 @@ def analyse(data: SuiteData) -> Analysis:
             if vals:
                 samples[aqm] = np.concatenate(vals)
         if samples:
-            safe = "".join(c if c.isalnum() else "_" for c in f"{link}_{video[:3]}")
+            safe = "".join(c if c.isalnum() else "_" for c in f"{link}_{_video_tag(video)}")
             figs.append(cdfs(samples, "frame latency [ms]",
                              f"{link}, {video}: frame latency CDF per AQM (runs pooled)", fd,
                              f"frame_cdf_{safe}", log_x=True))
     figs += _slowdown_figures(data, runs, fd)
     return Analysis(tables, figs)
+
+
+def _video_tag(video: str) -> str:
+    """"L4S_SCReAMv2", "L4S_RT_Prague", "Classic_GCC": the class and the controller."""
+    head, _, ctl = video.partition("(")
+    return f"{head.split()[0]}_{ctl.rstrip(')')}"
 
 
 def _slowdown_figures(data: SuiteData, runs: pd.DataFrame, fd: Path) -> list[Any]:
@@ -196,7 +225,7 @@ def prepare(spec: dict[str, Any], folder: Path) -> dict[str, Any]:
 
 def _quick(spec: dict[str, Any]) -> dict[str, Any]:
     """CI form: one replication of 4 s (1 s warm-up); DualPI2 vs the deep FIFO; 1 CUBIC flow;
-    one trace; the L4S and the Classic video."""
+    one trace; every video."""
     spec["replications"] = 1
     spec["set"] = {**spec.get("set", {}), "duration": "4s", "warmup": "1s"}
     g = spec.get("grid", {})
@@ -212,10 +241,11 @@ def _quick(spec: dict[str, Any]) -> dict[str, Any]:
 SUITE = Suite(
     name="interactive",
     title="Interactive traffic: video frames, web transfers and responsiveness",
-    description="A 60 fps real-time video flow, RT-Prague (L4S, udp_prague frame mode) or "
-                "GCC's loss-based controller (Classic), next to 1 or 4 CUBIC bulk flows or a "
-                "50 % web-search workload, through DualPI2, FQ-CoDel, PIE and FIFO of 1 and 4 "
-                "BDP, at 10, 50 and 100 Mb/s and over three LTE traces, base RTT 20 ms, with an "
+    description="A 60 fps real-time video flow, SCReAMv2 or RT-Prague (L4S) or GCC "
+                "(Classic), next to 1 or 4 CUBIC bulk flows or a 50 % web-search workload, "
+                "through DualPI2, FQ-CoDel (without and with a 1 ms ce_threshold for ECT(1)), "
+                "PIE and FIFO of 1 and 4 BDP, at 10 and 50 Mb/s and over three LTE traces, "
+                "base RTT 20 ms, with an "
                 "L4S and a Classic latency probe every 100 ms; 30 s (5 s warm-up), 3 "
                 "replications.",
     parts=[Part(f"{bg}_{lk}", f"{bg}_{lk}.toml", {"link": lk, "background": bg})

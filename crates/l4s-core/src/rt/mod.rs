@@ -5,8 +5,11 @@
 //! encoder follows the CC); the frame leaves as a paced burst within `frame_budget`; the
 //! receiver echoes cumulative counters per packet (udp_prague's per-packet ACK) and records
 //! when each frame is complete. Controllers: [`prague::RtPrague`] (L4S), [`gcc::GccLoss`]
-//! (Classic, loss-based) and a fixed rate (CBR video).
+//! (Classic, loss-based), [`scream::ScreamV2`] (WebRTC's L4S controller, fed by RFC 8888
+//! reports from [`rfc8888`]) and a fixed rate (CBR video); frames sized from a target bitrate
+//! go through the [`encoder`] model.
 
+pub mod encoder;
 pub mod feedback;
 pub mod frame_window;
 pub mod gcc;
@@ -14,6 +17,8 @@ pub mod gcc_delay;
 pub mod prague;
 pub mod probe;
 pub mod receiver;
+pub mod rfc8888;
+pub mod scream;
 pub mod sender;
 
 use crate::packet::{Ecn, Packet};
@@ -67,6 +72,10 @@ pub struct RtHeader {
     pub lost: u64,
     /// Feedback: the acknowledged data packet's send time, echoed (for the RTT).
     pub echo: Nanos,
+    /// Data: the last packet of its frame (the RTP marker bit).
+    pub marker: bool,
+    /// Feedback: an RFC 8888 report; `seq` is its id in the flow's [`rfc8888::ReportLog`].
+    pub ccfb: bool,
 }
 
 /// A frame as the sender captured it.
@@ -117,6 +126,8 @@ pub enum Controller {
     Gcc,
     /// A fixed encoder rate (CBR video), bits/s.
     Fixed(u64),
+    /// SCReAMv2 (libwebrtc), fed by RFC 8888 reports.
+    Scream(scream::ScreamParams),
 }
 
 #[cfg(test)]

@@ -2,7 +2,8 @@
 //! packet with one feedback packet, and records when each frame is complete.
 //! Follows L4STeam udp_prague `PragueCC::DataReceivedSequence` (a gap counts as loss, a late
 //! packet takes one back) and `udp_prague_receiver.cpp` (one ACK per data packet, echoing
-//! the cumulative counters and the packet's timestamp).
+//! the cumulative counters and the packet's timestamp). With RFC 8888 feedback
+//! ([`RtReceiver::with_ccfb`], for SCReAMv2) it sends `rt::rfc8888` reports instead.
 //!
 //! A frame is complete when all its bytes have arrived; there is no retransmission, so a frame
 //! with a lost packet never completes (a deadline miss). Frames more than `KEEP_FRAMES` behind
@@ -11,6 +12,7 @@
 use std::collections::BTreeMap;
 
 use crate::packet::{Ecn, Packet, Transport};
+use crate::rt::rfc8888::{CcfbGenerator, CcfbReport, ReportLog};
 use crate::rt::{AppLog, DoneFrame, Replies, RtHeader};
 use crate::time::Nanos;
 use crate::{Endpoint, FlowStats};
@@ -33,6 +35,10 @@ pub struct RtReceiver {
     newest_frame: u64,
     pending: Replies,
     done: Vec<DoneFrame>,
+    /// RFC 8888 mode: the report generator and where report bytes go (else per-packet ACKs).
+    ccfb: Option<(CcfbGenerator, ReportLog)>,
+    reports: u64,
+    last_ecn: Ecn,
 }
 
 impl RtReceiver {
@@ -42,6 +48,34 @@ impl RtReceiver {
             flow,
             ..Default::default()
         }
+    }
+
+    /// A receiver that answers with RFC 8888 reports every `interval` (libwebrtc's ccfb)
+    /// instead of one ACK per packet; the report bytes go to `log`, shared with the sender.
+    pub fn with_ccfb(flow: u32, interval: Nanos, log: ReportLog) -> Self {
+        RtReceiver {
+            flow,
+            ccfb: Some((CcfbGenerator::new(interval), log)),
+            ..Default::default()
+        }
+    }
+
+    /// Queue report `r` as a packet of its wire size, its bytes in the report log.
+    fn send_report(&mut self, r: CcfbReport) {
+        let Some((_, log)) = &self.ccfb else {
+            return;
+        };
+        self.reports += 1;
+        log.put(self.reports, r.encode());
+        let id = ((self.flow as u64) << 40) | (1 << 39) | self.reports;
+        let mut fb = Packet::new(id, self.flow, r.wire_bytes(), self.last_ecn);
+        fb.transport = Transport::Rt(RtHeader {
+            seq: self.reports,
+            feedback: true,
+            ccfb: true,
+            ..Default::default()
+        });
+        self.pending.push(fb);
     }
 }
 
@@ -83,6 +117,13 @@ impl Endpoint for RtReceiver {
             }
             self.partial.remove(&f);
         }
+        if let Some((g, _)) = self.ccfb.as_mut() {
+            self.last_ecn = pkt.ecn;
+            if let Some(r) = g.on_packet(h.seq, pkt.ecn, h.marker, now) {
+                self.send_report(r);
+            }
+            return;
+        }
         let mut fb = Packet::new(pkt.id, self.flow, FEEDBACK_BYTES, pkt.ecn);
         fb.transport = Transport::Rt(RtHeader {
             seq: h.seq,
@@ -101,10 +142,14 @@ impl Endpoint for RtReceiver {
     }
 
     fn poll_timeout(&self) -> Option<Nanos> {
-        None
+        self.ccfb.as_ref()?.0.next_feedback_time()
     }
 
-    fn handle_timeout(&mut self, _now: Nanos) {}
+    fn handle_timeout(&mut self, now: Nanos) {
+        if let Some(r) = self.ccfb.as_mut().and_then(|(g, _)| g.poll(now)) {
+            self.send_report(r);
+        }
+    }
 
     fn stats(&self) -> FlowStats {
         FlowStats {

@@ -20,6 +20,8 @@
 //! here the flow keeps going.
 
 use crate::packet::{Ecn, Packet, Transport};
+use crate::rng::Rng;
+use crate::rt::encoder::{Encoder, EncoderConfig};
 use crate::rt::feedback::{PacketResult, SentPacket, TransportPacketsFeedback};
 use crate::rt::frame_window::FrameWindow;
 use crate::rt::gcc::GccLoss;
@@ -27,6 +29,8 @@ use crate::rt::gcc_delay::DelayBasedBwe;
 use crate::rt::prague::{
     FeedbackCounters, RtPrague, VideoInfo, MIN_PACKET_BYTES, WIRE_OVERHEAD_BYTES,
 };
+use crate::rt::rfc8888::{unwrap_compact_ntp, CcfbReport, FeedbackAdapter, ReportLog};
+use crate::rt::scream::ScreamV2;
 use crate::rt::{AppLog, Controller, RtHeader, SentFrame};
 use crate::time::Nanos;
 use crate::{Endpoint, FlowStats, ParamError};
@@ -57,6 +61,13 @@ pub struct RtConfig {
     pub start: Nanos,
     /// No capture at or after this.
     pub stop: Option<Nanos>,
+    /// The encoder model for controllers that set a target bitrate (`None`: frames are exactly
+    /// rate/fps, as before the model existed).
+    pub encoder: Option<EncoderConfig>,
+    /// Seed of the encoder's frame-size draws (from the scenario seed).
+    pub seed: u64,
+    /// RFC 8888 report interval (libwebrtc `min_send_delta`), for controllers fed by reports.
+    pub feedback_interval: Nanos,
 }
 
 impl RtConfig {
@@ -98,6 +109,19 @@ impl RtConfig {
                 "a rate ≥ min_rate",
             ));
         }
+        if let Controller::Scream(p) = &self.controller {
+            p.validate()?;
+        }
+        if let Some(e) = &self.encoder {
+            e.validate(self.fps)?;
+        }
+        if self.feedback_interval.0 == 0 || self.feedback_interval > Nanos::from_ms(1000) {
+            return Err(ParamError::new(
+                "feedback_interval",
+                self.feedback_interval,
+                "a duration in (0, 1s]",
+            ));
+        }
         if let Controller::Fixed(r) = self.controller {
             if r == 0 {
                 return Err(ParamError::new(
@@ -117,6 +141,7 @@ enum Ctl {
     Gcc(GccLoss),
     GccFull(Box<GccFull>),
     Fixed(f64),
+    Scream(Box<ScreamV2>),
 }
 
 /// Full GCC: both estimators and the sent packets awaiting feedback.
@@ -187,6 +212,9 @@ pub struct RtSender {
     fb: FeedbackCounters,
     srtt: Nanos,
     log: Vec<SentFrame>,
+    encoder: Option<Encoder>,
+    /// RFC 8888 feedback: the send history and where report bytes arrive.
+    ccfb: Option<(FeedbackAdapter, ReportLog)>,
 }
 
 impl RtSender {
@@ -218,6 +246,12 @@ impl RtSender {
                 sent: Default::default(),
             })),
             Controller::Fixed(r) => Ctl::Fixed(r as f64),
+            Controller::Scream(p) => Ctl::Scream(Box::new(ScreamV2::new(
+                p,
+                cfg.init_rate_bps,
+                cfg.min_rate_bps,
+                cfg.max_rate_bps,
+            ))),
         };
         let pl = match &ctl {
             Ctl::Prague(p) => Some(PragueLoop {
@@ -231,6 +265,16 @@ impl RtSender {
             }),
             _ => None,
         };
+        let encoder = match (&cfg.encoder, cfg.controller) {
+            (_, Controller::Prague) | (None, _) => None,
+            (Some(e), _) => Some(Encoder::new(
+                e.clone(),
+                cfg.fps,
+                Rng::derive(cfg.seed, &format!("rt/{flow}/encoder")),
+            )?),
+        };
+        let ccfb = matches!(cfg.controller, Controller::Scream(_))
+            .then(|| (FeedbackAdapter::new(), ReportLog::default()));
         Ok(RtSender {
             flow,
             next_send: cfg.start,
@@ -249,7 +293,54 @@ impl RtSender {
             fb: FeedbackCounters::default(),
             srtt: Nanos::ZERO,
             log: Vec::new(),
+            encoder,
+            ccfb,
         })
+    }
+
+    /// Where this sender takes RFC 8888 reports from (hand it to the receiver), if it uses them.
+    pub fn report_log(&self) -> Option<ReportLog> {
+        self.ccfb.as_ref().map(|(_, l)| l.clone())
+    }
+
+    /// The SCReAMv2 state, when this sender runs it.
+    pub fn scream(&self) -> Option<&ScreamV2> {
+        match &self.ctl {
+            Ctl::Scream(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// An RFC 8888 report packet arrived: decode it, turn it into per-packet results, take an
+    /// RTT sample (arrival − send − the newest packet's arrival time offset) and run the
+    /// controller.
+    fn on_ccfb(&mut self, id: u64, now: Nanos) {
+        let Some((adapter, log)) = self.ccfb.as_mut() else {
+            return;
+        };
+        let Some(report) = log.take(id).and_then(|b| CcfbReport::decode(&b).ok()) else {
+            return;
+        };
+        let Some(fb) = adapter.on_report(&report, now) else {
+            return;
+        };
+        let report_at = unwrap_compact_ntp(report.report_timestamp, now);
+        if let Some(r) = fb.received().max_by_key(|r| r.sent.seq) {
+            let held = report_at.saturating_sub(r.receive_time.unwrap_or(report_at));
+            let rtt = now.saturating_sub(r.sent.send_time).saturating_sub(held);
+            self.srtt = if self.srtt.0 == 0 {
+                rtt
+            } else {
+                Nanos((7 * self.srtt.0 + rtt.0) / 8)
+            };
+        }
+        let (ce, lost) = (fb.ce_count() as u64, fb.lost_count() as u64);
+        self.fb.ce += ce;
+        self.fb.lost += lost;
+        self.fb.received += fb.received().count() as u64;
+        if let Ctl::Scream(s) = &mut self.ctl {
+            s.on_feedback(&fb, self.srtt.max(Nanos(1)));
+        }
     }
 
     /// Capture time of slot `k` (exact, no drift).
@@ -273,6 +364,7 @@ impl RtSender {
             Ctl::Gcc(g) => g.rate_bps(),
             Ctl::GccFull(g) => g.rate_bps().min(self.cfg.max_rate_bps as f64),
             Ctl::Fixed(r) => *r,
+            Ctl::Scream(s) => s.target_bps(),
         }
     }
 
@@ -344,6 +436,10 @@ impl RtSender {
             return;
         }
         let rate = self.rate_bps();
+        let sized = match self.encoder.as_mut() {
+            Some(e) => e.encode(capture_at, rate).bytes as f64,
+            None => rate / 8.0 / self.cfg.fps as f64,
+        };
         let (bytes, pace_bps) = match &self.ctl {
             Ctl::Prague(p) => {
                 let info = p.video_info(self.cfg.frame_budget);
@@ -353,8 +449,10 @@ impl RtSender {
                 }
                 (info.frame_bytes, info.pacing_rate * 8.0)
             }
+            // libwebrtc's pacer runs at 1.5 × the target (ScreamNetworkController).
+            Ctl::Scream(s) => (sized.max(MIN_PACKET_BYTES) as u64, s.pacing_bps()),
             _ => {
-                let b = (rate / 8.0 / self.cfg.fps as f64).max(MIN_PACKET_BYTES) as u64;
+                let b = sized.max(MIN_PACKET_BYTES) as u64;
                 (b, b as f64 * 8.0 / self.cfg.frame_budget.as_secs_f64())
             }
         };
@@ -384,6 +482,10 @@ impl Endpoint for RtSender {
             return;
         };
         if !h.feedback {
+            return;
+        }
+        if h.ccfb {
+            self.on_ccfb(h.seq, now);
             return;
         }
         let rtt = now.saturating_sub(h.echo);
@@ -435,7 +537,7 @@ impl Endpoint for RtSender {
                 let limit = g.delay.rate_bps();
                 g.loss.cap(limit);
             }
-            Ctl::Fixed(_) => {}
+            Ctl::Fixed(_) | Ctl::Scream(_) => {}
         }
         if fb.received >= self.fb.received {
             self.fb = fb;
@@ -447,20 +549,29 @@ impl Endpoint for RtSender {
             return self.poll_prague(now);
         }
         self.start_due_frame(now);
-        let cur = self.cur.as_ref()?;
+        let max_bytes = self.packet_bytes();
+        let cur = self.cur.as_mut()?;
         if now < self.next_send {
             return None;
         }
         let left = cur.bytes - cur.sent;
-        let size = if left <= self.packet_bytes() {
+        let size = if left <= max_bytes {
             left.max(MIN_PACKET_BYTES as u64)
         } else {
-            self.packet_bytes()
+            max_bytes
         };
+        cur.sent += size.min(left);
         self.sent_pkts += 1;
         self.sent_bytes += size;
         if let Ctl::GccFull(g) = &mut self.ctl {
             g.sent.push_back(SentPacket {
+                seq: self.sent_pkts,
+                size_bytes: size as u32,
+                send_time: now,
+            });
+        }
+        if let Some((a, _)) = self.ccfb.as_mut() {
+            a.on_sent(SentPacket {
                 seq: self.sent_pkts,
                 size_bytes: size as u32,
                 send_time: now,
@@ -477,9 +588,6 @@ impl Endpoint for RtSender {
         );
         let pace = cur.pace_bps.max(1.0);
         let done = left <= size;
-        if let Some(c) = self.cur.as_mut() {
-            c.sent += size.min(left);
-        }
         // Bursts of up to `packet_burst` packets leave back to back; the next burst waits
         // until the bytes so far would have left at the pacing rate.
         self.in_burst += 1;
@@ -537,18 +645,26 @@ impl Endpoint for RtSender {
     fn stats(&self) -> FlowStats {
         let (cwnd, alpha) = match &self.ctl {
             Ctl::Prague(p) => (p.packet_window() as f64, p.alpha()),
+            Ctl::Scream(s) => (
+                s.ref_window_bytes() / self.cfg.max_packet_bytes as f64,
+                s.l4s_alpha(),
+            ),
             _ => (f64::NAN, f64::NAN),
+        };
+        let pacing = match &self.ctl {
+            Ctl::Scream(s) => s.pacing_bps(),
+            _ => self.rate_bps(),
         };
         FlowStats {
             sent_pkts: self.sent_pkts,
             cwnd_pkts: cwnd,
             ssthresh_pkts: f64::NAN,
             srtt: self.srtt,
-            pacing_bps: self.rate_bps() as u64,
+            pacing_bps: pacing as u64,
             ce_acked: self.fb.ce,
             lost_pkts: self.fb.lost,
             alpha,
-            in_flight_bytes: 0,
+            in_flight_bytes: self.ccfb.as_ref().map_or(0, |(a, _)| a.in_flight_bytes()),
             ..Default::default()
         }
     }
@@ -558,7 +674,8 @@ impl Endpoint for RtSender {
     }
 }
 
-/// Data packet `seq` of `bytes` (IP) carrying part of frame `cur` (`frame_bytes` in all).
+/// Data packet `seq` of `bytes` (IP) carrying part of frame `cur` (`frame_bytes` in all),
+/// after `cur.sent` counts it (the frame's last packet carries the RTP marker).
 fn media_packet(
     flow: u32,
     ecn: Ecn,
@@ -575,6 +692,7 @@ fn media_packet(
         frame: cur.frame,
         frame_bytes: frame_bytes.min(u32::MAX as u64) as u32,
         capture_at: cur.capture_at,
+        marker: cur.sent >= cur.bytes,
         ..Default::default()
     });
     p

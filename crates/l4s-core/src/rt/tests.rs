@@ -85,6 +85,9 @@ fn prague_budget(fps: u32, budget: Nanos, init_bps: u64, max_bps: u64) -> RtSend
             ecn: Ecn::Ect1,
             start: Nanos::ZERO,
             stop: None,
+            encoder: None,
+            seed: 0,
+            feedback_interval: crate::rt::rfc8888::DEFAULT_FEEDBACK_INTERVAL,
         },
     )
     .unwrap()
