@@ -563,19 +563,16 @@ impl Endpoint for RtSender {
         cur.sent += size.min(left);
         self.sent_pkts += 1;
         self.sent_bytes += size;
+        let sent = SentPacket {
+            seq: self.sent_pkts,
+            size_bytes: size as u32,
+            send_time: now,
+        };
         if let Ctl::GccFull(g) = &mut self.ctl {
-            g.sent.push_back(SentPacket {
-                seq: self.sent_pkts,
-                size_bytes: size as u32,
-                send_time: now,
-            });
+            g.sent.push_back(sent);
         }
         if let Some((a, _)) = self.ccfb.as_mut() {
-            a.on_sent(SentPacket {
-                seq: self.sent_pkts,
-                size_bytes: size as u32,
-                send_time: now,
-            });
+            a.on_sent(sent);
         }
         let p = media_packet(
             self.flow,
