@@ -41,3 +41,15 @@ def test_no_two_lines_of_one_axes_share_a_colour(name):
                 assert legend is not None, fig_name
                 shown = {t.get_text() for t in legend.get_texts()}
                 assert {ln.get_label() for ln in lines} <= shown, fig_name
+
+
+def test_parking_lot_throughput_draws_each_hops_capacity_not_hop_0s_alone():
+    res = run(SCENARIOS / "parking_lot.toml", overrides={"duration": "2s", "warmup": "0.5s"})
+    ax = run_figures(res)["throughput"].axes[0]
+    caps = {ln.get_label(): float(ln.get_ydata()[0]) for ln in ax.get_lines()
+            if "capacity" in ln.get_label()}
+    hops = res.summary["hops"]
+    assert len(caps) == len(hops) == 3
+    for h in hops:
+        (label,) = [k for k in caps if k.startswith(f"hop {h['name']} capacity")]
+        assert caps[label] == h["capacity_mbps"]

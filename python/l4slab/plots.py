@@ -209,6 +209,18 @@ def _per_flow(run: Any, column: str, ylabel: str, title: str, total: bool,
         tt, tot = grouped_by_time(t_all, y_all, "sum")
         ax.plot(tt, smooth(tot), color="black", lw=1.2, label="total goodput (payload)")
         cap = (run.summary.get("link") or {}).get("capacity_mbps")
+        hops = [h for h in run.summary.get("hops") or []
+                if isinstance(h.get("capacity_mbps"), (int, float))]
+        if len(hops) > 1:
+            # A path of hops: each flow crosses its own hops, so no one capacity bounds the
+            # total; each hop's capacity (mean over the run, rate steps included) is drawn.
+            cap = None
+            styles = ["--", "-.", ":", (0, (5, 1, 1, 1))]
+            for i, h in enumerate(hops):
+                grey = f"{0.2 + 0.55 * i / (len(hops) - 1):.3f}"
+                ax.axhline(h["capacity_mbps"], color=grey, ls=styles[i % 4], lw=0.9,
+                           label=f"hop {h.get('name', i)} capacity "
+                                 f"{h['capacity_mbps']:.3g} Mb/s (mean, wire rate)")
         if isinstance(cap, (int, float)) and cap > 0:
             ax.axhline(cap, color="0.4", ls="--", lw=0.8,
                        label=f"capacity {cap:g} Mb/s (wire rate, incl. headers)")
