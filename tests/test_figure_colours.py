@@ -53,3 +53,39 @@ def test_parking_lot_throughput_draws_each_hops_capacity_not_hop_0s_alone():
     for h in hops:
         (label,) = [k for k in caps if k.startswith(f"hop {h['name']} capacity")]
         assert caps[label] == h["capacity_mbps"]
+
+
+def _visible_tick_labels(ax, axis):
+    lo, hi = ax.get_xlim() if axis == "x" else ax.get_ylim()
+    ticks = ax.get_xticks() if axis == "x" else ax.get_yticks()
+    fmt = (ax.xaxis if axis == "x" else ax.yaxis).get_major_formatter()
+    return [fmt(t) for t in ticks if lo <= t <= hi]
+
+
+def test_log_axes_carry_plain_labels_at_1_2_5_per_decade(tmp_path, monkeypatch):
+    import numpy as np
+    import pandas as pd
+
+    import l4slab.suites.figures as sf
+    from l4slab.interactive import fig_slowdown
+
+    drawn = []
+    monkeypatch.setattr(sf, "save", lambda fig, *a: drawn.append(fig))
+
+    class Run:  # the two attributes fig_slowdown reads
+        summary = {"warmup_s": 0.0}
+        app = {"fct": pd.DataFrame({"start_s": [1.0, 2.0, 3.0, 4.0],
+                                    "size_bytes": [1e3, 2e4, 3e5, 4e5],
+                                    "slowdown": [1.2, 1.6, 2.4, 3.1]})}
+
+    ax = fig_slowdown(Run()).axes[0]
+    ax.figure.canvas.draw()
+    labels = _visible_tick_labels(ax, "y")
+    # Slowdowns 1.2–3.1: a plain "2" among the labels, never "2×10⁰" / "10^0".
+    assert "2" in labels and not any("10^" in s or "×" in s for s in labels)
+    # A frame-latency CDF within one decade (20–80 ms) is labelled 20 and 50, not once.
+    sf.cdfs({"dualpi2": np.array([20.0, 35.0, 80.0])}, "frame latency [ms]", "t",
+            tmp_path, "frame_cdf_x", log_x=True)
+    ax = drawn[0].axes[0]
+    ax.figure.canvas.draw()  # lets the locators settle on the final limits
+    assert {"20", "50"} <= set(_visible_tick_labels(ax, "x"))

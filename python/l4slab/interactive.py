@@ -120,6 +120,9 @@ def fig_slowdown(run: Any) -> Figure | None:
     ax.plot(xs, p99, "s--", color="#d62728", label="p99")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    from l4slab.plots import plain_log_ticks
+
+    plain_log_ticks(ax, "y")
     ax.set_xlabel("transfer size [bytes]")
     ax.set_ylabel("FCT slowdown")
     ax.grid(alpha=0.3, which="both")

@@ -34,7 +34,7 @@ from l4slab.columnar import (  # noqa: E402
 from l4slab.sweepgrid import SWEEP_METRICS  # noqa: E402
 
 __all__ = ["plot_run", "render_run", "plot_sweep", "run_figures", "sweep_figures", "numeric_axis",
-           "CLASS_COLORS", "QUEUE_COLORS", "series_colors"]
+           "CLASS_COLORS", "QUEUE_COLORS", "series_colors", "plain_log_ticks"]
 
 CLASS_COLORS = {"L4S": "#1f77b4", "Classic": "#ff7f0e"}
 QUEUE_COLORS = {"L": "#1f77b4", "C": "#ff7f0e", "single": "#2ca02c", "fq": "#9467bd"}
@@ -66,6 +66,18 @@ def series_colors(names: Sequence[str], fixed: dict[str, str] | None = None) -> 
         used.add(c)
         out.append(c)
     return out
+
+
+def plain_log_ticks(ax: Any, axis: str = "y") -> None:
+    """A log (or symlog) axis labelled at 1, 2 and 5 per decade in plain numbers: matplotlib's
+    default labels only the decades, in powers ("2×10⁰" on a minor tick, or one label in all
+    when the data span less than a decade)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    a = ax.xaxis if axis == "x" else ax.yaxis
+    a.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    a.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    a.set_minor_formatter(NullFormatter())
 
 
 def _figure(w: float = 8.0, h: float = 4.0) -> Figure:
@@ -369,6 +381,7 @@ def fig_sojourn_cdf(run: Any) -> Figure | None:
             ax.set_xlim(left=0)
         else:
             ax.set_xscale("log")
+            plain_log_ticks(ax, "x")
             ax.set_xlabel("sojourn [ms] (log scale, zeros left out)")
     fig.suptitle(f"Sojourn CDF per queue ({source}, after warm-up)", fontsize="medium")
     return fig
