@@ -6,7 +6,7 @@ PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.deps-stamp
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: venv develop demo test test-rust test-py lint bench bench-scale bench-ns3 bench-ns3-wifi clean
+.PHONY: venv develop demo test test-rust test-py lint bench bench-scale bench-ns3 bench-ns3-wifi clean crosscheck-grid mutants
 
 # Virtualenv with the pinned dependencies (requirements.txt); reinstalled when the pins change.
 $(STAMP): requirements.txt
@@ -40,6 +40,12 @@ lint: $(STAMP)
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets --release -- -D warnings
 	$(VENV)/bin/ruff check python tests
+
+# The kernel-against-model agreement grid of FIDELITY.md (root; not in CI: ~40 min at n = 2).
+# GRID_ARGS narrows it, e.g. GRID_ARGS="--regime 12M20ms -n 3".
+GRID_OUT ?= results/crosscheck-grid
+crosscheck-grid: develop
+	$(PY) tools/crosscheck_grid.py $(GRID_OUT) $(GRID_ARGS)
 
 # Speed is measured here, never in the tests: engine events/s (criterion), the 100x100-run
 # validation workload, the Python path (one run, a 20-run sweep, DTW cells/s), and the emulator
@@ -118,3 +124,11 @@ bench-ns3-wifi:
 clean:
 	cargo clean
 	rm -rf $(VENV)
+
+# Mutation testing (outside CI; hours on 2 cores): cargo-mutants 27.1.0 over the scope in
+# .cargo/mutants.toml, building in a copy; the per-module table goes to mutants.out/table.md.
+# Narrow it with MUTANTS_ARGS, e.g. MUTANTS_ARGS="--re wifi/".
+mutants:
+	command -v cargo-mutants >/dev/null || cargo install --locked cargo-mutants --version 27.1.0
+	-cargo mutants -j 1 $(MUTANTS_ARGS)
+	python3 tools/mutants_table.py mutants.out/outcomes.json | tee mutants.out/table.md

@@ -237,13 +237,13 @@ def test_summary_records_aqm_params_and_each_sides_tcp_settings(tmp_path):
     # The simulator's effective kernel-profile values (AqmConfig::profile_json): RFC 9332
     # defaults, target 15 ms, tupdate 16 ms.
     assert s["aqm_params"]["target_ms"] == 15.0 and s["aqm_params"]["tupdate_ms"] == 16.0
-    # A new network namespace starts with the host's default congestion control
-    # (tcp_sk_init copies init_net's) and its own tcp_ecn (default 2).
-    host_cc = Path("/proc/sys/net/ipv4/tcp_congestion_control").read_text().strip()
+    # A new network namespace would start with the host's default congestion control
+    # (tcp_sk_init copies init_net's); the emulator sets cubic, the kernel's own default
+    # (issue 32), and each keeps its own tcp_ecn (default 2).
     sides = s["emulator"]["tcp_sysctls"]
     assert set(sides) == {"client", "server"}
     for side in sides.values():
-        assert side["net.ipv4.tcp_congestion_control"] == host_cc
+        assert side["net.ipv4.tcp_congestion_control"] == "cubic"
         assert side["net.ipv4.tcp_ecn"] in ("0", "1", "2")
 
 

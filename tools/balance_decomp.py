@@ -30,7 +30,7 @@ geometric mean of every factor over seeds (so the product still holds) and the a
 
 Each run also reports a phase probe (`l_phase_hist`: where each L packet arrived within the
 service under way, in 12 bins of one 1500-B serialisation time; `l_soj_hist`: L sojourns in
-0.2 ms bins), which locates the 10 Mb/s RTT cliff (FIDELITY.md).
+0.2 ms bins), which locates the 10 Mb/s RTT cliff (docs/history/fidelity.md).
 
     .venv/bin/python tools/balance_decomp.py [--rates 50,100,200 --rtts 10,25,40,80]
         [--points 10:25.25,...] [--profile mainline|l4steam] [--seeds 10 --duration 60]

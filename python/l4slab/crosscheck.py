@@ -56,6 +56,15 @@ def plan_crosscheck(doc: dict[str, Any], stack: str = "kernel", command: str | N
     if stack == "command" and not command:
         raise ScenarioError("--command: --stack command needs a client template, e.g. "
                             "--command 'udp_prague -c {server} -p {port}'")
+    if stack == "command":
+        from l4slab.stacks import StackError, check_template
+
+        try:
+            check_template("--command", command or "")
+            if server_command:
+                check_template("--server-command", server_command)
+        except StackError as e:
+            raise ScenarioError(str(e)) from None
     sim = copy.deepcopy(doc)
     for fl in sim.get("flows", []):
         for k in ("stack", "command", "server_command"):
@@ -107,12 +116,17 @@ def _run_sim(doc: dict[str, Any], base_dir: Path, rd: Path) -> None:
 
 def _run_emu(doc: dict[str, Any], base_dir: Path, rd: Path) -> None:
     import shutil
+    import signal
 
     from l4slab.emulate import EmulateError, emulate_doc
 
     stage = rd.with_name(f".{rd.name}.emulating")
     shutil.rmtree(stage, ignore_errors=True)
     rc = emulate_doc(doc, base_dir, stage, ["--quiet"], report_flows=False)
+    if rc == 128 + signal.SIGINT:
+        raise KeyboardInterrupt  # Ctrl-C reached the emulator: stop the crosscheck
+    if rc in (128 + signal.SIGTERM, 128 + signal.SIGHUP):
+        raise SystemExit(rc)
     if not _finished(stage) or rc != 0:
         raise EmulateError(f"{rd}: the emulation failed (exit status {rc}); its output is "
                            f"kept in {stage}")
@@ -138,6 +152,22 @@ def _claim(side_dir: Path, doc: dict[str, Any]) -> None:
         raise ScenarioError(f"-o: {side_dir} exists and holds files that are not a "
                             "crosscheck's runs; choose a new output directory")
     f.write_text(text)
+
+
+def _check_out(out: Path) -> None:
+    """-o names a new or empty directory, or a crosscheck's own (whose finished runs are
+    reused); anything else (a run directory, a sweep, a file) is refused, as every other
+    command refuses to write into another command's results."""
+    if out.exists() and not out.is_dir():
+        raise ScenarioError(f"-o: {out} exists and is not a directory; choose a new output "
+                            "directory")
+    if not out.is_dir() or not any(out.iterdir()):
+        return
+    if any((out / side / SIDE_FILE).is_file() for side in ("sim", "emu")):
+        return
+    what = "a run directory" if (out / "summary.json").exists() else "other files"
+    raise ScenarioError(f"-o: {out} is not empty and holds {what}, not a crosscheck's runs; "
+                        "choose a new output directory (results are never overwritten)")
 
 
 def _seeded(doc: dict[str, Any], k: int) -> dict[str, Any]:
@@ -320,6 +350,7 @@ def crosscheck(scenario: Path, out: Path, n: int = 5, *, stack: str = "kernel",
 
     if n < 2:
         raise ScenarioError(f"-n: {n} must be ≥ 2 (the validation needs within-group pairs)")
+    _check_out(out)
     src = load_scenario(scenario)
     doc = apply_overrides(src.data, list(sets or []))
     plan = plan_crosscheck(doc, stack, command, server_command)
@@ -468,6 +499,11 @@ def _cli() -> Any:
         except (ScenarioError, EmulateError, ValidationInputError) as e:
             click.echo(f"error: {e}", err=True)
             sys.exit(2)
+        except KeyboardInterrupt:
+            # The CLI's convention for Ctrl-C (128 + SIGINT); finished runs stay in -o and
+            # are reused by the next crosscheck with the same -o.
+            click.echo(f"crosscheck: interrupted; finished runs are kept in {out}", err=True)
+            sys.exit(130)
         click.echo(_table(rep))
         click.echo(f"report: {out / 'crosscheck.md'}")
 

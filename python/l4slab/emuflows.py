@@ -40,7 +40,7 @@ import pandas as pd
 
 from l4slab.scenario import ScenarioError
 
-__all__ = ["EmuFlow", "EmuPlan", "plan_scenario", "scenario_flows", "LAUNCH_FILE",
+__all__ = ["EmuFlow", "EmuPlan", "plan_scenario", "scenario_flows", "LAUNCH_FILE", "read_rows",
            "UNLIMITED_RATE", "MSS_OFFSET", "LAUNCHER", "RT_PORT", "PROBE_PORT", "scenario_frames",
            "scenario_apps"]
 
@@ -359,7 +359,17 @@ def plan_scenario(doc: dict[str, Any], base_dir: Path) -> EmuPlan:
     down = emu.setdefault("downlink", {})
     if not isinstance(down, dict):
         raise ScenarioError("emulator.downlink: must be a table")
-    if "rate" not in down and "trace" not in down:
+    wifi = link.get("model") == "wifi"
+    if wifi:
+        # The simulator's data goes access point -> station, its ACKs up the same medium:
+        # the senders' side (the client namespace) is the access point's.
+        if emu.get("access_point", "client") != "client":
+            raise ScenarioError(
+                "emulator.access_point: scenario mode runs the senders on the client side, "
+                "which must be the access point's (the simulator's data goes access point -> "
+                "station); remove the key")
+        emu["access_point"] = "client"
+    elif "rate" not in down and "trace" not in down:
         down["rate"] = UNLIMITED_RATE
         if "trace" in link:
             down["once"] = False
@@ -519,7 +529,7 @@ def scenario_frames(launch: dict[str, Any], flow_dir: Path, window: tuple[float,
         idx = int(f["index"])
         path = flow_dir / f"frames-{f.get('pid')}.csv"
         try:
-            df = pd.read_csv(path)
+            df = read_rows(path)
         except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError,
                 UnicodeDecodeError) as e:
             problems.append(f"flow {idx} ({f['cc']}): no frame rows from its sender ({e})")
@@ -544,6 +554,17 @@ def scenario_frames(launch: dict[str, Any], flow_dir: Path, window: tuple[float,
     return frames, blocks, problems
 
 
+def read_rows(path: Path) -> pd.DataFrame:
+    """A CSV a sender wrote as it ran, without a last line cut short: a sender stopped by a
+    signal (the run's end, Ctrl-C) may leave a partial row, which is not a measurement."""
+    import io
+
+    text = path.read_text()
+    if text and not text.endswith("\n"):
+        text = text[:text.rfind("\n") + 1]
+    return pd.read_csv(io.StringIO(text))
+
+
 def _read_csvs(flow_dir: Path, stem: str, pids: list[Any], cols: list[str],
                problems: list[str]) -> pd.DataFrame:
     """The rows of `STEM-<pid>.csv` of the given processes (a missing or malformed file is a
@@ -552,7 +573,7 @@ def _read_csvs(flow_dir: Path, stem: str, pids: list[Any], cols: list[str],
     for pid in pids:
         path = flow_dir / f"{stem}-{pid}.csv"
         try:
-            df = pd.read_csv(path)
+            df = read_rows(path)
         except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError,
                 UnicodeDecodeError) as e:
             problems.append(f"{stem}: no rows from process {pid} ({e})")

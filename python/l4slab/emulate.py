@@ -24,7 +24,14 @@ import click
 import numpy as np
 import pandas as pd
 
-from l4slab.emuflows import LAUNCH_FILE, port_rows, scenario_apps, scenario_flows, scenario_frames
+from l4slab.emuflows import (
+    LAUNCH_FILE,
+    port_rows,
+    read_rows,
+    scenario_apps,
+    scenario_flows,
+    scenario_frames,
+)
 
 __all__ = ["emulate_cmd", "find_binary", "build_run_dir", "EmulateError"]
 
@@ -37,7 +44,7 @@ _VALUE_FLAGS = {"--rate", "--trace", "--uplink-trace", "--downlink-trace", "--de
                 "-o", "--output", "--spin", "--stats-fd", "--sweep", "--uplink-rate",
                 "--downlink-rate", "--uplink-delay", "--downlink-delay", "--uplink-loss",
                 "--downlink-loss", "--uplink-aqm", "--downlink-aqm", "--uplink-aqm-arg",
-                "--downlink-aqm-arg"}
+                "--downlink-aqm-arg", "--rt-priority", "--tcp-cc"}
 
 
 class EmulateError(Exception):
@@ -113,8 +120,8 @@ def _flow_csvs(flow_dir: Path) -> pd.DataFrame | None:
     frames = []
     for f in sorted(flow_dir.glob("flow-*.csv")):
         try:
-            df = pd.read_csv(f)
-        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
+            df = read_rows(f)
+        except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
             raise EmulateError(f"{f}: not a flow CSV ({e})") from e
         # The pid in the name ties the rows to a sender of scenario mode's launch.json.
         df["_pid"] = int(f.stem.split("-", 1)[1]) if f.stem.split("-", 1)[1].isdigit() else -1
@@ -124,7 +131,8 @@ def _flow_csvs(flow_dir: Path) -> pd.DataFrame | None:
     return pd.concat(frames, ignore_index=True)
 
 
-def build_run_dir(out: Path, *, figures: bool = True, report: bool = True) -> dict[str, Any]:
+def build_run_dir(out: Path, *, figures: bool = True, report: bool = True,
+                  watch: HostWatch | None = None) -> dict[str, Any]:
     """Write the standard run directory from the emulator's raw output in `out/raw`.
 
     The busier direction (more bytes delivered) is the run's bottleneck: its samples, flows
@@ -246,14 +254,187 @@ def build_run_dir(out: Path, *, figures: bool = True, report: bool = True) -> di
     if scenario_mode is not None:
         summary["emulator"]["scenario_mode"] = scenario_mode
     summary["emulator"]["tcp_sysctls"] = meta.get("tcp_sysctls")
+    summary["emulator"]["priority"] = meta.get("priority")
+    summary["emulator"]["tcp_cc"] = meta.get("tcp_cc")
+    if watch is not None:
+        from l4slab.stacks import kernel_cc
+
+        launch = json.loads(launch_path.read_text()) if launch_path.exists() else {}
+        # Kernel flows of scenario mode set their own cc with TCP_CONGESTION.
+        asked = {kernel_cc(f["cc"]) for f in launch.get("flows", [])
+                 if (f.get("stack") or {}).get("stack") == "kernel"}
+        summary["emulator"]["host"] = watch.report(
+            (meta.get("tcp_cc") or {}).get("default"), asked)
     summary["emulator"]["server_exit_status"] = meta.get("server_exit_status")
     warm, dur = summary.get("warmup_s") or 0.0, summary.get("duration_s") or 0.0
     summary["emulator"]["ended_inside_warmup"] = bool(dur <= warm and warm > 0)
     # The primary direction's lateness is the run's (summary.json's stable key).
     summary["lateness_us"] = dirs[primary].get("lateness_us", {})
+    summary["emulator"]["suspect"] = suspect_reasons(summary)
     run.summary = summary
     write_run_dir(run, out, figures=figures, report=report)
     return summary
+
+
+# --- the hosted programs and the host's load ---------------------------------------------------
+
+#: A run is suspect when the bottleneck's lateness p99 exceeds this (1 ms: DualPI2's step
+#: threshold, so a late release alone can change the L queue's marking and every RTT) ...
+SUSPECT_LATENESS_P99_US = 1000.0
+#: ... or when the host's 1-minute load average (at the start or the end) exceeds its CPUs.
+_POLICIES = {0: "SCHED_OTHER", 1: "SCHED_FIFO", 2: "SCHED_RR", 3: "SCHED_BATCH",
+             5: "SCHED_IDLE", 6: "SCHED_DEADLINE"}
+
+
+def _proc_table() -> dict[int, tuple[int, str, int, int]]:
+    """pid -> (ppid, comm, rt_priority, policy) of every process (proc(5) stat fields 4, 2,
+    40, 41)."""
+    out = {}
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit():
+            continue
+        try:
+            stat = (p / "stat").read_text()
+        except OSError:
+            continue
+        comm = stat[stat.index("(") + 1:stat.rindex(")")]
+        rest = stat[stat.rindex(")") + 2:].split()
+        # rest[0] is field 3 (state): field n is rest[n - 3].
+        out[int(p.name)] = (int(rest[1]), comm, int(rest[37]), int(rest[38]))
+    return out
+
+
+def _side_of(holder: int) -> str:
+    """"server" or "client": the side whose namespace holds the server's address (10.77.0.2,
+    a /32 LOCAL entry of its fib_trie); host mode's one namespace is the client."""
+    try:
+        lines = Path(f"/proc/{holder}/net/fib_trie").read_text().splitlines()
+    except OSError:
+        return "client"
+    for prev, line in zip(lines, lines[1:], strict=False):
+        if "/32 host LOCAL" in line and prev.strip().endswith("10.77.0.2"):
+            return "server"
+    return "client"
+
+
+def parse_ss(text: str) -> list[dict[str, str]]:
+    """TCP connections of `ss -tinH` output: local, peer and the congestion control named on
+    each connection's info line (tcp_diag's INET_DIAG_CONG)."""
+    conns: list[dict[str, str]] = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        if not line[0].isspace():
+            f = line.split()
+            if len(f) >= 5:
+                conns.append({"state": f[0], "local": f[3], "peer": f[4], "cc": ""})
+        elif conns and not conns[-1]["cc"]:
+            words = line.split()
+            # The first bare word (no ':') before the key:value pairs names the CC.
+            first = next((w for w in words if ":" not in w), "")
+            conns[-1]["cc"] = first if first.isidentifier() else ""
+    return conns
+
+
+class HostWatch:
+    """While l4s-emu runs: every `period_s`, the TCP connections in its namespaces (`ss -tin`
+    inside each, through nsenter) and the scheduling class of every program there; the host's
+    load average at the start and the end."""
+
+    def __init__(self, period_s: float = 0.25) -> None:
+        self.period_s = period_s
+        self.load_start = list(os.getloadavg())
+        self.load_end: list[float] | None = None
+        self.conns: dict[tuple[str, str], dict[str, str]] = {}
+        self.programs: dict[tuple[str, str, str, int], dict[str, Any]] = {}
+        self._sides: dict[int, str] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._ss = shutil.which("ss") and shutil.which("nsenter")
+
+    def start(self, emu_pid: int) -> None:
+        self._thread = threading.Thread(target=self._run, args=(emu_pid,), daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self.load_end = list(os.getloadavg())
+
+    def _run(self, emu_pid: int) -> None:
+        while not self._stop.is_set():
+            try:
+                self.poll(emu_pid)
+            except (OSError, ValueError, IndexError, subprocess.SubprocessError):
+                pass
+            self._stop.wait(self.period_s)
+
+    def poll(self, emu_pid: int) -> None:
+        table = _proc_table()
+        kids: dict[int, list[int]] = {}
+        for pid, (ppid, *_rest) in table.items():
+            kids.setdefault(ppid, []).append(pid)
+        # l4s-emu's children that are namespace holders (each a fork of l4s-emu: same comm),
+        # their init, and everything below: the side's programs.
+        for holder in kids.get(emu_pid, []):
+            if table[holder][1] != table.get(emu_pid, (0, ""))[1]:
+                continue
+            stack, hosted = list(kids.get(holder, [])), []
+            while stack:
+                pid = stack.pop()
+                stack += kids.get(pid, [])
+                if table[pid][1] != table[emu_pid][1]:
+                    hosted.append(pid)
+            side = _side_of(holder)
+            if self._ss:
+                r = subprocess.run(["nsenter", "-t", str(holder), "-n", "ss", "-tinH"],
+                                   capture_output=True, text=True, timeout=5)
+                for c in parse_ss(r.stdout):
+                    if c["cc"] and c["state"] in ("ESTAB", "FIN-WAIT-1", "CLOSE-WAIT"):
+                        self.conns.setdefault((c["local"], c["peer"]), {
+                            "side": side, "local": c["local"], "peer": c["peer"],
+                            "cc": c["cc"]})
+            for pid in hosted:
+                if pid not in table:
+                    continue
+                _, comm, prio, pol = table[pid]
+                key = (side, comm, _POLICIES.get(pol, str(pol)), prio)
+                self.programs.setdefault(key, {"side": side, "comm": comm,
+                                               "policy": key[2], "priority": prio})
+
+    def report(self, default_cc: str | None, scenario_ccs: set[str]) -> dict[str, Any]:
+        """summary.json's `emulator.host` block: load, programs, connections and their CC."""
+        cpus = os.cpu_count() or 1
+        conns = []
+        for c in self.conns.values():
+            expected = default_cc
+            conns.append({**c, "expected": expected,
+                          "differs": bool(default_cc) and c["cc"] != default_cc
+                          and c["cc"] not in scenario_ccs})
+        return {"cpus": cpus, "load_avg_start": self.load_start, "load_avg_end": self.load_end,
+                "programs": sorted(self.programs.values(),
+                                   key=lambda p: (p["side"], p["comm"], p["policy"],
+                                                  p["priority"])),
+                "tcp_connections": conns}
+
+
+def suspect_reasons(summary: dict[str, Any]) -> list[str]:
+    """Why a run's figures are suspect (a late link or a loaded host), with the figures."""
+    out = []
+    p99 = (summary.get("lateness_us") or {}).get("p99")
+    if p99 is not None and p99 > SUSPECT_LATENESS_P99_US:
+        out.append(f"the emulator's lateness p99 was {p99 / 1000:.2f} ms (threshold "
+                   f"{SUSPECT_LATENESS_P99_US / 1000:g} ms): packets left the link late, so "
+                   "queue delays, RTTs and marking are biased")
+    host = (summary.get("emulator") or {}).get("host") or {}
+    cpus = host.get("cpus") or os.cpu_count() or 1
+    loads = [x[0] for x in (host.get("load_avg_start"), host.get("load_avg_end")) if x]
+    if loads and max(loads) > cpus:
+        out.append(f"the host's 1-minute load average reached {max(loads):.2f} on {cpus} "
+                   f"CPUs (threshold: the number of CPUs): the hosted programs competed for "
+                   "the CPU")
+    return out
 
 
 # --- live view ----------------------------------------------------------------------------------
@@ -348,7 +529,8 @@ def scenario_mode_file(args: list[str]) -> Path | None:
 
 #: Flags scenario mode takes (everything else about the run is in the scenario file).
 _SCENARIO_FLAGS = {"-o", "--output", "--quiet", "-q", "--no-realtime", "--spin", "--seed",
-                   "--set", "--no-offload", "--uplink-log", "--downlink-log", "--pcap"}
+                   "--set", "--no-offload", "--uplink-log", "--downlink-log", "--pcap",
+                   "--rt-priority", "--tcp-cc"}
 
 
 def _scenario_mode_opts(opts: list[str], scen: Path) -> tuple[list[str], list[str]]:
@@ -458,18 +640,25 @@ def emulate_doc(doc: dict[str, Any], base_dir: Path, out: Path, opts: list[str],
             command = ["--server", server, "--", sys.executable, str(LAUNCHER), str(plan_json),
                        str(flow_bin)]
         rc = run_emulator([str(scen_json), *opts, "-o", str(out), *(command or [])],
-                          announce=report_flows)
+                          announce=report_flows, scratch=[tmp])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if plan is not None and report_flows and (out / "summary.json").exists():
         s = json.loads((out / "summary.json").read_text())
+
+        def num(v: Any, unit: str, digits: int) -> str:
+            # A figure the window left empty (no packets of that queue after warm-up) is null.
+            return "-" if v is None else f"{v:.{digits}f}{unit}"
+
         for f in s.get("flows", []):
-            srtt = "-" if f.get("srtt_ms") is None else f"{f['srtt_ms']:.1f} ms"
-            click.echo(f"  flow {f['id']} {f['cc']} ({f['class']}): {f['tput_mbps']:.2f} Mb/s, "
-                       f"srtt {srtt}, CE {f['ce_marks']}, drops {f['drops']}", err=True)
+            click.echo(f"  flow {f['id']} {f['cc']} ({f['class']}): "
+                       f"{num(f.get('tput_mbps'), ' Mb/s', 2)}, srtt "
+                       f"{num(f.get('srtt_ms'), ' ms', 1)}, CE {f['ce_marks']}, drops "
+                       f"{f['drops']}", err=True)
         for q in s.get("queues", []):
-            click.echo(f"  queue {q['name']}: sojourn mean {q['sojourn_ms']['mean']:.2f} ms, "
-                       f"p99 {q['sojourn_ms']['p99']:.2f} ms, marks {q['marks']}, drops "
+            soj = q.get("sojourn_ms") or {}
+            click.echo(f"  queue {q['name']}: sojourn mean {num(soj.get('mean'), ' ms', 2)}, "
+                       f"p99 {num(soj.get('p99'), ' ms', 2)}, marks {q['marks']}, drops "
                        f"{q['drops']}", err=True)
     if plan is not None and (out / "summary.json").exists():
         s = json.loads((out / "summary.json").read_text())
@@ -674,14 +863,79 @@ def _check_output_dir(out: Path) -> None:
                            "(results are never overwritten)")
 
 
-def run_emulator(args: list[str], announce: bool = True) -> int:
+#: The janitor (a separate session, so a signal to the wrapper's group does not reach it):
+#: it reads the wrapper's pipe until EOF. "done" means the wrapper finished its own
+#: clean-up; otherwise (the wrapper was SIGKILLed) it waits for l4s-emu (whose pid came
+#: down the pipe) to die with it (PR_SET_PDEATHSIG), then removes what an unfinished run
+#: leaves: the run directory when it holds no emulator.json (or, if it existed before, its
+#: contents), and the scratch paths (scenario mode's /tmp/l4slab-emu-*).
+_JANITOR = r"""
+import os, shutil, signal, sys, time
+from pathlib import Path
+for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    signal.signal(s, signal.SIG_IGN)
+out, existed, extra = Path(sys.argv[1]), sys.argv[2] == "1", sys.argv[3:]
+words = sys.stdin.read().split()
+if "done" in words:
+    sys.exit(0)
+emu = [int(w[4:]) for w in words if w.startswith("emu=")]
+end = time.monotonic() + 60
+while emu and os.path.exists(f"/proc/{emu[0]}") and time.monotonic() < end:
+    time.sleep(0.05)
+if out.is_dir() and not (out / "emulator.json").exists():
+    if existed:
+        for p in out.iterdir():
+            shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink()
+    else:
+        shutil.rmtree(out, ignore_errors=True)
+for x in extra:
+    shutil.rmtree(x, ignore_errors=True)
+"""
+
+
+def _start_janitor(out: Path, existed: bool, extra: list[Path]
+                   ) -> subprocess.Popen[bytes] | None:
+    """The process that cleans up after a SIGKILLed wrapper (`_JANITOR`); None when it cannot
+    be started (the run goes on; only a SIGKILL would then leave its directory behind)."""
+    try:
+        return subprocess.Popen([sys.executable, "-S", "-c", _JANITOR, str(out),
+                                 "1" if existed else "0", *map(str, extra)],
+                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+    except OSError:
+        return None
+
+
+def _janitor_done(j: subprocess.Popen[bytes] | None) -> None:
+    if j is None:
+        return
+    try:
+        if j.stdin is not None:
+            j.stdin.write(b"done\n")
+            j.stdin.close()
+    except OSError:
+        pass
+    j.wait()
+
+
+def run_emulator(args: list[str], announce: bool = True, scratch: list[Path] | None = None
+                 ) -> int:
     """Run l4s-emu with these arguments (plus -o and the stats pipe), build the run directory,
-    return the command's exit status (128 + signal when a signal ended the run)."""
+    return the command's exit status (128 + signal when a signal ended the run). `scratch`:
+    paths the caller removes afterwards, removed by the janitor if this process is killed."""
     binary = find_binary()
     opts, command = _split(list(args))
     if "-h" in opts or "--help" in opts:
         click.echo(usage_text(binary))
         return 0
+    if any(a == "--set" or a.startswith("--set=") for a in opts):
+        why = "a COMMAND after --" if command else ("--server" if "--server" in opts else
+                                                     "--host" if "--host" in opts else
+                                                     "no scenario file with [[flows]]")
+        raise EmulateError(
+            f"--set: only in scenario mode (a scenario file with [[flows]], no COMMAND, no "
+            f"--server or --host); this run has {why}: set the bottleneck with flags "
+            "(--rate 20mbit, --delay 10ms, --aqm-arg step_thresh=5ms) or in the scenario file")
     out_s = _option(opts, "-o", "--output")
     if out_s is None:
         out = Path("results") / f"emu-{time.strftime('%Y%m%d-%H%M%S')}"
@@ -713,9 +967,15 @@ def run_emulator(args: list[str], announce: bool = True) -> int:
 
     stop_signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     old = {s: signal.signal(s, forward) for s in stop_signals}
+    janitor = _start_janitor(out, existed, list(scratch or []))
+    watch = HostWatch()
     try:
         proc = subprocess.Popen([str(binary), *opts, *command], pass_fds=pass_fds,
                                 preexec_fn=_pdeathsig_preexec())
+        watch.start(proc.pid)
+        if janitor is not None and janitor.stdin is not None:
+            janitor.stdin.write(f"emu={proc.pid}\n".encode())
+            janitor.stdin.flush()
         if got and proc.poll() is None:
             proc.send_signal(got[0])  # arrived while the child was being started
         viewer = None
@@ -724,6 +984,7 @@ def run_emulator(args: list[str], announce: bool = True) -> int:
             viewer = threading.Thread(target=_dashboard, args=(rfd, stop), daemon=True)
             viewer.start()
         rc = proc.wait()
+        watch.stop()
         stop.set()
         if viewer is not None:
             viewer.join(timeout=2)
@@ -750,9 +1011,11 @@ def run_emulator(args: list[str], announce: bool = True) -> int:
         elif out.is_dir():
             for p in out.iterdir():
                 shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink()
+        _janitor_done(janitor)
         return rc
+    _janitor_done(janitor)
     try:
-        summary = build_run_dir(out)
+        summary = build_run_dir(out, watch=watch)
     except (EmulateError, ValueError, KeyError, OSError) as e:
         # The raw results stay in OUT/raw and OUT/emulator.json; the status is the command's.
         click.echo(f"error: {out}: could not write the run directory ({e}); the emulator's "
@@ -771,6 +1034,16 @@ def run_emulator(args: list[str], announce: bool = True) -> int:
     if got:
         click.echo(f"l4slab emulate: stopped by {_signal_name(got[0])}; what was measured "
                    "until then is kept", err=True)
+    for c in summary["emulator"].get("host", {}).get("tcp_connections", []):
+        if c["differs"]:
+            click.echo(f"WARNING: TCP connection {c['local']} > {c['peer']} ({c['side']} side) "
+                       f"ran {c['cc']}, not {c['expected']} (the namespaces' default; "
+                       "--tcp-cc): its results are not the default's (if the command chose "
+                       f"{c['cc']} itself, e.g. iperf3 -C {c['cc']}, this is what it asked for)",
+                       err=True)
+    for why in summary["emulator"].get("suspect", []):
+        click.echo(f"WARNING: this run's figures are suspect: {why}; rerun on a quieter host, "
+                   "or with --rt-priority N (docs/emulator.md, \"A loaded host\")", err=True)
     if announce:
         click.echo(f"l4slab emulate: run directory {out} (exit status {rc}; emulator "
                    f"lateness p50 {us('p50')}, p99 {us('p99')})", err=True)

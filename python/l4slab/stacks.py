@@ -66,8 +66,17 @@ def tcp_ecn_of(field: str, ecn: str | None) -> int:
                      "stack = \"kernel\"")
 
 
-def _program(field: str, template: str) -> None:
-    argv = shlex.split(template.replace("{{", "{").replace("}}", "}"))
+def check_template(field: str, template: str) -> None:
+    """A command template that splits into shell words and whose program exists (else a
+    StackError naming `field`)."""
+    try:
+        argv = shlex.split(template.replace("{{", "{").replace("}}", "}"))
+    except ValueError as e:
+        # shlex's "No closing quotation" / "No escaped character": the template is not
+        # shell words; say which template, not a traceback.
+        raise StackError(f"{field}: {template!r} is not a command line ({str(e).lower()}); "
+                         "expected a program and its arguments as shell words, e.g. "
+                         "\"iperf3 -c {server} -p {port}\"") from None
     if not argv:
         raise StackError(f"{field}: is empty; expected a program and its arguments")
     prog = argv[0]
@@ -103,9 +112,9 @@ def plan_stacks(doc: dict[str, Any]) -> list[dict[str, Any]]:
                         f"{p}.{key}: stack = \"command\" cannot hand it to the program (its "
                         "templates know only {server}, {port}, {duration}); put the program's "
                         "own option in `command` and remove the key")
-            _program(f"{p}.command", fl["command"])
+            check_template(f"{p}.command", fl["command"])
             if fl.get("server_command"):
-                _program(f"{p}.server_command", fl["server_command"])
+                check_template(f"{p}.server_command", fl["server_command"])
             out.append({"stack": "command", "command": fl["command"],
                         "server_command": fl.get("server_command")})
         else:

@@ -38,7 +38,12 @@ options:
   --seed N               random seed (seed)
   -o, --output DIR       write results here (must not exist or be empty)
   --quiet                no live view
-  --no-realtime          do not ask for SCHED_FIFO (default: asked for, used when permitted)
+  --no-realtime          do not ask for SCHED_FIFO (default: asked for, used when permitted;
+                         the emulator runs at SCHED_FIFO 99, above the programs it hosts)
+  --rt-priority N        run --server and COMMAND under SCHED_FIFO N (1..98, below the
+                         emulator's 99); for senders that must not lose the CPU on a busy host
+  --tcp-cc NAME          the namespaces' net.ipv4.tcp_congestion_control (default: cubic, the
+                         kernel's own default; one of net.ipv4.tcp_available_congestion_control)
   --spin TIME            spin this long before each deadline instead of sleeping (default 80us)
   -h, --help             this text";
 
@@ -63,6 +68,10 @@ pub struct Options {
     pub spin: Option<Nanos>,
     /// Do not ask for real-time scheduling.
     pub no_realtime: bool,
+    /// Run the server command and COMMAND under SCHED_FIFO at this priority (`--rt-priority`).
+    pub rt_priority: Option<i32>,
+    /// The namespaces' default TCP congestion control (`--tcp-cc`; None: cubic).
+    pub tcp_cc: Option<String>,
     /// Write one JSON line of live statistics per tick to this descriptor (the dashboard).
     pub stats_fd: Option<i32>,
     /// Mahimahi-format log of the uplink (`--uplink-log`).
@@ -150,6 +159,8 @@ pub fn parse(args: &[String]) -> Result<Options, EmuError> {
                 | "-o"
                 | "--output"
                 | "--spin"
+                | "--rt-priority"
+                | "--tcp-cc"
                 | "--stats-fd"
                 | "--uplink-rate"
                 | "--downlink-rate"
@@ -224,6 +235,35 @@ pub fn parse(args: &[String]) -> Result<Options, EmuError> {
                         bad("--stats-fd", format!("{v:?}: an open descriptor > 2"))
                     })?;
                 o.stats_fd = Some(fd);
+            }
+            "--rt-priority" => {
+                let v = value.unwrap_or_default();
+                match v.parse::<i32>() {
+                    Ok(p) if (1..=crate::clock::EMULATOR_PRIORITY - 1).contains(&p) => {
+                        o.rt_priority = Some(p)
+                    }
+                    _ => {
+                        return Err(bad(
+                            "--rt-priority",
+                            format!(
+                                "{v}: allowed 1..{} (an integer below the emulator's own \
+                                 SCHED_FIFO {})",
+                                crate::clock::EMULATOR_PRIORITY - 1,
+                                crate::clock::EMULATOR_PRIORITY
+                            ),
+                        ))
+                    }
+                }
+            }
+            "--tcp-cc" => {
+                let v = value.unwrap_or_default();
+                if v.is_empty() || !v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+                    return Err(bad(
+                        "--tcp-cc",
+                        format!("{v:?}: a congestion control name, e.g. cubic, reno, bbr"),
+                    ));
+                }
+                o.tcp_cc = Some(v);
             }
             "--spin" => {
                 let v = value.unwrap_or_default();
@@ -455,6 +495,36 @@ mod tests {
         assert!(e.contains("--frobnicate: unknown option"), "{e}");
         let e = parse(&argv("--delay")).unwrap_err().to_string();
         assert_eq!(e, "--delay: needs a value");
+    }
+
+    #[test]
+    fn rt_priority_lies_below_the_emulators_own() {
+        let o = parse(&argv("--rt-priority 98 --tcp-cc reno -- true")).unwrap();
+        assert_eq!(o.rt_priority, Some(98));
+        assert_eq!(o.tcp_cc.as_deref(), Some("reno"));
+        assert_eq!(
+            parse(&argv("--rt-priority=1 -- true")).unwrap().rt_priority,
+            Some(1)
+        );
+        for v in ["0", "99", "-3", "high"] {
+            let e = parse(&argv(&format!("--rt-priority {v} -- true")))
+                .unwrap_err()
+                .to_string();
+            assert_eq!(
+                e,
+                format!(
+                    "--rt-priority: {v}: allowed 1..98 (an integer below the emulator's own \
+                     SCHED_FIFO 99)"
+                )
+            );
+        }
+        let e = parse(&argv("--tcp-cc a/b -- true"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("--tcp-cc: \"a/b\": a congestion control name"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -31,12 +31,25 @@ pub fn set_timer_slack_1ns() {
     }
 }
 
-/// Run the calling thread under SCHED_FIFO priority 1 (children forked later get the normal
-/// policy back: SCHED_RESET_ON_FORK). On a loaded machine a normal thread's wake-ups land
-/// milliseconds late; a real-time one's within tens of µs, which the spin window then absorbs.
-/// Returns false when not permitted (no root / CAP_SYS_NICE): the run goes on, later.
+/// The emulator's SCHED_FIFO priority: the highest (sched_get_priority_max(SCHED_FIFO)), so
+/// that no program it hosts runs above it. The programs it hosts ask for real time themselves
+/// (udp_prague SCHED_RR 99, l4slab's kernel-stack sender SCHED_FIFO 10, `--rt-priority` up to
+/// 98): a sender that preempts the emulator delays the link's departures and biases the very
+/// run it is part of (issue 32: lateness p99 12-37 ms at FIFO 1 under load). A program at 99
+/// ties it (same-priority threads do not preempt each other). The emulator sleeps between
+/// deadlines and spins at most `spin` before each, and the kernel's RT throttling
+/// (sched_rt_runtime_us) still leaves the rest of the host 5 % of each second.
+pub const EMULATOR_PRIORITY: i32 = 99;
+
+/// Run the calling thread under SCHED_FIFO at `EMULATOR_PRIORITY` (children forked later get
+/// the normal policy back: SCHED_RESET_ON_FORK). On a loaded machine a normal thread's
+/// wake-ups land milliseconds late; a real-time one's within tens of µs, which the spin window
+/// then absorbs. Returns false when not permitted (no root / CAP_SYS_NICE): the run goes on,
+/// later.
 pub fn try_realtime() -> bool {
-    let param = libc::sched_param { sched_priority: 1 };
+    let param = libc::sched_param {
+        sched_priority: EMULATOR_PRIORITY,
+    };
     // SAFETY: sched_setscheduler reads one sched_param from the live local.
     unsafe {
         libc::sched_setscheduler(0, libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK, &param) == 0

@@ -4,7 +4,7 @@
 
 use crate::cli::Options;
 use crate::clock::{self, Clock};
-use crate::error::EmuError;
+pub use crate::error::EmuError;
 use crate::host;
 use crate::live::DirCounters;
 use crate::ns::{RunAs, Side, SideSpec};
@@ -106,7 +106,20 @@ pub struct Outcome {
     /// Each side's kernel TCP settings at its start (`net.ipv4.tcp_congestion_control`,
     /// `net.ipv4.tcp_ecn`), by side: "client", "server" or "host".
     pub tcp_sysctls: Vec<(String, Vec<(String, String)>)>,
+    /// The namespaces' default congestion control asked for (`--tcp-cc`, else cubic).
+    pub tcp_cc: String,
+    /// The host-wide allowed list before and during the run, when the run widened it.
+    pub tcp_allowed: Option<(String, String)>,
+    /// `--rt-priority`: the commands' SCHED_FIFO priority.
+    pub rt_priority: Option<i32>,
+    /// The injected stall (`L4SLAB_EMU_TEST_STALL_MS`, tests only), ms.
+    pub test_stall_ms: Option<u64>,
 }
+
+/// Tests only: `L4SLAB_EMU_TEST_STALL_MS=N` makes the driver sleep N ms once, 1 s after the
+/// client command started, as a descheduled emulator on a loaded host would (the run's
+/// lateness shows it).
+const TEST_STALL_ENV: &str = "L4SLAB_EMU_TEST_STALL_MS";
 
 /// User and system CPU time of this process so far (not of its children).
 fn own_cpu_s() -> (f64, f64) {
@@ -489,17 +502,49 @@ fn flow_dir(output: Option<&PathBuf>, run_as: Option<RunAs>) -> Result<PathBuf, 
     Ok(dir)
 }
 
+/// COMMAND's program as the side would find it (a path, or a name looked up in PATH): an
+/// error before anything starts when it is not an executable file, so that a mistyped
+/// command leaves no run directory (its exit status is 127, as a shell's).
+fn check_program(prog: &str) -> Result<(), EmuError> {
+    use std::os::unix::fs::PermissionsExt;
+    let runnable = |p: &std::path::Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    let found = if prog.contains('/') {
+        runnable(std::path::Path::new(prog))
+    } else {
+        std::env::var_os("PATH")
+            .is_some_and(|path| std::env::split_paths(&path).any(|d| runnable(&d.join(prog))))
+    };
+    if found {
+        Ok(())
+    } else {
+        Err(EmuError::NotFound(format!(
+            "cannot run the client command `{prog}`: no such executable{}; nothing was run",
+            if prog.contains('/') { "" } else { " on PATH" }
+        )))
+    }
+}
+
 /// Run one emulation as the options say.
 pub fn run(o: &Options) -> Result<Outcome, EmuError> {
     let run_as = invoking_user();
     let user_ns = own_ids_if_unprivileged();
     let scen = scenario::from_doc(&o.doc)?;
+    if let Some(prog) = o.command.first() {
+        check_program(prog)?;
+    }
     let base_dir = o.scenario.as_ref().and_then(|p| p.parent());
     let doc = Value::Object(o.doc.clone());
     let mut up = build_direction(&scen.uplink, &scen, base_dir, &doc)?;
     let mut down = build_direction(&scen.downlink, &scen, base_dir, &doc)?;
-    // `[link] model = "wifi"`: one medium, the server side its access point.
-    Path::share_wifi(&mut up, &mut down).map_err(|e| EmuError::Config(e.to_string()))?;
+    // `[link] model = "wifi"`: one medium, the access point on the side the scenario says
+    // (the server's unless `emulator.access_point = "client"`).
+    match scen.access_point {
+        scenario::AccessPoint::Server => Path::share_wifi(&mut up, &mut down),
+        scenario::AccessPoint::Client => Path::share_wifi(&mut down, &mut up),
+    }
+    .map_err(|e| EmuError::Config(e.to_string()))?;
     let flows = flow_dir(o.output.as_ref(), run_as)?;
     if o.uplink_log.is_some() && o.uplink_log == o.downlink_log {
         return Err(EmuError::Config(
@@ -561,6 +606,18 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
     } else {
         o.command.clone()
     };
+    let tcp_cc = o
+        .tcp_cc
+        .clone()
+        .unwrap_or_else(|| crate::tcp_cc::DEFAULT_CC.to_string());
+    crate::tcp_cc::check(&tcp_cc)?;
+    // As root: every available congestion control allowed for the run (the namespaces'
+    // default must be in the host-wide list; see crate::tcp_cc), put back afterwards.
+    let allowed = if user_ns.is_none() {
+        crate::tcp_cc::allow_all()
+    } else {
+        None
+    };
     let gateway4 = host.as_ref().map(|h| h.host_addr);
     let spec = |label: &str, me4, me6, cmd: Vec<String>| SideSpec {
         label: label.into(),
@@ -575,6 +632,9 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
         run_as,
         user_ns,
         offload: !o.no_offload,
+        tcp_cc: tcp_cc.clone(),
+        tcp_cc_required: o.tcp_cc.is_some(),
+        rt_priority: o.rt_priority,
     };
     // Before the forks, so that the descriptor is close-on-exec for every command.
     let mut stats = StatsOut::open(o.stats_fd);
@@ -625,6 +685,7 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
         client.go(&start_env)?;
     }
     let mut client_started = server.is_none();
+    let mut client_started_at = client_started.then_some(Nanos::ZERO);
     let spin = o.spin.unwrap_or(clock::DEFAULT_SPIN);
     let mut buf = vec![0u8; MAX_PACKET];
     let mut signal = None;
@@ -635,7 +696,16 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
     let (mut wr_up, mut wr_down) = (Writer::default(), Writer::default());
     let mut next_log_flush = LOG_FLUSH;
     let mut log_error = None;
+    let test_stall_ms = std::env::var(TEST_STALL_ENV)
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok());
+    let mut stall_pending = test_stall_ms;
     loop {
+        let due = client_started_at.map(|t| t + Nanos::from_secs(1));
+        if let Some(ms) = stall_pending.filter(|_| due.is_some_and(|d| clock.now() >= d)) {
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+            stall_pending = None;
+        }
         // Arrivals, then departures, on both sides.
         {
             let far = server
@@ -670,6 +740,7 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
                     if listening || exited || now >= SERVER_READY_TIMEOUT {
                         client.go(&start_env)?;
                         client_started = true;
+                        client_started_at = Some(now);
                     }
                 }
             }
@@ -792,6 +863,12 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
         exit,
         server_exit,
         tcp_sysctls,
+        tcp_cc,
+        tcp_allowed: allowed
+            .as_ref()
+            .map(|a| (a.before.clone(), a.during.clone())),
+        rt_priority: o.rt_priority,
+        test_stall_ms,
         duration: end,
         directions: vec![
             DirectionReport {
@@ -866,6 +943,20 @@ pub fn outcome_json(o: &Outcome, doc: &Value) -> Value {
         "cpu_sys_s": o.cpu_s.1,
         "offload": o.offload,
         "server_exit_status": o.server_exit,
+        "priority": {
+            "emulator": if o.realtime {
+                json!({"policy": "SCHED_FIFO", "priority": clock::EMULATOR_PRIORITY})
+            } else {
+                json!({"policy": "SCHED_OTHER", "priority": 0})
+            },
+            "commands_rt_priority": o.rt_priority,
+        },
+        "tcp_cc": {
+            "default": o.tcp_cc,
+            "allowed_before": o.tcp_allowed.as_ref().map(|a| a.0.clone()),
+            "allowed_during": o.tcp_allowed.as_ref().map(|a| a.1.clone()),
+        },
+        "test_stall_ms": o.test_stall_ms,
         "tcp_sysctls": o.tcp_sysctls.iter().map(|(side, kv)| {
             let m: serde_json::Map<String, Value> =
                 kv.iter().map(|(k, v)| (k.clone(), json!(v))).collect();

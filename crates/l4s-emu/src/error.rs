@@ -7,6 +7,9 @@ pub enum EmuError {
     /// A command-line flag or scenario field is out of range; the text names it.
     #[error("{0}")]
     Config(String),
+    /// COMMAND's program is not an executable file on PATH (exit status 127, as a shell's).
+    #[error("{0}")]
+    NotFound(String),
     /// The kernel refused a privileged step; the text says why and what to do.
     #[error("{0}")]
     Privilege(String),

@@ -6,9 +6,8 @@
 
 use crate::error::EmuError;
 use crate::tun::{self, Tun};
-use std::io::Read;
 use std::net::Ipv4Addr;
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::process::Command;
 
 /// The host end of the link.
@@ -99,44 +98,13 @@ fn rule_cmd(op: &str, r: &[String]) -> Vec<String> {
     v
 }
 
-/// Fork the guardian: it holds the read end of a pipe and, when the pipe closes, deletes the
-/// rules and restores ip_forward. Call while single-threaded.
+/// Fork the guardian (`crate::guardian`): when the emulator is gone it deletes the rules and
+/// restores ip_forward. Call while single-threaded.
 fn spawn_guardian(
     rules: Vec<Vec<String>>,
     restore_forward: Option<String>,
 ) -> Result<OwnedFd, EmuError> {
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 writes two descriptors into the local array.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
-        return Err(EmuError::Os {
-            what: "pipe2".into(),
-            source: std::io::Error::last_os_error(),
-        });
-    }
-    // SAFETY: both descriptors are fresh and owned only here.
-    let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    // SAFETY: fork while single-threaded (documented precondition of host mode set-up).
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(EmuError::Os {
-            what: "fork".into(),
-            source: std::io::Error::last_os_error(),
-        });
-    }
-    if pid == 0 {
-        drop(w);
-        // Own session: a terminal's SIGINT to the emulator's group does not reach us; we only
-        // end when the pipe closes. Double fork so that nobody has to reap us.
-        // SAFETY: setsid/fork/_exit take no pointers.
-        unsafe {
-            libc::setsid();
-            if libc::fork() != 0 {
-                libc::_exit(0);
-            }
-        }
-        let mut f = std::fs::File::from(r);
-        let mut b = [0u8; 1];
-        while matches!(f.read(&mut b), Ok(n) if n > 0) {}
+    crate::guardian::spawn(move || {
         for rule in &rules {
             let _ = Command::new("iptables")
                 .args(rule_cmd("-D", rule))
@@ -147,15 +115,7 @@ fn spawn_guardian(
         if let Some(v) = restore_forward {
             let _ = std::fs::write("/proc/sys/net/ipv4/ip_forward", v);
         }
-        // SAFETY: ends the guardian.
-        unsafe { libc::_exit(0) }
-    }
-    drop(r);
-    // Reap the intermediate child (it exits at once after the second fork).
-    let mut st = 0;
-    // SAFETY: waitpid on the child just forked; writes one int.
-    unsafe { libc::waitpid(pid, &mut st, 0) };
-    Ok(w)
+    })
 }
 
 /// Set up the host end: TUN device with the host address, forwarding, NAT. Needs root.

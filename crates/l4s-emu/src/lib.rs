@@ -6,6 +6,7 @@ pub mod cli;
 pub mod clock;
 pub mod emulate;
 pub mod error;
+pub mod guardian;
 pub mod host;
 pub mod live;
 pub mod ns;
@@ -15,6 +16,7 @@ pub mod packet;
 pub mod path;
 pub mod record;
 pub mod scenario;
+pub mod tcp_cc;
 pub mod tun;
 pub mod wifi;
 

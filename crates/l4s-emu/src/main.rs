@@ -4,6 +4,8 @@ use l4s_emu::{cli, emulate};
 
 /// Exit status for bad input or a refused set-up (as `l4slab`).
 const EXIT_BAD_INPUT: i32 = 2;
+/// Exit status when COMMAND's program does not exist (a shell's "command not found").
+const EXIT_NOT_FOUND: i32 = 127;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -40,7 +42,11 @@ fn main() {
                 }
             }
             eprintln!("l4s-emu: {e}");
-            std::process::exit(EXIT_BAD_INPUT);
+            let code = match e {
+                emulate::EmuError::NotFound(_) => EXIT_NOT_FOUND,
+                _ => EXIT_BAD_INPUT,
+            };
+            std::process::exit(code);
         }
     };
     if let Some(out) = &opts.output {

@@ -53,6 +53,12 @@ pub struct SideSpec {
     pub user_ns: Option<RunAs>,
     /// Open the TUN device with IFF_VNET_HDR and TSO/checksum offloads.
     pub offload: bool,
+    /// The namespace's `net.ipv4.tcp_congestion_control` (`crate::tcp_cc`).
+    pub tcp_cc: String,
+    /// `tcp_cc` was asked for (`--tcp-cc`): a refusal stops the run (else it is a warning).
+    pub tcp_cc_required: bool,
+    /// Run the command under SCHED_FIFO at this priority (`--rt-priority`).
+    pub rt_priority: Option<i32>,
 }
 
 /// A running side: the holder process and the TUN descriptor of its namespace.
@@ -170,6 +176,23 @@ fn recv_fd(sock: &UnixStream) -> std::io::Result<Option<OwnedFd>> {
 /// Build the namespace side's network: `lo` up, the TUN device with its addresses, up.
 fn setup_network(spec: &SideSpec) -> Result<Tun, EmuError> {
     tun::set_up("lo")?;
+    if let Err(e) = crate::tcp_cc::set_default(&spec.tcp_cc) {
+        let why = format!(
+            "the {} namespace refused net.ipv4.tcp_congestion_control = {} ({e}): outside the \
+             host's namespace the kernel takes as a default only a congestion control listed in \
+             the host-wide net.ipv4.tcp_allowed_congestion_control ({}), which only root can \
+             widen",
+            spec.label,
+            spec.tcp_cc,
+            std::fs::read_to_string("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
+                .unwrap_or_default()
+                .trim()
+        );
+        if spec.tcp_cc_required {
+            return Err(EmuError::Config(format!("--tcp-cc: {why}")));
+        }
+        eprintln!("l4s-emu: warning: {why}; TCP there runs the inherited default");
+    }
     let dev = Tun::create(&spec.tun_name, spec.offload)?;
     // The link is a point-to-point wire: no duplicate address detection (it would hold the IPv6
     // address tentative for a second) and no router solicitations on it.
@@ -274,6 +297,22 @@ fn run_command(spec: &SideSpec, ctl: &mut UnixStream) -> i32 {
     }
     if let Some(ids) = spec.run_as {
         cmd.uid(ids.uid).gid(ids.gid);
+    }
+    if let Some(prio) = spec.rt_priority {
+        // Set on this process (still privileged), inherited by the command across the uid
+        // change and exec (no SCHED_RESET_ON_FORK), and by everything it starts.
+        let param = libc::sched_param {
+            sched_priority: prio,
+        };
+        // SAFETY: sched_setscheduler reads one sched_param from the live local.
+        if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
+            eprintln!(
+                "l4s-emu: warning: --rt-priority {prio}: the {} command runs at normal \
+                 priority ({}; needs root or CAP_SYS_NICE)",
+                spec.label,
+                std::io::Error::last_os_error()
+            );
+        }
     }
     let init = std::process::id() as libc::pid_t;
     // SAFETY: the closure runs in the forked child after the uid/gid change (which clears

@@ -216,6 +216,7 @@ impl Path {
         // the other direction its client station.
         let wifi = match &cfg.link.wifi {
             Some(w) if cfg.link.model == Some(l4s_sim::scenario::LinkModelKind::Wifi) => {
+                w.emulator_ap()?;
                 Some(crate::wifi::Role::new_ap(
                     w.params()?,
                     Rng::derive(cfg.seed, &format!("{}link/wifi", cfg.stream)),
@@ -418,21 +419,21 @@ impl Path {
             .map_or_else(Vec::new, |c| std::mem::take(&mut c.blocks))
     }
 
-    /// One Wi-Fi medium for both directions: `down` stays the access point, `up` becomes its
-    /// client station (its own medium is dropped). An error names `link.model` when only one
-    /// direction is a Wi-Fi link.
-    pub fn share_wifi(up: &mut Path, down: &mut Path) -> Result<(), SimError> {
-        match (&up.wifi, &down.wifi) {
+    /// One Wi-Fi medium for both directions: `ap` stays the access point (the direction it
+    /// transmits), `station` becomes its client station's direction (its own medium is
+    /// dropped). An error names `link.model` when only one direction is a Wi-Fi link.
+    pub fn share_wifi(station: &mut Path, ap: &mut Path) -> Result<(), SimError> {
+        match (&station.wifi, &ap.wifi) {
             (None, None) => Ok(()),
-            (Some(_), Some(ap)) => {
-                up.wifi = Some(crate::wifi::Role::Station(ap.medium().clone()));
+            (Some(_), Some(medium)) => {
+                station.wifi = Some(crate::wifi::Role::Station(medium.medium().clone()));
                 // The access point records the driver queue (a row from time 0, as the
                 // simulator's); a warmup of 0 took its snapshot already: take it again.
                 let mut r = l4s_sim::wifi_config::WifiRecord::default();
-                r.register(down.rec.recorder_mut(), &ap.medium().borrow().mac);
-                down.wifi_record = Some(r);
-                if !down.warmup_pending {
-                    down.snapshot();
+                r.register(ap.rec.recorder_mut(), &medium.medium().borrow().mac);
+                ap.wifi_record = Some(r);
+                if !ap.warmup_pending {
+                    ap.snapshot();
                 }
                 Ok(())
             }
@@ -483,7 +484,9 @@ impl Path {
             _ => None,
         };
         let mut res = self.rec.finish(ctx, self.bn.aqm.as_ref());
-        if let Some(block) = wifi {
+        if let Some(mut block) = wifi {
+            // The emulator's access point is the one-station MAC-integrated design.
+            block["ap"] = serde_json::json!("aqm_in_txq");
             l4s_sim::wifi_config::add_to_summary(&mut res.run.summary_json, block);
         }
         res
@@ -660,6 +663,10 @@ impl Path {
                 for (p, delivered) in down {
                     let s = self.free_slot(p.id);
                     if delivered {
+                        // Utilisation counts what the MAC delivered (released in order to
+                        // the station) against the PHY rate, as the simulator's
+                        // `World::wifi_timer` -> `propagate` does.
+                        self.rec.on_link_done(t, p.bytes);
                         self.propagate(p, s, t);
                     } else {
                         // Dropped after the retry limit (or by the reorder buffer's timeout).

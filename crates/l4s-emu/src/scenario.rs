@@ -27,7 +27,7 @@ const TOP_KEYS: &[&str] = &[
     "output",
     "emulator",
 ];
-const EMULATOR_KEYS: &[&str] = &["delay", "uplink", "downlink"];
+const EMULATOR_KEYS: &[&str] = &["delay", "uplink", "downlink", "access_point"];
 const DIRECTION_KEYS: &[&str] = &["rate", "trace", "once", "delay", "loss", "aqm"];
 
 /// The link rate used when neither `link.rate` nor a trace is given: delay only, as
@@ -62,6 +62,21 @@ pub struct EmuScenario {
     pub uplink: DirectionTables,
     /// Server -> client.
     pub downlink: DirectionTables,
+    /// `[link] model = "wifi"`: the side whose direction is the access point's (the other is
+    /// its station). `emulator.access_point`, "server" unless set.
+    pub access_point: AccessPoint,
+}
+
+/// Which namespace sits behind the Wi-Fi access point (`emulator.access_point`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum AccessPoint {
+    /// The server side: the downlink (server -> client) is the AP's transmit direction.
+    #[default]
+    Server,
+    /// The client side: the uplink (client -> server) is the AP's transmit direction, as
+    /// scenario mode needs (its senders run on the client side; the simulator's data goes
+    /// AP -> station).
+    Client,
 }
 
 fn field(path: &str, msg: impl std::fmt::Display) -> EmuError {
@@ -156,6 +171,19 @@ pub fn from_doc(doc: &Map<String, Value>) -> Result<EmuScenario, EmuError> {
         None => Map::new(),
     };
     check_keys(&emu, "emulator", EMULATOR_KEYS)?;
+    let access_point = match emu.get("access_point") {
+        None => AccessPoint::Server,
+        Some(v) => match v.as_str() {
+            Some("server") => AccessPoint::Server,
+            Some("client") => AccessPoint::Client,
+            _ => {
+                return Err(field(
+                    "emulator.access_point",
+                    format!("{v}: expected \"server\" or \"client\""),
+                ))
+            }
+        },
+    };
     let delay = emu
         .get("delay")
         .map(|v| duration_at(v, "emulator.delay"))
@@ -168,6 +196,20 @@ pub fn from_doc(doc: &Map<String, Value>) -> Result<EmuScenario, EmuError> {
             None => Map::new(),
         };
         check_keys(&over, &path, DIRECTION_KEYS)?;
+        // A Wi-Fi link's rate comes from [link.wifi]: a direction's rate or trace is named
+        // here, where the user wrote it (not as the merged table's `link.rate`).
+        if link.get("model").and_then(Value::as_str) == Some("wifi") {
+            if let Some(k) = ["rate", "trace", "once"]
+                .into_iter()
+                .find(|k| over.contains_key(*k))
+            {
+                return Err(field(
+                    &format!("{path}.{k}"),
+                    "does not apply to [link] model = \"wifi\": both directions share the one \
+                     medium, whose rate comes from [link.wifi] (standard, mcs, width, streams)",
+                ));
+            }
+        }
         let mut l = link.clone();
         let mut d = delay;
         let mut a = aqm.clone();
@@ -221,6 +263,7 @@ pub fn from_doc(doc: &Map<String, Value>) -> Result<EmuScenario, EmuError> {
         per_packet,
         uplink: direction("uplink")?,
         downlink: direction("downlink")?,
+        access_point,
     })
 }
 
@@ -294,6 +337,46 @@ mod tests {
         assert!(e.to_string().starts_with("emulator.delay:"), "{e}");
         let e = from_doc(&doc("bogus = 1")).unwrap_err();
         assert!(e.to_string().starts_with("bogus: unknown field"), "{e}");
+    }
+
+    #[test]
+    fn a_direction_rate_on_a_wifi_link_names_its_own_key() {
+        let wifi = "[link]\nmodel = \"wifi\"\n[link.wifi]\nmcs = 3\n";
+        for (table, key) in [
+            (
+                "[emulator.downlink]\nrate = \"10mbit\"",
+                "emulator.downlink.rate",
+            ),
+            (
+                "[emulator.uplink]\ntrace = \"x.up\"",
+                "emulator.uplink.trace",
+            ),
+        ] {
+            let e = from_doc(&doc(&format!("{wifi}{table}")))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.starts_with(&format!("{key}: does not apply to [link] model = \"wifi\"")),
+                "{e}"
+            );
+        }
+        // A delay is the direction's own.
+        assert!(from_doc(&doc(&format!("{wifi}[emulator.downlink]\ndelay = \"1ms\""))).is_ok());
+    }
+
+    #[test]
+    fn the_access_point_side_is_the_servers_unless_set() {
+        assert_eq!(
+            from_doc(&Map::new()).unwrap().access_point,
+            AccessPoint::Server
+        );
+        let s = from_doc(&doc("[emulator]\naccess_point = \"client\"")).unwrap();
+        assert_eq!(s.access_point, AccessPoint::Client);
+        let e = from_doc(&doc("[emulator]\naccess_point = \"ap\"")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "emulator.access_point: \"ap\": expected \"server\" or \"client\""
+        );
     }
 
     #[test]

@@ -206,3 +206,79 @@ fn wifi_block_holds_the_macs_invariants(out: &std::path::Path, p: &WifiParams) {
         w["exchanges"]
     );
 }
+
+/// `link.utilisation` of a Wi-Fi link is defined as in the simulator (`World::wifi_timer` ->
+/// `propagate`): the IP bytes the MAC delivered on the access point's direction after warmup
+/// (released in order to the station), over the PHY rate times the window. Driven on a
+/// perfect clock: 20 Mb/s of 1500-byte UDP offered to the 26 Mb/s PHY, delay 0, so each
+/// packet is written at the instant the MAC delivered it.
+#[test]
+fn wifi_utilisation_is_the_macs_delivered_bytes_over_the_phy_rate() {
+    use l4s_core::{Ecn, Nanos};
+    use l4s_emu::packet::{build, proto};
+    let link = json!({"model": "wifi", "wifi": {"standard": "ac", "mcs": 3, "width": 20}});
+    let mk = || {
+        let mut c = PathConfig::from_tables(link.clone(), json!({"kind": "fifo"})).unwrap();
+        c.warmup = Nanos::from_ms(500);
+        Path::new(c).unwrap()
+    };
+    let (mut station, mut ap) = (mk(), mk());
+    Path::share_wifi(&mut station, &mut ap).unwrap();
+    let pkt = build::ipv4(
+        [10, 0, 0, 2],
+        [10, 0, 0, 1],
+        proto::UDP,
+        5201,
+        4000,
+        Ecn::NotEct.bits(),
+        1500,
+    );
+    let end = Nanos::from_secs(2);
+    let gap = Nanos::from_us(600); // 1500 B every 600 us = 20 Mb/s
+    let (warm, mut next_arrival, mut bytes_after_warmup) = (Nanos::from_ms(500), Nanos::ZERO, 0u64);
+    loop {
+        let now = [
+            Some(next_arrival),
+            ap.next_deadline(),
+            station.next_deadline(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap();
+        if now > end {
+            break;
+        }
+        if next_arrival <= now {
+            ap.push(&pkt, next_arrival);
+            next_arrival += gap;
+        }
+        while let Some((b, at)) = ap.pop_due(now) {
+            ap.record_sent(at, now);
+            if at > warm {
+                bytes_after_warmup += b.len() as u64;
+            }
+            ap.recycle(b);
+        }
+        while let Some((b, at)) = station.pop_due(now) {
+            station.record_sent(at, now);
+            station.recycle(b);
+        }
+    }
+    let r = ap.finish(end);
+    let s: Value = serde_json::from_str(&r.run.summary_json).unwrap();
+    let phy_bps = params().phy.rate_bps();
+    let want = bytes_after_warmup as f64 * 8.0 / (phy_bps * (end - warm).as_secs_f64());
+    let got = s["link"]["utilisation"].as_f64().unwrap();
+    assert!(bytes_after_warmup > 1_000_000, "{bytes_after_warmup}");
+    assert!(
+        (got - want).abs() <= 1e-12 * want,
+        "utilisation {got}, delivered bytes give {want}"
+    );
+    // 20 Mb/s offered: the MAC carries all of it (IP bytes over a 26 Mb/s PHY).
+    assert!(
+        (got - 20e6 / phy_bps).abs() < 0.01,
+        "{got} against {}",
+        20e6 / phy_bps
+    );
+}

@@ -525,3 +525,33 @@ pub fn finish(
         res.summary_json = t;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn per_class_rpm_is_a_minute_over_the_median_of_all_the_class_samples() {
+        // Two Classic probes, rows in time order: probe 0 saw 50, 40, 10 ms and probe 1 20,
+        // 30 ms. The class median is that of the five sorted (10 20 30 40 50): 30 ms, so
+        // RPM = 60 000 / 30 = 2000; each probe's own median is 40 ms and 25 ms.
+        let s = Scenario::from_toml_str(
+            "duration = \"2s\"\nwarmup = \"0s\"\n[link]\nrate = \"10mbit\"\n\
+             [[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\n\
+             [[probes]]\nrtt = \"20ms\"\necn = \"classic\"\n\
+             [[probes]]\nrtt = \"20ms\"\necn = \"classic\"\n",
+        )
+        .unwrap();
+        let pr = ProbeColumns {
+            probe: vec![0, 0, 0, 1, 1],
+            flow: vec![1, 1, 1, 2, 2],
+            t_s: vec![0.1, 0.2, 0.3, 0.1, 0.2],
+            rtt_ms: vec![50.0, 40.0, 10.0, 20.0, 30.0],
+        };
+        let (docs, rpm) = probe_docs(&s, &pr);
+        assert_eq!(rpm, json!({"Classic": 2000.0}));
+        assert_eq!(docs[0]["rtt_ms"]["p50"], json!(40.0));
+        assert_eq!(docs[1]["rtt_ms"]["p50"], json!(25.0));
+        assert_eq!(docs[0]["rpm"], json!(1500.0));
+    }
+}

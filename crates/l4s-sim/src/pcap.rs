@@ -251,6 +251,30 @@ mod tests {
     }
 
     #[test]
+    fn each_ecn_codepoint_goes_in_the_low_two_bits_of_the_tos_byte() {
+        // RFC 3168 §5: Not-ECT 00, ECT(1) 01, ECT(0) 10, CE 11 (DSCP 0 above them).
+        for (ecn, bits) in [
+            (Ecn::NotEct, 0b00u8),
+            (Ecn::Ect1, 0b01),
+            (Ecn::Ect0, 0b10),
+            (Ecn::Ce, 0b11),
+        ] {
+            let r = CaptureRecord {
+                t_ns: 0,
+                flow: 0,
+                bytes: 1500,
+                ecn,
+                seq: Some(0),
+                tcp: true,
+                verdict: 0,
+                queue: 0,
+                sojourn: Nanos(0),
+            };
+            assert_eq!(headers(&r, 0)[1], bits, "{ecn:?}");
+        }
+    }
+
+    #[test]
     fn blocks_are_well_formed() {
         let r = CaptureRecord {
             t_ns: 5_000_000_123,

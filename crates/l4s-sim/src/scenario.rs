@@ -196,6 +196,9 @@ pub struct FlowConfig {
     pub min_rate: Option<Rate>,
     /// rt-prague / rt-gcc: highest rate (default 1 Gb/s).
     pub max_rate: Option<Rate>,
+    /// `[link] model = "wifi"`: the client station (index in `[[link.wifi.clients]]`) this
+    /// flow's data goes to (default 0).
+    pub station: Option<u32>,
 }
 
 fn one_u64() -> u64 {
@@ -567,6 +570,23 @@ impl Scenario {
                         fl.start, self.duration
                     ),
                 ));
+            }
+        }
+        let clients = match (&self.link.wifi, self.link.model) {
+            (Some(w), Some(LinkModelKind::Wifi)) => w.n_clients(),
+            _ => 0,
+        };
+        for (i, fl) in self.flows.iter().enumerate() {
+            if let Some(st) = fl.station {
+                if st as usize >= clients {
+                    return Err(SimError::field(
+                        format!("flows[{i}].station"),
+                        match clients {
+                            0 => "applies to [link] model = \"wifi\" only".to_string(),
+                            n => format!("{st} is not a client station; expected 0 to {}", n - 1),
+                        },
+                    ));
+                }
             }
         }
         crate::hops::validate_flows(&self.hops, &self.flows)?;

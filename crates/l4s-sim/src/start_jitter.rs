@@ -83,6 +83,21 @@ mod tests {
     }
 
     #[test]
+    fn a_one_nanosecond_bound_leaves_every_start_exact() {
+        // Offsets are uniform in [0, bound): with bound 1 ns the only offset is 0, for every
+        // one of 200 flows (a draw in [0, 1] would move about half of them by 1 ns).
+        let s = Scenario::from_toml_str(
+            "seed = 3\nduration = \"2s\"\n[link]\nrate = \"10mbit\"\n\
+             [[flows]]\ncc = \"cubic\"\nrtt = \"40ms\"\ncount = 200\nstart = \"1s\"\n\
+             start_jitter = \"1ns\"\n",
+        )
+        .unwrap();
+        let st = effective_starts(&s);
+        assert_eq!(st.len(), 200);
+        assert!(st.iter().all(|t| t.0 == 1_000_000_000), "{st:?}");
+    }
+
+    #[test]
     fn a_jitter_reaching_past_the_run_is_refused() {
         let e = Scenario::from_toml_str(
             "duration = \"2s\"\n[link]\nrate = \"10mbit\"\n\

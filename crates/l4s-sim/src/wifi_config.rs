@@ -7,7 +7,8 @@ use crate::histogram::SojournHistogram;
 use crate::recorder::Recorder;
 use l4s_core::aqm::QueueSample;
 use l4s_core::wifi::{
-    Dir, DirStats, DriverLimit, Phy, RateTrace, Standard, WifiMac, WifiParams, WifiStats,
+    ApMode, AqlLimits, ClientParams, Dir, DirStats, DriverLimit, Phy, RateTrace, Standard,
+    TxqParams, WifiMac, WifiParams, WifiStats,
 };
 use l4s_core::{Nanos, Rate};
 use serde::Deserialize;
@@ -60,6 +61,34 @@ pub struct WifiConfig {
     pub slot: Option<Nanos>,
     /// aSIFSTime (default "16us").
     pub sifs: Option<Nanos>,
+    /// The AP's queueing: "mac80211" (default), "aqm_in_txq" or "driver_fifo".
+    pub ap: Option<String>,
+    /// mac80211 TXQ CoDel target (default "20ms").
+    pub txq_target: Option<Nanos>,
+    /// mac80211 TXQ CoDel interval (default "100ms").
+    pub txq_interval: Option<Nanos>,
+    /// mac80211 TXQ CoDel marks ECN-capable packets instead of dropping (default true).
+    pub txq_ecn: Option<bool>,
+    /// CE threshold in the TXQ CoDel (a proposal; mac80211 has none). Default off.
+    pub txq_ce_threshold: Option<Nanos>,
+    /// `txq_ce_threshold` on ECT(1) packets only (default true).
+    pub txq_ce_threshold_ect1: Option<bool>,
+    /// mac80211 airtime fairness among stations (default true).
+    pub airtime_fairness: Option<bool>,
+    /// The client stations (`[[link.wifi.clients]]`; default: one, with the keys above).
+    pub clients: Vec<ClientConfig>,
+}
+
+/// One `[[link.wifi.clients]]` entry: its own rate and error rate (the rest is the table's).
+#[derive(Clone, Debug, PartialEq, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClientConfig {
+    /// MCS with the table's `standard`, `width` and `streams`.
+    pub mcs: Option<u32>,
+    /// PHY rate with 802.11a OFDM timing (instead of `mcs`).
+    pub phy_rate: Option<Rate>,
+    /// Per-MPDU error probability to and from it (default: the table's `per`).
+    pub per: Option<f64>,
 }
 
 fn err(key: &str, msg: impl Into<String>) -> SimError {
@@ -165,6 +194,7 @@ impl WifiConfig {
 
     /// Every check but the rate trace file's content (read when the run starts).
     pub fn check(&self) -> Result<(), SimError> {
+        self.txq_params()?;
         self.params_with().map(|_| ())
     }
 
@@ -264,7 +294,160 @@ impl WifiConfig {
             (None, Some(n)) => DriverLimit::Packets(n),
             (None, None) => p.driver_limit,
         };
+        for (i, c) in self.clients.iter().enumerate() {
+            let key = |k: &str| format!("clients[{i}].{k}");
+            let phy = match (c.phy_rate, c.mcs) {
+                (Some(_), Some(_)) => {
+                    return Err(err(
+                        &key("phy_rate"),
+                        "set together with mcs; expected one of them",
+                    ))
+                }
+                (Some(r), None) => Phy::ofdm(r.bps(), p.max_mpdus > 1)
+                    .map_err(|e| err(&key("phy_rate"), e.to_string()))?,
+                (None, Some(m)) => {
+                    let std = match self.standard.as_deref() {
+                        Some("ax") => Standard::He,
+                        Some("ac") => Standard::Vht,
+                        _ => {
+                            return Err(err(
+                                &key("mcs"),
+                                "needs standard = \"ac\" | \"ax\" in [link.wifi]",
+                            ))
+                        }
+                    };
+                    Phy::mcs(std, m, self.width.unwrap_or(80), self.streams.unwrap_or(1))
+                        .map_err(|e| SimError::param(&format!("link.wifi.clients[{i}]."), e))?
+                }
+                (None, None) => p.phy,
+            };
+            let per = c.per.unwrap_or(p.per);
+            if !(per.is_finite() && (0.0..1.0).contains(&per)) {
+                return Err(err(
+                    &key("per"),
+                    format!("{per} is not a probability in [0, 1)"),
+                ));
+            }
+            if i == 0 {
+                if self.rate_trace.is_some() && (c.phy_rate.is_some() || c.mcs.is_some()) {
+                    return Err(err(
+                        "clients[0].mcs",
+                        "set together with rate_trace (which is the first client's rate)",
+                    ));
+                }
+                p.phy = phy;
+                p.per = per;
+            } else {
+                p.more_clients.push(ClientParams { phy, per });
+            }
+        }
+        if self.clients.len() > 64 {
+            return Err(err(
+                "clients",
+                format!("{} stations; expected 1 to 64", self.clients.len()),
+            ));
+        }
         p.validate().map_err(|e| SimError::param("link.wifi.", e))?;
+        Ok(p)
+    }
+
+    /// What the emulator runs: the scenario's AQM in the one client station's pull path
+    /// (`aqm_in_txq`, also `driver_fifo`'s mechanics with one station). An explicit
+    /// `ap = "mac80211"` or several clients are refused by name rather than run differently.
+    pub fn emulator_ap(&self) -> Result<(), SimError> {
+        if self.ap.as_deref() == Some("mac80211") {
+            return Err(err(
+                "ap",
+                "\"mac80211\" is not run by the emulator yet; expected \"aqm_in_txq\" or \
+                 \"driver_fifo\" (the emulator's access point without the key)",
+            ));
+        }
+        if self.clients.len() > 1 {
+            return Err(err(
+                "clients",
+                "several client stations are not run by the emulator yet; expected one",
+            ));
+        }
+        self.ap_mode().map(|_| ())
+    }
+
+    /// Number of client stations.
+    pub fn n_clients(&self) -> usize {
+        self.clients.len().max(1)
+    }
+
+    /// Airtime fairness among stations (mac80211's DRR; default on).
+    pub fn airtime_fairness(&self) -> bool {
+        self.airtime_fairness.unwrap_or(true)
+    }
+
+    /// The AQL limits of `ap = "mac80211"`: low 5 ms (or `driver_limit` when lower), high
+    /// `driver_limit` (default 12 ms), interface threshold 24 ms.
+    pub fn aql_limits(&self) -> AqlLimits {
+        let mut a = AqlLimits::default();
+        if let Some(h) = self.driver_limit {
+            a.high = h;
+            a.low = a.low.min(h);
+        }
+        a
+    }
+
+    /// The AP's queueing design (`ap`).
+    pub fn ap_mode(&self) -> Result<ApMode, SimError> {
+        match &self.ap {
+            None => Ok(ApMode::default()),
+            Some(s) => ApMode::parse(s).ok_or_else(|| {
+                err(
+                    "ap",
+                    format!("\"{s}\" is unknown; expected \"mac80211\", \"aqm_in_txq\" or \"driver_fifo\""),
+                )
+            }),
+        }
+    }
+
+    /// The mac80211 TXQ parameters (`txq_*`), range-checked; the keys apply with
+    /// `ap = "mac80211"` only.
+    pub fn txq_params(&self) -> Result<TxqParams, SimError> {
+        let mut p = TxqParams::default();
+        p.target = self.txq_target.unwrap_or(p.target);
+        p.interval = self.txq_interval.unwrap_or(p.interval);
+        p.ecn = self.txq_ecn.unwrap_or(p.ecn);
+        p.ce_threshold = self.txq_ce_threshold;
+        p.ce_threshold_ect1 = self.txq_ce_threshold_ect1.unwrap_or(p.ce_threshold_ect1);
+        p.validate().map_err(|e| SimError::param("link.wifi.", e))?;
+        if self.ap_mode()? == ApMode::Mac80211 && self.driver_limit_pkts.is_some() {
+            return Err(err(
+                "driver_limit_pkts",
+                "applies with ap = \"driver_fifo\" or \"aqm_in_txq\"; mac80211 limits the \
+                 driver by AQL airtime (driver_limit)",
+            ));
+        }
+        if self.ap_mode()? == ApMode::AqmInTxq && self.clients.len() > 1 {
+            return Err(err(
+                "ap",
+                "\"aqm_in_txq\" runs one client station (one AQM instance); expected \
+                 ap = \"mac80211\" or \"driver_fifo\" with several [[link.wifi.clients]]",
+            ));
+        }
+        if self.ap_mode()? != ApMode::Mac80211 {
+            for (k, set) in [
+                ("txq_target", self.txq_target.is_some()),
+                ("txq_interval", self.txq_interval.is_some()),
+                ("txq_ecn", self.txq_ecn.is_some()),
+                ("txq_ce_threshold", self.txq_ce_threshold.is_some()),
+                (
+                    "txq_ce_threshold_ect1",
+                    self.txq_ce_threshold_ect1.is_some(),
+                ),
+            ] {
+                if set {
+                    return Err(err(
+                        k,
+                        "applies with ap = \"mac80211\" only (its TXQ CoDel)",
+                    ));
+                }
+            }
+        }
         Ok(p)
     }
 

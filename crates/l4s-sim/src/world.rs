@@ -354,6 +354,9 @@ impl Net {
                 w.params_in(s.base_dir.as_deref())?,
                 w.uplink(),
                 Rng::derive(seed, "link/wifi"),
+                w.ap_mode()?,
+                (w.txq_params()?, Rng::derive(seed, "link/wifi/txq")),
+                (w.aql_limits(), w.airtime_fairness()),
             )?),
             _ => None,
         };
@@ -444,7 +447,7 @@ impl World {
             progress: None,
             chain,
         };
-        w.wifi_init();
+        w.wifi_init(s);
         Ok(w)
     }
 

@@ -163,6 +163,18 @@ fn the_size_sampler_reproduces_the_cdf() {
     }
 }
 
+/// `ideal_fct_s` past the initial window, by hand: 100 000 B = 70 segments (69 × 1448 + 88),
+/// 10 Mb/s, 20 ms, IW 10. Handshake: (60 + 52) B · 8 / 10 Mb/s = 89.6 µs + 20 ms. Round 0
+/// sends 10 segments (10 × 1.2 ms = 12 ms < R + 1.2 ms), the next round starts one segment's
+/// serialisation + R later (+21.2 ms); round 1's 20 segments take 24 ms ≥ 21.2 ms, so the
+/// remaining 60 leave back to back: 59 × 1.2 ms + (88 + 52) B (112 µs) + 20 ms.
+/// Total 0.0200896 + 0.0212 + 0.0708 + 0.000112 + 0.02 = 0.1322016 s.
+#[test]
+fn ideal_fct_counts_each_rounds_first_segment_serialisation() {
+    let got = ideal_fct_s(100_000, 1448, 10e6, Nanos::from_ms(20), 10);
+    assert!((got - 0.1322016).abs() < 1e-9, "{got}");
+}
+
 #[test]
 fn a_transfer_alone_completes_in_the_slow_start_closed_form() {
     // 10 000 B = 7 segments (6 × 1448 + 1312): within the initial window, each ACKed at once

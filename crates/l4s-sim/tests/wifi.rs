@@ -131,7 +131,8 @@ fn every_wifi_key_is_checked_by_name() {
 #[test]
 fn the_queue_builds_in_the_aqm_above_a_small_driver_queue() {
     let (r, v) = run(&scenario(
-        "standard = \"ac\"\nmcs = 7\nwidth = 20\nper = 0.1\ndriver_limit_pkts = 8",
+        "standard = \"ac\"\nmcs = 7\nwidth = 20\nper = 0.1\ndriver_limit_pkts = 8\n\
+         ap = \"driver_fifo\"",
         "",
     ));
     let t = &r.totals;

@@ -623,7 +623,18 @@ impl TcpSender {
     /// TSO host; pacing starts at the 10th data segment as without TSO.
     fn tso_after_send(&mut self, now: Nanos, payload_bytes: u32) -> Nanos {
         let rate = self.pacing_rate().filter(|_| self.sent_pkts >= 10);
-        let segs = self.cc.tso_segs(&self.tp).unwrap_or_else(|| {
+        let segs = self.tso_segs();
+        // in_flight() already counts this segment: the room it had before it left.
+        let room = self.tp.snd_cwnd.saturating_sub(self.in_flight()) + 1;
+        let wire = payload_bytes + TCP_IP_HEADER_BYTES;
+        let start = self.wstamp;
+        let host = self.tso.as_mut().expect("tso host");
+        host.on_segment_sent(start.max(now), payload_bytes, wire, segs.min(room), rate)
+    }
+
+    /// `tcp_tso_segs`: the CC's own rule, else `tcp_tso_autosize` on `sk_pacing_rate`.
+    fn tso_segs(&self) -> u32 {
+        self.cc.tso_segs(&self.tp).unwrap_or_else(|| {
             // Without a CC rule: tcp_tso_autosize on sk_pacing_rate, which Linux also sets
             // for unpaced flows (tcp_update_pacing_rate: 200 % of cwnd·mss/srtt in slow
             // start, 120 % after).
@@ -642,13 +653,29 @@ impl TcpSender {
                 None => 0,
             };
             super::tso::tso_autosize(bytes_per_s, self.tp.mss, self.tp.min_rtt)
-        });
-        // in_flight() already counts this segment: the room it had before it left.
-        let room = self.tp.snd_cwnd.saturating_sub(self.in_flight()) + 1;
-        let wire = payload_bytes + TCP_IP_HEADER_BYTES;
-        let start = self.wstamp;
-        let host = self.tso.as_mut().expect("tso host");
-        host.on_segment_sent(start.max(now), payload_bytes, wire, segs.min(room), rate)
+        })
+    }
+
+    /// `tcp_write_xmit` -> `tcp_tso_should_defer` before a new TSO burst of new data: hold
+    /// it for the next ACK while the window has room for less than a whole burst.
+    fn tso_defers(&self, now: Nanos) -> bool {
+        if self.tso.as_ref().is_none_or(|h| h.in_burst()) {
+            return false;
+        }
+        let check = super::tso::DeferCheck {
+            now,
+            wstamp: self.wstamp,
+            in_recovery: matches!(self.ca_state(), CaState::Recovery | CaState::Loss),
+            cwnd: self.tp.snd_cwnd,
+            in_flight: self.in_flight(),
+            mss: self.tp.mss,
+            max_segs: self.tso_segs(),
+            send_win: (self.snd_una.saturating_add(self.rwnd_bytes)).saturating_sub(self.snd_nxt),
+            unsent: self.data_end().saturating_sub(self.snd_nxt),
+            head_tx: self.segs.front().map(|s| s.tx_time),
+            srtt: self.tp.srtt,
+        };
+        super::tso::tso_should_defer(&check)
     }
 
     /// True when cwnd and the application would let a data segment leave (pacing aside).
@@ -832,6 +859,11 @@ impl TcpSender {
             // tcp_rate_check_app_limited: nothing to send while the window has room.
             self.app_limited_until = (self.tp.delivered + self.in_flight() as u64).max(1);
             self.tp.app_limited = true;
+            return None;
+        }
+        if self.has_tso && self.tso_defers(now) {
+            // tcp_tso_should_defer sets is_cwnd_limited: the window cut the burst short.
+            self.cwnd_validate(true);
             return None;
         }
         if self.xmit_blocked(now, self.tp.mss, None) {

@@ -6,6 +6,9 @@
 //! back to back at its line rate; the pacer then holds the next skb for skb->len / pacing rate
 //! (the whole payload of the burst). Defaults: `sk_pacing_shift` 10 (~1 ms of data),
 //! `tcp_min_tso_segs` 2, `tcp_tso_rtt_log` 9, `sk_gso_max_size` 65536 (`GSO_LEGACY_MAX_SIZE`).
+//! Before a new burst of new data, `tcp_tso_should_defer` may hold the send until the window
+//! has room for a whole burst ([`tso_should_defer`]); that is what makes an ACK-clocked
+//! kernel sender without fq put bursts of `tcp_tso_segs` segments on the wire.
 
 use crate::time::{Nanos, Rate};
 
@@ -29,6 +32,67 @@ pub fn tso_autosize(pacing_bytes_per_s: u64, mss: u32, min_rtt: Nanos) -> u32 {
     }
     bytes = bytes.min(GSO_MAX_SIZE);
     ((bytes / mss.max(1) as u64) as u32).max(MIN_TSO_SEGS)
+}
+
+/// `sysctl_tcp_tso_win_divisor` default: a third of the window is always worth sending.
+pub const TSO_WIN_DIVISOR: u64 = 3;
+/// `tcp_tso_should_defer` never defers past 1 ms after the last transmission (`NSEC_PER_MSEC`).
+pub const TSO_DEFER_MAX_IDLE: Nanos = Nanos::from_ms(1);
+
+/// What `tcp_tso_should_defer` reads, in the model's terms.
+#[derive(Copy, Clone, Debug)]
+pub struct DeferCheck {
+    /// The time of the transmit attempt (`tp->tcp_clock_cache`).
+    pub now: Nanos,
+    /// `tp->tcp_wstamp_ns`: the last transmission's departure time (later under pacing).
+    pub wstamp: Nanos,
+    /// `icsk_ca_state >= TCP_CA_Recovery` (Recovery or Loss).
+    pub in_recovery: bool,
+    /// `tcp_snd_cwnd`, in segments.
+    pub cwnd: u32,
+    /// `tcp_packets_in_flight`.
+    pub in_flight: u32,
+    /// `mss_cache`.
+    pub mss: u32,
+    /// `max_segs` of `tcp_write_xmit`: `tcp_tso_segs`.
+    pub max_segs: u32,
+    /// Bytes the receive window still allows beyond the next byte to send (`send_win`).
+    pub send_win: u64,
+    /// New data the application has queued and not sent (the skb cannot grow past it).
+    pub unsent: u64,
+    /// Send time of the oldest unacknowledged segment (`tcp_rtx_queue_head`), if any.
+    pub head_tx: Option<Nanos>,
+    /// Smoothed RTT.
+    pub srtt: Nanos,
+}
+
+/// Linux `tcp_tso_should_defer` (net/ipv4/tcp_output.c) with `tcp_tso_win_divisor` 3: true
+/// when a bulk sender should hold new data for the next ACK rather than send a burst shorter
+/// than `max_segs`. It sends now in Recovery/Loss, more than 1 ms after the last
+/// transmission, when a whole burst fits (`limit >= max_segs * mss`), when all queued data
+/// fits (the skb will not grow: FIN/EOR, or nothing more written), when a third of the
+/// window fits, with nothing in flight, or when the oldest unacknowledged segment left less
+/// than srtt/2 ago (the next ACK may come too late).
+pub fn tso_should_defer(c: &DeferCheck) -> bool {
+    if c.in_recovery || c.max_segs <= 1 || c.now > c.wstamp + TSO_DEFER_MAX_IDLE {
+        return false;
+    }
+    let mss = c.mss as u64;
+    let cong_win = c.cwnd.saturating_sub(c.in_flight) as u64 * mss;
+    let limit = c.send_win.min(cong_win);
+    if limit >= c.max_segs as u64 * mss || limit >= c.unsent {
+        return false;
+    }
+    // win_divisor: chunk = min(snd_wnd, cwnd * mss) / divisor.
+    let chunk = c.send_win.min(c.cwnd as u64 * mss) / TSO_WIN_DIVISOR;
+    if limit >= chunk {
+        return false;
+    }
+    match c.head_tx {
+        None => false,
+        // `srtt_us >> 4`: srtt_us holds 8 * srtt, so this is srtt / 2.
+        Some(head) => c.now.saturating_sub(head) >= Nanos(c.srtt.as_ns() / 2),
+    }
 }
 
 /// The host side of a flow: its NIC line rate and the burst in progress.
@@ -124,6 +188,62 @@ mod tests {
         );
         // 100 Mb/s at min_rtt 1 ms: r = 1, + 32 768 B: 44 975 B = 31 segments.
         assert_eq!(tso_autosize(12_500_000, mss, Nanos::from_ms(1)), 31);
+    }
+
+    /// A sender in congestion avoidance, ~2 segments of room after an ACK, burst goal 4, the
+    /// oldest unacknowledged segment sent 40 ms ago, srtt 40 ms, window 170 segments.
+    fn deferring() -> DeferCheck {
+        DeferCheck {
+            now: Nanos::from_ms(1000),
+            wstamp: Nanos::from_ms(1000) - Nanos::from_us(500),
+            in_recovery: false,
+            cwnd: 170,
+            in_flight: 168,
+            mss: 1448,
+            max_segs: 4,
+            send_win: u64::MAX,
+            unsent: u64::MAX,
+            head_tx: Some(Nanos::from_ms(960)),
+            srtt: Nanos::from_ms(40),
+        }
+    }
+
+    /// Linux `tcp_tso_should_defer`, branch by branch: it defers the short burst above, and
+    /// each `goto send_now` condition alone turns that into "send now".
+    #[test]
+    fn tcp_tso_should_defer_follows_each_linux_branch() {
+        assert!(tso_should_defer(&deferring()));
+        let now = |f: fn(&mut DeferCheck)| {
+            let mut c = deferring();
+            f(&mut c);
+            !tso_should_defer(&c)
+        };
+        // icsk_ca_state >= TCP_CA_Recovery.
+        assert!(now(|c| c.in_recovery = true));
+        // The last write more than 1 ms ago (1 ms exactly still defers: `delta > 0`).
+        assert!(now(|c| c.wstamp = c.now - Nanos::from_us(1001)));
+        assert!(!now(|c| c.wstamp = c.now - Nanos::from_ms(1)));
+        // A full burst fits: limit >= max_segs * mss (3 segments of room still defer).
+        assert!(now(|c| c.in_flight = 166));
+        assert!(!now(|c| c.in_flight = 167));
+        // The receive window is the limit but it holds all that is queued.
+        assert!(now(|c| c.unsent = 2 * 1448));
+        // A third of the window fits: cwnd 6, 2 of room = 2896 B >= 6·1448/3.
+        assert!(now(|c| {
+            c.cwnd = 6;
+            c.in_flight = 4
+        }));
+        // cwnd 7: 7·1448/3 = 3378 B > 2896 B: defer.
+        assert!(!now(|c| {
+            c.cwnd = 7;
+            c.in_flight = 5
+        }));
+        // The next ACK may come too late: head sent less than srtt/2 = 20 ms ago.
+        assert!(now(|c| c.head_tx = Some(c.now - Nanos::from_us(19_999))));
+        assert!(!now(|c| c.head_tx = Some(c.now - Nanos::from_ms(20))));
+        // Nothing in flight; a one-segment skb is Nagle's business, not this function's.
+        assert!(now(|c| c.head_tx = None));
+        assert!(now(|c| c.max_segs = 1));
     }
 
     /// A burst of 3 segments at a 1 Gb/s NIC, paced at 10 Mb/s: the segments leave 12 µs apart

@@ -17,16 +17,24 @@
 //! has a frame again; the other stations send full aggregates of 1500-byte packets; no rate
 //! control, RTS/CTS, OFDMA, MU-MIMO, hidden nodes or capture.
 
+pub mod airtime;
 pub mod ampdu;
+pub mod ap;
+pub mod aql;
 pub mod edca;
 pub mod phy;
 pub mod reorder;
 #[cfg(test)]
 mod tests;
+pub mod txq;
 
+pub use airtime::AirtimeScheduler;
 pub use ampdu::DriverLimit;
+pub use ap::ApMode;
+pub use aql::AqlLimits;
 pub use edca::EdcaParams;
 pub use phy::{Phy, RateTrace, Standard};
+pub use txq::{TxqParams, Txqs};
 
 use crate::error::ParamError;
 use crate::packet::Packet;
@@ -37,10 +45,8 @@ use edca::{Backoff, SaturatedContenders};
 use reorder::ReorderBuffer;
 use std::collections::VecDeque;
 
-/// Index of the access point (downlink) among the contenders.
+/// Index of the access point (downlink) among the contenders; client station `i` is `1 + i`.
 const AP: usize = 0;
-/// Index of the client station (uplink).
-const CLIENT: usize = 1;
 /// IP size of the other stations' packets.
 const OTHER_PKT_BYTES: u32 = 1500;
 
@@ -70,6 +76,18 @@ pub struct WifiParams {
     /// PHY rate over time instead of the fixed `phy` (which should then be the trace's first
     /// point's): each PPDU uses the rate in force at its start.
     pub rate_trace: Option<RateTrace>,
+    /// Client stations after the first (whose PHY and error rate are `phy` and `per`): each
+    /// with its own block-ack sessions, reorder buffers and uplink contention.
+    pub more_clients: Vec<ClientParams>,
+}
+
+/// A client station's own link (`[[link.wifi.clients]]`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClientParams {
+    /// The PHY of the frames to and from it.
+    pub phy: Phy,
+    /// Probability that one MPDU to or from it is received in error.
+    pub per: f64,
 }
 
 impl WifiParams {
@@ -89,6 +107,7 @@ impl WifiParams {
             driver_limit: DriverLimit::Airtime(Nanos::from_ms(12)),
             uplink_limit_pkts: 1000,
             rate_trace: None,
+            more_clients: Vec::new(),
         }
     }
 
@@ -149,6 +168,18 @@ impl WifiParams {
                 ))
             }
             _ => {}
+        }
+        if self.more_clients.len() > 63 {
+            return Err(ParamError::new(
+                "clients",
+                self.more_clients.len() + 1,
+                "1 to 64 client stations",
+            ));
+        }
+        for c in &self.more_clients {
+            if !(c.per.is_finite() && (0.0..1.0).contains(&c.per)) {
+                return Err(ParamError::new("per", c.per, "a probability in [0, 1)"));
+            }
         }
         if !(1..=100_000).contains(&self.uplink_limit_pkts) {
             return Err(ParamError::new(
@@ -253,21 +284,29 @@ struct Tx {
 pub struct WifiMac {
     p: WifiParams,
     rng: Rng,
-    /// The AP's and the client station's channel access.
-    backoff: [Backoff; 2],
+    /// The AP's and each client station's channel access.
+    backoff: Vec<Backoff>,
     /// The other stations' channel access, in aggregate.
     others: SaturatedContenders,
     /// Scratch: the other stations transmitting in the exchange being started.
     others_tx: Vec<u32>,
-    down: TxSession,
-    up: TxSession,
-    /// Recipient buffers: at the client (downlink frames) and at the AP (uplink).
-    rx_down: ReorderBuffer,
-    rx_up: ReorderBuffer,
-    /// The reorder buffers' (late drops, timeouts) at the last reset.
+    /// The AP's block-ack session (driver queue) to each client station.
+    down: Vec<TxSession>,
+    /// Each client station's uplink session.
+    up: Vec<TxSession>,
+    /// Recipient buffers: at each client (downlink frames) and at the AP (each uplink).
+    rx_down: Vec<ReorderBuffer>,
+    rx_up: Vec<ReorderBuffer>,
+    /// The reorder buffers' (late drops, timeouts) at the last reset, down and up.
     rx_base: [(u64, u64); 2],
-    /// When each of AP/client last became ready to contend (access-delay origin).
-    ready_since: [Nanos; 2],
+    /// When the AP and each client last became ready to contend (access-delay origin).
+    ready_since: Vec<Nanos>,
+    /// Each client station's PHY and PER (the first one's PHY follows the rate trace).
+    clients: Vec<ClientParams>,
+    /// The station the AP's exchange in progress is addressed to.
+    ap_to: usize,
+    /// Per station: medium time of the AP's exchanges to it and of its own, ns.
+    sta_airtime_ns: Vec<(u64, u64)>,
     /// End of the exchange in progress.
     busy_until: Option<Nanos>,
     /// The medium went idle at this instant.
@@ -294,13 +333,21 @@ impl WifiMac {
         if let Some(tr) = &p.rate_trace {
             p.phy = tr.phys()[0];
         }
-        // Draw order: the AP, the client, then each other station.
-        let backoff = [(); 2].map(|_| {
-            let mut b = Backoff::new(&p.edca);
-            b.draw(&mut rng);
-            b.start = p.edca.aifs();
-            b
-        });
+        // Draw order: the AP, each client, then each other station.
+        let n = 1 + p.more_clients.len();
+        let backoff: Vec<Backoff> = (0..=n)
+            .map(|_| {
+                let mut b = Backoff::new(&p.edca);
+                b.draw(&mut rng);
+                b.start = p.edca.aifs();
+                b
+            })
+            .collect();
+        let mut clients = vec![ClientParams {
+            phy: p.phy,
+            per: p.per,
+        }];
+        clients.extend(p.more_clients.iter().cloned());
         let others =
             SaturatedContenders::new(p.stations as usize, &p.edca, p.edca.aifs(), &mut rng);
         let (others_mpdus, others_psdu) = p.full_aggregate(OTHER_PKT_BYTES);
@@ -309,12 +356,15 @@ impl WifiMac {
         stats.down.agg_hist = vec![0; p.max_mpdus as usize + 1];
         stats.up.agg_hist = vec![0; p.max_mpdus as usize + 1];
         Ok(WifiMac {
-            down: TxSession::new(p.driver_limit),
-            up: TxSession::new(DriverLimit::Packets(p.uplink_limit_pkts)),
-            rx_down: ReorderBuffer::new(p.reorder_timeout),
-            rx_up: ReorderBuffer::new(p.reorder_timeout),
+            down: vec![TxSession::new(p.driver_limit); n],
+            up: vec![TxSession::new(DriverLimit::Packets(p.uplink_limit_pkts)); n],
+            rx_down: vec![ReorderBuffer::new(p.reorder_timeout); n],
+            rx_up: vec![ReorderBuffer::new(p.reorder_timeout); n],
             rx_base: [(0, 0); 2],
-            ready_since: [Nanos::ZERO; 2],
+            ready_since: vec![Nanos::ZERO; n + 1],
+            clients,
+            ap_to: 0,
+            sta_airtime_ns: vec![(0, 0); n],
             busy_until: None,
             idle_from: Nanos::ZERO,
             txs: Vec::with_capacity(4),
@@ -346,11 +396,21 @@ impl WifiMac {
     /// The counters, with the reorder buffers' counts since the last reset.
     pub fn stats(&self) -> WifiStats {
         let mut s = self.stats.clone();
-        s.down.reorder_late_drops = self.rx_down.late_drops - self.rx_base[0].0;
-        s.down.reorder_timeouts = self.rx_down.timeouts - self.rx_base[0].1;
-        s.up.reorder_late_drops = self.rx_up.late_drops - self.rx_base[1].0;
-        s.up.reorder_timeouts = self.rx_up.timeouts - self.rx_base[1].1;
+        let (down, up) = self.rx_counts();
+        s.down.reorder_late_drops = down.0 - self.rx_base[0].0;
+        s.down.reorder_timeouts = down.1 - self.rx_base[0].1;
+        s.up.reorder_late_drops = up.0 - self.rx_base[1].0;
+        s.up.reorder_timeouts = up.1 - self.rx_base[1].1;
         s
+    }
+
+    /// The reorder buffers' (late drops, timeouts) summed over the stations: down, up.
+    fn rx_counts(&self) -> ((u64, u64), (u64, u64)) {
+        let sum = |v: &[ReorderBuffer]| {
+            v.iter()
+                .fold((0, 0), |a, r| (a.0 + r.late_drops, a.1 + r.timeouts))
+        };
+        (sum(&self.rx_down), sum(&self.rx_up))
     }
 
     /// The running counters without a copy (a per-sample read: `stats` clones the access-delay
@@ -364,10 +424,11 @@ impl WifiMac {
     pub fn reset_stats(&mut self) {
         let n = self.p.max_mpdus as usize + 1;
         self.stats = WifiStats::default();
-        self.rx_base = [
-            (self.rx_down.late_drops, self.rx_down.timeouts),
-            (self.rx_up.late_drops, self.rx_up.timeouts),
-        ];
+        let (down, up) = self.rx_counts();
+        self.rx_base = [down, up];
+        for a in self.sta_airtime_ns.iter_mut() {
+            *a = (0, 0);
+        }
         self.stats.down.agg_hist = vec![0; n];
         self.stats.up.agg_hist = vec![0; n];
     }
@@ -375,44 +436,103 @@ impl WifiMac {
     /// Whether the driver queue takes another packet from the AQM now.
     #[inline]
     pub fn has_room(&self) -> bool {
-        self.down.has_room()
+        match self.p.driver_limit {
+            DriverLimit::Packets(n) => self.pending_total().0 < n as u64,
+            DriverLimit::Airtime(t) => self.pending_total().1 < t.0,
+        }
     }
 
-    /// The AP's driver queue: (packets queued not yet sent, their bytes, head wait at `now`),
-    /// and everything pending (packets, airtime ns) including in the air and awaiting retry.
+    /// Client stations.
+    pub fn clients(&self) -> usize {
+        self.clients.len()
+    }
+
+    /// What the AP's driver holds for station `sta` (queued, in the air, awaiting retry):
+    /// packets and airtime estimate, ns (mac80211's `aql_tx_pending`).
+    pub fn pending_to(&self, sta: usize) -> (u64, u64) {
+        self.down[sta].pending()
+    }
+
+    /// What the AP's driver holds over all stations (`aql_total_pending_airtime`).
+    pub fn pending_total(&self) -> (u64, u64) {
+        self.down
+            .iter()
+            .fold((0, 0), |a, s| (a.0 + s.pending().0, a.1 + s.pending().1))
+    }
+
+    /// Per station: medium time of the AP's exchanges to it and of its own (uplink), ns,
+    /// since the last reset.
+    pub fn station_airtime_ns(&self, sta: usize) -> (u64, u64) {
+        self.sta_airtime_ns[sta]
+    }
+
+    /// The AP's driver queue over all stations: (packets queued not yet sent, their bytes,
+    /// oldest head wait at `now`), and everything pending (packets, airtime ns) including in
+    /// the air and awaiting retry.
     pub fn driver_backlog(&self, now: Nanos) -> ((u64, u64, Nanos), (u64, u64)) {
-        let (p, b) = self.down.queued();
-        ((p, b, self.down.head_wait(now)), self.down.pending())
+        let (mut p, mut b, mut w) = (0, 0, Nanos::ZERO);
+        for s in &self.down {
+            let (sp, sb) = s.queued();
+            p += sp;
+            b += sb;
+            w = w.max(s.head_wait(now));
+        }
+        ((p, b, w), self.pending_total())
     }
 
     /// Packets the recipients hold behind a hole: (downlink, uplink).
     pub fn reorder_held(&self) -> (u64, u64) {
-        (self.rx_down.held() as u64, self.rx_up.held() as u64)
+        let held = |v: &[ReorderBuffer]| v.iter().map(|r| r.held() as u64).sum();
+        (held(&self.rx_down), held(&self.rx_up))
     }
 
-    /// Packets the client station holds for the uplink (queued, in the air, awaiting retry).
+    /// Packets the client stations hold for the uplink (queued, in the air, awaiting retry).
     pub fn queued_up(&self) -> u64 {
-        self.up.pending().0
+        self.up.iter().map(|s| s.pending().0).sum()
     }
 
-    /// Hand a downlink packet to the driver queue at `now` (after checking `has_room`).
+    /// Hand a downlink packet for the first client to the driver queue at `now` (after
+    /// checking `has_room`).
     pub fn push_down(&mut self, p: Packet, now: Nanos) {
+        self.push_down_to(0, p, now);
+    }
+
+    /// Hand a downlink packet for client `sta` to the driver at `now`; its airtime estimate
+    /// at that station's rate is charged until TX status.
+    pub fn push_down_to(&mut self, sta: usize, p: Packet, now: Nanos) {
         self.follow_rate_trace(now);
-        self.down.push(p, now, &self.p.phy);
+        let phy = self.phy_of(sta);
+        self.down[sta].push(p, now, &phy);
         self.activate(AP, now);
     }
 
-    /// The client station sends an uplink packet at `now`; false when its queue is full (the
-    /// packet is dropped).
+    /// The first client station sends an uplink packet at `now`; false when its queue is full
+    /// (the packet is dropped).
     pub fn push_up(&mut self, p: Packet, now: Nanos) -> bool {
-        if !self.up.has_room() {
+        self.push_up_from(0, p, now)
+    }
+
+    /// Client `sta` sends an uplink packet at `now`; false when its queue is full.
+    pub fn push_up_from(&mut self, sta: usize, p: Packet, now: Nanos) -> bool {
+        if !self.up[sta].has_room() {
             self.stats.up.queue_drops += 1;
             return false;
         }
         self.follow_rate_trace(now);
-        self.up.push(p, now, &self.p.phy);
-        self.activate(CLIENT, now);
+        let phy = self.phy_of(sta);
+        self.up[sta].push(p, now, &phy);
+        self.activate(1 + sta, now);
         true
+    }
+
+    /// The PHY of frames to and from client `sta` (the first follows the rate trace).
+    #[inline]
+    fn phy_of(&self, sta: usize) -> Phy {
+        if sta == 0 {
+            self.p.phy
+        } else {
+            self.clients[sta].phy
+        }
     }
 
     /// With a rate trace, put the PHY in force at `t` in `p.phy` (and the other stations'
@@ -460,9 +580,11 @@ impl WifiMac {
             Some(t) => Some(t),
             None => self.next_access(),
         };
-        [mac, self.rx_down.next_timeout(), self.rx_up.next_timeout()]
-            .into_iter()
-            .flatten()
+        self.rx_down
+            .iter()
+            .chain(self.rx_up.iter())
+            .filter_map(|r| r.next_timeout())
+            .chain(mac)
             .min()
     }
 
@@ -490,15 +612,17 @@ impl WifiMac {
             }
         }
         self.released.clear();
-        if self.rx_down.next_timeout().is_some_and(|t| t <= now) {
-            self.rx_down.expire(now, &mut self.released);
-            self.delivered
-                .extend(self.released.drain(..).map(|p| (Dir::Down, p)));
-        }
-        if self.rx_up.next_timeout().is_some_and(|t| t <= now) {
-            self.rx_up.expire(now, &mut self.released);
-            self.delivered
-                .extend(self.released.drain(..).map(|p| (Dir::Up, p)));
+        for (rx, dir) in self
+            .rx_down
+            .iter_mut()
+            .map(|r| (r, Dir::Down))
+            .chain(self.rx_up.iter_mut().map(|r| (r, Dir::Up)))
+        {
+            if rx.next_timeout().is_some_and(|t| t <= now) {
+                rx.expire(now, &mut self.released);
+                self.delivered
+                    .extend(self.released.drain(..).map(|p| (dir, p)));
+            }
         }
     }
 
@@ -545,9 +669,10 @@ impl WifiMac {
         let mut longest = 0u64;
         for k in 0..self.txs.len() {
             let who = self.txs[k].who;
-            let ppdu = if who == AP || who == CLIENT {
+            let ppdu = if who < first_other {
                 let psdu = self.build(who, t);
-                self.p.phy.ppdu_ns(psdu)
+                let sta = if who == AP { self.ap_to } else { who - 1 };
+                self.phy_of(sta).ppdu_ns(psdu)
             } else {
                 self.txs[k].mpdus = self.others_mpdus;
                 self.others_ppdu_ns
@@ -566,17 +691,35 @@ impl WifiMac {
         }
     }
 
-    /// Build the AP's or the client's aggregate at `t`; its PSDU bytes.
+    /// The station whose frames the AP sends next: round robin over the stations the driver
+    /// holds frames for, one aggregate each (the firmware's per-station queues, as ath10k's
+    /// and mt76's; which frames reach them is mac80211's airtime scheduler's choice).
+    fn next_station(&self) -> usize {
+        let n = self.down.len();
+        (0..n)
+            .map(|k| (self.ap_to + 1 + k) % n)
+            .find(|&i| self.down[i].backlogged())
+            .unwrap_or(0)
+    }
+
+    /// Build the AP's or a client's aggregate at `t`; its PSDU bytes.
     fn build(&mut self, who: usize, t: Nanos) -> u64 {
+        let sta = if who == AP {
+            self.ap_to = self.next_station();
+            self.ap_to
+        } else {
+            who - 1
+        };
+        let phy = self.phy_of(sta);
         let p = &self.p;
         let window = p.max_mpdus as u64;
         let (sess, st) = if who == AP {
-            (&mut self.down, &mut self.stats.down)
+            (&mut self.down[sta], &mut self.stats.down)
         } else {
-            (&mut self.up, &mut self.stats.up)
+            (&mut self.up[sta], &mut self.stats.up)
         };
         let first_tx = &mut self.first_tx;
-        let built = sess.build(&p.phy, p.max_mpdus, p.max_ppdu.0, window, t, |pkt, w| {
+        let built = sess.build(&phy, p.max_mpdus, p.max_ppdu.0, window, t, |pkt, w| {
             if who == AP {
                 first_tx.push((pkt.flow, w));
             }
@@ -585,7 +728,13 @@ impl WifiMac {
         st.mpdu_tx += built.mpdus as u64;
         st.retries += sess.in_flight_retries() as u64;
         st.agg_hist[built.mpdus as usize] += 1;
-        st.airtime_ns += self.p.exchange_ns(built.psdu_bytes);
+        let air = phy.ppdu_ns(built.psdu_bytes) + p.edca.sifs.0 + phy.response_ns();
+        st.airtime_ns += air;
+        if who == AP {
+            self.sta_airtime_ns[sta].0 += air;
+        } else {
+            self.sta_airtime_ns[sta].1 += air;
+        }
         let wait = t.saturating_sub(self.ready_since[who]);
         st.access_delay_us
             .push((wait.0 / 1_000).min(u32::MAX as u64) as u32);
@@ -599,7 +748,7 @@ impl WifiMac {
         let txs = std::mem::take(&mut self.txs);
         for tx in &txs {
             match tx.who {
-                AP | CLIENT => self.finish_session(tx.who, end),
+                w if w < self.backoff.len() => self.finish_session(w, end),
                 i => {
                     let p = &self.p;
                     let j = (i - self.backoff.len()) as u32;
@@ -617,9 +766,12 @@ impl WifiMac {
         self.txs.clear();
         let start = end + self.p.edca.aifs();
         for (i, b) in self.backoff.iter_mut().enumerate() {
-            let sess = if i == AP { &self.down } else { &self.up };
             let was = b.active;
-            b.active = sess.backlogged();
+            b.active = if i == AP {
+                self.down.iter().any(|s| s.backlogged())
+            } else {
+                self.up[i - 1].backlogged()
+            };
             if b.active && !was {
                 self.ready_since[i] = end;
             }
@@ -630,24 +782,35 @@ impl WifiMac {
         self.others.restart(start);
     }
 
-    /// The AP's (downlink) or the client's (uplink) aggregate is over at `end`.
+    /// The AP's (downlink) or a client's (uplink) aggregate is over at `end`.
     fn finish_session(&mut self, who: usize, end: Nanos) {
         let p = &self.p;
+        let sta = if who == AP { self.ap_to } else { who - 1 };
+        let per = if sta == 0 {
+            p.per
+        } else {
+            self.clients[sta].per
+        };
         let (sess, rx, st, dir) = if who == AP {
             (
-                &mut self.down,
-                &mut self.rx_down,
+                &mut self.down[sta],
+                &mut self.rx_down[sta],
                 &mut self.stats.down,
                 Dir::Down,
             )
         } else {
-            (&mut self.up, &mut self.rx_up, &mut self.stats.up, Dir::Up)
+            (
+                &mut self.up[sta],
+                &mut self.rx_up[sta],
+                &mut self.stats.up,
+                Dir::Up,
+            )
         };
         let mut any_ok = false;
         self.released.clear();
         let mut flight = sess.take_in_flight();
         for m in flight.iter_mut() {
-            let errored = p.per > 0.0 && self.rng.bernoulli(p.per);
+            let errored = per > 0.0 && self.rng.bernoulli(per);
             let ok = !self.collided && !errored;
             if ok {
                 any_ok = true;
@@ -684,7 +847,12 @@ impl WifiMac {
             b.success(&p.edca, &mut self.rng);
         } else {
             b.failure(&p.edca, &mut self.rng);
-            if !sess.backlogged() {
+            let backlogged = if who == AP {
+                self.down.iter().any(|s| s.backlogged())
+            } else {
+                sess.backlogged()
+            };
+            if !backlogged {
                 // Every MPDU reached the retry limit: the frame is given up, CW resets.
                 b.give_up(&p.edca, &mut self.rng);
             }

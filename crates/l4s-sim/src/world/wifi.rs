@@ -2,12 +2,51 @@
 //! room (the AQM's dequeue happens when the driver pulls, as with mac80211's AQL), TCP ACKs
 //! contend on the same medium, and what the recipient's reorder buffer releases goes on the
 //! flows' delay lines. The model is `l4s_core::wifi` (IEEE 802.11-2020 EDCA, A-MPDU, block ack).
+//!
+//! With `ap = "mac80211"` (the default) the AQM is the root qdisc of a Linux AP: each packet it
+//! takes is dequeued at once (no backpressure) into the station's TXQ (`l4s_core::wifi::txq`,
+//! mac80211's FQ-CoDel), and the driver pulls from the TXQ under AQL. With `"aqm_in_txq"` or
+//! `"driver_fifo"` the AQM itself is pulled by the driver (one client station: the same
+//! mechanics).
+//!
+//! Several client stations (`[[link.wifi.clients]]`, `[[flows]] station = N`): mac80211 keeps
+//! one TXQ per station (`txq/N` rows) and the driver's scheduling loop asks the airtime DRR
+//! for the next station (`ieee80211_txq_schedule_start`, `ieee80211_next_txq`), takes frames
+//! from it while `ieee80211_txq_airtime_check` allows, and returns it
+//! (`ieee80211_return_txq`); TX and RX airtime are registered per station at TX status.
+//! `driver_fifo` keeps one AQM and one driver FIFO for all stations.
 
 use super::World;
 use crate::engine::Kind;
 use crate::wifi_config::WifiRecord;
-use l4s_core::wifi::{Dir, WifiMac, WifiParams};
+use l4s_core::wifi::WifiParams;
+use l4s_core::wifi::{AirtimeScheduler, ApMode, AqlLimits, Dir, TxqParams, Txqs, WifiMac};
 use l4s_core::{Nanos, Packet, Rng};
+
+/// The `txq/N` row names (at most 64 stations).
+fn txq_name(i: usize) -> &'static str {
+    static NAMES: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+    NAMES.get_or_init(|| {
+        (0..64)
+            .map(|i| &*Box::leak(format!("txq/{i}").into_boxed_str()))
+            .collect()
+    })[i.min(63)]
+}
+
+/// The stations' TXQs of a mac80211 AP, the driver's scheduler and their recorder rows.
+pub(super) struct TxqLayer {
+    pub(super) txqs: Txqs,
+    /// The `txq/N` rows' indices among the recorder's queues.
+    pub(super) q: Vec<u8>,
+    sched: AirtimeScheduler,
+    aql: AqlLimits,
+    /// Per station: airtime already registered with the scheduler, ns (down + up).
+    registered: Vec<u64>,
+    /// Per station: pending AQL airtime summed over samples after warmup, its max, count.
+    aql_acc: Vec<(u64, u64, u64)>,
+    drops: Vec<(usize, Packet)>,
+    codel_drops: Vec<Packet>,
+}
 
 /// The MAC and the engine's bookkeeping around it.
 pub(super) struct WifiHop {
@@ -17,30 +56,100 @@ pub(super) struct WifiHop {
     armed: Option<Nanos>,
     /// The driver queue's rows and the summary's `wifi` block.
     pub(super) record: WifiRecord,
+    /// The AP's queueing design.
+    pub(super) ap: ApMode,
+    /// `ap = "mac80211"`: the stations' TXQs between the root qdisc and the driver.
+    pub(super) txq: Option<TxqLayer>,
+    /// The client station of each flow instance.
+    pub(super) station_of: Vec<u8>,
 }
 
 impl WifiHop {
-    pub(super) fn new(p: WifiParams, uplink: bool, rng: Rng) -> Result<Self, crate::SimError> {
-        let mac = WifiMac::new(p, rng).map_err(|e| crate::SimError::param("link.wifi.", e))?;
+    pub(super) fn new(
+        p: WifiParams,
+        uplink: bool,
+        rng: Rng,
+        ap: ApMode,
+        (txq, txq_rng): (TxqParams, Rng),
+        (aql, fairness): (AqlLimits, bool),
+    ) -> Result<Self, crate::SimError> {
+        let field = |e: l4s_core::ParamError| crate::SimError::param("link.wifi.", e);
+        let mac = WifiMac::new(p, rng).map_err(field)?;
+        let n = mac.clients();
+        let txq = match ap {
+            ApMode::Mac80211 => Some(TxqLayer {
+                txqs: Txqs::new(n, &txq, txq_rng).map_err(field)?,
+                q: Vec::new(),
+                sched: AirtimeScheduler::new(n, fairness),
+                aql,
+                registered: vec![0; n],
+                aql_acc: vec![(0, 0, 0); n],
+                drops: Vec::new(),
+                codel_drops: Vec::new(),
+            }),
+            _ => None,
+        };
         Ok(WifiHop {
             mac,
             uplink,
             armed: None,
             record: WifiRecord::default(),
+            ap,
+            txq,
+            station_of: Vec::new(),
         })
+    }
+}
+
+impl WifiHop {
+    /// The client station flow `flow`'s packets go to (or come from).
+    #[inline]
+    fn station(&self, flow: u32) -> usize {
+        self.station_of
+            .get(flow as usize)
+            .map_or(0, |&s| s as usize)
     }
 }
 
 impl World {
     /// Register the driver queue with the recorder (after both exist).
-    pub(super) fn wifi_init(&mut self) {
+    pub(super) fn wifi_init(&mut self, s: &crate::scenario::Scenario) {
         if let Some(h) = &mut self.net.wifi {
+            // Flow instances in order (`count` of each entry), then workloads at station 0.
+            h.station_of = s
+                .flows
+                .iter()
+                .flat_map(|f| std::iter::repeat_n(f.station.unwrap_or(0) as u8, f.count as usize))
+                .collect();
+            h.station_of.resize(self.flows.len(), 0);
+            if let Some(t) = &mut h.txq {
+                t.q = (0..t.txqs.len())
+                    .map(|i| self.rec.add_extra_queue(txq_name(i)))
+                    .collect();
+            }
             h.record.register(&mut self.rec, &h.mac);
         }
     }
 
-    /// Move packets from the AQM to the driver queue while it has room.
+    /// Move packets from the AQM to the driver queue while it has room (through the TXQ with
+    /// `ap = "mac80211"`).
     pub(super) fn wifi_pull(&mut self, now: Nanos) {
+        if self.net.wifi.as_ref().is_some_and(|h| h.txq.is_some()) {
+            self.txq_fill(now);
+            // On enqueue the driver's tx worker runs only when its hardware queue is empty;
+            // otherwise it runs on TX status (`wifi_timer`).
+            if self
+                .net
+                .wifi
+                .as_ref()
+                .is_some_and(|h| h.mac.pending_total().0 == 0)
+            {
+                self.txq_pull(now);
+            }
+            self.arm_wifi();
+            self.arm_aqm();
+            return;
+        }
         while self.net.wifi.as_ref().is_some_and(|h| h.mac.has_room())
             && !self.net.bn.aqm.is_empty()
         {
@@ -50,11 +159,128 @@ impl World {
             let Some(h) = self.net.wifi.as_mut() else {
                 break;
             };
-            h.mac.push_down(p, now);
+            let sta = h.station(p.flow);
+            h.mac.push_down_to(sta, p, now);
             h.record.note_pending(&h.mac, now);
         }
         self.arm_wifi();
         self.arm_aqm();
+    }
+
+    /// The root qdisc is dequeued as soon as it holds a packet (`IFF_NO_QUEUE`: mac80211 never
+    /// stops the netdev queue): each packet goes into the station's TXQ (`fq_tin_enqueue`;
+    /// its overflow drops are the TXQ's).
+    fn txq_fill(&mut self, now: Nanos) {
+        while !self.net.bn.aqm.is_empty() {
+            let Some(p) = self.aqm_dequeue(now) else {
+                break;
+            };
+            let Some(h) = self.net.wifi.as_mut() else {
+                break;
+            };
+            let sta = h.station(p.flow);
+            let Some(t) = h.txq.as_mut() else { break };
+            t.txqs.enqueue(sta, p, now, &mut t.drops);
+            // `ieee80211_queue_skb` → `schedule_and_wake_txq`: the TXQ joins the active list.
+            t.sched.return_txq(sta, true);
+            if t.drops.is_empty() {
+                continue;
+            }
+            let drops = std::mem::take(&mut t.drops);
+            let qs = t.q.clone();
+            for &(owner, ref d) in &drops {
+                let q = qs[owner];
+                self.net.totals.aqm_dropped_pkts += 1;
+                super::note_verdict(
+                    &mut self.rec,
+                    &mut self.capture,
+                    now,
+                    d,
+                    q,
+                    now - d.enqueued_at,
+                    2,
+                );
+            }
+        }
+    }
+
+    /// The driver's scheduling loop (mt76 / ath10k shape): a round of
+    /// `ieee80211_txq_schedule_start` (skipped while the AC is over its AQL cap,
+    /// `ieee80211_txq_schedule_airtime_check`), then for each station `ieee80211_next_txq`
+    /// hands out, frames while `ieee80211_txq_airtime_check` allows, then `ieee80211_return_txq`.
+    fn txq_pull(&mut self, now: Nanos) {
+        let Some(h) = self.net.wifi.as_mut() else {
+            return;
+        };
+        let Some(t) = h.txq.as_mut() else { return };
+        if !t
+            .aql
+            .schedule_airtime_check(h.mac.pending_total().1, t.sched.active_len())
+        {
+            return;
+        }
+        t.sched.schedule_start();
+        loop {
+            let Some(h) = self.net.wifi.as_mut() else {
+                return;
+            };
+            let Some(t) = h.txq.as_mut() else { return };
+            let (mac, aql) = (&h.mac, t.aql);
+            let next = t.sched.next_txq(|sta| {
+                aql.txq_airtime_check(mac.pending_to(sta).1, mac.pending_total().1)
+            });
+            let Some(sta) = next else { return };
+            self.txq_serve(sta, now);
+            if let Some(t) = self.net.wifi.as_mut().and_then(|h| h.txq.as_mut()) {
+                let left = t.txqs.backlog(sta).0 > 0;
+                t.sched.return_txq(sta, left);
+            }
+        }
+    }
+
+    /// Take frames from station `sta`'s TXQ while AQL allows (`ieee80211_tx_dequeue` →
+    /// `fq_tin_dequeue` → `codel_dequeue`): CoDel's drops and marks are the TXQ's verdicts.
+    fn txq_serve(&mut self, sta: usize, now: Nanos) {
+        loop {
+            let Some(h) = self.net.wifi.as_mut() else {
+                return;
+            };
+            let Some(t) = h.txq.as_mut() else { return };
+            if !t
+                .aql
+                .txq_airtime_check(h.mac.pending_to(sta).1, h.mac.pending_total().1)
+            {
+                return;
+            }
+            let got = t.txqs.dequeue(sta, now, &mut t.codel_drops);
+            let q = t.q[sta];
+            for d in t.codel_drops.drain(..) {
+                self.net.totals.aqm_dropped_pkts += 1;
+                super::note_verdict(
+                    &mut self.rec,
+                    &mut self.capture,
+                    now,
+                    &d,
+                    q,
+                    now - d.enqueued_at,
+                    2,
+                );
+            }
+            let Some((p, marked)) = got else { return };
+            super::note_verdict(
+                &mut self.rec,
+                &mut self.capture,
+                now,
+                &p,
+                q,
+                now - p.enqueued_at,
+                u8::from(marked),
+            );
+            if let Some(h) = self.net.wifi.as_mut() {
+                h.mac.push_down_to(sta, p, now);
+                h.record.note_pending(&h.mac, now);
+            }
+        }
     }
 
     /// A TCP ACK from a receiver enters the client station's uplink queue; false when ACKs do
@@ -64,7 +290,8 @@ impl World {
         let Some(h) = self.net.wifi.as_mut().filter(|h| h.uplink) else {
             return false;
         };
-        if !h.mac.push_up(p, now) {
+        let sta = h.station(p.flow);
+        if !h.mac.push_up_from(sta, p, now) {
             self.net.totals.acks_dropped += 1;
         }
         self.arm_wifi();
@@ -96,6 +323,17 @@ impl World {
         self.events += 1;
         h.armed = None;
         h.mac.handle_timeout(t);
+        if let Some(x) = &mut h.txq {
+            // TX status / RX: `ieee80211_register_airtime` (AIRTIME_USE_TX | AIRTIME_USE_RX).
+            for sta in 0..x.registered.len() {
+                let (d, u) = h.mac.station_airtime_ns(sta);
+                let total = d + u;
+                if total > x.registered[sta] {
+                    x.sched.register_airtime(sta, total - x.registered[sta]);
+                }
+                x.registered[sta] = total;
+            }
+        }
         let after_warmup = t >= self.rec.warmup;
         for (flow, wait) in h.mac.drain_first_tx() {
             self.rec.on_packet(t, flow, h.record.driver_q, wait, 0);
@@ -120,6 +358,10 @@ impl World {
                 Dir::Up => self.onto_rev_line(p, t),
             }
         }
+        if self.net.wifi.as_ref().is_some_and(|h| h.txq.is_some()) {
+            // TX status: the driver's tx worker schedules the TXQs again.
+            self.txq_pull(t);
+        }
         self.wifi_pull(t);
         self.arm_wifi();
     }
@@ -128,6 +370,18 @@ impl World {
     pub(super) fn wifi_sample(&mut self, t: Nanos) {
         if let Some(h) = &mut self.net.wifi {
             h.record.sample(&mut self.rec, &h.mac, t);
+            if let Some(x) = &mut h.txq {
+                let base = self.rec.queue_names.len() - self.rec.extra_queues.len();
+                for sta in 0..x.q.len() {
+                    let i = x.q[sta] as usize - base;
+                    self.rec.extra_queues[i] = x.txqs.sample(sta, txq_name(sta), t);
+                    if t >= self.rec.warmup {
+                        let a = h.mac.pending_to(sta).1;
+                        let acc = &mut x.aql_acc[sta];
+                        *acc = (acc.0 + a, acc.1.max(a), acc.2 + 1);
+                    }
+                }
+            }
         }
     }
 
@@ -135,6 +389,10 @@ impl World {
     pub(super) fn wifi_warmup(&mut self) {
         if let Some(h) = &mut self.net.wifi {
             h.mac.reset_stats();
+            if let Some(x) = &mut h.txq {
+                // The MAC's per-station airtime restarts at 0.
+                x.registered.iter_mut().for_each(|r| *r = 0);
+            }
         }
     }
 
@@ -143,13 +401,57 @@ impl World {
         self.net.wifi.as_ref().map_or((0, 0), |h| {
             let (_, (pending, _)) = h.mac.driver_backlog(self.now);
             let held = h.mac.reorder_held();
-            (pending + held.0, h.mac.queued_up() + held.1)
+            let txq = h.txq.as_ref().map_or(0, |t| t.txqs.total_pkts());
+            (pending + held.0 + txq, h.mac.queued_up() + held.1)
         })
     }
 
     /// The summary's `wifi` block (None without a Wi-Fi link).
     pub(super) fn wifi_summary(&self, window_s: f64) -> Option<serde_json::Value> {
         let h = self.net.wifi.as_ref()?;
-        Some(h.record.summary(&h.mac, window_s))
+        let mut v = h.record.summary(&h.mac, window_s);
+        v["ap"] = serde_json::json!(h.ap.name());
+        let busy = h.mac.stats().busy_ns.max(1) as f64;
+        let clients: Vec<serde_json::Value> = (0..h.mac.clients())
+            .map(|sta| {
+                let (d, u) = h.mac.station_airtime_ns(sta);
+                let flows: Vec<usize> = (0..h.station_of.len())
+                    .filter(|&f| h.station_of[f] as usize == sta)
+                    .collect();
+                let mut c = serde_json::json!({
+                    "station": sta,
+                    "flows": flows,
+                    "airtime_share": {"downlink": d as f64 / busy, "uplink": u as f64 / busy},
+                });
+                if let Some(t) = &h.txq {
+                    // CoDel counters cumulative over the run (the TXQ's sojourns after
+                    // warmup are the `txq/N` entry of `queues`).
+                    let cs = t.txqs.codel_stats(sta);
+                    let (overlimit, collisions) = t.txqs.overlimit_collisions(sta);
+                    let st = t.txqs.stats(sta);
+                    let (sum, max, n) = t.aql_acc[sta];
+                    c["txq"] = serde_json::json!({
+                        "queue": txq_name(sta),
+                        "codel_drops": cs.drop_count,
+                        "codel_ecn_marks": cs.ecn_mark,
+                        "ce_threshold_marks": cs.ce_mark,
+                        "overlimit_drops": st.dropped_dequeue - cs.drop_count,
+                        "overlimit_rounds": overlimit,
+                        "collisions": collisions,
+                    });
+                    c["aql_pending_ms"] = serde_json::json!({
+                        "mean": if n > 0 { serde_json::json!(sum as f64 / n as f64 / 1e6) }
+                                else { serde_json::Value::Null },
+                        "max": max as f64 / 1e6,
+                    });
+                }
+                c
+            })
+            .collect();
+        v["clients"] = serde_json::json!(clients);
+        if let Some(t) = &h.txq {
+            v["airtime_fairness"] = serde_json::json!(t.sched.fairness);
+        }
+        Some(v)
     }
 }

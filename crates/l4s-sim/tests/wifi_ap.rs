@@ -1,0 +1,203 @@
+//! The access point's queueing designs (`[link.wifi] ap`): a Linux AP's root qdisc above
+//! mac80211's TXQs holds no queue, the same AQM in the TXQ does; the TXQ row, conservation
+//! through the TXQ, and the keys' errors.
+
+use l4s_sim::scenario::Scenario;
+use serde_json::Value;
+
+fn scenario(ap: &str, aqm: &str, flows: &str) -> String {
+    format!(
+        "seed = 5\nduration = \"8s\"\nwarmup = \"2s\"\n[link]\nmodel = \"wifi\"\n\
+         [link.wifi]\nstandard = \"ac\"\nmcs = 5\nwidth = 20\n{ap}\n[aqm]\n{aqm}\n{flows}"
+    )
+}
+
+const BULK: &str =
+    "[[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\n[[flows]]\ncc = \"prague\"\nrtt = \"20ms\"\n";
+
+fn run(text: &str) -> (l4s_sim::results::RunResults, Value) {
+    let s = Scenario::from_toml_str(text).unwrap();
+    let r = l4s_sim::run(&s).unwrap();
+    let v: Value = serde_json::from_str(&r.summary_json).unwrap();
+    (r, v)
+}
+
+fn queue<'a>(v: &'a Value, name: &str) -> &'a Value {
+    v["queues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["name"] == name)
+        .unwrap_or_else(|| panic!("no queue {name}"))
+}
+
+/// A root `dualpi2` above mac80211 is dequeued in the same instant it is enqueued
+/// (`IFF_NO_QUEUE`, no netdev-queue stop): every L and C sojourn is exactly 0, it never
+/// marks, and the standing queue is in the station's TXQ (above CoDel's 20 ms target at the
+/// median, Cubic beside Prague). The same DualPI2 in the TXQ (`aqm_in_txq`) holds the queue.
+#[test]
+fn root_dualpi2_holds_no_queue_above_mac80211_but_does_in_the_txq() {
+    let (r, v) = run(&scenario("", "kind = \"dualpi2\"", BULK));
+    assert_eq!(v["wifi"]["ap"], "mac80211");
+    assert_eq!(r.queue_names, vec!["L", "C", "txq/0", "driver"]);
+    for name in ["L", "C"] {
+        let q = queue(&v, name);
+        assert_eq!(q["sojourn_ms"]["p99"].as_f64(), Some(0.0), "{name}");
+        assert_eq!(q["marks"], 0, "{name}");
+    }
+    let txq = queue(&v, "txq/0");
+    let p50 = txq["sojourn_ms"]["p50"].as_f64().unwrap();
+    assert!(p50 > 20.0, "txq p50 {p50}");
+    assert!(txq["marks"].as_u64().unwrap() > 0);
+    let t = &r.totals;
+    assert_eq!(
+        t.sent_pkts,
+        t.delivered_pkts + t.aqm_dropped_pkts + t.link_lost_pkts + t.in_flight_pkts
+    );
+
+    let (r2, v2) = run(&scenario("ap = \"aqm_in_txq\"", "kind = \"dualpi2\"", BULK));
+    assert_eq!(r2.queue_names, vec!["L", "C", "driver"]);
+    let c = queue(&v2, "C")["sojourn_ms"]["p99"].as_f64().unwrap();
+    assert!(c > 1.0, "C p99 {c}");
+    assert!(queue(&v2, "L")["marks"].as_u64().unwrap() > 0);
+}
+
+/// `txq_ce_threshold` (ECT(1) only, the L4S proposal) marks Prague's packets at 1 ms in the
+/// TXQ and never Cubic's (Not-ECT here: its flow is only dropped, never marked).
+#[test]
+fn txq_ce_threshold_marks_prague_not_cubic() {
+    let (_, v) = run(&scenario(
+        "txq_ce_threshold = \"1ms\"",
+        "kind = \"fifo\"",
+        BULK,
+    ));
+    let f = v["flows"].as_array().unwrap();
+    assert_eq!(f[0]["cc"], "cubic");
+    assert_eq!(f[0]["ce_marks"], 0);
+    assert!(f[1]["ce_marks"].as_u64().unwrap() > 0);
+    assert!(
+        v["wifi"]["clients"][0]["txq"]["ce_threshold_marks"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+}
+
+#[test]
+fn ap_keys_are_checked_by_name() {
+    let cases = [
+        ("ap = \"hostapd\"", "link.wifi.ap"),
+        ("txq_target = \"0s\"", "link.wifi.txq_target"),
+        ("txq_interval = \"100s\"", "link.wifi.txq_interval"),
+        ("txq_ce_threshold = \"0s\"", "link.wifi.txq_ce_threshold"),
+        (
+            "ap = \"driver_fifo\"\ntxq_target = \"5ms\"",
+            "link.wifi.txq_target",
+        ),
+        (
+            "ap = \"aqm_in_txq\"\ntxq_ce_threshold = \"1ms\"",
+            "link.wifi.txq_ce_threshold",
+        ),
+    ];
+    for (keys, field) in cases {
+        let text = scenario(keys, "kind = \"fifo\"", BULK);
+        let e = Scenario::from_toml_str(&text).unwrap_err().to_string();
+        assert!(e.contains(field), "{keys}: {e}");
+    }
+}
+
+/// Two saturated stations without aggregation (`max_mpdus = 1`, Heusse et al. 2003), 54 and
+/// 6 Mb/s OFDM, UDP at 60 Mb/s to each, `airtime_fairness = false`: the AP's firmware
+/// alternates one frame each (round robin), so both get the same throughput and the slow
+/// station's share of the AP's airtime is X6/(X6 + X54), X = PPDU + SIFS + ACK of one
+/// 1500-byte packet (the performance anomaly).
+#[test]
+fn without_airtime_fairness_the_performance_anomaly() {
+    let (slow, t0, t1) = two_stations(false);
+    let x = |mbps: u64| {
+        let p = l4s_core::wifi::Phy::ofdm(mbps * 1_000_000, false).unwrap();
+        (p.ppdu_ns(p.subframe_bytes(1500)) + 16_000 + p.response_ns()) as f64
+    };
+    let anomaly = x(6) / (x(6) + x(54));
+    assert!(
+        (slow - anomaly).abs() < 0.01,
+        "slow share {slow}, closed form {anomaly}"
+    );
+    assert!((t0 / t1 - 1.0).abs() < 0.02, "{t0} vs {t1}");
+}
+
+/// With mac80211's airtime DRR the two shares should be equal within 5 %. Not yet: the
+/// model gives the slow station 0.877 of the airtime, as without fairness. Why: both
+/// stations keep their AQL budget in the driver, the fast one is at its limit when a
+/// scheduling round starts, and `ieee80211_next_txq` then cycles the list adding the
+/// 256 µs weight to the slow station until its deficit is positive (it is the only
+/// AQL-eligible TXQ), so the DRR never holds it back; the firmware's per-station round robin
+/// then alternates frames. Which driver behaviour (hardware-queue depth, when the tx worker
+/// runs) restores fairness in Linux is still to be modelled.
+#[test]
+#[ignore = "airtime DRR under AQL does not yet equalise airtime (see the comment)"]
+fn airtime_fairness_equalises_airtime() {
+    let (slow, t0, t1) = two_stations(true);
+    assert!((slow - 0.5).abs() < 0.025, "slow share {slow}");
+    assert!(t0 > 4.0 * t1, "{t0} vs {t1}");
+}
+
+/// The slow station's share of the AP's airtime and the two throughputs.
+fn two_stations(fairness: bool) -> (f64, f64, f64) {
+    let text = format!(
+        "seed = 7\nduration = \"6s\"\nwarmup = \"1s\"\n[link]\nmodel = \"wifi\"\n\
+         [link.wifi]\nphy_rate = \"54mbit\"\nmax_mpdus = 1\nuplink = false\n\
+         airtime_fairness = {fairness}\n\
+         [[link.wifi.clients]]\nphy_rate = \"54mbit\"\n\
+         [[link.wifi.clients]]\nphy_rate = \"6mbit\"\n\
+         [aqm]\nkind = \"fifo\"\n\
+         [[flows]]\ncc = \"cbr\"\nrate = \"60mbit\"\nrtt = \"10ms\"\nstation = 0\n\
+         [[flows]]\ncc = \"cbr\"\nrate = \"60mbit\"\nrtt = \"10ms\"\nstation = 1\n"
+    );
+    let (_, v) = run(&text);
+    let c = &v["wifi"]["clients"];
+    let a = |i: usize| c[i]["airtime_share"]["downlink"].as_f64().unwrap();
+    let t = |i: usize| v["flows"][i]["tput_mbps"].as_f64().unwrap();
+    (a(1) / (a(0) + a(1)), t(0), t(1))
+}
+
+#[test]
+fn client_and_station_keys_are_checked_by_name() {
+    let base = "seed = 1\nduration = \"1s\"\n[link]\nmodel = \"wifi\"\n[link.wifi]\n\
+                standard = \"ac\"\nmcs = 5\nwidth = 20\n";
+    let cases = [
+        (
+            "[[link.wifi.clients]]\nmcs = 10\n",
+            "",
+            "link.wifi.clients[0].mcs",
+        ),
+        (
+            "[[link.wifi.clients]]\nper = 1.5\n",
+            "",
+            "link.wifi.clients[0].per",
+        ),
+        (
+            "[[link.wifi.clients]]\nmcs = 1\nphy_rate = \"6mbit\"\n",
+            "",
+            "link.wifi.clients[0].phy_rate",
+        ),
+        (
+            "[[link.wifi.clients]]\n[[link.wifi.clients]]\n",
+            "station = 2\n",
+            "flows[0].station",
+        ),
+        (
+            "ap = \"aqm_in_txq\"\n[[link.wifi.clients]]\n[[link.wifi.clients]]\n",
+            "",
+            "link.wifi.ap",
+        ),
+        ("driver_limit_pkts = 8\n", "", "link.wifi.driver_limit_pkts"),
+    ];
+    for (wifi, flow, field) in cases {
+        let text = format!(
+            "{base}{wifi}[aqm]\nkind = \"fifo\"\n[[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\n{flow}"
+        );
+        let e = Scenario::from_toml_str(&text).unwrap_err().to_string();
+        assert!(e.contains(field), "{wifi}{flow}: {e}");
+    }
+}
