@@ -237,3 +237,14 @@ def test_validate_default_output_lies_beside_the_inputs_not_in_the_working_direc
     assert default_out_dir("res/sim/", "res/emu", None) == Path("res/validation-sim_vs_emu")
     assert default_out_dir("results/sweep", None, "aqm.step_thresh") == Path(
         "results/sweep-validation-by-aqm.step_thresh")
+
+
+def test_validate_default_output_of_two_grid_points_sits_in_the_sweep_not_its_runs(tmp_path):
+    from l4slab.validation.cli import default_out_dir
+
+    (tmp_path / "sw" / "runs").mkdir(parents=True)
+    (tmp_path / "sw" / "sweep.json").write_text("{}")
+    runs = tmp_path / "sw" / "runs"
+    assert default_out_dir(f"{runs}/p000-*", f"{runs}/p001-*", None) == (
+        tmp_path / "sw" / "validation-p000-__vs_p001-_")
+

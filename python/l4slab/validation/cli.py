@@ -170,6 +170,8 @@ def default_out_dir(group_a: str, group_b: str | None, by_key: str | None) -> Pa
         base = Path(os.path.commonpath([a.parent, b.parent]))
     except ValueError:  # one relative, one absolute
         base = Path(os.path.commonpath([a.parent.absolute(), b.parent.absolute()]))
+    if base.name == "runs" and (base.parent / "sweep.json").is_file():
+        base = base.parent  # beside a sweep's runs/, which holds its run directories only
     return base / _slug(f"validation-{a.name}_vs_{b.name}")
 
 
