@@ -227,3 +227,24 @@ def test_compare_runs_single_runs_and_groups(tmp_path):
     res = compare_runs(a, b, metrics=["sojourn_L"], bootstrap=100, out_dir=tmp_path / "cmp")
     assert res[0].p_hat is not None and (tmp_path / "cmp" / "validation.csv").is_file()
     assert len(load_group("A", a)) == 3
+
+
+def test_validate_default_output_lies_beside_the_inputs_not_in_the_working_directory():
+    from l4slab.validation.cli import default_out_dir
+
+    assert default_out_dir("results/st/runs/p000-*", "results/st/runs/p001-*", None) == Path(
+        "results/st/runs/validation-p000-__vs_p001-_")
+    assert default_out_dir("res/sim/", "res/emu", None) == Path("res/validation-sim_vs_emu")
+    assert default_out_dir("results/sweep", None, "aqm.step_thresh") == Path(
+        "results/sweep-validation-by-aqm.step_thresh")
+
+
+def test_validate_default_output_of_two_grid_points_sits_in_the_sweep_not_its_runs(tmp_path):
+    from l4slab.validation.cli import default_out_dir
+
+    (tmp_path / "sw" / "runs").mkdir(parents=True)
+    (tmp_path / "sw" / "sweep.json").write_text("{}")
+    runs = tmp_path / "sw" / "runs"
+    assert default_out_dir(f"{runs}/p000-*", f"{runs}/p001-*", None) == (
+        tmp_path / "sw" / "validation-p000-__vs_p001-_")
+

@@ -66,19 +66,24 @@ def fig_frame_latency_cdf(run: Any) -> Figure | None:
     fr = getattr(run, "app", {}).get("frames")
     if fr is None or not len(fr):
         return None
-    from l4slab.plots import CLASS_COLORS
+    from l4slab.plots import CLASS_COLORS, series_colors
 
     warm = run.summary.get("warmup_s") or 0.0
     flows = {int(f["id"]): f for f in run.summary.get("flows", [])}
     fig = _figure()
     ax = fig.add_subplot()
-    for fid, g in fr[fr["capture_s"] >= warm].groupby("flow"):
+    groups = list(fr[fr["capture_s"] >= warm].groupby("flow"))
+    # The class colour for the first flow of each class, a colour of its own for the rest.
+    cls = [str(flows.get(int(fid), {}).get("class", "")) for fid, _ in groups]
+    colors = series_colors([f"{c}#{i}" for i, c in enumerate(cls)],
+                           {f"{c}#{i}": CLASS_COLORS.get(c, "black") for i, c in enumerate(cls)})
+    for (fid, g), color in zip(groups, colors, strict=True):
         lat = np.sort(g["latency_ms"].to_numpy())
         n = len(lat)
         done = lat[np.isfinite(lat)]
         meta = flows.get(int(fid), {})
         ax.step(done, np.arange(1, len(done) + 1) / max(n, 1), where="post",
-                color=CLASS_COLORS.get(meta.get("class", ""), "black"),
+                color=color,
                 label=f"flow {fid} {meta.get('cc', '')} ({meta.get('class', '')})")
         dl = (meta.get("frames") or {}).get("deadline_ms")
         if dl:
@@ -115,6 +120,9 @@ def fig_slowdown(run: Any) -> Figure | None:
     ax.plot(xs, p99, "s--", color="#d62728", label="p99")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    from l4slab.plots import plain_log_ticks
+
+    plain_log_ticks(ax, "y")
     ax.set_xlabel("transfer size [bytes]")
     ax.set_ylabel("FCT slowdown")
     ax.grid(alpha=0.3, which="both")

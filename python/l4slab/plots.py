@@ -34,7 +34,7 @@ from l4slab.columnar import (  # noqa: E402
 from l4slab.sweepgrid import SWEEP_METRICS  # noqa: E402
 
 __all__ = ["plot_run", "render_run", "plot_sweep", "run_figures", "sweep_figures", "numeric_axis",
-           "CLASS_COLORS", "QUEUE_COLORS"]
+           "CLASS_COLORS", "QUEUE_COLORS", "series_colors", "plain_log_ticks"]
 
 CLASS_COLORS = {"L4S": "#1f77b4", "Classic": "#ff7f0e"}
 QUEUE_COLORS = {"L": "#1f77b4", "C": "#ff7f0e", "single": "#2ca02c", "fq": "#9467bd"}
@@ -43,6 +43,41 @@ _SHADES = {"L4S": ["#1f77b4", "#6baed6", "#08519c", "#9ecae1", "#3182bd"],
 FORMATS = ("png", "svg")
 #: Flows drawn one line each; above this, the busiest ones plus per-class aggregates.
 MAX_FLOWS_DRAWN = 12
+
+
+#: Colours for series without a fixed one (tab10 without the fixed ones' blue/orange first).
+_SPARE = ["#d62728", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f", "#2ca02c",
+          "#9467bd", "#1f77b4", "#ff7f0e", "#393b79", "#637939", "#8c6d31", "#843c39"]
+
+
+def series_colors(names: Sequence[str], fixed: dict[str, str] | None = None) -> list[str]:
+    """One colour per series of one axes, no two alike: a name's fixed colour when no earlier
+    series took it, else the first spare colour no series uses yet (e.g. the Wi-Fi driver
+    queue beside L and C)."""
+    fixed = fixed or {}
+    used: set[str] = set()
+    out = []
+    for n in names:
+        c = fixed.get(n)
+        if c is None or c in used:
+            c = next((s for s in _SPARE if s not in used and s not in fixed.values()),
+                     None) or next(s for s in _SPARE + [f"C{i}" for i in range(10)]
+                                   if s not in used)
+        used.add(c)
+        out.append(c)
+    return out
+
+
+def plain_log_ticks(ax: Any, axis: str = "y") -> None:
+    """A log (or symlog) axis labelled at 1, 2 and 5 per decade in plain numbers: matplotlib's
+    default labels only the decades, in powers ("2×10⁰" on a minor tick, or one label in all
+    when the data span less than a decade)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    a = ax.xaxis if axis == "x" else ax.yaxis
+    a.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    a.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    a.set_minor_formatter(NullFormatter())
 
 
 def _figure(w: float = 8.0, h: float = 4.0) -> Figure:
@@ -93,7 +128,7 @@ def _flow_table(run: Any) -> ColumnTable | None:
 
 def _flow_color(cls: str, k: int) -> str:
     shades = _SHADES.get(cls)
-    return shades[k % len(shades)] if shades else "#7f7f7f"
+    return shades[k] if shades and k < len(shades) else "#7f7f7f"
 
 
 def _warmup(ax: Any, run: Any) -> None:
@@ -165,13 +200,20 @@ def _per_flow(run: Any, column: str, ylabel: str, title: str, total: bool,
                     label=f"{cls}: {how} of {n_cls} flows")
     sel = select_rows(fid, shown)
     sel_f = fid[sel]
+    # Each flow its class's next shade, or a spare colour once the shades (or the dashed
+    # aggregates' class colours) are taken: no two lines of the axes alike.
+    taken = {ln.get_color() for ln in ax.get_lines()}
     for f in np.sort(shown).tolist():
         r = sel[sel_f == f]
         cc, cls = meta.get(int(f), ("?", "?"))
         k = count.get(cls, 0)
         count[cls] = k + 1
+        color = _flow_color(cls, k)
+        if color in taken:
+            color = next(c for c in _SPARE + [f"C{i}" for i in range(10)] if c not in taken)
+        taken.add(color)
         ax.plot(t_all[r], smooth(y_all[r]), lw=1.0,
-                color=_flow_color(cls, k), label=f"flow {f} {cc} ({cls})")
+                color=color, label=f"flow {f} {cc} ({cls})")
     if total:
         # Goodput (payload delivered in order) is below the wire rate by the headers and can
         # exceed it for a moment when a retransmission releases the bytes held behind a hole:
@@ -179,6 +221,18 @@ def _per_flow(run: Any, column: str, ylabel: str, title: str, total: bool,
         tt, tot = grouped_by_time(t_all, y_all, "sum")
         ax.plot(tt, smooth(tot), color="black", lw=1.2, label="total goodput (payload)")
         cap = (run.summary.get("link") or {}).get("capacity_mbps")
+        hops = [h for h in run.summary.get("hops") or []
+                if isinstance(h.get("capacity_mbps"), (int, float))]
+        if len(hops) > 1:
+            # A path of hops: each flow crosses its own hops, so no one capacity bounds the
+            # total; each hop's capacity (mean over the run, rate steps included) is drawn.
+            cap = None
+            styles = ["--", "-.", ":", (0, (5, 1, 1, 1))]
+            for i, h in enumerate(hops):
+                grey = f"{0.2 + 0.55 * i / (len(hops) - 1):.3f}"
+                ax.axhline(h["capacity_mbps"], color=grey, ls=styles[i % 4], lw=0.9,
+                           label=f"hop {h.get('name', i)} capacity "
+                                 f"{h['capacity_mbps']:.3g} Mb/s (mean, wire rate)")
         if isinstance(cap, (int, float)) and cap > 0:
             ax.axhline(cap, color="0.4", ls="--", lw=0.8,
                        label=f"capacity {cap:g} Mb/s (wire rate, incl. headers)")
@@ -226,10 +280,11 @@ def fig_sojourn(run: Any) -> Figure | None:
             else [fig.add_subplot()])
     for ax in axes:
         _warmup(ax, run)
+    colors = series_colors([q for q, _ in groups], QUEUE_COLORS)
     for i, (q, g) in enumerate(groups):
         ax = axes[i if split else 0]
         ax.plot(g["t_s"].to_numpy(), g["sojourn_ms"].to_numpy(), lw=1.0,
-                color=QUEUE_COLORS.get(q, None), label=f"queue {q}")
+                color=colors[i], label=f"queue {q}")
     for ax in axes:
         ax.set_ylabel("head sojourn [ms]")
         ax.set_xlim(left=0)
@@ -310,12 +365,13 @@ def fig_sojourn_cdf(run: Any) -> Figure | None:
     fig = _figure(11.0 if log_panel else 6.0, 4.0)
     axes = [fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)] if log_panel else [
         fig.add_subplot()]
+    colors = series_colors([q for q, _, _ in curves], QUEUE_COLORS)
     for i, ax in enumerate(axes):
-        for q, x, y in curves:
+        for (q, x, y), color in zip(curves, colors, strict=True):
             if i == 1:
                 keep = x > 0
                 x, y = x[keep], y[keep]
-            ax.step(x, y, where="post", color=QUEUE_COLORS.get(q, None), label=f"queue {q}")
+            ax.step(x, y, where="post", color=color, label=f"queue {q}")
         ax.set_ylabel("CDF")
         ax.set_ylim(0, 1.0)
         ax.grid(alpha=0.3, which="both")
@@ -325,6 +381,7 @@ def fig_sojourn_cdf(run: Any) -> Figure | None:
             ax.set_xlim(left=0)
         else:
             ax.set_xscale("log")
+            plain_log_ticks(ax, "x")
             ax.set_xlabel("sojourn [ms] (log scale, zeros left out)")
     fig.suptitle(f"Sojourn CDF per queue ({source}, after warm-up)", fontsize="medium")
     return fig

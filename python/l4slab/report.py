@@ -28,7 +28,8 @@ pre{background:#f7f7f7;padding:.8em;overflow:auto;font-size:.85em}
 .fail{color:#b00}.muted{color:#777}
 """
 
-_RUN_FIGURE_ORDER = ["throughput", "sojourn", "probability", "sojourn_cdf", "cwnd"]
+_RUN_FIGURE_ORDER = ["throughput", "sojourn", "probability", "sojourn_cdf", "cwnd",
+                     "frame_latency_cdf", "slowdown"]
 
 
 def _esc(x: Any) -> str:
@@ -132,11 +133,13 @@ def summary_tables(summary: dict[str, Any]) -> list[str]:
     if flows:
         keys = [k for k in ("id", "cc", "class", "tput_mbps", "srtt_ms", "ce_marks", "drops",
                             "retransmits") if any(k in f for f in flows)]
-        extra = sorted({k for f in flows for k, v in f.items()
-                        if k not in keys and not isinstance(v, (dict, list))})
+        nested = {k for f in flows for k, v in f.items() if isinstance(v, (dict, list))}
+        extra = sorted({k for f in flows for k in f if k not in keys and k not in nested})
+        if any(isinstance(f.get("host"), dict) for f in flows):
+            extra.append("host")
         body.append(f"<h2>Flows <small>({_esc(after)})</small></h2>")
-        body.append(_table(keys + extra, ([f.get(k) for k in keys + extra] for f in flows),
-                           left=3))
+        body.append(_table(keys + extra, ([_host(f.get(k)) if k == "host" else f.get(k)
+                                           for k in keys + extra] for f in flows), left=3))
     queues = summary.get("queues") or []
     if queues:
         body.append(f"<h2>Queues <small>({_esc(after)})</small></h2>")
@@ -147,6 +150,86 @@ def summary_tables(summary: dict[str, Any]) -> list[str]:
             rows.append([q.get("name"), s.get("mean"), s.get("p50"), s.get("p95"), s.get("p99"),
                          q.get("marks"), q.get("drops"), q.get("packets")])
         body.append(_table(hdr, rows))
+    body += _app_tables(summary, after)
+    return body
+
+
+def _host(h: Any) -> str | None:
+    """A flow's host block as words ("qdisc fq, GRO off, TSO off"), not a Python dict."""
+    if not isinstance(h, dict):
+        return h
+    on = {True: "on", False: "off"}
+    return ", ".join(f"{k.upper() if k in ('gro', 'tso', 'gso') else k} "
+                     f"{on.get(v, v) if isinstance(v, bool) else v}" for k, v in h.items())
+
+
+def _flat(d: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    """Dotted key → scalar rows of a nested block (lists of numbers left out: histograms)."""
+    if not isinstance(d, dict):
+        return [(prefix, d)]
+    out = []
+    for k, v in d.items():
+        key = f"{prefix}.{k}" if prefix else str(k)
+        if isinstance(v, dict):
+            out += _flat(v, key)
+        elif not isinstance(v, list):
+            out.append((key, v))
+    return out
+
+
+def _app_tables(summary: dict[str, Any], after: str) -> list[str]:
+    """Video frames, responsiveness (RPM), workloads and slowdown, the Wi-Fi block and the
+    hops of a path, each where the run has it."""
+    body = []
+    flows = summary.get("flows") or []
+    video = [f for f in flows if isinstance(f.get("frames"), dict)]
+    if video:
+        body.append(f"<h2>Video frames <small>({_esc(after)})</small></h2>")
+        hdr = ["flow", "cc", "frames", "delivered fps", "bitrate [Mb/s]", "latency p50 [ms]",
+               "p95", "max", "deadline [ms]", "deadline misses", "incomplete"]
+        rows = []
+        for f in video:
+            fr = f["frames"]
+            lat = fr.get("latency_ms") or {}
+            rows.append([f.get("id"), f.get("cc"), fr.get("frames"), fr.get("delivered_fps"),
+                         fr.get("bitrate_mbps"), lat.get("p50"), lat.get("p95"), lat.get("max"),
+                         fr.get("deadline_ms"), fr.get("deadline_misses"),
+                         fr.get("incomplete")])
+        body.append(_table(hdr, rows, left=2))
+    probes = summary.get("probes") or []
+    if probes:
+        body.append(f"<h2>Responsiveness (RPM) <small>({_esc(after)})</small></h2>")
+        hdr = ["probe", "class", "exchanges", "RPM", "RTT p50 [ms]", "p90", "p99"]
+        body.append(_table(hdr, ([p.get("id"), p.get("class"), p.get("exchanges"), p.get("rpm"),
+                                  *((p.get("rtt_ms") or {}).get(k) for k in ("p50", "p90", "p99"))]
+                                 for p in probes), left=2))
+    for i, w in enumerate(summary.get("workloads") or []):
+        body.append(f"<h2>Workload {i}: flow completion and slowdown "
+                    f"<small>({_esc(after)})</small></h2>")
+        body.append(_table(["", "value"], [(k, v) for k, v in _flat(w) if v is not None]))
+        buckets = w.get("buckets") or []
+        if buckets:
+            hdr = ["size bucket", "flows", "completed", "FCT p50 [ms]", "FCT p99 [ms]",
+                   "slowdown p50", "slowdown p99"]
+            body.append(_table(hdr, ([b.get("bucket"), b.get("flows"), b.get("completed"),
+                                      (b.get("fct_ms") or {}).get("p50"),
+                                      (b.get("fct_ms") or {}).get("p99"),
+                                      (b.get("slowdown") or {}).get("p50"),
+                                      (b.get("slowdown") or {}).get("p99")] for b in buckets)))
+    wifi = summary.get("wifi")
+    if isinstance(wifi, dict):
+        body.append(f"<h2>Wi-Fi <small>({_esc(after)})</small></h2>")
+        body.append(_table(["", "value"], [(k, v) for k, v in _flat(wifi) if v is not None]))
+    hops = summary.get("hops") or []
+    if hops:
+        body.append(f"<h2>Hops <small>({_esc(after)})</small></h2>")
+        hdr = ["hop", "name", "AQM", "capacity [Mb/s]", "delay [ms]", "utilisation", "marks",
+               "drops", "packets", "queues"]
+        body.append(_table(hdr, ([h.get("index"), h.get("name"), h.get("aqm"),
+                                  h.get("capacity_mbps"), h.get("delay_ms"),
+                                  h.get("utilisation"), h.get("marks"), h.get("drops"),
+                                  h.get("packets"), ", ".join(h.get("queues") or [])]
+                                 for h in hops), left=3))
     return body
 
 

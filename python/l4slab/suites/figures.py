@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure as MplFigure
 
+from l4slab.plots import plain_log_ticks
 from l4slab.suites.core import Figure, Table
 
 L4S_BLUE = "#1f77b4"
@@ -117,6 +118,7 @@ def cdfs(samples: Mapping[str, np.ndarray], xlabel: str, title: str, out: Path, 
                 color=(colors or {}).get(label, PALETTE[i % len(PALETTE)]), lw=1.1)
     if log_x:
         ax.set_xscale("symlog", linthresh=1.0)
+        plain_log_ticks(ax, "x")
     ax.set_xlabel(xlabel)
     ax.set_ylabel("CDF")
     ax.set_ylim(0, 1.01)

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from l4slab.columnar import read_parquet
+from l4slab.plots import plain_log_ticks
 from l4slab.suites.cellular import prepare as cellular_prepare
 from l4slab.suites.common import read_summary
 from l4slab.suites.core import Analysis, Part, Suite, SuiteData, Table, aggregate
@@ -202,6 +203,7 @@ def _slowdown_figures(data: SuiteData, runs: pd.DataFrame, fd: Path) -> list[Any
             continue
         ax.set_xscale("log")
         ax.set_yscale("log")
+        plain_log_ticks(ax, "y")
         ax.set_xlabel("transfer size [bytes] (decade)")
         ax.set_ylabel("FCT slowdown p99")
         ax.grid(alpha=0.3, which="both")

@@ -7,6 +7,7 @@ the problem and exits with status 2, without a traceback.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -74,9 +75,10 @@ def _split_metrics(values: tuple[str, ...]) -> list[str] | None:
     "--out",
     "out_dir",
     type=click.Path(file_okay=False, path_type=Path),
-    default=Path("validation"),
-    show_default=True,
-    help="Directory for validation.csv, validation.md and the histograms.",
+    default=None,
+    help="Directory for validation.csv, validation.md and the histograms (default: beside "
+    "the inputs, validation-A_vs_B in the directory holding GROUP_A and GROUP_B, or "
+    "SWEEP-validation-by-KEY beside a sweep).",
 )
 @click.option("--force", is_flag=True, help="Overwrite an earlier validation in --out.")
 @click.option(
@@ -100,7 +102,7 @@ def validate_cmd(
     by_key: str | None,
     n_boot: int,
     seed: int,
-    out_dir: Path,
+    out_dir: Path | None,
     force: bool,
     band: int | None,
     warmup_s: float | None,
@@ -128,6 +130,8 @@ def validate_cmd(
                 raise ValidationInputError("give two groups (GROUP_A GROUP_B), or one sweep "
                                            "directory with --by KEY")
             pairs = [((group_a, resolve_group(group_a)), (group_b, resolve_group(group_b)))]
+        if out_dir is None:
+            out_dir = default_out_dir(group_a, group_b, by_key)
         _check_out(out_dir, force)
         for (name_a, paths_a), (name_b, paths_b) in pairs:
             w = warmup_s if warmup_s is not None else scenario_warmup_s(paths_a + paths_b)
@@ -152,6 +156,23 @@ def validate_cmd(
             console.print(f"wrote {len(written)} files to {target}", highlight=False)
     except ValidationInputError as e:
         raise BadValidationInput(str(e)) from None
+
+
+def default_out_dir(group_a: str, group_b: str | None, by_key: str | None) -> Path:
+    """Where a validation goes without -o: beside its inputs, never into the working directory
+    (a checkout would collect an untracked ./validation/). A group given as a glob counts
+    from its pattern's directory."""
+    a = Path(group_a.rstrip("/"))
+    if by_key is not None or group_b is None:
+        return a.parent / _slug(f"{a.name}-validation-by-{by_key}")
+    b = Path(group_b.rstrip("/"))
+    try:
+        base = Path(os.path.commonpath([a.parent, b.parent]))
+    except ValueError:  # one relative, one absolute
+        base = Path(os.path.commonpath([a.parent.absolute(), b.parent.absolute()]))
+    if base.name == "runs" and (base.parent / "sweep.json").is_file():
+        base = base.parent  # beside a sweep's runs/, which holds its run directories only
+    return base / _slug(f"validation-{a.name}_vs_{b.name}")
 
 
 def _check_out(out_dir: Path, force: bool) -> None:
