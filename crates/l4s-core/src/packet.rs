@@ -195,7 +195,7 @@ pub enum Transport {
         seq: u64,
     },
     /// A real-time media packet or its feedback (`crate::rt`).
-    Rt(crate::rt::RtHeader),
+    Rt(RtHeader),
 }
 
 // The simulator copies packets through delay lines, queues and endpoints: keep them under two
@@ -250,6 +250,34 @@ impl Packet {
     pub fn sojourn(&self, now: Nanos) -> Nanos {
         now - self.enqueued_at
     }
+}
+
+/// What a real-time packet carries above UDP: data fields for media packets, the echoed
+/// counters for feedback (udp_prague `framemessage_t` / `ackmessage_t`).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct RtHeader {
+    /// Data packet number, from 1.
+    pub seq: u64,
+    /// Frame number (from 0) of a media packet.
+    pub frame: u64,
+    /// Total bytes of that frame.
+    pub frame_bytes: u32,
+    /// When the frame was captured (its latency runs from here).
+    pub capture_at: Nanos,
+    /// Feedback: a feedback packet (else data).
+    pub feedback: bool,
+    /// Feedback: cumulative data packets received.
+    pub received: u64,
+    /// Feedback: cumulative CE-marked packets.
+    pub ce: u64,
+    /// Feedback: cumulative packets counted lost.
+    pub lost: u64,
+    /// Feedback: the acknowledged data packet's send time, echoed (for the RTT).
+    pub echo: Nanos,
+    /// Data: the last packet of its frame (the RTP marker bit).
+    pub marker: bool,
+    /// Feedback: an RFC 8888 report; `seq` is its id in the flow's [`crate::rt::rfc8888::ReportLog`].
+    pub ccfb: bool,
 }
 
 #[cfg(test)]
