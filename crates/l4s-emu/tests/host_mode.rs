@@ -32,7 +32,15 @@ fn host_state() -> String {
         .map(|o| {
             String::from_utf8_lossy(&o.stdout)
                 .lines()
-                .filter(|l| !l.starts_with('#') && !l.starts_with(':'))
+                // Only the rules: a table header and its COMMIT appear once the table is
+                // loaded (the first iptables call on a fresh host), which is not a change
+                // this test looks for.
+                .filter(|l| {
+                    !l.starts_with('#')
+                        && !l.starts_with(':')
+                        && !l.starts_with('*')
+                        && *l != "COMMIT"
+                })
                 .collect::<Vec<_>>()
                 .join("\n")
         })
