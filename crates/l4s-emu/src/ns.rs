@@ -176,6 +176,9 @@ fn recv_fd(sock: &UnixStream) -> std::io::Result<Option<OwnedFd>> {
 /// Build the namespace side's network: `lo` up, the TUN device with its addresses, up.
 fn setup_network(spec: &SideSpec) -> Result<Tun, EmuError> {
     tun::set_up("lo")?;
+    // The TUN first: a run that cannot have one is refused for that alone, before any
+    // warning about the namespace's TCP settings.
+    let dev = Tun::create(&spec.tun_name, spec.offload)?;
     if let Err(e) = crate::tcp_cc::set_default(&spec.tcp_cc) {
         let why = format!(
             "the {} namespace refused net.ipv4.tcp_congestion_control = {} ({e}): outside the \
@@ -193,7 +196,6 @@ fn setup_network(spec: &SideSpec) -> Result<Tun, EmuError> {
         }
         eprintln!("l4s-emu: warning: {why}; TCP there runs the inherited default");
     }
-    let dev = Tun::create(&spec.tun_name, spec.offload)?;
     // The link is a point-to-point wire: no duplicate address detection (it would hold the IPv6
     // address tentative for a second) and no router solicitations on it.
     let conf = format!("/proc/sys/net/ipv6/conf/{}", spec.tun_name);
