@@ -537,20 +537,23 @@ def test_frame_rows_get_the_simulators_rows_and_block(tmp_path):
     from l4slab import run
 
     scen = tmp_path / "rt.toml"
-    scen.write_text(RT_FLOW.replace('rate = "10mbit"', 'rate = "2mbit"'))
+    # A 22 ms deadline: RT-Prague's frames take 11-23 ms here (10 ms one way, up to its 10 ms
+    # frame budget), so some are late and most are not.
+    scen.write_text(RT_FLOW.replace('rate = "10mbit"', 'rate = "2mbit"')
+                    .replace('deadline = "80ms"', 'deadline = "22ms"'))
     sim = run(scen, out_dir=tmp_path / "sim", figures=False)
     fr = sim.app["frames"]
     fr = fr[fr["flow"] == 0]
     assert fr["late"].sum() > 0 and fr["latency_ms"].notna().sum() > 50
     # The sender also reported the frames the simulator drops as of unknown fate: an
-    # incomplete frame captured less than a deadline (80 ms) before the end (4 s).
-    extra = pd.DataFrame({"frame": [10**6], "capture_s": [3.95], "bytes": [5000],
+    # incomplete frame captured less than a deadline (22 ms) before the end (4 s).
+    extra = pd.DataFrame({"frame": [10**6], "capture_s": [3.99], "bytes": [5000],
                           "latency_ms": [np.nan], "late": [1]})
     csv = pd.concat([fr.drop(columns="flow"), extra], ignore_index=True)
     (tmp_path / "flows").mkdir()
     csv.to_csv(tmp_path / "flows" / "frames-42.csv", index=False)
     launch = {"flows": [{"index": 0, "cc": "rt-prague", "app": "rt", "pid": 42,
-                         "deadline_ms": 80.0}]}
+                         "deadline_ms": 22.0}]}
     frames, blocks, problems = scenario_frames(launch, tmp_path / "flows", (1.0, 4.0))
     assert problems == []
     pd.testing.assert_frame_equal(frames.reset_index(drop=True), fr.reset_index(drop=True),
