@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from l4slab.crosscheck import crosscheck, plan_crosscheck
+from l4slab.crosscheck import _ratio_ci, crosscheck, plan_crosscheck
 from l4slab.emuflows import plan_scenario
 from l4slab.scenario import ScenarioError
 from l4slab.stacks import COMMAND_PORT_BASE, kernel_ccs
@@ -319,6 +319,12 @@ def test_crosscheck_kernel_cubic_against_the_model_and_a_wrong_model(tmp_path):
     assert srtt["mean_cross_distance"] > max(5 * right_srtt["mean_cross_distance"], 5.0)
     assert any(d.startswith("flow 0 (cubic) srtt ms") for d in rep["departures"])
     assert any(d.startswith("srtt_flow0: the runs differ") for d in rep["departures"])
+    # The ratio is emulator over simulator: the emulator's srtt (20 ms path) is about half
+    # the doubled-RTT model's (at least 40 ms), so it lies below 1 with its whole CI.
+    sr = next(r for r in rep["ratios"] if r["what"].startswith("flow 0 (cubic) srtt"))
+    assert sr["sim_mean"] >= 40.0 > sr["emu_mean"], sr
+    assert sr["ratio"] == pytest.approx(sr["emu_mean"] / sr["sim_mean"], rel=1e-9), sr
+    assert sr["ci_low"] <= sr["ratio"] <= sr["ci_high"] < 1.0, sr
 
 
 def test_kernel_flow_honours_mss_bytes_and_start(tmp_path):
@@ -387,3 +393,14 @@ def test_kernel_sender_stops_at_its_stop_time_on_the_emulator_clock(tmp_path):
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+def test_ratio_ci_is_emulator_over_simulator():
+    """`_ratio_ci(emu, sim)` reports mean(emu)/mean(sim): emulator values twice the
+    simulator's give 2.0 (6/3), inside its bootstrap CI, never 0.5."""
+    import numpy as np
+
+    r, lo, hi = _ratio_ci(np.array([2, 2.2, 1.8]), np.array([1, 1.1, 0.9]),
+                          np.random.default_rng(0))
+    assert r == pytest.approx(2.0, rel=1e-12)
+    assert 1.0 < lo <= r <= hi, (r, lo, hi)
