@@ -111,3 +111,60 @@ def test_readme_run_lines_of_multihop_interactive_and_wifi_run_as_written(tmp_pa
         out = tmp_path / argv[4]
         summary = json.loads((out / "summary.json").read_text())
         assert promised[out.name] in summary, (line, sorted(summary))
+
+
+def _printed(pattern: str) -> list[str]:
+    """The numbers the README prints in its Interactive-traffic paragraph, as written."""
+    text = " ".join(README[README.index("The video run ("):README.index("Models, keys, closed")]
+                    .split())
+    m = re.search(pattern, text)
+    assert m, f"README no longer prints {pattern!r}"
+    return list(m.groups())
+
+
+def _close(actual: float, printed: str, what: str) -> None:
+    """`actual` rounds to `printed` at the precision the README states (half its last digit)."""
+    decimals = len(printed.split(".")[1]) if "." in printed else 0
+    assert abs(actual - float(printed)) <= 0.5 * 10 ** -decimals + 1e-12, \
+        f"{what}: README prints {printed}, the run gives {actual}"
+
+
+def test_readme_video_and_web_figures_are_what_the_shipped_scenarios_give(tmp_path):
+    """The figures the README prints beside the video and web run lines are parsed from
+    README.md and compared with a rerun of the shipped scenarios, full length (the video run
+    needs ~3 s of CPU, the web run ~4 s), so the README and the code cannot drift apart."""
+    video, web = tmp_path / "video", tmp_path / "web"
+    for scen, out in (("video_next_to_download.toml", video), ("web_workload.toml", web)):
+        res = subprocess.run(["l4slab", "run", str(ROOT / "scenarios" / scen),
+                              "-o", str(out)], env=_env(), capture_output=True, text=True,
+                             timeout=600)
+        assert res.returncode == 0, res.stdout + res.stderr
+        assert "warning" not in res.stdout + res.stderr, res.stdout + res.stderr
+    v = json.loads((video / "summary.json").read_text())
+    fr = v["flows"][0]["frames"]
+    mbps, p50, p99, miss, rpm_l, rpm_c, rtt_l, rtt_c = _printed(
+        r"`flows\[0\]\.frames`: ([\d.]+) Mb/s, frame latency p50 ([\d.]+) ms / p99 ([\d.]+) ms, "
+        r"([\d.]+) % deadline misses, and `rpm`: L4S (\d+), Classic (\d+) "
+        r"\(probe RTT p50 ([\d.]+) vs ([\d.]+) ms\)")
+    _close(fr["bitrate_mbps"], mbps, "video Mb/s")
+    _close(fr["latency_ms"]["p50"], p50, "frame latency p50")
+    _close(fr["latency_ms"]["p99"], p99, "frame latency p99")
+    _close(100 * fr["miss_ratio"], miss, "deadline misses %")
+    _close(v["rpm"]["L4S"], rpm_l, "L4S RPM")
+    _close(v["rpm"]["Classic"], rpm_c, "Classic RPM")
+    probe = {p["class"]: p["rtt_ms"]["p50"] for p in v["probes"]}
+    _close(probe["L4S"], rtt_l, "L4S probe RTT p50")
+    _close(probe["Classic"], rtt_c, "Classic probe RTT p50")
+    w = json.loads((web / "summary.json").read_text())["workloads"][0]
+    dur, load, lo, hi, n, s50, s99 = _printed(
+        r"The web run \((\d+) s, offered load ([\d.]+), 95 % CI ([\d.]+)–([\d.]+)\) reports "
+        r"`workloads\[0\]`: (\d+) transfers, slowdown p50 ([\d.]+) / p99 ([\d.]+)")
+    assert tomllib.loads((ROOT / "scenarios" / "web_workload.toml").read_text())["duration"] \
+        == f"{dur}s"
+    _close(w["offered_load"], load, "offered load")
+    _close(w["offered_load_ci95"][0], lo, "offered load CI low")
+    _close(w["offered_load_ci95"][1], hi, "offered load CI high")
+    assert w["offered_load_ci95"][0] <= w["target_load"] <= w["offered_load_ci95"][1]
+    assert w["flows"] == int(n)
+    _close(w["slowdown"]["p50"], s50, "slowdown p50")
+    _close(w["slowdown"]["p99"], s99, "slowdown p99")
