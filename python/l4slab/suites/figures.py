@@ -12,7 +12,7 @@ import pandas as pd
 from matplotlib.figure import Figure as MplFigure
 
 from l4slab.plots import plain_log_ticks
-from l4slab.suites.core import Figure, Table
+from l4slab.suites.types import Figure, Table
 
 L4S_BLUE = "#1f77b4"
 CLASSIC_ORANGE = "#ff7f0e"

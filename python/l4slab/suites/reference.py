@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from l4slab.suites.core import SuiteError, Table, TableShape
+from l4slab.suites.types import SuiteError, Table, TableShape
 
 __all__ = ["read_reference", "check_reference", "compare_reference"]
 

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from l4slab.suites.core import Analysis, Suite, Table
+from l4slab.suites.types import Analysis, Suite, Table
 
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1200px;color:#222;padding:0 1em}
