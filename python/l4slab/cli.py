@@ -192,6 +192,7 @@ def sweep(sweep_file: Path, jobs: int | None, dask_address: str | None, dask_loc
         TimeRemainingColumn,
     )
 
+    from l4slab.sweeps import point_label, signals_interrupt
     from l4slab.sweeps import sweep as run_sweep
 
     if dask_address and dask_local:
@@ -230,8 +231,6 @@ def sweep(sweep_file: Path, jobs: int | None, dask_address: str | None, dask_loc
                 console.print(f"runs: {done}/{total} done{fails} (last {outcome.task.name} "
                               f"{outcome.status})", highlight=False)
 
-    from l4slab.sweeps import signals_interrupt
-
     try:
         with signals_interrupt() as got:
             res = run_sweep(sweep_file, out_dir, jobs=jobs, dask=dask_address,
@@ -261,8 +260,7 @@ def sweep(sweep_file: Path, jobs: int | None, dask_address: str | None, dask_loc
         table.add_column("parameters")
         table.add_column("error", overflow="fold")
         for o in sorted(res.failed, key=lambda o: o.task.index):
-            params = ", ".join(f"{k}={v}" for k, v in o.task.params.items())
-            table.add_row(o.task.name, params, o.error or "")
+            table.add_row(o.task.name, point_label(o.task.params), o.error or "")
         err_console.print(table)
         sys.exit(EXIT_FAILED_RUNS)
 

@@ -738,6 +738,7 @@ class EmulatorEngine:
         """Every grid point's scenario-mode plan (the refusals) and that the emulator can run
         here, before any run starts; errors as ScenarioError naming the grid point."""
         from l4slab.scenario import ScenarioError
+        from l4slab.sweeps import point_error
 
         seen: set[int] = set()
         for t in tasks:
@@ -747,8 +748,8 @@ class EmulatorEngine:
             try:
                 plan_doc(t.scenario, Path(t.base_dir))
             except EmulateError as e:
-                where = ", ".join(f"{k}={v}" for k, v in t.params.items())
-                raise ScenarioError(f"grid point {where}: {e}" if where else str(e)) from None
+                raise (point_error(None, t.params, e) if t.params else ScenarioError(str(e))
+                       ) from None
         if self._probed:
             return
         try:
