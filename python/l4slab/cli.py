@@ -104,7 +104,7 @@ def run(scenario: Path, out_dir: Path | None, overrides: tuple[str, ...], unset:
     t0 = time.perf_counter()
     duration_s = _duration_s(effective_scenario(load_scenario(scenario), list(overrides), unset))
     result = run_with_progress(
-        console, f"simulating {scenario}", duration_s,
+        console, f"simulating {scenario.name}", duration_s,
         lambda prog: run_scenario(scenario, out_dir, list(overrides), figures=not no_figures,
                                   force=force, unset=unset, pcap=pcap, progress=prog))
     if pcap is not None:
@@ -183,15 +183,7 @@ def sweep(sweep_file: Path, jobs: int | None, dask_address: str | None, dask_loc
           unset: tuple[str, ...],
           figures: bool, no_resume: bool, force: bool, emulate: bool) -> None:
     """Run SWEEP_FILE: a grid over scenario keys × replications (format: `l4slab.sweeps`)."""
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
+    from l4slab.progress import SweepProgress
     from l4slab.sweeps import point_label, signals_interrupt
     from l4slab.sweeps import sweep as run_sweep
 
@@ -204,54 +196,27 @@ def sweep(sweep_file: Path, jobs: int | None, dask_address: str | None, dask_loc
         from l4slab.emulate import EmulatorEngine
 
         engine = EmulatorEngine()
-    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
-                        MofNCompleteColumn(), TextColumn("[red]{task.fields[failed]}"),
-                        TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-                        console=console, transient=False)
-    state: dict[str, Any] = {"task": None, "failed": 0, "line_t": 0.0}
-
-    def on_start(total: int, skipped: int) -> None:
-        if skipped:
-            console.print(f"resuming: {skipped} of {total} runs already finished in {out_dir}")
-        state["task"] = progress.add_task("runs", total=total - skipped, failed="")
-        progress.start()
-
-    def on_progress(outcome: Any, done: int, total: int) -> None:
-        if outcome.status == "failed":
-            state["failed"] += 1
-        progress.update(state["task"], completed=done,
-                        failed=f"{state['failed']} failed" if state["failed"] else "")
-        if not console.is_terminal:
-            # No live bar in a log: a line as results arrive (every failure, else at most
-            # one per 5 s, and the last).
-            now = time.monotonic()
-            if outcome.status == "failed" or done == total or now - state["line_t"] >= 5:
-                state["line_t"] = now
-                fails = f", {state['failed']} failed" if state["failed"] else ""
-                console.print(f"runs: {done}/{total} done{fails} (last {outcome.task.name} "
-                              f"{outcome.status})", highlight=False)
-
+    progress = SweepProgress(console, out_dir)
     try:
         with signals_interrupt() as got:
             res = run_sweep(sweep_file, out_dir, jobs=jobs, dask=dask_address,
                             dask_local=dask_local, figures=figures, resume=not no_resume,
                             overrides=list(overrides), unset=unset, engine=engine,
-                            on_start=on_start, on_progress=on_progress, force=force,
+                            on_start=progress.on_start, on_progress=progress.on_progress,
+                            force=force,
                             raise_on_failure=False, dask_wait_s=dask_wait_s,
                             on_note=lambda msg: err_console.print(msg, highlight=False))
     except KeyboardInterrupt:
-        if state["task"] is not None:
-            progress.stop()
+        progress.stop()
         err_console.print(f"interrupted: finished runs are kept in {out_dir}; run the same "
                           "command again to resume.")
         # 130 for Ctrl-C (the CLI's convention), 128 + N for SIGTERM and SIGHUP.
         sys.exit(128 + got["signal"])
     finally:
-        if state["task"] is not None:
-            progress.stop()
+        progress.stop()
 
-    console.print(f"sweep: {len(res.index)} runs ({res.ran} ran, {res.skipped} resumed, "
-                  f"{len(res.failed)} failed) in {res.elapsed_s:.1f} s", highlight=False)
+    console.print(progress.summary(len(res.index), res.ran, res.skipped, len(res.failed)),
+                  highlight=False, soft_wrap=True)
     console.print(f"index: {out_dir / 'sweep.parquet'}; report: {out_dir / 'report.html'}",
                   highlight=False)
     if res.failed:

@@ -801,19 +801,20 @@ def run_sweep(sweep_file: Path, args: list[str]) -> int:
     """`l4slab emulate --sweep FILE [opts] [-- COMMAND]`: the grid through the emulator one run
     at a time, with the simulator sweep's layout, resume and lock (`l4slab.sweeps.sweep`);
     COMMAND in every run, or scenario mode without it. Returns 1 if any run failed."""
+    from l4slab.progress import resume_line
     from l4slab.results import OutputDirError
     from l4slab.scenario import ScenarioError
-    from l4slab.sweeps import sweep
+    from l4slab.sweeps import point_label, sweep
 
     opts, command = _split(list(args))
     out = Path(_option(opts, "-o", "--output") or Path("results") / f"{sweep_file.stem}-emu")
     engine = EmulatorEngine(_without_output(opts), command or None,
-                            on_run=lambda t: click.echo(f"{t.name}: {t.params or '(base)'}",
+                            on_run=lambda t: click.echo(f"{t.name}: {point_label(t.params)}",
                                                         err=True))
 
     def on_start(total: int, skipped: int) -> None:
         if skipped:
-            click.echo(f"resuming: {skipped} of {total} runs finished earlier, kept", err=True)
+            click.echo(resume_line(total, skipped, out), err=True)
 
     try:
         res = sweep(sweep_file, out, engine=engine, report=False, on_start=on_start)
