@@ -18,7 +18,7 @@ import click
 from rich.table import Table
 
 from l4slab import __version__
-from l4slab.console import make_console, os_error_message
+from l4slab.console import ERROR_PREFIX, error_line, make_console, os_error_message
 from l4slab.results import OutputDirError, UnreadableFileError
 from l4slab.scenario import ScenarioError
 
@@ -31,7 +31,7 @@ EXIT_INTERRUPTED = 130
 
 
 def _fail(msg: str, code: int = EXIT_BAD_INPUT) -> None:
-    err_console.print(f"[bold red]error:[/] {msg}", highlight=False, markup=True,
+    err_console.print(f"[bold red]{ERROR_PREFIX}[/] {msg}", highlight=False, markup=True,
                       soft_wrap=True)
     sys.exit(code)
 
@@ -57,7 +57,25 @@ def _escape(s: str) -> str:
     return escape(s)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class Interrupted(Exception):
+    """Ctrl-C in a command that does not handle it itself (`entry` says so in one line)."""
+
+
+class _Group(click.Group):
+    """The `l4slab` group: a KeyboardInterrupt from a command leaves click as Interrupted,
+    not as click's "Aborted!" (exit 1) after a blank line."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        from l4slab import interrupt
+
+        try:
+            interrupt.test_hook("command")
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            raise Interrupted from None
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", "-V", prog_name="l4slab")
 def main() -> None:
     """l4slab — an L4S lab: simulate DualPI2, Prague, Cubic & co., sweep parameters, plot,
@@ -514,5 +532,31 @@ main.add_command(crosscheck_cmd, name="crosscheck")
 main.add_command(suite_cmd, name="suite")
 
 
+def entry() -> None:
+    """The `l4slab` program (console script and `python -m l4slab`): `main` with every error
+    on one line, "l4slab: error: <field>: <message>" (click's usage errors included), exit
+    2, and Ctrl-C anywhere, the package's import included (l4slab/__init__.py holds it until
+    here), as "l4slab: interrupted" and exit 130."""
+    import signal
+
+    from l4slab import interrupt
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        rv = main(prog_name="l4slab", standalone_mode=False)
+    except (KeyboardInterrupt, Interrupted, click.Abort):
+        interrupt.exit_interrupted()
+    except click.UsageError as e:
+        where = f" (see {e.ctx.command_path} --help)" if e.ctx is not None else ""
+        err_console.print(error_line(e.format_message()) + where, markup=False,
+                          highlight=False, soft_wrap=True)
+        sys.exit(e.exit_code)
+    except click.ClickException as e:
+        err_console.print(error_line(e.format_message()), markup=False, highlight=False,
+                          soft_wrap=True)
+        sys.exit(e.exit_code)
+    sys.exit(rv if isinstance(rv, int) else 0)
+
+
 if __name__ == "__main__":
-    main()
+    entry()

@@ -24,6 +24,7 @@ import click
 import numpy as np
 import pandas as pd
 
+from l4slab.console import error_line
 from l4slab.emuflows import (
     LAUNCH_FILE,
     port_rows,
@@ -1000,8 +1001,8 @@ def run_emulator(args: list[str], announce: bool = True, scratch: list[Path] | N
         rc = 128 - rc
     elif rc < 0:
         # l4s-emu itself was killed (SIGKILL or a signal it does not handle): no results.
-        click.echo(f"error: l4s-emu was killed by {_signal_name(-rc)}; no results were "
-                   "written", err=True)
+        click.echo(error_line(f"l4s-emu was killed by {_signal_name(-rc)}; no results were "
+                              "written"), err=True)
         rc = 128 - rc
     elif got and rc == 0:
         rc = 128 + got[0]
@@ -1020,8 +1021,8 @@ def run_emulator(args: list[str], announce: bool = True, scratch: list[Path] | N
         summary = build_run_dir(out, watch=watch)
     except (EmulateError, ValueError, KeyError, OSError) as e:
         # The raw results stay in OUT/raw and OUT/emulator.json; the status is the command's.
-        click.echo(f"error: {out}: could not write the run directory ({e}); the emulator's "
-                   f"raw results are kept in {out / 'raw'}", err=True)
+        click.echo(error_line(f"{out}: could not write the run directory ({e}); the "
+                              f"emulator's raw results are kept in {out / 'raw'}"), err=True)
         return rc if rc else 1
 
     def us(key: str) -> str:
@@ -1105,6 +1106,6 @@ def emulate_cmd(ctx: click.Context) -> None:
         else:
             rc = run_emulator(args)
     except EmulateError as e:
-        click.echo(f"error: {e}", err=True)
+        click.echo(error_line(str(e)), err=True)
         sys.exit(2)
     sys.exit(rc)
