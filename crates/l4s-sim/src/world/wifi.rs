@@ -227,7 +227,11 @@ impl World {
             let Some(t) = h.txq.as_mut() else { return };
             let (mac, aql) = (&h.mac, t.aql);
             let next = t.sched.next_txq(|sta| {
-                aql.txq_airtime_check(mac.pending_to(sta).1, mac.pending_total().1)
+                let pending = mac.pending_to(sta).1;
+                (
+                    aql.txq_airtime_check(pending, mac.pending_total().1),
+                    pending,
+                )
             });
             let Some(sta) = next else { return };
             self.txq_serve(sta, now);
