@@ -37,8 +37,12 @@ pub struct WifiConfig {
     pub max_ppdu: Option<Nanos>,
     /// Other saturated stations on the channel (default 0).
     pub stations: Option<u32>,
-    /// Per-MPDU error probability (default 0).
+    /// Per-MPDU error probability of both directions (default 0).
     pub per: Option<f64>,
+    /// Per-MPDU error probability of the downlink data MPDUs (instead of `per`).
+    pub per_down: Option<f64>,
+    /// Per-MPDU error probability of the uplink MPDUs, the TCP ACKs (instead of `per`).
+    pub per_up: Option<f64>,
     /// Failed tries after which an MPDU is dropped (default 7).
     pub retry_limit: Option<u32>,
     /// Reorder-buffer hole timeout (default "100ms").
@@ -87,8 +91,43 @@ pub struct ClientConfig {
     pub mcs: Option<u32>,
     /// PHY rate with 802.11a OFDM timing (instead of `mcs`).
     pub phy_rate: Option<Rate>,
-    /// Per-MPDU error probability to and from it (default: the table's `per`).
+    /// Per-MPDU error probability to and from it (default: the table's).
     pub per: Option<f64>,
+    /// Per-MPDU error probability of the MPDUs to it (instead of `per`).
+    pub per_down: Option<f64>,
+    /// Per-MPDU error probability of the MPDUs from it (instead of `per`).
+    pub per_up: Option<f64>,
+}
+
+/// `per` sets both directions, `per_down` / `per_up` one each (not together with `per`);
+/// each unset direction is `inherit`'s. Errors name `{prefix}<key>`.
+fn per_pair(
+    prefix: &str,
+    (per, down, up): (Option<f64>, Option<f64>, Option<f64>),
+    inherit: (f64, f64),
+) -> Result<(f64, f64), SimError> {
+    for (key, v) in [("per_down", down), ("per_up", up)] {
+        if per.is_some() && v.is_some() {
+            return Err(err(
+                &format!("{prefix}{key}"),
+                "set together with per (which sets both directions); expected per or per_down / per_up",
+            ));
+        }
+    }
+    let pair = (
+        down.or(per).unwrap_or(inherit.0),
+        up.or(per).unwrap_or(inherit.1),
+    );
+    for (key, v, given) in [("per_down", pair.0, down), ("per_up", pair.1, up)] {
+        if !(v.is_finite() && (0.0..1.0).contains(&v)) {
+            let key = if given.is_some() { key } else { "per" };
+            return Err(err(
+                &format!("{prefix}{key}"),
+                format!("{v} is not a probability in [0, 1)"),
+            ));
+        }
+    }
+    Ok(pair)
 }
 
 fn err(key: &str, msg: impl Into<String>) -> SimError {
@@ -279,7 +318,7 @@ impl WifiConfig {
         p.max_mpdus = self.max_mpdus.unwrap_or(p.max_mpdus);
         p.max_ppdu = self.max_ppdu.unwrap_or(p.max_ppdu);
         p.stations = self.stations.unwrap_or(0);
-        p.per = self.per.unwrap_or(0.0);
+        (p.per, p.per_up) = per_pair("", (self.per, self.per_down, self.per_up), (0.0, 0.0))?;
         p.retry_limit = self.retry_limit.unwrap_or(p.retry_limit);
         p.reorder_timeout = self.reorder_timeout.unwrap_or(p.reorder_timeout);
         p.uplink_limit_pkts = self.uplink_limit_pkts.unwrap_or(p.uplink_limit_pkts);
@@ -294,6 +333,7 @@ impl WifiConfig {
             (None, Some(n)) => DriverLimit::Packets(n),
             (None, None) => p.driver_limit,
         };
+        let (table_per, table_per_up) = (p.per, p.per_up);
         for (i, c) in self.clients.iter().enumerate() {
             let key = |k: &str| format!("clients[{i}].{k}");
             let phy = match (c.phy_rate, c.mcs) {
@@ -321,13 +361,11 @@ impl WifiConfig {
                 }
                 (None, None) => p.phy,
             };
-            let per = c.per.unwrap_or(p.per);
-            if !(per.is_finite() && (0.0..1.0).contains(&per)) {
-                return Err(err(
-                    &key("per"),
-                    format!("{per} is not a probability in [0, 1)"),
-                ));
-            }
+            let (per, per_up) = per_pair(
+                &key(""),
+                (c.per, c.per_down, c.per_up),
+                (table_per, table_per_up),
+            )?;
             if i == 0 {
                 if self.rate_trace.is_some() && (c.phy_rate.is_some() || c.mcs.is_some()) {
                     return Err(err(
@@ -336,9 +374,9 @@ impl WifiConfig {
                     ));
                 }
                 p.phy = phy;
-                p.per = per;
+                (p.per, p.per_up) = (per, per_up);
             } else {
-                p.more_clients.push(ClientParams { phy, per });
+                p.more_clients.push(ClientParams { phy, per, per_up });
             }
         }
         if self.clients.len() > 64 {
@@ -541,6 +579,7 @@ fn summary_block(
         "phy_rate_mbps": if p.rate_trace.is_some() { Value::Null } else { num(p.phy.rate_bps() / 1e6) },
         "stations": p.stations,
         "per": p.per,
+        "per_up": p.per_up,
         "retry_limit": p.retry_limit,
         "airtime": {
             "utilisation": num(s.busy_ns as f64 / w),

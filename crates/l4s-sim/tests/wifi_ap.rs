@@ -211,3 +211,71 @@ fn client_and_station_keys_are_checked_by_name() {
         assert!(e.contains(field), "{wifi}{flow}: {e}");
     }
 }
+
+/// One client at VHT-MCS 5 with a Cubic download (its ACKs on the uplink) and `keys`.
+fn per_run(keys: &str) -> Value {
+    let text = format!(
+        "seed = 3\nduration = \"4s\"\nwarmup = \"1s\"\n[link]\nmodel = \"wifi\"\n\
+         [link.wifi]\nstandard = \"ac\"\nmcs = 5\nwidth = 20\n{keys}\n[aqm]\nkind = \"fifo\"\n\
+         [[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\n"
+    );
+    run(&text).1
+}
+
+/// `per_down` errs only downlink MPDUs and `per_up` only uplink ones (the other direction
+/// has exactly 0 errors); `per` is both: the run is identical to `per_down` = `per_up` = it.
+#[test]
+fn per_up_and_per_down_err_one_direction_each() {
+    let errors = |v: &Value, dir: &str| v["wifi"][dir]["per_errors"].as_u64().unwrap();
+    let down = per_run("per_down = 0.1");
+    assert!(errors(&down, "downlink") > 0);
+    assert_eq!(errors(&down, "uplink"), 0);
+    let up = per_run("per_up = 0.1");
+    assert_eq!(errors(&up, "downlink"), 0);
+    assert!(errors(&up, "uplink") > 0);
+    assert_eq!(up["wifi"]["per_up"].as_f64(), Some(0.1));
+    let both = per_run("per = 0.05");
+    let split = per_run("per_down = 0.05\nper_up = 0.05");
+    assert!(errors(&both, "downlink") > 0 && errors(&both, "uplink") > 0);
+    assert_eq!(both["wifi"], split["wifi"]);
+    assert_eq!(both["flows"], split["flows"]);
+}
+
+/// A client inherits each direction it does not set from the table.
+#[test]
+fn client_inherits_the_direction_it_does_not_set() {
+    let v = per_run("per_down = 0.1\n[[link.wifi.clients]]\nper_up = 0.1");
+    for dir in ["downlink", "uplink"] {
+        assert!(v["wifi"][dir]["per_errors"].as_u64().unwrap() > 0, "{dir}");
+    }
+    let v = per_run("per_down = 0.1\n[[link.wifi.clients]]\nper_down = 0.0");
+    assert_eq!(v["wifi"]["downlink"]["per_errors"], 0);
+    assert_eq!(v["wifi"]["uplink"]["per_errors"], 0);
+}
+
+#[test]
+fn per_keys_are_checked_by_name() {
+    let cases = [
+        ("per = 0.1\nper_down = 0.1", "link.wifi.per_down"),
+        ("per = 0.1\nper_up = 0.1", "link.wifi.per_up"),
+        ("per_up = 1.0", "link.wifi.per_up"),
+        ("per_down = -0.1", "link.wifi.per_down"),
+        (
+            "[[link.wifi.clients]]\n[[link.wifi.clients]]\nper_down = 1.5",
+            "link.wifi.clients[1].per_down",
+        ),
+        (
+            "[[link.wifi.clients]]\nper = 0.1\nper_up = 0.2",
+            "link.wifi.clients[0].per_up",
+        ),
+    ];
+    for (keys, field) in cases {
+        let text = scenario(keys, "kind = \"fifo\"", BULK);
+        let e = Scenario::from_toml_str(&text).unwrap_err().to_string();
+        assert!(e.contains(field), "{keys}: {e}");
+        assert!(
+            e.contains("[0, 1)") || e.contains("per_down / per_up"),
+            "{keys}: {e}"
+        );
+    }
+}

@@ -63,8 +63,10 @@ pub struct WifiParams {
     pub max_ppdu: Nanos,
     /// Other saturated stations contending for the medium.
     pub stations: u32,
-    /// Probability that one MPDU is received in error.
+    /// Probability that one downlink MPDU (AP → first client) is received in error.
     pub per: f64,
+    /// Probability that one uplink MPDU (first client → AP: the TCP ACKs) is received in error.
+    pub per_up: f64,
     /// Failed transmissions after which an MPDU is dropped (it is sent at most limit + 1 times).
     pub retry_limit: u32,
     /// The longest a received frame waits behind a hole in the reorder buffer.
@@ -86,8 +88,10 @@ pub struct WifiParams {
 pub struct ClientParams {
     /// The PHY of the frames to and from it.
     pub phy: Phy,
-    /// Probability that one MPDU to or from it is received in error.
+    /// Probability that one MPDU to it is received in error.
     pub per: f64,
+    /// Probability that one MPDU from it is received in error.
+    pub per_up: f64,
 }
 
 impl WifiParams {
@@ -102,6 +106,7 @@ impl WifiParams {
             max_ppdu: Nanos::from_us(5_484),
             stations: 0,
             per: 0.0,
+            per_up: 0.0,
             retry_limit: 7,
             reorder_timeout: Nanos::from_ms(100),
             driver_limit: DriverLimit::Airtime(Nanos::from_ms(12)),
@@ -135,8 +140,10 @@ impl WifiParams {
                 "an integer in [0, 200]",
             ));
         }
-        if !(self.per.is_finite() && (0.0..1.0).contains(&self.per)) {
-            return Err(ParamError::new("per", self.per, "a probability in [0, 1)"));
+        for (key, v) in [("per_down", self.per), ("per_up", self.per_up)] {
+            if !(v.is_finite() && (0.0..1.0).contains(&v)) {
+                return Err(ParamError::new(key, v, "a probability in [0, 1)"));
+            }
         }
         if self.retry_limit > 255 {
             return Err(ParamError::new(
@@ -177,8 +184,10 @@ impl WifiParams {
             ));
         }
         for c in &self.more_clients {
-            if !(c.per.is_finite() && (0.0..1.0).contains(&c.per)) {
-                return Err(ParamError::new("per", c.per, "a probability in [0, 1)"));
+            for (key, v) in [("per_down", c.per), ("per_up", c.per_up)] {
+                if !(v.is_finite() && (0.0..1.0).contains(&v)) {
+                    return Err(ParamError::new(key, v, "a probability in [0, 1)"));
+                }
             }
         }
         if !(1..=100_000).contains(&self.uplink_limit_pkts) {
@@ -346,6 +355,7 @@ impl WifiMac {
         let mut clients = vec![ClientParams {
             phy: p.phy,
             per: p.per,
+            per_up: p.per_up,
         }];
         clients.extend(p.more_clients.iter().cloned());
         let others =
@@ -786,11 +796,9 @@ impl WifiMac {
     fn finish_session(&mut self, who: usize, end: Nanos) {
         let p = &self.p;
         let sta = if who == AP { self.ap_to } else { who - 1 };
-        let per = if sta == 0 {
-            p.per
-        } else {
-            self.clients[sta].per
-        };
+        // The downlink's PER for the AP's aggregates, the uplink's for the client's.
+        let c = &self.clients[sta];
+        let per = if who == AP { c.per } else { c.per_up };
         let (sess, rx, st, dir) = if who == AP {
             (
                 &mut self.down[sta],
