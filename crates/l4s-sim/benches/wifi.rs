@@ -31,9 +31,8 @@ fn scenario(link: &str, stations: u32) -> Scenario {
 /// A mac80211 AP (per-station TXQs, AQL, airtime DRR) with 8 client stations at VHT-MCS
 /// 7/5/3/1 (twice), each downloading one flow (Prague and CUBIC alternating, 20 ms).
 fn eight_clients() -> Scenario {
-    let mut text = format!(
-        "seed = 1\nduration = \"20s\"\nwarmup = \"2s\"\n{WIFI}[aqm]\nkind = \"dualpi2\"\n"
-    );
+    let mut text =
+        format!("seed = 1\nduration = \"20s\"\nwarmup = \"2s\"\n{WIFI}[aqm]\nkind = \"dualpi2\"\n");
     for mcs in [7, 5, 3, 1, 7, 5, 3, 1] {
         text.push_str(&format!("[[link.wifi.clients]]\nmcs = {mcs}\n"));
     }

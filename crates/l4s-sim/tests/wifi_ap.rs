@@ -279,3 +279,49 @@ fn per_keys_are_checked_by_name() {
         );
     }
 }
+
+/// A `fifo` AQM above a one-packet driver (`driver_fifo`, 54 Mb/s, no aggregation, no
+/// uplink, one station) fed by `n` CBR flows at `rate` each, started together: the summary's
+/// `pull_wait` entry of its queue.
+fn pull_wait(n: u32, rate: &str) -> Value {
+    let text = format!(
+        "seed = 2\nduration = \"4s\"\nwarmup = \"1s\"\n[link]\nmodel = \"wifi\"\n\
+         [link.wifi]\nphy_rate = \"54mbit\"\nmax_mpdus = 1\nuplink = false\n\
+         ap = \"driver_fifo\"\ndriver_limit_pkts = 1\n[aqm]\nkind = \"fifo\"\n\
+         [[flows]]\ncc = \"cbr\"\nrate = \"{rate}\"\nrtt = \"10ms\"\ncount = {n}\n"
+    );
+    let v = run(&text).1;
+    let w = &v["wifi"]["pull_wait"];
+    assert_eq!(w.as_array().map(Vec::len), Some(1));
+    assert_eq!(w[0]["queue"], "single");
+    w[0].clone()
+}
+
+/// The split of an AQM sojourn into waiting for driver room and waiting behind other
+/// packets. Two 5 Mb/s CBR flows send a pair of 1500-byte packets every 2.4 ms: the first
+/// finds the driver empty (sojourn 0), the second waits for the first's exchange to end and
+/// leaves at that first pull: its whole sojourn is driver wait, below one pull interval
+/// (AIFS + ≤ 15 slots + one exchange), and nothing is behind (exactly 0). Two 30 Mb/s flows
+/// (above the ~30 Mb/s the MAC carries) fill the FIFO: the driver wait stays below one pull
+/// interval and the rest of the sojourn is the queue ahead.
+#[test]
+fn pull_wait_splits_driver_room_from_the_queue_ahead() {
+    let phy = l4s_core::wifi::Phy::ofdm(54_000_000, false).unwrap();
+    let exchange = phy.ppdu_ns(phy.subframe_bytes(1500)) + 16_000 + phy.response_ns();
+    let interval_ms = (43_000 + 15 * 9_000 + exchange) as f64 / 1e6;
+    let ms = |w: &Value, k: &str| w[k].as_f64().unwrap();
+
+    let pairs = pull_wait(2, "5mbit");
+    assert!(pairs["packets"].as_u64().unwrap() > 2000);
+    assert_eq!(ms(&pairs, "behind_ms_mean"), 0.0);
+    let wait = ms(&pairs["driver_wait_ms"], "mean");
+    assert_eq!(wait, ms(&pairs, "sojourn_ms_mean"));
+    // Half the packets wait 0, the other half at least one exchange, at most one interval.
+    let (lo, hi) = (exchange as f64 / 1e6 / 2.0, interval_ms / 2.0);
+    assert!(wait > lo && wait < hi, "{wait} not in ({lo}, {hi})");
+
+    let heavy = pull_wait(2, "30mbit");
+    let p99 = ms(&heavy["driver_wait_ms"], "p99");
+    assert!(p99 <= interval_ms * 1.001, "p99 {p99} vs {interval_ms}");
+    assert!(ms(&heavy, "behind_ms_mean") > 10.0 * interval_ms);
+}

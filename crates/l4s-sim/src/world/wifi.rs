@@ -18,6 +18,7 @@
 
 use super::World;
 use crate::engine::Kind;
+use crate::histogram::SojournHistogram;
 use crate::wifi_config::WifiRecord;
 use l4s_core::wifi::WifiParams;
 use l4s_core::wifi::{AirtimeScheduler, ApMode, AqlLimits, Dir, TxqParams, Txqs, WifiMac};
@@ -48,6 +49,80 @@ pub(super) struct TxqLayer {
     codel_drops: Vec<Packet>,
 }
 
+/// For an AQM in the driver's pull path (`aqm_in_txq`, `driver_fifo`): each pulled packet's
+/// AQM sojourn split at the first instant after its enqueue at which the driver had room
+/// (a pull opportunity: TX status freed room, or it arrived while there was room). Before it:
+/// waiting for driver room (AQL / driver limit); after it: waiting behind the packets that
+/// took that room and the later ones (the AQM's own queue). Per AQM queue, after warm-up.
+#[derive(Default)]
+pub(super) struct PullWait {
+    /// Pull opportunities, increasing; those older than `PULL_WAIT_HORIZON` are forgotten
+    /// (a packet older than that counts from the oldest one kept).
+    opens: std::collections::VecDeque<Nanos>,
+    /// Per AQM queue: (driver-wait histogram, sum of driver waits, sum of sojourns, ns).
+    per_queue: Vec<(SojournHistogram, u64, u64)>,
+}
+
+/// How far back pull opportunities are kept.
+const PULL_WAIT_HORIZON: Nanos = Nanos(10_000_000_000);
+
+impl PullWait {
+    /// The driver has room at `now` with packets waiting above it.
+    fn open(&mut self, now: Nanos) {
+        if self.opens.back() != Some(&now) {
+            self.opens.push_back(now);
+        }
+        while self
+            .opens
+            .front()
+            .is_some_and(|&t| t + PULL_WAIT_HORIZON < now)
+        {
+            self.opens.pop_front();
+        }
+    }
+
+    /// The driver wait of a packet enqueued at `enq` and pulled at `now`.
+    fn driver_wait(&self, enq: Nanos, now: Nanos) -> Nanos {
+        let i = self.opens.partition_point(|&t| t < enq);
+        let first = self.opens.get(i).copied().unwrap_or(now).min(now);
+        first.saturating_sub(enq)
+    }
+
+    fn record(&mut self, q: usize, sojourn: Nanos, wait: Nanos) {
+        if self.per_queue.len() <= q {
+            self.per_queue
+                .resize_with(q + 1, || (SojournHistogram::new(), 0, 0));
+        }
+        let e = &mut self.per_queue[q];
+        e.0.record(wait.0);
+        e.1 += wait.0;
+        e.2 += sojourn.0;
+    }
+
+    /// The summary's `pull_wait` entries (queue names as the recorder's).
+    fn summary(&self, names: &[&'static str]) -> serde_json::Value {
+        let ms = |ns: f64| ns / 1e6;
+        let v: Vec<serde_json::Value> = self
+            .per_queue
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| !e.0.is_empty())
+            .map(|(q, (h, wait, soj))| {
+                let n = h.len() as f64;
+                let [p50, p99] = h.percentiles([0.5, 0.99]);
+                serde_json::json!({
+                    "queue": names.get(q).copied().unwrap_or("?"),
+                    "packets": h.len(),
+                    "sojourn_ms_mean": ms(*soj as f64 / n),
+                    "driver_wait_ms": {"mean": ms(*wait as f64 / n), "p50": ms(p50), "p99": ms(p99)},
+                    "behind_ms_mean": ms((*soj - *wait) as f64 / n),
+                })
+            })
+            .collect();
+        serde_json::json!(v)
+    }
+}
+
 /// The MAC and the engine's bookkeeping around it.
 pub(super) struct WifiHop {
     pub(super) mac: WifiMac,
@@ -62,6 +137,8 @@ pub(super) struct WifiHop {
     pub(super) txq: Option<TxqLayer>,
     /// The client station of each flow instance.
     pub(super) station_of: Vec<u8>,
+    /// The AQM's sojourn split for a pull-path AQM (None with `ap = "mac80211"`).
+    pull_wait: Option<PullWait>,
 }
 
 impl WifiHop {
@@ -95,6 +172,7 @@ impl WifiHop {
             armed: None,
             record: WifiRecord::default(),
             ap,
+            pull_wait: txq.is_none().then(PullWait::default),
             txq,
             station_of: Vec::new(),
         })
@@ -150,15 +228,36 @@ impl World {
             self.arm_aqm();
             return;
         }
+        if !self.net.bn.aqm.is_empty() {
+            if let Some(w) = self
+                .net
+                .wifi
+                .as_mut()
+                .filter(|h| h.mac.has_room())
+                .and_then(|h| h.pull_wait.as_mut())
+            {
+                w.open(now);
+            }
+        }
+        let after_warmup = now >= self.rec.warmup;
         while self.net.wifi.as_ref().is_some_and(|h| h.mac.has_room())
             && !self.net.bn.aqm.is_empty()
         {
             let Some(p) = self.aqm_dequeue(now) else {
                 break;
             };
+            let q = self
+                .net
+                .bn
+                .aqm_cfg
+                .queue_of(p.ecn, self.hot[p.flow as usize].fwd.l4s) as usize;
             let Some(h) = self.net.wifi.as_mut() else {
                 break;
             };
+            if let Some(w) = h.pull_wait.as_mut().filter(|_| after_warmup) {
+                let wait = w.driver_wait(p.enqueued_at, now);
+                w.record(q, now - p.enqueued_at, wait);
+            }
             let sta = h.station(p.flow);
             h.mac.push_down_to(sta, p, now);
             h.record.note_pending(&h.mac, now);
@@ -415,6 +514,9 @@ impl World {
         let h = self.net.wifi.as_ref()?;
         let mut v = h.record.summary(&h.mac, window_s);
         v["ap"] = serde_json::json!(h.ap.name());
+        if let Some(w) = &h.pull_wait {
+            v["pull_wait"] = w.summary(&self.rec.queue_names);
+        }
         let busy = h.mac.stats().busy_ns.max(1) as f64;
         let clients: Vec<serde_json::Value> = (0..h.mac.clients())
             .map(|sta| {
