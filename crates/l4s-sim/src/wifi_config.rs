@@ -460,11 +460,14 @@ impl WifiConfig {
                  driver by AQL airtime (driver_limit)",
             ));
         }
-        if self.ap_mode()? == ApMode::AqmInTxq && self.clients.len() > 1 {
+        if self.ap_mode()? == ApMode::AqmInTxq
+            && self.clients.len() > 1
+            && self.driver_limit_pkts.is_some()
+        {
             return Err(err(
-                "ap",
-                "\"aqm_in_txq\" runs one client station (one AQM instance); expected \
-                 ap = \"mac80211\" or \"driver_fifo\" with several [[link.wifi.clients]]",
+                "driver_limit_pkts",
+                "applies to one client station; with several, \"aqm_in_txq\" limits each \
+                 station's driver share by AQL airtime (driver_limit)",
             ));
         }
         if self.ap_mode()? != ApMode::Mac80211 {

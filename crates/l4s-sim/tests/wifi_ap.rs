@@ -197,9 +197,10 @@ fn client_and_station_keys_are_checked_by_name() {
             "flows[0].station",
         ),
         (
-            "ap = \"aqm_in_txq\"\n[[link.wifi.clients]]\n[[link.wifi.clients]]\n",
+            "ap = \"aqm_in_txq\"\ndriver_limit_pkts = 8\n[[link.wifi.clients]]\n\
+             [[link.wifi.clients]]\n",
             "",
-            "link.wifi.ap",
+            "link.wifi.driver_limit_pkts",
         ),
         ("driver_limit_pkts = 8\n", "", "link.wifi.driver_limit_pkts"),
     ];
@@ -324,4 +325,40 @@ fn pull_wait_splits_driver_room_from_the_queue_ahead() {
     let p99 = ms(&heavy["driver_wait_ms"], "p99");
     assert!(p99 <= interval_ms * 1.001, "p99 {p99} vs {interval_ms}");
     assert!(ms(&heavy, "behind_ms_mean") > 10.0 * interval_ms);
+}
+
+/// `ap = "aqm_in_txq"` with two client stations: each station's TXQ is its own DualPI2
+/// (station 0 in the `L`/`C` rows, station 1 in `L/1`/`C/1`). Station 0 carries Prague and
+/// Cubic, station 1 Cubic only: station 1's L queue sees no packet at all, its C queue
+/// holds Cubic's standing queue (above the 1 ms step, below DualPI2's 15 ms target at
+/// the median); every packet is accounted for.
+#[test]
+fn aqm_in_txq_gives_each_station_its_own_dualpi2() {
+    let text = "seed = 4\nduration = \"8s\"\nwarmup = \"2s\"\n[link]\nmodel = \"wifi\"\n\
+         [link.wifi]\nstandard = \"ac\"\nmcs = 5\nwidth = 20\nap = \"aqm_in_txq\"\n\
+         [[link.wifi.clients]]\n[[link.wifi.clients]]\nmcs = 3\n\
+         [aqm]\nkind = \"dualpi2\"\n\
+         [[flows]]\ncc = \"prague\"\nrtt = \"20ms\"\n\
+         [[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\n\
+         [[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\nstation = 1\n";
+    let (r, v) = run(text);
+    assert_eq!(r.queue_names, vec!["L", "C", "L/1", "C/1", "driver"]);
+    for name in ["L", "C", "C/1"] {
+        assert!(
+            queue(&v, name)["packets"].as_u64().unwrap() > 1000,
+            "{name}"
+        );
+    }
+    assert_eq!(queue(&v, "L/1")["packets"], 0);
+    assert!(queue(&v, "L")["marks"].as_u64().unwrap() > 0);
+    let f = v["flows"].as_array().unwrap();
+    // Station 1's only flow is the only one its C queue can drop.
+    let drops = |q: &str| queue(&v, q)["drops"].as_u64().unwrap();
+    assert!(drops("C/1") <= f[2]["drops"].as_u64().unwrap());
+    assert!(f.iter().all(|f| f["tput_mbps"].as_f64().unwrap() > 1.0));
+    let t = &r.totals;
+    assert_eq!(
+        t.sent_pkts,
+        t.delivered_pkts + t.aqm_dropped_pkts + t.link_lost_pkts + t.in_flight_pkts
+    );
 }
