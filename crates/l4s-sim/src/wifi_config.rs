@@ -97,6 +97,9 @@ pub struct ClientConfig {
     pub per_down: Option<f64>,
     /// Per-MPDU error probability of the MPDUs from it (instead of `per`).
     pub per_up: Option<f64>,
+    /// Its PHY rate over time (a `time_s,rate_mbps` file as the table's `rate_trace`,
+    /// instead of `mcs` / `phy_rate`).
+    pub rate_trace: Option<String>,
 }
 
 /// `per` sets both directions, `per_down` / `per_up` one each (not together with `per`);
@@ -201,6 +204,27 @@ pub fn parse_rate_trace(text: &str) -> Result<Vec<(Nanos, u64)>, String> {
     Ok(points)
 }
 
+/// Read and check the rate trace `file` of `[link.wifi] <key>` (relative to `base_dir`).
+fn read_rate_trace(
+    key: &str,
+    file: &str,
+    base_dir: Option<&std::path::Path>,
+    aggregated: bool,
+) -> Result<RateTrace, SimError> {
+    let path = match base_dir {
+        Some(d) => d.join(file),
+        None => std::path::PathBuf::from(file),
+    };
+    let text = std::fs::read_to_string(&path).map_err(|e| SimError::Io {
+        path: format!("link.wifi.{key}"),
+        file: path.clone(),
+        source: e,
+    })?;
+    let points =
+        parse_rate_trace(&text).map_err(|e| err(key, format!("{}: {e}", path.display())))?;
+    RateTrace::new(&points, aggregated).map_err(|e| err(key, format!("{}: {e}", path.display())))
+}
+
 impl WifiConfig {
     /// The model's parameters, a rate trace read relative to the current directory; every
     /// error names `link.wifi.<key>` and its range.
@@ -208,25 +232,24 @@ impl WifiConfig {
         self.params_in(None)
     }
 
-    /// The model's parameters with `rate_trace` read relative to `base_dir`.
+    /// The model's parameters with `rate_trace` (the table's and each client's) read
+    /// relative to `base_dir`.
     pub fn params_in(&self, base_dir: Option<&std::path::Path>) -> Result<WifiParams, SimError> {
         let mut p = self.params_with()?;
+        let aggregated = p.max_mpdus > 1;
         if let Some(file) = &self.rate_trace {
-            let path = match base_dir {
-                Some(d) => d.join(file),
-                None => std::path::PathBuf::from(file),
-            };
-            let text = std::fs::read_to_string(&path).map_err(|e| SimError::Io {
-                path: "link.wifi.rate_trace".into(),
-                file: path.clone(),
-                source: e,
-            })?;
-            let points = parse_rate_trace(&text)
-                .map_err(|e| err("rate_trace", format!("{}: {e}", path.display())))?;
-            let trace = RateTrace::new(&points, p.max_mpdus > 1)
-                .map_err(|e| err("rate_trace", format!("{}: {e}", path.display())))?;
+            let trace = read_rate_trace("rate_trace", file, base_dir, aggregated)?;
             p.phy = trace.phys()[0];
             p.rate_trace = Some(trace);
+        }
+        for (i, c) in self.clients.iter().enumerate().skip(1) {
+            if let Some(file) = &c.rate_trace {
+                let key = format!("clients[{i}].rate_trace");
+                let trace = read_rate_trace(&key, file, base_dir, aggregated)?;
+                let cp = &mut p.more_clients[i - 1];
+                cp.phy = trace.phys()[0];
+                cp.rate_trace = Some(trace);
+            }
         }
         Ok(p)
     }
@@ -336,6 +359,26 @@ impl WifiConfig {
         let (table_per, table_per_up) = (p.per, p.per_up);
         for (i, c) in self.clients.iter().enumerate() {
             let key = |k: &str| format!("clients[{i}].{k}");
+            if c.rate_trace.is_some() {
+                if let Some(k) = [("mcs", c.mcs.is_some()), ("phy_rate", c.phy_rate.is_some())]
+                    .iter()
+                    .find(|(_, set)| *set)
+                    .map(|(k, _)| k)
+                {
+                    return Err(err(
+                        &key("rate_trace"),
+                        format!(
+                            "set together with {k}; expected rate_trace or a fixed mcs / phy_rate"
+                        ),
+                    ));
+                }
+                if i == 0 {
+                    return Err(err(
+                        &key("rate_trace"),
+                        "the first client's rate trace is [link.wifi] rate_trace; expected it there",
+                    ));
+                }
+            }
             let phy = match (c.phy_rate, c.mcs) {
                 (Some(_), Some(_)) => {
                     return Err(err(
@@ -376,7 +419,12 @@ impl WifiConfig {
                 p.phy = phy;
                 (p.per, p.per_up) = (per, per_up);
             } else {
-                p.more_clients.push(ClientParams { phy, per, per_up });
+                p.more_clients.push(ClientParams {
+                    phy,
+                    per,
+                    per_up,
+                    rate_trace: None,
+                });
             }
         }
         if self.clients.len() > 64 {

@@ -362,3 +362,75 @@ fn aqm_in_txq_gives_each_station_its_own_dualpi2() {
         t.delivered_pkts + t.aqm_dropped_pkts + t.link_lost_pkts + t.in_flight_pkts
     );
 }
+
+/// Two clients, UDP at 20 Mb/s to each (no aggregation, no uplink); client 1 at `client1`.
+fn client_trace_run(client1: &str) -> Value {
+    let text = format!(
+        "seed = 6\nduration = \"4s\"\nwarmup = \"1s\"\n[link]\nmodel = \"wifi\"\n\
+         [link.wifi]\nphy_rate = \"54mbit\"\nmax_mpdus = 1\nuplink = false\n\
+         [[link.wifi.clients]]\n[[link.wifi.clients]]\n{client1}\n\
+         [aqm]\nkind = \"fifo\"\n\
+         [[flows]]\ncc = \"cbr\"\nrate = \"20mbit\"\nrtt = \"10ms\"\n\
+         [[flows]]\ncc = \"cbr\"\nrate = \"20mbit\"\nrtt = \"10ms\"\nstation = 1\n"
+    );
+    run(&text).1
+}
+
+/// A client's own `rate_trace`: a one-point trace at 6 Mb/s runs exactly as `phy_rate =
+/// "6mbit"` (same summary to the last bit); a step 54 → 6 Mb/s at 2 s differs from both
+/// constant rates, and gives the stepping client a throughput between theirs.
+#[test]
+fn client_rate_trace_sets_that_clients_rate() {
+    let dir = std::env::temp_dir().join(format!("l4slab-client-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let flat = dir.join("flat.csv");
+    let step = dir.join("step.csv");
+    std::fs::write(&flat, "0,6\n").unwrap();
+    std::fs::write(&step, "# time_s,rate_mbps\n0,54\n2,6\n").unwrap();
+    let traced = client_trace_run(&format!("rate_trace = \"{}\"", flat.display()));
+    let fixed = client_trace_run("phy_rate = \"6mbit\"");
+    assert_eq!(traced["flows"], fixed["flows"]);
+    assert_eq!(traced["wifi"]["clients"], fixed["wifi"]["clients"]);
+    let fast = client_trace_run("phy_rate = \"54mbit\"");
+    let stepped = client_trace_run(&format!("rate_trace = \"{}\"", step.display()));
+    let t = |v: &Value| v["flows"][1]["tput_mbps"].as_f64().unwrap();
+    assert!(
+        t(&fixed) < t(&stepped) && t(&stepped) < t(&fast),
+        "{} {} {}",
+        t(&fixed),
+        t(&stepped),
+        t(&fast)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn client_rate_trace_keys_are_checked_by_name() {
+    let cases = [
+        (
+            "[[link.wifi.clients]]\n[[link.wifi.clients]]\nrate_trace = \"x.csv\"\nmcs = 3",
+            "link.wifi.clients[1].rate_trace",
+        ),
+        (
+            "[[link.wifi.clients]]\nrate_trace = \"x.csv\"",
+            "link.wifi.clients[0].rate_trace",
+        ),
+    ];
+    for (keys, field) in cases {
+        let text = scenario(keys, "kind = \"fifo\"", BULK);
+        let e = Scenario::from_toml_str(&text).unwrap_err().to_string();
+        assert!(e.contains(field), "{keys}: {e}");
+    }
+    // A missing file is named by its key when the run starts.
+    let text = scenario(
+        "[[link.wifi.clients]]\n[[link.wifi.clients]]\nrate_trace = \"/nonexistent/r.csv\"",
+        "kind = \"fifo\"",
+        BULK,
+    );
+    let s = Scenario::from_toml_str(&text).unwrap();
+    let e = l4s_sim::run(&s)
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(e.contains("link.wifi.clients[1].rate_trace"), "{e}");
+}

@@ -92,6 +92,9 @@ pub struct ClientParams {
     pub per: f64,
     /// Probability that one MPDU from it is received in error.
     pub per_up: f64,
+    /// Its PHY rate over time instead of the fixed `phy` (which should then be the trace's
+    /// first point's); not for the first client, whose trace is [`WifiParams::rate_trace`].
+    pub rate_trace: Option<RateTrace>,
 }
 
 impl WifiParams {
@@ -327,6 +330,10 @@ pub struct WifiMac {
     others_ppdu_ns: u64,
     /// The rate-trace point whose PHY is in `p.phy`.
     trace_at: usize,
+    /// The same for each client with its own rate trace (index = station).
+    client_trace_at: Vec<usize>,
+    /// Some client after the first has a rate trace.
+    client_traces: bool,
     released: Vec<Packet>,
     failed: Vec<Mpdu>,
     delivered: VecDeque<(Dir, Packet)>,
@@ -356,8 +363,14 @@ impl WifiMac {
             phy: p.phy,
             per: p.per,
             per_up: p.per_up,
+            rate_trace: None,
         }];
         clients.extend(p.more_clients.iter().cloned());
+        for c in &mut clients {
+            if let Some(tr) = &c.rate_trace {
+                c.phy = tr.phys()[0];
+            }
+        }
         let others =
             SaturatedContenders::new(p.stations as usize, &p.edca, p.edca.aifs(), &mut rng);
         let (others_mpdus, others_psdu) = p.full_aggregate(OTHER_PKT_BYTES);
@@ -383,6 +396,8 @@ impl WifiMac {
             others_mpdus,
             others_ppdu_ns,
             trace_at: 0,
+            client_trace_at: vec![0; n],
+            client_traces: p.more_clients.iter().any(|c| c.rate_trace.is_some()),
             released: Vec::with_capacity(64),
             failed: Vec::with_capacity(64),
             delivered: VecDeque::with_capacity(128),
@@ -548,6 +563,14 @@ impl WifiMac {
     /// With a rate trace, put the PHY in force at `t` in `p.phy` (and the other stations'
     /// full aggregate at that rate).
     fn follow_rate_trace(&mut self, t: Nanos) {
+        if self.client_traces {
+            for (c, at) in self.clients.iter_mut().zip(self.client_trace_at.iter_mut()) {
+                if let Some(tr) = &c.rate_trace {
+                    *at = tr.index_at(t, *at);
+                    c.phy = tr.phys()[*at];
+                }
+            }
+        }
         let Some(tr) = &self.p.rate_trace else {
             return;
         };
