@@ -309,10 +309,7 @@ impl World {
                 hot,
                 ..
             } = self;
-            let Some(h) = net.wifi.as_mut() else {
-                return None;
-            };
-            let a = &mut h.sta_aqm[sta - 1];
+            let a = &mut net.wifi.as_mut()?.sta_aqm[sta - 1];
             let mut v = super::SimVerdicts {
                 rec,
                 capture,
