@@ -99,11 +99,20 @@ fn ap_keys_are_checked_by_name() {
             "link.wifi.txq_ce_threshold",
         ),
     ];
-    for (keys, field) in cases {
-        let text = scenario(keys, "kind = \"fifo\"", BULK);
-        let e = Scenario::from_toml_str(&text).unwrap_err().to_string();
-        assert!(e.contains(field), "{keys}: {e}");
-    }
+    refused(&cases);
+}
+
+/// Each `[link.wifi]` text is refused with an error naming its field; the errors.
+fn refused(cases: &[(&str, &str)]) -> Vec<String> {
+    cases
+        .iter()
+        .map(|(keys, field)| {
+            let text = scenario(keys, "kind = \"fifo\"", BULK);
+            let e = Scenario::from_toml_str(&text).unwrap_err().to_string();
+            assert!(e.contains(field), "{keys}: {e}");
+            e
+        })
+        .collect()
 }
 
 /// Two saturated stations without aggregation (`max_mpdus = 1`, Heusse et al. 2003), 54 and
@@ -270,13 +279,10 @@ fn per_keys_are_checked_by_name() {
             "link.wifi.clients[0].per_up",
         ),
     ];
-    for (keys, field) in cases {
-        let text = scenario(keys, "kind = \"fifo\"", BULK);
-        let e = Scenario::from_toml_str(&text).unwrap_err().to_string();
-        assert!(e.contains(field), "{keys}: {e}");
+    for e in refused(&cases) {
         assert!(
             e.contains("[0, 1)") || e.contains("per_down / per_up"),
-            "{keys}: {e}"
+            "{e}"
         );
     }
 }
@@ -416,11 +422,7 @@ fn client_rate_trace_keys_are_checked_by_name() {
             "link.wifi.clients[0].rate_trace",
         ),
     ];
-    for (keys, field) in cases {
-        let text = scenario(keys, "kind = \"fifo\"", BULK);
-        let e = Scenario::from_toml_str(&text).unwrap_err().to_string();
-        assert!(e.contains(field), "{keys}: {e}");
-    }
+    refused(&cases);
     // A missing file is named by its key when the run starts.
     let text = scenario(
         "[[link.wifi.clients]]\n[[link.wifi.clients]]\nrate_trace = \"/nonexistent/r.csv\"",

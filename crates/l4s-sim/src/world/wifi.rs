@@ -301,23 +301,9 @@ impl World {
             return Some(p);
         }
         let now = self.now;
-        let queued = {
-            let super::World {
-                net,
-                rec,
-                capture,
-                hot,
-                ..
-            } = self;
-            let a = &mut net.wifi.as_mut()?.sta_aqm[sta - 1];
-            let mut v = super::SimVerdicts {
-                rec,
-                capture,
-                hot,
-                totals: &mut net.totals,
-                q_base: a.q_base,
-            };
-            a.bn.enqueue(p, now, &mut v)
+        let queued = match self.sta_aqm_and_verdicts(sta) {
+            Some((a, mut v)) => a.bn.enqueue(p, now, &mut v),
+            None => false,
         };
         if queued {
             self.wifi_pull(now);
@@ -326,8 +312,11 @@ impl World {
         None
     }
 
-    /// Station `sta`'s AQM (≥ 1) dequeues at `now` (its verdicts on its own rows).
-    fn sta_aqm_dequeue(&mut self, sta: usize, now: Nanos) -> Option<(Packet, u8)> {
+    /// Station `sta`'s AQM (≥ 1) and where its verdicts go (its own rows).
+    fn sta_aqm_and_verdicts(
+        &mut self,
+        sta: usize,
+    ) -> Option<(&mut StaAqm, super::SimVerdicts<'_>)> {
         let super::World {
             net,
             rec,
@@ -335,27 +324,35 @@ impl World {
             hot,
             ..
         } = self;
-        let h = net.wifi.as_mut()?;
-        let a = &mut h.sta_aqm[sta - 1];
-        let mut v = super::SimVerdicts {
+        let a = net.wifi.as_mut()?.sta_aqm.get_mut(sta.wrapping_sub(1))?;
+        let v = super::SimVerdicts {
             rec,
             capture,
             hot,
             totals: &mut net.totals,
             q_base: a.q_base,
         };
+        Some((a, v))
+    }
+
+    /// Station `sta`'s AQM (≥ 1) dequeues at `now`: the packet and its first row's index.
+    fn sta_aqm_dequeue(&mut self, sta: usize, now: Nanos) -> Option<(Packet, u8)> {
+        let (a, mut v) = self.sta_aqm_and_verdicts(sta)?;
         let p = a.bn.dequeue(now, &mut v)?;
         Some((p, a.q_base))
     }
 
-    fn wifi_arm_sta_aqm(&mut self, sta: usize) {
-        let now = self.now;
-        let Some(a) = self
-            .net
+    /// Station `sta`'s own AQM (≥ 1; None for station 0, whose AQM is the bottleneck's).
+    fn sta_aqm(&mut self, sta: usize) -> Option<&mut StaAqm> {
+        self.net
             .wifi
             .as_mut()
             .and_then(|h| h.sta_aqm.get_mut(sta.wrapping_sub(1)))
-        else {
+    }
+
+    fn wifi_arm_sta_aqm(&mut self, sta: usize) {
+        let now = self.now;
+        let Some(a) = self.sta_aqm(sta) else {
             return;
         };
         if let Some(w) = a.bn.arm_aqm(now) {
@@ -365,12 +362,7 @@ impl World {
 
     /// `Kind::WifiAqmTimer`: the AQM timer of station `sta` (≥ 1).
     pub(super) fn wifi_aqm_timer(&mut self, sta: usize, t: Nanos) {
-        let Some(a) = self
-            .net
-            .wifi
-            .as_mut()
-            .and_then(|h| h.sta_aqm.get_mut(sta.wrapping_sub(1)))
-        else {
+        let Some(a) = self.sta_aqm(sta) else {
             return;
         };
         if !a.bn.aqm_timer(t) {
