@@ -30,6 +30,7 @@ use l4s_core::{Endpoint, FlowStats, Nanos, Packet, Rate, Rng};
 use std::collections::VecDeque;
 
 mod chain;
+mod pull_wait;
 mod wifi;
 
 /// Timer firings at one instant after which an endpoint is declared stuck.
