@@ -758,8 +758,8 @@ mod tests {
             _ => RtReceiver::new(0),
         };
         let mut conn = RtConn::new(ccfb, Nanos::ZERO);
-        let (mut to_rcv, mut to_snd): (Vec<(Nanos, Packet)>, Vec<(Nanos, Packet)>) =
-            (Vec::new(), Vec::new());
+        let mut to_rcv: Vec<(Nanos, Packet)> = Vec::new();
+        let mut to_snd: Vec<(Nanos, Packet)> = Vec::new();
         let mut buf = Vec::new();
         let mut out = Vec::new();
         let mut series = Vec::new();
@@ -834,7 +834,7 @@ mod tests {
                 to_rcv.push((t + owd(t, slope), p));
             }
             t += TICK;
-            if t.0 % 100_000_000 == 0 {
+            if t.0.is_multiple_of(100_000_000) {
                 series.push(snd.rate_bps());
             }
         }
