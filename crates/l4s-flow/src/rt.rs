@@ -56,6 +56,51 @@ pub struct RtArgs {
     /// rt: the fixed video rate of rt-cbr, e.g. 4mbit.
     #[arg(long)]
     pub rate: Option<String>,
+    /// rt: encoder: frame-size coefficient of variation (default 0.21; not rt-prague).
+    #[arg(long = "frame-size-cv")]
+    pub frame_size_cv: Option<String>,
+    /// rt: encoder: time between key frames (default: only the first; not rt-prague).
+    #[arg(long = "keyframe-interval")]
+    pub keyframe_interval: Option<String>,
+    /// rt: encoder: key frame size in delta frames (default 4; not rt-prague).
+    #[arg(long = "keyframe-ratio")]
+    pub keyframe_ratio: Option<String>,
+    /// rt: encoder: delay before a new target reaches the frames (default 1/fps; not rt-prague).
+    #[arg(long = "encoder-lag")]
+    pub encoder_lag: Option<String>,
+    /// rt: RFC 8888 report interval (default 25ms; rt-scream, rt-gcc).
+    #[arg(long = "feedback-interval")]
+    pub feedback_interval: Option<String>,
+    /// rt: rt-scream: libwebrtc BetaLoss (default 0.7).
+    #[arg(long = "scream-beta-loss")]
+    pub scream_beta_loss: Option<String>,
+    /// rt: rt-scream: libwebrtc L4sAvgG (default 1/16).
+    #[arg(long = "scream-l4s-avg-g")]
+    pub scream_l4s_avg_g: Option<String>,
+    /// rt: rt-scream: libwebrtc MinRefWindow, bytes (default 3000).
+    #[arg(long = "scream-min-ref-window")]
+    pub scream_min_ref_window: Option<String>,
+    /// rt: rt-scream: libwebrtc MaxSegmentSize, bytes (default 1000).
+    #[arg(long = "scream-max-segment-size")]
+    pub scream_max_segment_size: Option<String>,
+    /// rt: rt-scream: libwebrtc BytesInFlightHeadRoom (default 1.1).
+    #[arg(long = "scream-bytes-in-flight-head-room")]
+    pub scream_bytes_in_flight_head_room: Option<String>,
+    /// rt: rt-scream: libwebrtc PostCongestionDelayRtts (default 100).
+    #[arg(long = "scream-post-congestion-delay-rtts")]
+    pub scream_post_congestion_delay_rtts: Option<String>,
+    /// rt: rt-scream: libwebrtc MultiplicativeIncreaseFactor (default 0.02).
+    #[arg(long = "scream-multiplicative-increase-factor")]
+    pub scream_multiplicative_increase_factor: Option<String>,
+    /// rt: rt-scream: libwebrtc VirtualRtt (default 25ms).
+    #[arg(long = "scream-virtual-rtt")]
+    pub scream_virtual_rtt: Option<String>,
+    /// rt: rt-scream: libwebrtc QDelayTarget (default 100ms).
+    #[arg(long = "scream-queue-delay-target")]
+    pub scream_queue_delay_target: Option<String>,
+    /// rt: rt-scream: libwebrtc QDelayThreshold, a fraction of the target (default 0.5).
+    #[arg(long = "scream-queue-delay-threshold")]
+    pub scream_queue_delay_threshold: Option<String>,
 }
 
 /// The first rt flag given, if any (they mean nothing to the bulk TCP).
@@ -69,6 +114,33 @@ pub fn first_flag(a: &RtArgs) -> Option<&'static str> {
         ("--max-rate", &a.max_rate),
         ("--packet-size", &a.packet_size),
         ("--rate", &a.rate),
+        ("--frame-size-cv", &a.frame_size_cv),
+        ("--keyframe-interval", &a.keyframe_interval),
+        ("--keyframe-ratio", &a.keyframe_ratio),
+        ("--encoder-lag", &a.encoder_lag),
+        ("--feedback-interval", &a.feedback_interval),
+        ("--scream-beta-loss", &a.scream_beta_loss),
+        ("--scream-l4s-avg-g", &a.scream_l4s_avg_g),
+        ("--scream-min-ref-window", &a.scream_min_ref_window),
+        ("--scream-max-segment-size", &a.scream_max_segment_size),
+        (
+            "--scream-bytes-in-flight-head-room",
+            &a.scream_bytes_in_flight_head_room,
+        ),
+        (
+            "--scream-post-congestion-delay-rtts",
+            &a.scream_post_congestion_delay_rtts,
+        ),
+        (
+            "--scream-multiplicative-increase-factor",
+            &a.scream_multiplicative_increase_factor,
+        ),
+        ("--scream-virtual-rtt", &a.scream_virtual_rtt),
+        ("--scream-queue-delay-target", &a.scream_queue_delay_target),
+        (
+            "--scream-queue-delay-threshold",
+            &a.scream_queue_delay_threshold,
+        ),
     ]
     .into_iter()
     .find_map(|(f, v)| v.is_some().then_some(f))
@@ -151,6 +223,17 @@ pub fn flow_config(
             })
             .transpose()
     };
+    let float = |flag: &'static str, v: &Option<String>| -> Result<Option<f64>, FlowError> {
+        v.as_deref()
+            .map(|s| {
+                s.trim()
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|x| x.is_finite())
+                    .ok_or_else(|| usage(flag, format!("\"{s}\" is not a finite number")))
+            })
+            .transpose()
+    };
     let packet_size = int("--packet-size", &a.packet_size, 1500)?;
     let fl = FlowConfig {
         cc: cc.to_string(),
@@ -168,6 +251,36 @@ pub fn flow_config(
         init_rate: rate("--init-rate", &a.init_rate)?,
         min_rate: rate("--min-rate", &a.min_rate)?,
         max_rate: rate("--max-rate", &a.max_rate)?,
+        frame_size_cv: float("--frame-size-cv", &a.frame_size_cv)?,
+        keyframe_interval: dur("--keyframe-interval", &a.keyframe_interval)?,
+        keyframe_ratio: float("--keyframe-ratio", &a.keyframe_ratio)?,
+        encoder_lag: dur("--encoder-lag", &a.encoder_lag)?,
+        feedback_interval: dur("--feedback-interval", &a.feedback_interval)?,
+        scream_beta_loss: float("--scream-beta-loss", &a.scream_beta_loss)?,
+        scream_l4s_avg_g: float("--scream-l4s-avg-g", &a.scream_l4s_avg_g)?,
+        scream_min_ref_window: float("--scream-min-ref-window", &a.scream_min_ref_window)?,
+        scream_max_segment_size: float("--scream-max-segment-size", &a.scream_max_segment_size)?,
+        scream_bytes_in_flight_head_room: float(
+            "--scream-bytes-in-flight-head-room",
+            &a.scream_bytes_in_flight_head_room,
+        )?,
+        scream_post_congestion_delay_rtts: float(
+            "--scream-post-congestion-delay-rtts",
+            &a.scream_post_congestion_delay_rtts,
+        )?,
+        scream_multiplicative_increase_factor: float(
+            "--scream-multiplicative-increase-factor",
+            &a.scream_multiplicative_increase_factor,
+        )?,
+        scream_virtual_rtt: dur("--scream-virtual-rtt", &a.scream_virtual_rtt)?,
+        scream_queue_delay_target: dur(
+            "--scream-queue-delay-target",
+            &a.scream_queue_delay_target,
+        )?,
+        scream_queue_delay_threshold: float(
+            "--scream-queue-delay-threshold",
+            &a.scream_queue_delay_threshold,
+        )?,
         ..FlowConfig::default()
     };
     validate_rt(0, &fl).map_err(|e| {
@@ -186,6 +299,22 @@ pub fn flow_config(
             "packet_size" => "--packet-size",
             "rate" => "--rate",
             "ecn" => "--ecn",
+            "frame_size_cv" => "--frame-size-cv",
+            "keyframe_interval" => "--keyframe-interval",
+            "keyframe_ratio" => "--keyframe-ratio",
+            "encoder_lag" => "--encoder-lag",
+            "feedback_interval" => "--feedback-interval",
+            "scream_beta_loss" => "--scream-beta-loss",
+            "scream_l4s_avg_g" => "--scream-l4s-avg-g",
+            "scream_min_ref_window" => "--scream-min-ref-window",
+            "scream_max_segment_size" => "--scream-max-segment-size",
+            "scream_bytes_in_flight_head_room" => "--scream-bytes-in-flight-head-room",
+            "scream_post_congestion_delay_rtts" => "--scream-post-congestion-delay-rtts",
+            "scream_multiplicative_increase_factor" => "--scream-multiplicative-increase-factor",
+            "scream_virtual_rtt" => "--scream-virtual-rtt",
+            "scream_queue_delay_target" => "--scream-queue-delay-target",
+            "scream_queue_delay_threshold" => "--scream-queue-delay-threshold",
+
             _ => "--cc",
         };
         let msg = s.split_once(": ").map_or(s.clone(), |(_, m)| m.to_string());
@@ -304,7 +433,7 @@ pub fn run_client(o: &RtClientOpts, emu: &EmuEnv) -> Result<serde_json::Value, F
                     last_rx = now;
                     fb_pkts += 1;
 
-                    if let Some((f, lat)) = d.done {
+                    for &(f, lat) in d.done.iter().chain(&d.frames) {
                         {
                             let sent = snd.capture_time(f);
                             if done.insert(f, sent + lat).is_none() {
@@ -513,6 +642,8 @@ struct RtConn {
     last_rx: Nanos,
     closed: Option<Nanos>,
     last_done: Option<(u64, Nanos)>,
+    /// RFC 8888 mode: frames to list in the next reports, with the reports that listed them.
+    announce: Vec<(u64, Nanos, u8)>,
 }
 
 impl RtConn {
@@ -530,6 +661,7 @@ impl RtConn {
             last_rx: now,
             closed: None,
             last_done: None,
+            announce: Vec::new(),
         }
     }
 
@@ -540,8 +672,12 @@ impl RtConn {
         pkt.transport = Transport::Rt(d.h);
         self.rcv.handle_packet(pkt, at);
         if let AppLog::FramesDone(v) = self.rcv.take_app_log() {
-            if let Some(f) = v.last() {
-                self.last_done = Some((f.frame, f.done_at.saturating_sub(d.h.capture_at)));
+            for f in &v {
+                let lat = f.done_at.saturating_sub(d.h.capture_at);
+                self.last_done = Some((f.frame, lat));
+                if self.log.is_some() {
+                    self.announce.push((f.frame, lat, 0));
+                }
             }
         }
     }
@@ -564,7 +700,19 @@ impl RtConn {
                 let Some(rtcp) = self.log.as_ref().and_then(|l| l.take(h.seq)) else {
                     continue;
                 };
-                rtwire::encode_report(buf, conn, h.seq, self.last_done, &rtcp);
+                // Each completed frame goes in two reports (one lost report hides none).
+                self.announce.drain(
+                    ..self
+                        .announce
+                        .len()
+                        .saturating_sub(rtwire::REPORT_MAX_FRAMES),
+                );
+                let frames: Vec<_> = self.announce.iter().map(|&(f, l, _)| (f, l)).collect();
+                rtwire::encode_report(buf, conn, h.seq, &frames, &rtcp);
+                self.announce.retain_mut(|(_, _, n)| {
+                    *n += 1;
+                    *n < 2
+                });
             } else {
                 rtwire::encode_feedback(buf, conn, &h, self.last_done, p.sent_at);
             }

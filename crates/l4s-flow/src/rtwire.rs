@@ -12,15 +12,17 @@
 //!                     then padding (the wire pattern) up to the packet's size
 //!  feedback (kind 2): seq u64, received u64, ce u64, lost u64, echo_ns u64,
 //!                     done_frame u64 (u64::MAX = none), done_latency_ns u64, sent_ns u64
-//!  report (kind 3):   report id u64, done_frame u64, done_latency_ns u64, then one RFC 8888
-//!                     §3.1 RTCP packet (`l4s_core::rt::rfc8888::CcfbReport::encode`)
+//!  report (kind 3):   report id u64, n u16, n × (done_frame u64, done_latency_ns u64), then
+//!                     one RFC 8888 §3.1 RTCP packet (`l4s_core::rt::rfc8888::CcfbReport::encode`)
 //! ```
 //! Times are CLOCK_MONOTONIC ns: sender and receiver on one host (the emulator's namespaces
 //! share that clock) read the same clock, so the receiver measures capture-to-complete itself
 //! and echoes it in `done_*` (the last frame it completed, repeated until the next one). A
 //! kind-2 `sent_ns` is when the receiver answered, i.e. when the packet arrived (it answers at
 //! once): the arrival time GCC's delay-based estimator takes from per-packet feedback. In
-//! kind 3 the arrival times are the report's own (report timestamp and per-packet offsets).
+//! kind 3 the arrival times are the report's own (report timestamp and per-packet offsets),
+//! and the frames listed are those completed since the previous report and the one before
+//! (each frame is announced in two reports, so one lost report hides no frame).
 
 use l4s_core::rt::rfc8888::CcfbReport;
 use l4s_core::rt::RtHeader;
@@ -38,8 +40,10 @@ const PREFIX_BYTES: usize = 12;
 pub const DATA_HEADER_BYTES: usize = PREFIX_BYTES + 8 + 8 + 4 + 8 + 8 + 1 + 4;
 /// Bytes of a feedback datagram.
 pub const FEEDBACK_BYTES: usize = PREFIX_BYTES + 8 * 8;
-/// Bytes of a report datagram before its RTCP packet.
-pub const REPORT_HEADER_BYTES: usize = PREFIX_BYTES + 3 * 8;
+/// Bytes of a report datagram before its frame list and RTCP packet.
+pub const REPORT_HEADER_BYTES: usize = PREFIX_BYTES + 8 + 2;
+/// Frames one report lists at most.
+pub const REPORT_MAX_FRAMES: usize = 255;
 const NO_FRAME: u64 = u64::MAX;
 
 /// A decoded real-time datagram.
@@ -60,6 +64,8 @@ pub struct RtDatagram<'a> {
     pub sent_at: Nanos,
     /// Report: the RFC 8888 RTCP packet (checked by `CcfbReport::decode`).
     pub report: Option<&'a [u8]>,
+    /// Report: frames the receiver completed lately, with their capture-to-complete latency.
+    pub frames: Vec<(u64, Nanos)>,
     /// Datagram length (data: the packet's size minus IP and UDP headers).
     pub len: usize,
 }
@@ -120,17 +126,17 @@ pub fn encode_feedback(
     put(buf, sent_at.0);
 }
 
-/// Encode report `id` carrying the RFC 8888 RTCP packet `rtcp`.
-pub fn encode_report(
-    buf: &mut Vec<u8>,
-    conn: u32,
-    id: u64,
-    done: Option<(u64, Nanos)>,
-    rtcp: &[u8],
-) {
+/// Encode report `id` listing completed `frames` (the first [`REPORT_MAX_FRAMES`]) and
+/// carrying the RFC 8888 RTCP packet `rtcp`.
+pub fn encode_report(buf: &mut Vec<u8>, conn: u32, id: u64, frames: &[(u64, Nanos)], rtcp: &[u8]) {
     prefix(buf, KIND_REPORT, conn);
     put(buf, id);
-    put_done(buf, done);
+    let frames = &frames[..frames.len().min(REPORT_MAX_FRAMES)];
+    buf.extend_from_slice(&(frames.len() as u16).to_be_bytes());
+    for &(f, l) in frames {
+        put(buf, f);
+        put(buf, l.0);
+    }
     buf.extend_from_slice(rtcp);
 }
 
@@ -174,6 +180,7 @@ pub fn decode(b: &[u8]) -> Result<RtDatagram<'_>, Reject> {
         ccfb_interval: None,
         sent_at: Nanos::ZERO,
         report: None,
+        frames: Vec::new(),
         len: b.len(),
     };
     match b[6] {
@@ -220,9 +227,20 @@ pub fn decode(b: &[u8]) -> Result<RtDatagram<'_>, Reject> {
             })
         }
         KIND_REPORT if b.len() > REPORT_HEADER_BYTES => {
-            let rtcp = &b[REPORT_HEADER_BYTES..];
             let id = u64_at(b, at);
-            if id == 0 || CcfbReport::decode(rtcp).is_err() {
+            let n = u16::from_be_bytes([b[at + 8], b[at + 9]]) as usize;
+            let list_end = REPORT_HEADER_BYTES + 16 * n;
+            if id == 0 || n > REPORT_MAX_FRAMES || b.len() <= list_end {
+                return Err(Reject::Malformed);
+            }
+            let frames = (0..n)
+                .map(|i| {
+                    let o = REPORT_HEADER_BYTES + 16 * i;
+                    (u64_at(b, o), Nanos(u64_at(b, o + 8)))
+                })
+                .collect();
+            let rtcp = &b[list_end..];
+            if CcfbReport::decode(rtcp).is_err() {
                 return Err(Reject::Malformed);
             }
             Ok(RtDatagram {
@@ -232,7 +250,7 @@ pub fn decode(b: &[u8]) -> Result<RtDatagram<'_>, Reject> {
                     ccfb: true,
                     ..Default::default()
                 },
-                done: done_of(u64_at(b, at + 8), u64_at(b, at + 16))?,
+                frames,
                 report: Some(rtcp),
                 ..d
             })
@@ -304,11 +322,12 @@ mod tests {
         // The RFC 8888 report travels byte for byte and decodes to the same metrics.
         let r = report();
         let rtcp = r.encode();
-        encode_report(&mut buf, 9, 42, Some((3, Nanos(7))), &rtcp);
-        assert_eq!(buf.len(), REPORT_HEADER_BYTES + rtcp.len());
+        let frames = [(3, Nanos(7)), (4, Nanos(8))];
+        encode_report(&mut buf, 9, 42, &frames, &rtcp);
+        assert_eq!(buf.len(), REPORT_HEADER_BYTES + 2 * 16 + rtcp.len());
         let d = decode(&buf).expect("decodes");
         assert_eq!((d.h.seq, d.h.feedback, d.h.ccfb), (42, true, true));
-        assert_eq!(d.done, Some((3, Nanos(7))));
+        assert_eq!((d.done, &d.frames[..]), (None, &frames[..]));
         assert_eq!(d.report, Some(&rtcp[..]));
         let back = CcfbReport::decode(d.report.unwrap()).expect("RFC 8888 decodes");
         assert_eq!(back, r);
@@ -331,7 +350,7 @@ mod tests {
         assert_eq!(decode(&buf), Err(Reject::Foreign));
         encode_data(&mut buf, 1, &data(), None, 200);
         assert_eq!(crate::wire::decode(&buf), Err(Reject::Malformed));
-        encode_report(&mut buf, 1, 1, None, &report().encode());
+        encode_report(&mut buf, 1, 1, &[], &report().encode());
         assert_eq!(crate::wire::decode(&buf), Err(Reject::Malformed));
     }
 
@@ -383,13 +402,13 @@ mod tests {
             assert!(decode(&buf[..n]).is_err());
         }
         let mut rep = Vec::new();
-        encode_report(&mut rep, 1, 1, None, &report().encode());
+        encode_report(&mut rep, 1, 1, &[(1, Nanos(2))], &report().encode());
         assert!(decode(&rep).is_ok());
         for n in 0..rep.len() {
             assert!(decode(&rep[..n]).is_err(), "prefix of {n} bytes");
         }
         // Report id 0 is never sent.
-        encode_report(&mut buf, 1, 0, None, &report().encode());
+        encode_report(&mut buf, 1, 0, &[], &report().encode());
         assert_eq!(decode(&buf), Err(Reject::Malformed));
         for b0 in [&buf, &rep] {
             for i in 0..b0.len() {
