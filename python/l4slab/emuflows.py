@@ -2,8 +2,8 @@
 processes through the emulated bottleneck for the scenario's `duration`.
 
 One l4s-flow receiver runs on the server side (and, when the scenario has real-time flows
-`rt-prague`/`rt-gcc`/`rt-gcc-loss`/`rt-cbr`/`rt-scream`, one `l4s-flow -s --app rt` receiver on port `RT_PORT`); on the
-client side a small launcher
+`rt-prague`/`rt-gcc`/`rt-gcc-loss`/`rt-cbr`/`rt-scream`, one `l4s-flow -s --app rt` receiver
+on port `RT_PORT`); on the client side a small launcher
 (`emu_launcher.py`, standard library only) starts one l4s-flow sender per flow (after `count`
 is expanded, in the simulator's flow order) at its `start` (plus the
 simulator's start_jitter offset for that flow and seed), ends it at its `stop` or at
