@@ -891,6 +891,22 @@ mod tests {
         Nanos::from_ms(10) + Nanos::from_secs_f64(ramp)
     }
 
+    /// What `conn` has queued at `at`, through the datagrams, as the sender's packets.
+    fn wire_answers(
+        conn: &mut RtConn,
+        out: &mut Vec<u8>,
+        at: Nanos,
+        log: Option<&ReportLog>,
+        answers: &mut Vec<(Nanos, Packet)>,
+    ) {
+        let mut fbs = Vec::new();
+        conn.feedback(1, out, at, |b, e| fbs.push((b.to_vec(), e)));
+        for (b, e) in fbs {
+            let d = rtwire::decode(&b).expect("feedback decodes");
+            answers.push((at, feedback_packet(&d, e, HDR, log)));
+        }
+    }
+
     /// Run `cc` for 4 s over a path of delay `owd(·, slope)` (feedback back in 10 ms), either
     /// through l4s-flow's datagrams (`wire`) or packet to packet as the simulator hands them;
     /// the controller's rate every 100 ms.
@@ -926,12 +942,7 @@ mod tests {
                     rtwire::encode_data(&mut buf, 1, &h, ccfb, p.bytes as usize - HDR);
                     let d = rtwire::decode(&buf).expect("data decodes");
                     conn.receive(&d, p.ecn, HDR, at);
-                    let mut fbs = Vec::new();
-                    conn.feedback(1, &mut out, at, |b, e| fbs.push((b.to_vec(), e)));
-                    for (b, e) in fbs {
-                        let d = rtwire::decode(&b).expect("feedback decodes");
-                        answers.push((at, feedback_packet(&d, e, HDR, log.as_ref())));
-                    }
+                    wire_answers(&mut conn, &mut out, at, log.as_ref(), &mut answers);
                 } else {
                     rcv.handle_packet(p, at);
                     while let Some(f) = rcv.poll_transmit(at) {
@@ -947,12 +958,7 @@ mod tests {
             if let Some(at) = timer.filter(|&at| at <= t) {
                 if wire {
                     conn.rcv.handle_timeout(at);
-                    let mut fbs = Vec::new();
-                    conn.feedback(1, &mut out, at, |b, e| fbs.push((b.to_vec(), e)));
-                    for (b, e) in fbs {
-                        let d = rtwire::decode(&b).expect("report decodes");
-                        answers.push((at, feedback_packet(&d, e, HDR, log.as_ref())));
-                    }
+                    wire_answers(&mut conn, &mut out, at, log.as_ref(), &mut answers);
                 } else {
                     rcv.handle_timeout(at);
                     while let Some(f) = rcv.poll_transmit(at) {
