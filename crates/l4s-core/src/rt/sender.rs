@@ -344,10 +344,7 @@ impl RtSender {
         self.fb.ce += ce;
         self.fb.lost += lost;
         self.fb.received += fb.received().count() as u64;
-        self.acked_bytes += fb
-            .received()
-            .map(|r| r.sent.size_bytes as u64)
-            .sum::<u64>();
+        self.acked_bytes += fb.received().map(|r| r.sent.size_bytes as u64).sum::<u64>();
         if let Ctl::Scream(s) = &mut self.ctl {
             s.on_feedback(&fb, self.srtt.max(Nanos(1)));
         }
