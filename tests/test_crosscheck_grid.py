@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from l4slab.crosscheck_grid import Cell, cells, run_cell, scenario, table, verdict
+from l4slab.emuflows import host_tcp_wmem_max
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_emulate import need_root  # noqa: E402
@@ -34,12 +35,17 @@ def test_fifo_is_one_bdp_and_kernel_flows_get_the_tso_host_in_the_simulator():
     # 12 Mb/s × 20 ms = 30 000 B = 20 packets of 1500 B.
     assert doc["aqm"] == {"kind": "fifo", "limit": 20}
     assert (doc["duration"], doc["warmup"]) == ("10s", "3s")
-    assert sim_sets == ["flows.0.tso=true", "flows.0.nic_rate=10gbit"]
+    # The kernel's send-buffer cap is this host's net.ipv4.tcp_wmem max (tcp_sndbuf_expand).
+    wmem = host_tcp_wmem_max()
+    assert wmem == int(Path("/proc/sys/net/ipv4/tcp_wmem").read_text().split()[2])
+    assert sim_sets == ["flows.0.tso=true", "flows.0.nic_rate=10gbit",
+                        f"flows.0.tcp_wmem={wmem}"]
     doc, sim_sets = scenario(Cell("100M25ms", "prague+cubic", "dualpi2"), "30s", "5s")
     assert [f["cc"] for f in doc["flows"]] == ["prague", "cubic"]
     assert (doc["duration"], doc["warmup"]) == ("30s", "5s")
     # Only the kernel's flow (Cubic) gets the kernel's host; Prague runs as the model in both.
-    assert sim_sets == ["flows.1.tso=true", "flows.1.nic_rate=10gbit"]
+    assert sim_sets == ["flows.1.tso=true", "flows.1.nic_rate=10gbit",
+                        f"flows.1.tcp_wmem={wmem}"]
 
 
 def test_verdict_tolerances_at_their_edges():
@@ -60,6 +66,10 @@ def test_table_names_the_cell_and_its_verdict():
     last = table([row]).splitlines()[-1]
     assert last == ("| 12M20ms | cubic | fifo | 11.58 / 11.58 | 1.00 | 35.00 / 35.70 | 1.02 | "
                     "13.05 / 13.98 | 1.07 | agrees | 2 × 10s, 9.5 |")
+    # The emulator's worst lateness p99 and the suspect mark follow the load.
+    row.update(lateness_p99_ms=22.15, suspect=True)
+    assert table([row]).splitlines()[-1].endswith(
+        "| agrees | 2 × 10s, 9.5, late p99 22.15 ms **suspect** |")
 
 
 def test_kernel_cubic_through_fifo_at_12mbit_agrees_with_the_model(tmp_path):

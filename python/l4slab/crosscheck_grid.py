@@ -6,7 +6,9 @@ Cells: one kernel flow (reno, cubic, bbr1) alone at 12 Mb/s/20 ms, 50 Mb/s/40 ms
 Cubic through DualPI2). The simulator side models the kernel's host as the emulator has it: a
 TSO sender (`tso = true`, `nic_rate` 10 Gb/s: the emulator splits a GSO super-packet into
 packets that enter the AQM together), so `tcp_tso_should_defer` and `tcp_tso_autosize` shape
-its bursts as they shape the kernel's. Verdict per cell (emulator against simulator, means over
+its bursts as they shape the kernel's, and a send buffer autotuned up to this host's
+`net.ipv4.tcp_wmem` max (`tcp_wmem`, `tcp_sndbuf_expand`: at 200 Mb/s/100 ms the kernel's 4 MB
+bound its data in flight). Verdict per cell (emulator against simulator, means over
 runs): throughput within ±10 %, srtt within ±5 %, queue delay within ±25 % or ±0.5 ms,
 whichever is larger (`TOLERANCES`).
 """
@@ -37,8 +39,16 @@ AQMS = ("fifo", "fq_codel", "dualpi2")
 #: Relative throughput and srtt tolerances; the queue's is relative or absolute (ms),
 #: whichever is larger.
 TOLERANCES = {"tput": 0.10, "srtt": 0.05, "queue": 0.25, "queue_ms": 0.5}
-#: The simulator side's host for kernel flows (see the module doc).
+#: The simulator side's host for kernel flows (see the module doc); `sim_host` adds tcp_wmem.
 SIM_HOST = ("tso=true", "nic_rate=10gbit")
+
+
+def sim_host() -> tuple[str, ...]:
+    """SIM_HOST and this host's tcp_wmem max (the kernel stacks' send-buffer cap)."""
+    from l4slab.emuflows import host_tcp_wmem_max
+
+    w = host_tcp_wmem_max()
+    return SIM_HOST + ((f"tcp_wmem={w}",) if w is not None else ())
 
 
 @dataclass(frozen=True)
@@ -86,7 +96,7 @@ def scenario(cell: Cell, duration: str | None = None, warmup: str | None = None
         kernel = [0]
     doc = {"seed": 1, "duration": duration or dur, "warmup": warmup or warm,
            "link": {"rate": f"{rate}mbit"}, "aqm": aqm, "flows": flows}
-    sim_sets = [f"flows.{i}.{kv}" for i in kernel for kv in SIM_HOST]
+    sim_sets = [f"flows.{i}.{kv}" for i in kernel for kv in sim_host()]
     return doc, sim_sets
 
 
@@ -140,9 +150,23 @@ def run_cell(cell: Cell, out: Path, n: int, duration: str | None = None,
            "duration": doc["duration"], "load": round(max(load, os.getloadavg()[0]), 1),
            "tput": tput, "srtt": srtt, "queue": queue, "verdict": verdict(tput, srtt, queue),
            "warnings": [x for x in rep["notes"] if x.startswith("warning:")]}
+    row.update(_emulator_health(out / cell.name, n))
     if k:
         row["prague_cubic"] = _prague_cubic(out / cell.name, n)
     return row
+
+
+def _emulator_health(cell_dir: Path, n: int) -> dict[str, Any]:
+    """The emulator's worst lateness p99 (ms, data direction) over the cell's runs and whether
+    any run called itself suspect (lateness or load past the emulator's thresholds)."""
+    p99, suspect = 0.0, False
+    for k in range(n):
+        em = json.loads((cell_dir / "emu" / f"run-{k}" / "summary.json").read_text()
+                        ).get("emulator", {})
+        up = (em.get("lateness_us") or {}).get("uplink") or {}
+        p99 = max(p99, float(up.get("p99") or 0.0) / 1e3)
+        suspect = suspect or bool(em.get("suspect"))
+    return {"lateness_p99_ms": round(p99, 2), "suspect": suspect}
 
 
 def _prague_cubic(cell_dir: Path, n: int) -> dict[str, list[float]]:
@@ -169,7 +193,7 @@ def _cell(r: dict[str, Any] | None, digits: int = 2) -> tuple[str, str]:
 def table(rows: list[dict[str, Any]]) -> str:
     """The markdown table: per cell simulator / emulator means, ratio [95 % CI], verdict."""
     out = ["| regime | cc | AQM | tput Mb/s sim / emu | ratio [CI] | srtt ms sim / emu | "
-           "ratio [CI] | queue ms sim / emu | ratio [CI] | verdict | runs × s, load |",
+           "ratio [CI] | queue ms sim / emu | ratio [CI] | verdict | runs × s, load, lateness |",
            "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         cells_ = [*_cell(r["tput"]), *_cell(r["srtt"]), *_cell(r["queue"])]
@@ -178,8 +202,12 @@ def table(rows: list[dict[str, Any]]) -> str:
             pc = r["prague_cubic"]
             v += (f"; Prague:Cubic sim {', '.join(map(str, pc['sim']))}, "
                   f"emu {', '.join(map(str, pc['emu']))}")
+        health = ""
+        if "lateness_p99_ms" in r:
+            health = f", late p99 {r['lateness_p99_ms']:g} ms" + (
+                " **suspect**" if r["suspect"] else "")
         out.append(f"| {r['regime']} | {r['cc']} | {r['aqm']} | " + " | ".join(cells_)
-                   + f" | {v} | {r['runs']} × {r['duration']}, {r['load']} |")
+                   + f" | {v} | {r['runs']} × {r['duration']}, {r['load']}{health} |")
     return "\n".join(out) + "\n"
 
 

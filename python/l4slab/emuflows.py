@@ -65,6 +65,26 @@ _FIXED_IN_L4S_FLOW = {
     "qdisc": ("none", "l4slab flow paces inside the sender; no fq/EDT qdisc sits below it"),
     "prague_cwnd_mode": (2, "l4slab flow runs Prague with 0.7's default mode 2"),
 }
+def host_tcp_wmem_max() -> int | None:
+    """This host's net.ipv4.tcp_wmem[2] (the send buffer's autotuning cap), None if unreadable."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/tcp_wmem").read_text().split()[2])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _check_tcp_wmem(value: object, path: str, kernel: bool) -> None:
+    """`tcp_wmem` is a simulator key; the emulator honours it only where it holds already: a
+    kernel stack on a host whose tcp_wmem[2] is that value (l4slab flow has no send buffer)."""
+    if not kernel:
+        raise ScenarioError(f"{path}: {value!r} cannot be honoured: l4slab flow has no send-buffer "
+                            "limit; remove the key to run through the emulator")
+    host = host_tcp_wmem_max()
+    if host is not None and value != host:
+        raise ScenarioError(f"{path}: {value!r} differs from this host's net.ipv4.tcp_wmem max "
+                            f"{host}, which the kernel stack uses; set {host} or remove the key")
+
+
 _L4S_FLOW_CCS = ("prague", "dctcp", "cubic", "reno", "bbr1", "bbr3")
 #: Real-time video controllers, run as `l4s-flow --app rt`.
 _RT_CCS = ("rt-prague", "rt-gcc", "rt-gcc-loss", "rt-cbr", "rt-scream")
@@ -326,6 +346,8 @@ def plan_scenario(doc: dict[str, Any], base_dir: Path) -> EmuPlan:
                 raise ScenarioError(
                     f"{p}.{key}: {fl[key]!r} cannot be honoured: {why} and always uses "
                     f"{json.dumps(value)}; remove the key to run through the emulator")
+        if "tcp_wmem" in fl:
+            _check_tcp_wmem(fl["tcp_wmem"], f"{p}.tcp_wmem", bool(stacks[i]))
         mss = None
         if "mss" in fl and not stacks[i]:
             mss = int(fl["mss"]) - MSS_OFFSET

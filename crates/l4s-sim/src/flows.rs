@@ -89,7 +89,7 @@ fn is_cbr(fl: &FlowConfig) -> bool {
 }
 
 /// The keys of a `[[flows]]` entry that only the TCP models read, each with whether it is set.
-pub(crate) fn tcp_only_keys(fl: &FlowConfig) -> [(&'static str, bool); 10] {
+pub(crate) fn tcp_only_keys(fl: &FlowConfig) -> [(&'static str, bool); 11] {
     [
         ("mss", fl.mss.is_some()),
         ("sack", fl.sack.is_some()),
@@ -101,6 +101,7 @@ pub(crate) fn tcp_only_keys(fl: &FlowConfig) -> [(&'static str, bool); 10] {
         ("rx_usecs", fl.rx_usecs.is_some()),
         ("rx_frames", fl.rx_frames.is_some()),
         ("qdisc", fl.qdisc.is_some()),
+        ("tcp_wmem", fl.tcp_wmem.is_some()),
     ]
 }
 
@@ -272,6 +273,7 @@ fn tcp_config(fl: &FlowConfig) -> TcpConfig {
         tso_nic_rate: (fl.tso == Some(true))
             .then(|| fl.nic_rate.unwrap_or(l4s_core::Rate::from_mbps(1000))),
         qdisc: host_qdisc(fl),
+        tcp_wmem_max: fl.tcp_wmem,
         ..d
     }
 }
@@ -300,6 +302,9 @@ pub fn host_summary(fl: &FlowConfig) -> serde_json::Value {
                                    "gro": fl.gro == Some(true)});
     if let Some(t) = tcp_config(fl).tso_nic_rate {
         h["nic_rate_mbps"] = serde_json::json!(t.mbps());
+    }
+    if let Some(w) = fl.tcp_wmem {
+        h["tcp_wmem"] = serde_json::json!(w);
     }
     if let Some(g) = gro_config(fl) {
         h["rx_usecs"] = serde_json::json!(g.rx_usecs.as_us_f64());

@@ -175,6 +175,9 @@ pub struct FlowConfig {
     pub rx_usecs: Option<Nanos>,
     /// TCP with `gro`: interrupt once this many packets are pending (default 32, mlx5).
     pub rx_frames: Option<u32>,
+    /// TCP: the sender host's `net.ipv4.tcp_wmem[2]` in bytes: a backlogged application behind
+    /// Linux's autotuned send buffer capped there (default: no send-buffer limit).
+    pub tcp_wmem: Option<u64>,
     /// TCP: sender host qdisc, "fq" (EDT pacing, TSQ) or "none" (default "fq" for Prague,
     /// as the L4S team's kernels run it; "none" for the others).
     pub qdisc: Option<FlowQdisc>,

@@ -23,6 +23,9 @@ mod gro_tests;
 pub mod receiver;
 pub mod rtt;
 pub mod sender;
+pub mod sndbuf;
+#[cfg(test)]
+mod sndbuf_tests;
 pub mod tso;
 #[cfg(test)]
 mod tso_tests;
@@ -98,6 +101,9 @@ pub struct TcpConfig {
     /// Sender host qdisc: none (a pacing CC paces inside TCP) or fq with EDT and TSQ
     /// ([`fq_pacing`]).
     pub qdisc: fq_pacing::HostQdisc,
+    /// Sender host's `net.ipv4.tcp_wmem[2]`: a backlogged application behind an autotuned send
+    /// buffer capped at this many bytes ([`sndbuf`]); None = no send-buffer limit.
+    pub tcp_wmem_max: Option<u64>,
 }
 
 impl Default for TcpConfig {
@@ -122,6 +128,7 @@ impl Default for TcpConfig {
             tlp: true,
             tso_nic_rate: None,
             qdisc: fq_pacing::HostQdisc::None,
+            tcp_wmem_max: None,
         }
     }
 }
@@ -134,6 +141,10 @@ impl TcpConfig {
         check_range_u64("init_cwnd", self.init_cwnd as u64, 1, 1 << 20)?;
         if let Some(r) = self.tso_nic_rate {
             check_range_u64("nic_rate", r.bps(), 1_000_000, 1_000_000_000_000)?;
+        }
+        if let Some(w) = self.tcp_wmem_max {
+            // The sysctl is an int of at least one page (proc_dointvec_minmax, SK_MEM_QUANTUM).
+            check_range_u64("tcp_wmem", w, 4096, i32::MAX as u64)?;
         }
         if self.min_rto == Nanos::ZERO || self.min_rto > self.max_rto {
             return Err(ParamError::new(

@@ -205,6 +205,8 @@ pub struct TcpSender {
     fq: Option<FqHost>,
     /// TSO host: bursts and NIC spacing (`cfg.tso_nic_rate`).
     tso: Option<super::tso::TsoHost>,
+    /// Send buffer and its backlogged writer (`cfg.tcp_wmem_max`).
+    sndbuf: Option<super::sndbuf::SndBuf>,
     /// AccECN s.cep: CE packets the peer has reported (+5), wrapping like ACE mod 8.
     s_cep: u64,
     /// No lost, not yet retransmitted segment starts below this sequence (Linux
@@ -307,6 +309,7 @@ impl TcpSender {
             cwnd_usage_seq: 0,
             wstamp: Nanos::ZERO,
             tso: cfg.tso_nic_rate.map(super::tso::TsoHost::new),
+            sndbuf: cfg.tcp_wmem_max.map(super::sndbuf::SndBuf::new),
             fq: (cfg.qdisc == HostQdisc::Fq).then(FqHost::new),
             last_now: Nanos::ZERO,
             sent_pkts: 0,
@@ -513,9 +516,45 @@ impl TcpSender {
     /// The sequence number new data may not reach: the sized transfer's end (`bytes`) or what
     /// the application has written, whichever is lower.
     fn data_end(&self) -> u64 {
-        self.app_end
+        let end = self
+            .app_end
             .unwrap_or(u64::MAX)
-            .min(self.app_written_end.unwrap_or(u64::MAX))
+            .min(self.app_written_end.unwrap_or(u64::MAX));
+        match &self.sndbuf {
+            Some(b) => end.min(b.write_seq),
+            None => end,
+        }
+    }
+
+    /// `tcp_check_space` -> `tcp_new_space` after an ACK that freed data (and
+    /// `tcp_init_buffer_space` at the handshake, `freed` true): expand `sk_sndbuf` unless the
+    /// window is full (`tcp_should_expand_sndbuf`), then wake the writer
+    /// (`sk_stream_write_space`), who refills the buffer ([`super::sndbuf`]).
+    pub(super) fn check_space(&mut self, freed: bool) {
+        if self.sndbuf.is_none() || !freed {
+            return;
+        }
+        let expand = self.in_flight() < self.tp.snd_cwnd;
+        let mss = self.tp.mss;
+        let skb_payload = self.tso_segs() as u64 * mss as u64;
+        let end = self
+            .app_end
+            .unwrap_or(u64::MAX)
+            .min(self.app_written_end.unwrap_or(u64::MAX));
+        let cwnd = self.tp.snd_cwnd;
+        let snd_una = self.snd_una;
+        if let Some(b) = self.sndbuf.as_mut() {
+            if expand {
+                // mss_clamp: the peer's MSS option, which counts the timestamp option's bytes.
+                b.sndbuf_expand(cwnd, mss + super::sndbuf::TCP_TIMESTAMP_OPTION_BYTES);
+            }
+            b.write_space(snd_una, mss, skb_payload, end);
+        }
+    }
+
+    /// `sk_sndbuf` and `tp->write_seq` of the send-buffer model (None without `tcp_wmem_max`).
+    pub fn sndbuf_state(&self) -> Option<(u64, u64)> {
+        self.sndbuf.as_ref().map(|b| (b.sk_sndbuf, b.write_seq))
     }
 
     fn new_data_available(&self) -> bool {
@@ -923,6 +962,7 @@ impl TcpSender {
         self.snd_una = DATA_SEQ_START;
         self.snd_nxt = DATA_SEQ_START;
         self.high_seq = DATA_SEQ_START;
+        self.check_space(true); // tcp_init_transfer -> tcp_init_buffer_space
         self.handshake_ack = Some(accecn::handshake_ace(pkt.ecn));
         self.sync_tp();
         self.cc.init(&mut self.tp);

@@ -161,6 +161,7 @@ impl TcpSender {
         sample.losses = a.newly_lost; // rs->losses, now with NewReno's head marking
         self.cong_control(&sample, a.una_advanced()); // tcp_cong_control
         self.set_xmit_timer(now, a.una_advanced()); // tcp_set_xmit_timer
+        self.check_space(a.una_advanced()); // tcp_check_space (SOCK_QUEUE_SHRUNK)
     }
 
     /// `tcp_sacktag_write_queue`: tag the segments that this ACK's SACK blocks newly cover.
