@@ -103,7 +103,6 @@ fn scream_keys(fl: &FlowConfig) -> Vec<(&'static str, bool)> {
             "scream_queue_delay_threshold",
             fl.scream_queue_delay_threshold.is_some(),
         ),
-        ("feedback_interval", fl.feedback_interval.is_some()),
     ]
 }
 
@@ -218,6 +217,16 @@ pub fn validate_rt(i: usize, fl: &FlowConfig) -> Result<(), SimError> {
             &format!("applies to rt-scream only, not to cc = \"{}\"", fl.cc),
         )?;
     }
+    if !matches!(fl.cc.as_str(), "rt-scream" | "rt-gcc") {
+        refuse_set(
+            &p,
+            &[("feedback_interval", fl.feedback_interval.is_some())],
+            &format!(
+                "applies to the controllers fed by RFC 8888 reports (rt-scream, rt-gcc), not to cc = \"{}\"",
+                fl.cc
+            ),
+        )?;
+    }
     if fl.cc == "rt-prague" {
         refuse_set(
             &p,
@@ -318,7 +327,7 @@ pub fn build_rt(i: usize, id: u32, fl: &FlowConfig, seed: u64) -> Result<FlowEnd
     let cfg = rt_config_seeded(fl, seed);
     let (l4s, interval) = (cfg.ecn == Ecn::Ect1, cfg.feedback_interval);
     let snd = RtSender::new(id, cfg).map_err(|e| SimError::param(&format!("flows[{i}]."), e))?;
-    // SCReAMv2 takes RFC 8888 reports; the others udp_prague's per-packet ACKs.
+    // SCReAMv2 and GCC take RFC 8888 reports; the others udp_prague's per-packet ACKs.
     let rcv = match snd.report_log() {
         Some(log) => RtReceiver::with_ccfb(id, interval, log),
         None => RtReceiver::new(id),

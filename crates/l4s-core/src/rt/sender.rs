@@ -22,7 +22,7 @@
 use crate::packet::{Ecn, Packet, Transport};
 use crate::rng::Rng;
 use crate::rt::encoder::{Encoder, EncoderConfig};
-use crate::rt::feedback::{PacketResult, SentPacket, TransportPacketsFeedback};
+use crate::rt::feedback::SentPacket;
 use crate::rt::frame_window::FrameWindow;
 use crate::rt::gcc::GccLoss;
 use crate::rt::gcc_delay::DelayBasedBwe;
@@ -37,6 +37,9 @@ use crate::{Endpoint, FlowStats, ParamError};
 
 /// udp_prague `SND_TIMEOUT`: a window-limited sender waits this long for an ACK, then resets.
 pub const SND_TIMEOUT: Nanos = Nanos::from_secs(1);
+
+/// libwebrtc `kDefaultPaceMultiplier`: goog_cc's pacer runs at 2.5 × the target rate.
+pub const GCC_PACE_MULTIPLIER: f64 = 2.5;
 
 /// Parameters of a media sender.
 #[derive(Clone, Debug, PartialEq)]
@@ -144,13 +147,11 @@ enum Ctl {
     Scream(Box<ScreamV2>),
 }
 
-/// Full GCC: both estimators and the sent packets awaiting feedback.
+/// Full GCC: both estimators, fed by RFC 8888 reports.
 #[derive(Clone, Debug)]
 struct GccFull {
     loss: GccLoss,
     delay: DelayBasedBwe,
-    /// Packets sent and not yet reported, oldest first.
-    sent: std::collections::VecDeque<SentPacket>,
 }
 
 impl GccFull {
@@ -243,7 +244,6 @@ impl RtSender {
                     cfg.ecn.is_ecn_capable(),
                 ),
                 delay: DelayBasedBwe::new(cfg.init_rate_bps as f64, cfg.min_rate_bps as f64),
-                sent: Default::default(),
             })),
             Controller::Fixed(r) => Ctl::Fixed(r as f64),
             Controller::Scream(p) => Ctl::Scream(Box::new(ScreamV2::new(
@@ -273,7 +273,9 @@ impl RtSender {
                 Rng::derive(cfg.seed, &format!("rt/{flow}/encoder")),
             )?),
         };
-        let ccfb = matches!(cfg.controller, Controller::Scream(_))
+        // SCReAMv2 and full GCC take RFC 8888 reports (libwebrtc's ccfb); RT-Prague keeps
+        // udp_prague's per-packet ACKs, GCC-loss and CBR the per-packet counters.
+        let ccfb = matches!(cfg.controller, Controller::Scream(_) | Controller::Gcc)
             .then(|| (FeedbackAdapter::new(), ReportLog::default()));
         Ok(RtSender {
             flow,
@@ -338,8 +340,19 @@ impl RtSender {
         self.fb.ce += ce;
         self.fb.lost += lost;
         self.fb.received += fb.received().count() as u64;
-        if let Ctl::Scream(s) = &mut self.ctl {
-            s.on_feedback(&fb, self.srtt.max(Nanos(1)));
+        match &mut self.ctl {
+            Ctl::Scream(s) => {
+                s.on_feedback(&fb, self.srtt.max(Nanos(1)));
+            }
+            // goog_cc `OnTransportPacketsFeedback`: the delay-based estimate from the report's
+            // packets, the loss-based one from the counters, capped at the delay-based limit.
+            Ctl::GccFull(g) => {
+                g.delay.on_feedback(&fb, self.srtt);
+                g.loss.on_feedback(self.fb, now);
+                let limit = g.delay.rate_bps();
+                g.loss.cap(limit);
+            }
+            _ => {}
         }
     }
 
@@ -451,6 +464,12 @@ impl RtSender {
             }
             // libwebrtc's pacer runs at 1.5 × the target (ScreamNetworkController).
             Ctl::Scream(s) => (sized.max(MIN_PACKET_BYTES) as u64, s.pacing_bps()),
+            // goog_cc paces at `kDefaultPaceMultiplier` (2.5) × the target, whatever the
+            // frame's size (goog_cc_network_control.cc `pacing_factor_`; pacing_controller.cc).
+            Ctl::GccFull(_) => (
+                sized.max(MIN_PACKET_BYTES) as u64,
+                GCC_PACE_MULTIPLIER * rate,
+            ),
             _ => {
                 let b = sized.max(MIN_PACKET_BYTES) as u64;
                 (b, b as f64 * 8.0 / self.cfg.frame_budget.as_secs_f64())
@@ -512,32 +531,7 @@ impl Endpoint for RtSender {
                 p.on_feedback(fb, self.sent_pkts, now);
             }
             Ctl::Gcc(g) => g.on_feedback(fb, now),
-            Ctl::GccFull(g) => {
-                // One per-packet ACK as a TransportPacketsFeedback: the packet it answers,
-                // received when the ACK left the receiver (it answers at once).
-                let mut report = TransportPacketsFeedback {
-                    feedback_time: now,
-                    ..Default::default()
-                };
-                while let Some(s) = g.sent.front().copied() {
-                    if s.seq > h.seq {
-                        break;
-                    }
-                    g.sent.pop_front();
-                    let received = s.seq == h.seq;
-                    // Older packets still unanswered are reported as not received.
-                    report.packets.push(PacketResult {
-                        sent: s,
-                        receive_time: received.then_some(pkt.sent_at),
-                        ecn: pkt.ecn,
-                    });
-                }
-                g.delay.on_feedback(&report, self.srtt);
-                g.loss.on_feedback(fb, now);
-                let limit = g.delay.rate_bps();
-                g.loss.cap(limit);
-            }
-            Ctl::Fixed(_) | Ctl::Scream(_) => {}
+            Ctl::GccFull(_) | Ctl::Fixed(_) | Ctl::Scream(_) => {}
         }
         if fb.received >= self.fb.received {
             self.fb = fb;
@@ -568,9 +562,6 @@ impl Endpoint for RtSender {
             size_bytes: size as u32,
             send_time: now,
         };
-        if let Ctl::GccFull(g) = &mut self.ctl {
-            g.sent.push_back(sent);
-        }
         if let Some((a, _)) = self.ccfb.as_mut() {
             a.on_sent(sent);
         }
