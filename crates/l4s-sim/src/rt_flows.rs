@@ -2,9 +2,10 @@
 //! real-time media flows (`l4s_core::rt`), their keys, defaults and checks.
 //!
 //! Defaults: fps 60, frame_budget 1/fps (rt-prague: 10 ms, udp_prague's FRAME_DURATION, at
-//! most 1/fps), deadline 100 ms, init_rate 1 Mb/s (rt-prague: 100 kb/s, PRAGUE_INITRATE;
-//! rt-scream: 300 kb/s, libwebrtc's start rate; within [min_rate, max_rate]), min_rate
-//! 100 kb/s (udp_prague's PRAGUE_MINRATE), max_rate 1 Gb/s, packet_size 1400 (udp_prague's
+//! most 1/fps; refused for rt-scream and rt-gcc, whose pacers run at 1.5 × / 2.5 × the
+//! target), feedback_interval 25 ms (rt-scream and rt-gcc, fed by RFC 8888 reports),
+//! deadline 100 ms, init_rate 1 Mb/s (rt-prague: 100 kb/s, PRAGUE_INITRATE; rt-scream:
+//! 300 kb/s, libwebrtc's start rate; within [min_rate, max_rate]), min_rate 100 kb/s (udp_prague's PRAGUE_MINRATE), max_rate 1 Gb/s, packet_size 1400 (udp_prague's
 //! PRAGUE_INITMTU; rt-prague: UDP payload bytes). ecn: rt-prague and rt-scream (SCReAMv2,
 //! RFC 8888 feedback) "l4s" (ECT(1), default) or "none" (Not-ECT: loss response only);
 //! rt-gcc (full goog_cc) and rt-gcc-loss (its loss-based half) "none" or "classic" (ECT(0),
@@ -223,6 +224,17 @@ pub fn validate_rt(i: usize, fl: &FlowConfig) -> Result<(), SimError> {
             &[("feedback_interval", fl.feedback_interval.is_some())],
             &format!(
                 "applies to the controllers fed by RFC 8888 reports (rt-scream, rt-gcc), not to cc = \"{}\"",
+                fl.cc
+            ),
+        )?;
+    }
+    if matches!(fl.cc.as_str(), "rt-scream" | "rt-gcc") {
+        refuse_set(
+            &p,
+            &[("frame_budget", fl.frame_budget.is_some())],
+            &format!(
+                "does not apply to cc = \"{}\": libwebrtc's pacer sends at a multiple of the target \
+                 (SCReAMv2 1.5 ×, goog_cc 2.5 ×), not over a frame budget",
                 fl.cc
             ),
         )?;

@@ -6,8 +6,10 @@
 //! Frame k is captured at start + k/fps. If the previous frame is still being sent when a
 //! slot comes, the newest passed slot is sent when it is done and older ones are skipped (logged
 //! with 0 bytes), as udp_prague's `frame_adv`. RT-Prague sizes a frame rate·frame_budget and
-//! paces it at its rate; the comparators (GCC loss-based, fixed CBR) size it rate/fps (an
-//! encoder's target bitrate) and pace it over the frame budget.
+//! paces it at its rate; the others size it rate/fps (an encoder's target bitrate) and pace
+//! it as libwebrtc's pacer does (SCReAMv2 1.5 ×, full GCC 2.5 × the target) or, for GCC's
+//! loss-based half and fixed CBR, over the frame budget. SCReAMv2 and full GCC read RFC 8888
+//! reports (`rt::rfc8888`), the others per-packet ACKs.
 //! RT-Prague runs udp_prague's `--rtmode` loop (`udp_prague_sender.cpp` ~131-284): what
 //! `GetCCInfoVideo` gives at a frame's start (rate, frame size and window, burst, packet
 //! size) holds for the whole frame; bursts leave while frames in flight
@@ -531,7 +533,22 @@ impl Endpoint for RtSender {
                 p.on_feedback(fb, self.sent_pkts, now);
             }
             Ctl::Gcc(g) => g.on_feedback(fb, now),
-            Ctl::GccFull(_) | Ctl::Fixed(_) | Ctl::Scream(_) => {}
+            // A per-packet ACK to full GCC (a receiver without RFC 8888 reports, as the
+            // emulator's `l4slab flow` has today): a one-packet report of the packet it answers,
+            // received when the ACK left the receiver.
+            Ctl::GccFull(g) => {
+                let ack = self
+                    .ccfb
+                    .as_mut()
+                    .and_then(|(a, _)| a.on_ack(h.seq, pkt.sent_at, pkt.ecn, now));
+                if let Some(report) = ack {
+                    g.delay.on_feedback(&report, self.srtt);
+                }
+                g.loss.on_feedback(fb, now);
+                let limit = g.delay.rate_bps();
+                g.loss.cap(limit);
+            }
+            Ctl::Fixed(_) | Ctl::Scream(_) => {}
         }
         if fb.received >= self.fb.received {
             self.fb = fb;
