@@ -725,30 +725,25 @@ mod tests {
                 result(i + 1, send, send + 20_000 + extra)
             })
             .collect();
+        let rtt = Nanos::from_ms(40);
+        // `a` takes `chunk` as one report at `at`, `b` as one message per packet at `at`.
+        let feed = |a: &mut DelayBasedBwe, b: &mut DelayBasedBwe, chunk: &[_], at: Nanos| {
+            let msg = |packets: Vec<_>| TransportPacketsFeedback {
+                feedback_time: at,
+                packets,
+                data_in_flight_bytes: 0,
+            };
+            a.on_feedback(&msg(chunk.to_vec()), rtt);
+            for p in chunk {
+                b.on_feedback(&msg(vec![*p]), rtt);
+            }
+        };
         let mut a = DelayBasedBwe::new(1e6, 1e5);
         let mut b = a.clone();
-        let rtt = Nanos::from_ms(40);
         let mut seen_overuse = false;
         for chunk in pkts.chunks(25) {
             let at = chunk.last().unwrap().receive_time.unwrap() + Nanos::from_ms(1);
-            a.on_feedback(
-                &TransportPacketsFeedback {
-                    feedback_time: at,
-                    packets: chunk.to_vec(),
-                    data_in_flight_bytes: 0,
-                },
-                rtt,
-            );
-            for p in chunk {
-                b.on_feedback(
-                    &TransportPacketsFeedback {
-                        feedback_time: at,
-                        packets: vec![*p],
-                        data_in_flight_bytes: 0,
-                    },
-                    rtt,
-                );
-            }
+            feed(&mut a, &mut b, chunk, at);
             assert_eq!(a.trendline.trend(), b.trendline.trend());
             assert_eq!(a.trendline.threshold, b.trendline.threshold);
             assert_eq!(a.trendline.usage(), b.trendline.usage());
@@ -764,26 +759,7 @@ mod tests {
         // more such steps.
         let mut a = DelayBasedBwe::new(1e6, 1e5);
         let mut b = a.clone();
-        let chunk = &pkts[..25];
-        let at = Nanos::from_ms(50);
-        a.on_feedback(
-            &TransportPacketsFeedback {
-                feedback_time: at,
-                packets: chunk.to_vec(),
-                data_in_flight_bytes: 0,
-            },
-            rtt,
-        );
-        for p in chunk {
-            b.on_feedback(
-                &TransportPacketsFeedback {
-                    feedback_time: at,
-                    packets: vec![*p],
-                    data_in_flight_bytes: 0,
-                },
-                rtt,
-            );
-        }
+        feed(&mut a, &mut b, &pkts[..25], Nanos::from_ms(50));
         assert_eq!(a.rate_bps(), 1_001_000.0);
         assert_eq!(b.rate_bps(), 1_025_000.0);
     }
