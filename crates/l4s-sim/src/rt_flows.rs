@@ -2,9 +2,10 @@
 //! real-time media flows (`l4s_core::rt`), their keys, defaults and checks.
 //!
 //! Defaults: fps 60, frame_budget 1/fps (rt-prague: 10 ms, udp_prague's FRAME_DURATION, at
-//! most 1/fps), deadline 100 ms, init_rate 1 Mb/s (rt-prague: 100 kb/s, PRAGUE_INITRATE;
-//! rt-scream: 300 kb/s, libwebrtc's start rate; within [min_rate, max_rate]), min_rate
-//! 100 kb/s (udp_prague's PRAGUE_MINRATE), max_rate 1 Gb/s, packet_size 1400 (udp_prague's
+//! most 1/fps; refused for rt-scream and rt-gcc, whose pacers run at 1.5 × / 2.5 × the
+//! target), feedback_interval 25 ms (rt-scream and rt-gcc, fed by RFC 8888 reports),
+//! deadline 100 ms, init_rate 1 Mb/s (rt-prague: 100 kb/s, PRAGUE_INITRATE; rt-scream:
+//! 300 kb/s, libwebrtc's start rate; within [min_rate, max_rate]), min_rate 100 kb/s (udp_prague's PRAGUE_MINRATE), max_rate 1 Gb/s, packet_size 1400 (udp_prague's
 //! PRAGUE_INITMTU; rt-prague: UDP payload bytes). ecn: rt-prague and rt-scream (SCReAMv2,
 //! RFC 8888 feedback) "l4s" (ECT(1), default) or "none" (Not-ECT: loss response only);
 //! rt-gcc (full goog_cc) and rt-gcc-loss (its loss-based half) "none" or "classic" (ECT(0),
@@ -103,7 +104,6 @@ fn scream_keys(fl: &FlowConfig) -> Vec<(&'static str, bool)> {
             "scream_queue_delay_threshold",
             fl.scream_queue_delay_threshold.is_some(),
         ),
-        ("feedback_interval", fl.feedback_interval.is_some()),
     ]
 }
 
@@ -218,6 +218,27 @@ pub fn validate_rt(i: usize, fl: &FlowConfig) -> Result<(), SimError> {
             &format!("applies to rt-scream only, not to cc = \"{}\"", fl.cc),
         )?;
     }
+    if !matches!(fl.cc.as_str(), "rt-scream" | "rt-gcc") {
+        refuse_set(
+            &p,
+            &[("feedback_interval", fl.feedback_interval.is_some())],
+            &format!(
+                "applies to the controllers fed by RFC 8888 reports (rt-scream, rt-gcc), not to cc = \"{}\"",
+                fl.cc
+            ),
+        )?;
+    }
+    if matches!(fl.cc.as_str(), "rt-scream" | "rt-gcc") {
+        refuse_set(
+            &p,
+            &[("frame_budget", fl.frame_budget.is_some())],
+            &format!(
+                "does not apply to cc = \"{}\": libwebrtc's pacer sends at a multiple of the target \
+                 (SCReAMv2 1.5 ×, goog_cc 2.5 ×), not over a frame budget",
+                fl.cc
+            ),
+        )?;
+    }
     if fl.cc == "rt-prague" {
         refuse_set(
             &p,
@@ -318,7 +339,7 @@ pub fn build_rt(i: usize, id: u32, fl: &FlowConfig, seed: u64) -> Result<FlowEnd
     let cfg = rt_config_seeded(fl, seed);
     let (l4s, interval) = (cfg.ecn == Ecn::Ect1, cfg.feedback_interval);
     let snd = RtSender::new(id, cfg).map_err(|e| SimError::param(&format!("flows[{i}]."), e))?;
-    // SCReAMv2 takes RFC 8888 reports; the others udp_prague's per-packet ACKs.
+    // SCReAMv2 and GCC take RFC 8888 reports; the others udp_prague's per-packet ACKs.
     let rcv = match snd.report_log() {
         Some(log) => RtReceiver::with_ccfb(id, interval, log),
         None => RtReceiver::new(id),

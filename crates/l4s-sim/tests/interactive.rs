@@ -370,8 +370,10 @@ fn full_gcc_alone_settles_near_the_link_rate_with_a_short_queue() {
     // smoothed delay ramp over the 20-group window crosses it, long before a 1000-packet
     // FIFO fills (rt-gcc-loss, the loss-based half alone, fills it: test below).
     // The controller alone: frames of exactly the target (`frame_size_cv = 0`). With the
-    // encoder model's default spread (0.21) a frame above the mean is paced above C over its
-    // 1/fps budget, the trendline sees that queue, and the mean falls to 15.4 Mb/s here.
+    // encoder model's default spread (0.21) a run of frames above the mean holds more than
+    // one frame interval of bytes at C, the queue grows across send groups, the trendline
+    // (its threshold adapted down to ~6 ms on the quiet link) reads it as over-use, and the
+    // mean falls to 15.5 Mb/s here (docs/interactive.md, "GCC and encoder noise").
     let toml = |cc: &str| {
         format!(
             r#"

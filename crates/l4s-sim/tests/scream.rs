@@ -109,4 +109,15 @@ fn bad_scream_keys_name_the_field() {
     );
     let e = flow_err("rt-scream", "frame_size_cv = 3.0");
     assert!(e.contains("frame_size_cv") && e.contains("[0, 2]"), "{e}");
+    // RFC 8888 reports feed rt-scream and rt-gcc only; their pacers ignore a frame budget.
+    let e = flow_err("rt-prague", "feedback_interval = \"50ms\"");
+    assert!(
+        e.contains("flows[0].feedback_interval") && e.contains("rt-scream, rt-gcc"),
+        "{e}"
+    );
+    let e = flow_err("rt-gcc", "frame_budget = \"10ms\"");
+    assert!(
+        e.contains("flows[0].frame_budget") && e.contains("2.5 ×"),
+        "{e}"
+    );
 }

@@ -17,8 +17,10 @@
 //! acknowledged bitrate is the Bayesian bitrate estimator over 500 ms (first) then 150 ms
 //! windows (uncertainty scale 10, variance + 5 per sample).
 //! Simplified (named): no probing (ProbeController), no ALR detection, no network state
-//! predictor; arrival times come from the per-packet feedback (the ACK leaves when the data
-//! packet arrives) until RFC 8888 reports carry them.
+//! predictor. Arrival times come from RFC 8888 reports (`rt::rfc8888`, every 25 ms as
+//! libwebrtc's ccfb `min_send_delta`), one `on_feedback` per report as goog_cc runs
+//! `OnTransportPacketsFeedback` per feedback message; the sender paces at 2.5 × the target
+//! (`kDefaultPaceMultiplier`).
 
 use crate::rt::feedback::TransportPacketsFeedback;
 use crate::time::Nanos;
@@ -691,5 +693,74 @@ mod tests {
         assert!((r - 1.08 * 1_001_000.0).abs() < 1e-6, "{r}");
         let r2 = a.update(Usage::Normal, Some(0.5e6), Nanos::from_secs(2));
         assert_eq!(r2, r); // above 1.5·0.5 + 0.01 = 0.76 Mb/s: no increase
+    }
+
+    fn result(seq: u64, send_us: u64, recv_us: u64) -> crate::rt::feedback::PacketResult {
+        use crate::rt::feedback::{PacketResult, SentPacket};
+        PacketResult {
+            sent: SentPacket {
+                seq,
+                size_bytes: 1200,
+                send_time: Nanos(send_us * 1000),
+            },
+            receive_time: Some(Nanos(recv_us * 1000)),
+            ecn: crate::packet::Ecn::NotEct,
+        }
+    }
+
+    /// One report carrying packets drives the groups, the trendline and the acknowledged
+    /// bitrate exactly as one feedback per packet with the same samples: both see the same
+    /// packets in the same order. They differ in the rate step only: goog_cc runs
+    /// `MaybeUpdateEstimate` once per feedback message, so N per-packet messages at the
+    /// report's instant take N AIMD steps where the report takes one (each extra step at
+    /// Δt = 0 adds the 1 kb/s minimum increase).
+    #[test]
+    fn a_report_drives_the_detector_as_per_packet_feedback_and_the_rate_once() {
+        // A packet every 1 ms; one-way delay growing 0.2 ms per 5 ms group from 100 ms on
+        // (a queue building), reports every 25 ms of arrival.
+        let pkts: Vec<_> = (0..1500u64)
+            .map(|i| {
+                let send = i * 1000;
+                let extra = if i >= 100 { (i - 100) * 40 } else { 0 };
+                result(i + 1, send, send + 20_000 + extra)
+            })
+            .collect();
+        let rtt = Nanos::from_ms(40);
+        // `a` takes `chunk` as one report at `at`, `b` as one message per packet at `at`.
+        let feed = |a: &mut DelayBasedBwe, b: &mut DelayBasedBwe, chunk: &[_], at: Nanos| {
+            let msg = |packets: Vec<_>| TransportPacketsFeedback {
+                feedback_time: at,
+                packets,
+                data_in_flight_bytes: 0,
+            };
+            a.on_feedback(&msg(chunk.to_vec()), rtt);
+            for p in chunk {
+                b.on_feedback(&msg(vec![*p]), rtt);
+            }
+        };
+        let mut a = DelayBasedBwe::new(1e6, 1e5);
+        let mut b = a.clone();
+        let mut seen_overuse = false;
+        for chunk in pkts.chunks(25) {
+            let at = chunk.last().unwrap().receive_time.unwrap() + Nanos::from_ms(1);
+            feed(&mut a, &mut b, chunk, at);
+            assert_eq!(a.trendline.trend(), b.trendline.trend());
+            assert_eq!(a.trendline.threshold, b.trendline.threshold);
+            assert_eq!(a.trendline.usage(), b.trendline.usage());
+            assert_eq!(a.acked.bitrate_bps(), b.acked.bitrate_bps());
+            seen_overuse |= a.trendline.usage() == Usage::Overusing;
+        }
+        assert!(
+            seen_overuse,
+            "the ramp must reach overuse for the test to mean anything"
+        );
+        // The rate: fresh estimators, one report of 25 packets at one instant. The first
+        // message moves hold → increase with Δt = 0: +1 kb/s; the per-packet path takes 24
+        // more such steps.
+        let mut a = DelayBasedBwe::new(1e6, 1e5);
+        let mut b = a.clone();
+        feed(&mut a, &mut b, &pkts[..25], Nanos::from_ms(50));
+        assert_eq!(a.rate_bps(), 1_001_000.0);
+        assert_eq!(b.rate_bps(), 1_025_000.0);
     }
 }

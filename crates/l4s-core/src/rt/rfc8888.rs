@@ -11,11 +11,15 @@
 //! padded to 32 bits; last the report timestamp (the middle 32 bits of NTP time).
 //! Generator: a report leaves once a packet with the marker bit (a frame's last) has arrived and
 //! `min_send_delta` (25 ms) has passed since the previous report, or `max_wait_for_marker`
-//! (25 ms) after the oldest unreported packet; it covers the packets received since the last
-//! report. Adapter: received packets leave the send history; packets between the previous
-//! highest acknowledged sequence number and this report's highest that are still in the
-//! history are reported lost (so the packets of a lost report count as lost in the next one);
-//! bytes in flight are those sent above the highest acknowledged sequence number.
+//! (25 ms) after the oldest unreported packet; it covers every sequence number from the one
+//! after the previous report's last to the highest received (`CongestionControlFeedbackTracker::
+//! AddPacketsToFeedback`), gaps as not received; a packet older than that start moves it back
+//! (`ReceivedPacket`). Adapter: received packets leave the send history; packets the report
+//! names as not received, and history entries in the report's sequence range it does not
+//! name, are reported lost once (`previously_reported_lost`); they stay in the history in
+//! case a later report names them received. Packets covered only by a report that was lost
+//! are never reported (neither received nor lost): they leave the bytes in flight once a
+//! later report acknowledges a higher sequence number (`RetrievePacketFeedback`).
 //! Simplified (named): the report-rate budget (5 % of the send estimate, `max_send_delta`
 //! 250 ms) is not modelled, so reports follow `min_send_delta`; one media SSRC per report; the
 //! report timestamp is unwrapped against the sender's clock (simulated hosts share a clock).
@@ -235,6 +239,8 @@ struct Arrival {
 pub struct CcfbGenerator {
     interval: Nanos,
     packets: Vec<Arrival>,
+    /// `last_sequence_number_in_feedback_`.
+    last_in_feedback: Option<u64>,
     marker_seen: bool,
     next_possible: Nanos,
 }
@@ -245,6 +251,7 @@ impl CcfbGenerator {
         CcfbGenerator {
             interval,
             packets: Vec::new(),
+            last_in_feedback: None,
             marker_seen: false,
             next_possible: Nanos::ZERO,
         }
@@ -269,6 +276,12 @@ impl CcfbGenerator {
         now: Nanos,
     ) -> Option<CcfbReport> {
         self.marker_seen |= marker;
+        // Older than the next report's start: the next report starts from it again (the
+        // tracker keeps no history: packets between are written as not received, which the
+        // sender ignores for those it already had reported).
+        if self.last_in_feedback.is_some_and(|l| seq <= l) {
+            self.last_in_feedback = seq.checked_sub(1);
+        }
         self.packets.push(Arrival { seq, at: now, ecn });
         match self.next_feedback_time() {
             Some(t) if t < now => Some(self.send(now)),
@@ -284,12 +297,13 @@ impl CcfbGenerator {
         }
     }
 
-    /// `SendFeedback`: every packet since the last report, sorted by sequence number (a
-    /// duplicate keeps a CE mark), gaps as not received.
+    /// `SendFeedback`: every sequence number from the one after the last report's last to the
+    /// highest received (a duplicate keeps a CE mark), gaps as not received.
     fn send(&mut self, now: Nanos) -> CcfbReport {
         self.packets.sort_by_key(|a| (a.seq, a.at));
-        let begin = self.packets[0].seq;
+        let begin = self.last_in_feedback.map_or(self.packets[0].seq, |l| l + 1);
         let end = self.packets[self.packets.len() - 1].seq;
+        self.last_in_feedback = Some(end);
         let mut metrics = vec![Metric::default(); (end - begin + 1) as usize];
         for a in &self.packets {
             let m = &mut metrics[(a.seq - begin) as usize];
@@ -321,9 +335,12 @@ impl CcfbGenerator {
 /// The sending side: libwebrtc `TransportFeedbackAdapter` for RFC 8888 reports.
 #[derive(Clone, Debug, Default)]
 pub struct FeedbackAdapter {
-    history: BTreeMap<u64, SentPacket>,
+    /// Sent packets not yet reported received, with `previously_reported_lost`.
+    history: BTreeMap<u64, (SentPacket, bool)>,
     /// Highest sequence number acknowledged so far.
     last_ack: Option<u64>,
+    /// Highest sequence number sent (for unwrapping the 16-bit ones of a report).
+    top_sent: u64,
 }
 
 impl FeedbackAdapter {
@@ -334,7 +351,8 @@ impl FeedbackAdapter {
 
     /// A media packet left (`ProcessSentPacket`).
     pub fn on_sent(&mut self, p: SentPacket) {
-        self.history.insert(p.seq, p);
+        self.history.insert(p.seq, (p, false));
+        self.top_sent = self.top_sent.max(p.seq);
     }
 
     /// Bytes sent above the highest acknowledged sequence number.
@@ -342,13 +360,13 @@ impl FeedbackAdapter {
         let from = self.last_ack.map_or(0, |a| a + 1);
         self.history
             .range(from..)
-            .map(|(_, p)| p.size_bytes as u64)
+            .map(|(_, (p, _))| p.size_bytes as u64)
             .sum()
     }
 
     /// The full sequence number whose low 16 bits are `s`, nearest the highest sent.
     fn unwrap_seq(&self, s: u16) -> u64 {
-        let top = self.history.keys().next_back().copied().unwrap_or(0);
+        let top = self.top_sent;
         let cand = (top & !0xFFFF) | s as u64;
         [cand.wrapping_sub(0x1_0000), cand, cand + 0x1_0000]
             .into_iter()
@@ -357,47 +375,100 @@ impl FeedbackAdapter {
             .unwrap_or(cand)
     }
 
+    /// Forget acknowledged-as-lost packets after the history window.
+    fn forget_old(&mut self, now: Nanos) {
+        let last_ack = self.last_ack.unwrap_or(0);
+        self.history
+            .retain(|&s, (p, _)| s > last_ack || p.send_time + HISTORY_WINDOW > now);
+    }
+
+    /// A per-packet ACK of `seq` (udp_prague style, no report): `seq` received at
+    /// `receive_time`, the unacknowledged packets below it lost (once), as a report covering
+    /// the numbers after the highest acknowledged up to `seq` would say.
+    pub fn on_ack(
+        &mut self,
+        seq: u64,
+        receive_time: Nanos,
+        ecn: Ecn,
+        now: Nanos,
+    ) -> Option<TransportPacketsFeedback> {
+        let from = self.last_ack.map_or(0, |a| a + 1).min(seq);
+        let mut packets = Vec::new();
+        for (&s, e) in self.history.range_mut(from..=seq) {
+            if s == seq {
+                packets.push(PacketResult {
+                    sent: e.0,
+                    receive_time: Some(receive_time),
+                    ecn,
+                });
+            } else if !e.1 {
+                e.1 = true;
+                packets.push(PacketResult {
+                    sent: e.0,
+                    receive_time: None,
+                    ecn: Ecn::NotEct,
+                });
+            }
+        }
+        self.history.remove(&seq);
+        self.last_ack = Some(self.last_ack.map_or(seq, |a| a.max(seq)));
+        self.forget_old(now);
+        (!packets.is_empty()).then(|| TransportPacketsFeedback {
+            feedback_time: now,
+            packets,
+            data_in_flight_bytes: self.in_flight_bytes(),
+        })
+    }
+
     /// A report arrived at `now`: the per-packet results (`ProcessCongestionControlFeedback`),
     /// or `None` when it reports nothing the sender knows.
     pub fn on_report(&mut self, r: &CcfbReport, now: Nanos) -> Option<TransportPacketsFeedback> {
         let report_at = unwrap_compact_ntp(r.report_timestamp, now);
-        let prev_high = self.last_ack;
-        let mut high: Option<u64> = None;
         let mut packets = Vec::new();
         let begin = self.unwrap_seq(r.begin_seq);
+        let end = begin + r.metrics.len() as u64; // exclusive
+        let mut seen: Option<(u64, u64)> = None;
         for (i, m) in r.metrics.iter().enumerate() {
-            if !m.received || m.ato == ATO_UNAVAILABLE {
-                continue;
-            }
             let seq = begin + i as u64;
-            let Some(sent) = self.history.remove(&seq) else {
+            let Some(&(sent, lost_before)) = self.history.get(&seq) else {
                 continue;
             };
-            high = Some(high.map_or(seq, |h: u64| h.max(seq)));
-            let offset = Nanos(m.ato as u64 * 1_000_000_000 / 1024);
-            packets.push(PacketResult {
-                sent,
-                receive_time: Some(report_at.saturating_sub(offset)),
-                ecn: m.ecn,
-            });
+            seen = Some(seen.map_or((seq, seq), |(lo, hi)| (lo.min(seq), hi.max(seq))));
+            self.last_ack = Some(self.last_ack.map_or(seq, |a| a.max(seq)));
+            if m.received && m.ato != ATO_UNAVAILABLE {
+                self.history.remove(&seq);
+                let offset = Nanos(m.ato as u64 * 1_000_000_000 / 1024);
+                packets.push(PacketResult {
+                    sent,
+                    receive_time: Some(report_at.saturating_sub(offset)),
+                    ecn: m.ecn,
+                });
+            } else if !lost_before {
+                self.history.insert(seq, (sent, true));
+                packets.push(PacketResult {
+                    sent,
+                    receive_time: None,
+                    ecn: Ecn::NotEct,
+                });
+            }
         }
-        let high = high?;
-        // Still in the history between the previous highest and this one: lost.
-        let from = prev_high.map_or(0, |h| h + 1);
-        for (_, &sent) in self.history.range(from..high) {
-            packets.push(PacketResult {
-                sent,
-                receive_time: None,
-                ecn: Ecn::NotEct,
-            });
+        // In the report's range but not named in it (every number is, as this generator
+        // writes reports; kept for reports from elsewhere): lost, once.
+        if let Some((lo, hi)) = seen {
+            for (&seq, e) in self.history.range_mut(lo..=hi.min(end)) {
+                if !e.1 && !packets.iter().any(|p| p.sent.seq == seq) {
+                    e.1 = true;
+                    packets.push(PacketResult {
+                        sent: e.0,
+                        receive_time: None,
+                        ecn: Ecn::NotEct,
+                    });
+                }
+            }
         }
-        self.last_ack = Some(prev_high.map_or(high, |h| h.max(high)));
         packets.sort_by_key(|p| p.sent.seq);
-        // Forget acknowledged-as-lost packets after the history window.
-        let last_ack = self.last_ack.unwrap_or(0);
-        self.history
-            .retain(|&s, p| s > last_ack || p.send_time + HISTORY_WINDOW > now);
-        Some(TransportPacketsFeedback {
+        self.forget_old(now);
+        (!packets.is_empty()).then(|| TransportPacketsFeedback {
             feedback_time: now,
             packets,
             data_in_flight_bytes: self.in_flight_bytes(),
@@ -491,26 +562,55 @@ mod tests {
         }
     }
 
-    /// A lost report leaves its packets in the send history; the next report counts them lost
-    /// (libwebrtc reports history entries between the previous and the new highest sequence
-    /// number as not received) and bytes in flight fall to what is above the new highest.
+    /// A per-packet ACK reports its packet received and the unacknowledged ones below it lost,
+    /// each loss once.
     #[test]
-    fn a_lost_report_turns_its_packets_into_losses_in_the_next() {
+    fn a_per_packet_ack_reports_its_packet_and_the_gap_below_once() {
+        let ms = Nanos::from_ms;
+        let mut a = FeedbackAdapter::new();
+        for s in 1..=4 {
+            a.on_sent(sent(s, s));
+        }
+        let seqs = |fb: TransportPacketsFeedback| -> Vec<(u64, bool)> {
+            fb.packets
+                .iter()
+                .map(|p| (p.sent.seq, p.received()))
+                .collect()
+        };
+        let fb = a.on_ack(3, ms(30), Ecn::Ect0, ms(40)).unwrap();
+        assert_eq!(fb.packets[2].receive_time, Some(ms(30)));
+        assert_eq!(seqs(fb), vec![(1, false), (2, false), (3, true)]);
+        assert_eq!(
+            seqs(a.on_ack(4, ms(31), Ecn::Ect0, ms(41)).unwrap()),
+            vec![(4, true)]
+        );
+        assert_eq!(a.in_flight_bytes(), 0);
+    }
+
+    /// libwebrtc's ccfb on a lost report: the generator's next report starts after the lost
+    /// one's last sequence number (`AddPacketsToFeedback`), and the adapter reports as lost only
+    /// packets inside a report's own range (`ProcessCongestionControlFeedback`): the lost
+    /// report's packets are never reported, neither received nor lost; they leave the bytes in
+    /// flight once a higher sequence number is acknowledged. A gap inside a report is lost once.
+    #[test]
+    fn a_lost_report_leaves_its_packets_unreported_and_out_of_flight() {
         let ms = Nanos::from_ms;
         let mut a = FeedbackAdapter::new();
         let mut g = CcfbGenerator::new(DEFAULT_FEEDBACK_INTERVAL);
-        for s in 1..=6 {
+        for s in 1..=8 {
             a.on_sent(sent(s, s));
         }
-        assert_eq!(a.in_flight_bytes(), 6000);
+        assert_eq!(a.in_flight_bytes(), 8000);
         for s in 1..=3 {
             g.on_packet(s, Ecn::Ect1, false, ms(20 + s));
         }
         let _lost = g.poll(ms(50)).expect("due");
-        for s in 4..=5 {
+        // 4 never arrives; 5 and 6 do.
+        for s in 5..=6 {
             g.on_packet(s, Ecn::Ect1, false, ms(60 + s));
         }
         let r = g.poll(ms(90)).expect("due");
+        assert_eq!((r.begin_seq, r.metrics.len()), (4, 3));
         let fb = a
             .on_report(&CcfbReport::decode(&r.encode()).unwrap(), ms(100))
             .unwrap();
@@ -519,16 +619,22 @@ mod tests {
             .iter()
             .map(|p| (p.sent.seq, p.received()))
             .collect();
-        assert_eq!(
-            seqs,
-            vec![(1, false), (2, false), (3, false), (4, true), (5, true)]
-        );
-        assert_eq!(fb.data_in_flight_bytes, 1000);
+        assert_eq!(seqs, vec![(4, false), (5, true), (6, true)]);
+        assert_eq!(fb.data_in_flight_bytes, 2000);
+        // The gap stays in the history (a later report could name it received) but is not
+        // reported lost again by a report whose range covers it.
+        let again = CcfbReport {
+            begin_seq: 4,
+            metrics: vec![Metric::default()],
+            report_timestamp: compact_ntp(ms(110)),
+            ..Default::default()
+        };
+        assert_eq!(a.on_report(&again, ms(115)), None);
         // Receive times: the report time (1/65536 s resolution) minus the ATO (1/1024 s,
         // rounded down).
         let report_at = unwrap_compact_ntp(compact_ntp(ms(90)), ms(100));
         assert_eq!(report_at, Nanos(5898 * 1_000_000_000 / 65_536));
-        let want = report_at - Nanos(ato_of(ms(26)) as u64 * 1_000_000_000 / 1024);
-        assert_eq!(fb.packets[3].receive_time, Some(want));
+        let want = report_at - Nanos(ato_of(ms(25)) as u64 * 1_000_000_000 / 1024);
+        assert_eq!(fb.packets[1].receive_time, Some(want));
     }
 }

@@ -6,8 +6,10 @@
 //! Frame k is captured at start + k/fps. If the previous frame is still being sent when a
 //! slot comes, the newest passed slot is sent when it is done and older ones are skipped (logged
 //! with 0 bytes), as udp_prague's `frame_adv`. RT-Prague sizes a frame rate·frame_budget and
-//! paces it at its rate; the comparators (GCC loss-based, fixed CBR) size it rate/fps (an
-//! encoder's target bitrate) and pace it over the frame budget.
+//! paces it at its rate; the others size it rate/fps (an encoder's target bitrate) and pace
+//! it as libwebrtc's pacer does (SCReAMv2 1.5 ×, full GCC 2.5 × the target) or, for GCC's
+//! loss-based half and fixed CBR, over the frame budget. SCReAMv2 and full GCC read RFC 8888
+//! reports (`rt::rfc8888`), the others per-packet ACKs.
 //! RT-Prague runs udp_prague's `--rtmode` loop (`udp_prague_sender.cpp` ~131-284): what
 //! `GetCCInfoVideo` gives at a frame's start (rate, frame size and window, burst, packet
 //! size) holds for the whole frame; bursts leave while frames in flight
@@ -22,7 +24,7 @@
 use crate::packet::{Ecn, Packet, Transport};
 use crate::rng::Rng;
 use crate::rt::encoder::{Encoder, EncoderConfig};
-use crate::rt::feedback::{PacketResult, SentPacket, TransportPacketsFeedback};
+use crate::rt::feedback::SentPacket;
 use crate::rt::frame_window::FrameWindow;
 use crate::rt::gcc::GccLoss;
 use crate::rt::gcc_delay::DelayBasedBwe;
@@ -37,6 +39,9 @@ use crate::{Endpoint, FlowStats, ParamError};
 
 /// udp_prague `SND_TIMEOUT`: a window-limited sender waits this long for an ACK, then resets.
 pub const SND_TIMEOUT: Nanos = Nanos::from_secs(1);
+
+/// libwebrtc `kDefaultPaceMultiplier`: goog_cc's pacer runs at 2.5 × the target rate.
+pub const GCC_PACE_MULTIPLIER: f64 = 2.5;
 
 /// Parameters of a media sender.
 #[derive(Clone, Debug, PartialEq)]
@@ -144,13 +149,11 @@ enum Ctl {
     Scream(Box<ScreamV2>),
 }
 
-/// Full GCC: both estimators and the sent packets awaiting feedback.
+/// Full GCC: both estimators, fed by RFC 8888 reports.
 #[derive(Clone, Debug)]
 struct GccFull {
     loss: GccLoss,
     delay: DelayBasedBwe,
-    /// Packets sent and not yet reported, oldest first.
-    sent: std::collections::VecDeque<SentPacket>,
 }
 
 impl GccFull {
@@ -247,7 +250,6 @@ impl RtSender {
                     cfg.ecn.is_ecn_capable(),
                 ),
                 delay: DelayBasedBwe::new(cfg.init_rate_bps as f64, cfg.min_rate_bps as f64),
-                sent: Default::default(),
             })),
             Controller::Fixed(r) => Ctl::Fixed(r as f64),
             Controller::Scream(p) => Ctl::Scream(Box::new(ScreamV2::new(
@@ -277,7 +279,9 @@ impl RtSender {
                 Rng::derive(cfg.seed, &format!("rt/{flow}/encoder")),
             )?),
         };
-        let ccfb = matches!(cfg.controller, Controller::Scream(_))
+        // SCReAMv2 and full GCC take RFC 8888 reports (libwebrtc's ccfb); RT-Prague keeps
+        // udp_prague's per-packet ACKs, GCC-loss and CBR the per-packet counters.
+        let ccfb = matches!(cfg.controller, Controller::Scream(_) | Controller::Gcc)
             .then(|| (FeedbackAdapter::new(), ReportLog::default()));
         Ok(RtSender {
             flow,
@@ -345,8 +349,19 @@ impl RtSender {
         self.fb.lost += lost;
         self.fb.received += fb.received().count() as u64;
         self.acked_bytes += fb.received().map(|r| r.sent.size_bytes as u64).sum::<u64>();
-        if let Ctl::Scream(s) = &mut self.ctl {
-            s.on_feedback(&fb, self.srtt.max(Nanos(1)));
+        match &mut self.ctl {
+            Ctl::Scream(s) => {
+                s.on_feedback(&fb, self.srtt.max(Nanos(1)));
+            }
+            // goog_cc `OnTransportPacketsFeedback`: the delay-based estimate from the report's
+            // packets, the loss-based one from the counters, capped at the delay-based limit.
+            Ctl::GccFull(g) => {
+                g.delay.on_feedback(&fb, self.srtt);
+                g.loss.on_feedback(self.fb, now);
+                let limit = g.delay.rate_bps();
+                g.loss.cap(limit);
+            }
+            _ => {}
         }
     }
 
@@ -458,6 +473,12 @@ impl RtSender {
             }
             // libwebrtc's pacer runs at 1.5 × the target (ScreamNetworkController).
             Ctl::Scream(s) => (sized.max(MIN_PACKET_BYTES) as u64, s.pacing_bps()),
+            // goog_cc paces at `kDefaultPaceMultiplier` (2.5) × the target, whatever the
+            // frame's size (goog_cc_network_control.cc `pacing_factor_`; pacing_controller.cc).
+            Ctl::GccFull(_) => (
+                sized.max(MIN_PACKET_BYTES) as u64,
+                GCC_PACE_MULTIPLIER * rate,
+            ),
             _ => {
                 let b = sized.max(MIN_PACKET_BYTES) as u64;
                 (b, b as f64 * 8.0 / self.cfg.frame_budget.as_secs_f64())
@@ -529,27 +550,19 @@ impl Endpoint for RtSender {
                 p.on_feedback(fb, self.sent_pkts, now);
             }
             Ctl::Gcc(g) => g.on_feedback(fb, now),
+            // A per-packet ACK to full GCC (a receiver without RFC 8888 reports, as the
+            // emulator's `l4slab flow` has today): a one-packet report of the packet it answers,
+            // received when the ACK left the receiver.
             Ctl::GccFull(g) => {
-                // One per-packet ACK as a TransportPacketsFeedback: the packet it answers,
-                // received when the ACK left the receiver (it answers at once).
-                let mut report = TransportPacketsFeedback {
-                    feedback_time: now,
-                    ..Default::default()
-                };
-                while let Some(s) = g.sent.front().copied() {
-                    if s.seq > h.seq {
-                        break;
-                    }
-                    g.sent.pop_front();
-                    let received = s.seq == h.seq;
-                    // Older packets still unanswered are reported as not received.
-                    report.packets.push(PacketResult {
-                        sent: s,
-                        receive_time: received.then_some(pkt.sent_at),
-                        ecn: pkt.ecn,
-                    });
+                let ack = self
+                    .ccfb
+                    .as_mut()
+                    .and_then(|(a, _)| a.on_ack(h.seq, pkt.sent_at, pkt.ecn, now));
+                if let Some(report) = ack {
+                    self.acked_bytes +=
+                        report.received().map(|r| r.sent.size_bytes as u64).sum::<u64>();
+                    g.delay.on_feedback(&report, self.srtt);
                 }
-                g.delay.on_feedback(&report, self.srtt);
                 g.loss.on_feedback(fb, now);
                 let limit = g.delay.rate_bps();
                 g.loss.cap(limit);
@@ -585,9 +598,6 @@ impl Endpoint for RtSender {
             size_bytes: size as u32,
             send_time: now,
         };
-        if let Ctl::GccFull(g) = &mut self.ctl {
-            g.sent.push_back(sent);
-        }
         match self.ccfb.as_mut() {
             Some((a, _)) => a.on_sent(sent),
             None => push_unacked(&mut self.unacked, sent.seq, size as u32),

@@ -15,8 +15,22 @@ use std::collections::VecDeque;
 /// Drive `snd` and a receiver for `dur` with every `1/p`-th data packet CE-marked
 /// (deterministic: packet n is marked when ⌊n·p⌋ grows). Returns (bytes sent in [from, dur),
 /// the sender).
-fn run(mut snd: RtSender, rtt: Nanos, p: f64, dur: Nanos, from: Nanos) -> (u64, RtSender) {
-    let mut rcv = RtReceiver::new(0);
+fn run(snd: RtSender, rtt: Nanos, p: f64, dur: Nanos, from: Nanos) -> (u64, RtSender) {
+    run_with(snd, RtReceiver::new(0), rtt, p, dur, from, |_| false)
+}
+
+/// [`run`] with a given receiver, dropping the `k`-th feedback packet (from 1) when
+/// `drop_feedback(k)`.
+fn run_with(
+    mut snd: RtSender,
+    mut rcv: RtReceiver,
+    rtt: Nanos,
+    p: f64,
+    dur: Nanos,
+    from: Nanos,
+    drop_feedback: impl Fn(u64) -> bool,
+) -> (u64, RtSender) {
+    let mut k = 0u64;
     let half = Nanos(rtt.0 / 2);
     let mut fwd: VecDeque<(Nanos, Packet)> = VecDeque::new();
     let mut rev: VecDeque<(Nanos, Packet)> = VecDeque::new();
@@ -38,7 +52,10 @@ fn run(mut snd: RtSender, rtt: Nanos, p: f64, dur: Nanos, from: Nanos) -> (u64, 
             let (_, pkt) = fwd.pop_front().unwrap();
             rcv.handle_packet(pkt, now);
             while let Some(a) = rcv.poll_transmit(now) {
-                rev.push_back((now + half, a));
+                k += 1;
+                if !drop_feedback(k) {
+                    rev.push_back((now + half, a));
+                }
             }
         }
         while rev.front().is_some_and(|x| x.0 <= now) {
@@ -48,6 +65,10 @@ fn run(mut snd: RtSender, rtt: Nanos, p: f64, dur: Nanos, from: Nanos) -> (u64, 
         // Next instant anything happens.
         let mut next = Nanos::MAX;
         if let Some(t) = snd.poll_timeout() {
+            next = next.min(t.max(now + Nanos(1)));
+        }
+        let rcv_due = rcv.poll_timeout();
+        if let Some(t) = rcv_due {
             next = next.min(t.max(now + Nanos(1)));
         }
         if let Some(x) = fwd.front() {
@@ -62,6 +83,15 @@ fn run(mut snd: RtSender, rtt: Nanos, p: f64, dur: Nanos, from: Nanos) -> (u64, 
         if snd.poll_timeout().is_some_and(|t| t <= next) {
             snd.handle_timeout(next);
         }
+        if rcv_due.is_some_and(|t| t <= next) {
+            rcv.handle_timeout(next);
+            while let Some(a) = rcv.poll_transmit(next) {
+                k += 1;
+                if !drop_feedback(k) {
+                    rev.push_back((next + half, a));
+                }
+            }
+        }
         now = next;
     }
     (bytes, snd)
@@ -72,10 +102,20 @@ fn prague(fps: u32, init_bps: u64, max_bps: u64) -> RtSender {
 }
 
 fn prague_budget(fps: u32, budget: Nanos, init_bps: u64, max_bps: u64) -> RtSender {
+    sender(Controller::Prague, fps, budget, init_bps, max_bps)
+}
+
+fn sender(
+    controller: Controller,
+    fps: u32,
+    budget: Nanos,
+    init_bps: u64,
+    max_bps: u64,
+) -> RtSender {
     RtSender::new(
         0,
         RtConfig {
-            controller: Controller::Prague,
+            controller,
             fps,
             frame_budget: budget,
             init_rate_bps: init_bps,
@@ -391,4 +431,40 @@ fn an_ack_with_an_older_timestamp_gives_no_rtt_sample() {
     assert_eq!(cc.srtt(), Nanos::from_ms(20));
     assert!(cc.packet_received(Nanos::from_ms(10), Nanos::from_ms(100)));
     assert_eq!(cc.srtt(), Nanos::from_ms(30));
+}
+
+/// rt-gcc takes RFC 8888 reports. A lost report is handled as libwebrtc's ccfb does: its
+/// packets are never reported (the next report starts after them), so the sender counts no
+/// loss for them and, once the next report acknowledges higher numbers, nothing of them stays
+/// in flight: the run with report 10 dropped ends with the same loss count (0) and bytes in
+/// flight as the run without. (Counting them lost, as a TWCC-era adapter reading "every
+/// unacknowledged number below the highest" would, gives the loss-based half a loss burst.)
+#[test]
+fn gcc_on_rfc8888_reports_a_lost_report_counts_no_loss() {
+    let go = |drop: u64| {
+        let snd = sender(
+            Controller::Gcc,
+            60,
+            Nanos::from_ms(16),
+            2_000_000,
+            10_000_000,
+        );
+        let log = snd.report_log().expect("rt-gcc takes RFC 8888 reports");
+        let rcv = RtReceiver::with_ccfb(0, crate::rt::rfc8888::DEFAULT_FEEDBACK_INTERVAL, log);
+        let (_, snd) = run_with(
+            snd,
+            rcv,
+            Nanos::from_ms(40),
+            0.0,
+            Nanos::from_secs(2),
+            Nanos::ZERO,
+            |k| k == drop,
+        );
+        snd.stats()
+    };
+    let (kept, dropped) = (go(0), go(10));
+    assert_eq!(kept.lost_pkts, 0);
+    assert_eq!(dropped.lost_pkts, 0);
+    assert_eq!(dropped.in_flight_bytes, kept.in_flight_bytes);
+    assert!(kept.sent_pkts > 100, "{}", kept.sent_pkts);
 }
