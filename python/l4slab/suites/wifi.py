@@ -37,7 +37,8 @@ DESIGNS = [
 ]
 #: Client stations per count: VHT-MCS at 20 MHz, 1 stream (MCS 9 is not defined there).
 CLIENT_MCS = {1: [5], 2: [8, 0], 8: [8, 5, 0, 8, 5, 0, 8, 5]}
-#: `aqm_in_txq` runs one AQM instance, so one client station (wifi_config.rs).
+#: DualPI2 in the TXQ runs with one client station: the published results (docs/WIFI.md)
+#: were measured when `aqm_in_txq` had one AQM instance; it now has one per client.
 ONE_CLIENT_DESIGNS = {"dualpi2_txq"}
 KEYS = ["traffic", "design", "clients", "per_pct"]
 FLOW = {"prague": {"cc": "prague", "rtt": "20ms", "ecn": "l4s"},
