@@ -137,33 +137,45 @@ DELAY_COLS = {"L_total_ms": "L_total_ms", "L_qdisc_ms": "qdisc_L", "L_txq_ms": "
 
 
 def delay_split_figure(df: pd.DataFrame, out: Any) -> Figure:
-    """Stacked bars: each class's mean delay as qdisc + TXQ + driver + MAC, per design and
-    traffic (one client station, no errors)."""
-    fig = MplFigure(figsize=(8.0, 3.8))
-    ax = fig.add_subplot()
+    """The delay-split figure (`delay_split_plot`) saved as delay_split.png in `out`."""
+    return save(delay_split_plot(df), out, "delay_split", "Where the delay is: qdisc, TXQ, "
+                "driver, MAC (one client station, no errors)")
+
+
+def delay_split_plot(df: pd.DataFrame) -> MplFigure:
+    """Stacked horizontal bars: each class's mean delay as qdisc + TXQ + driver + MAC, per
+    design and traffic, one labelled row per class (labels never share a line, however many
+    rows) and the total at the bar's end."""
     labels, parts = [], []
     for _, row in df.iterrows():
         for cls in ("L", "C"):
             t = row[f"{cls}_txq_ms"]
             if not np.isfinite(t):
                 continue
-            labels.append(f"{row['traffic']}\n{row['design']} {cls}")
+            labels.append(f"{row['traffic']} · {row['design']} · {cls}")
             parts.append((np.nan_to_num(row[f"{cls}_qdisc_ms"]), t, row["driver_ms"],
                           row["mac_ms"]))
-    x = np.arange(len(labels))
-    bottom = np.zeros(len(labels))
+    fig = MplFigure(figsize=(8.0, 1.2 + 0.28 * max(len(labels), 1)))
+    ax = fig.add_subplot()
+    y = np.arange(len(labels))
+    left = np.zeros(len(labels))
     for i, (name, color) in enumerate([("qdisc", "#8172b3"), ("TXQ", "#4c72b0"),
                                        ("driver (AQL/firmware)", "#dd8452"),
                                        ("MAC (access, retries, reorder)", "#55a868")]):
-        h = np.array([p[i] for p in parts], dtype=float)
-        ax.bar(x, h, bottom=bottom, label=name, color=color)
-        bottom += np.nan_to_num(h)
-    ax.set_xticks(x, labels, fontsize=6)
-    ax.set_ylabel("mean one-way delay [ms]")
-    ax.set_yscale("symlog", linthresh=10.0)
-    ax.legend(fontsize=7)
-    return save(fig, out, "delay_split", "Where the delay is: qdisc, TXQ, driver, MAC "
-                "(one client station, no errors)")
+        w = np.array([p[i] for p in parts], dtype=float)
+        ax.barh(y, w, left=left, label=name, color=color)
+        left += np.nan_to_num(w)
+    for yi, total in zip(y, left, strict=True):
+        ax.annotate(f"{total:.1f}", (total, yi), xytext=(3, 0), textcoords="offset points",
+                    va="center", fontsize=7)
+    ax.set_yticks(y, labels, fontsize=8)
+    ax.invert_yaxis()  # first row on top, in table order
+    ax.set_xlim(0, max(left.max(initial=0.0), 1e-9) * 1.12)
+    ax.set_xlabel("mean one-way delay [ms]")
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=4,
+              frameon=False)
+    return fig
 
 
 def analyse(data: SuiteData) -> Analysis:
