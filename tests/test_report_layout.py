@@ -18,7 +18,7 @@ AQMS = ["DualPI2", "FQ-CoDel", "FIFO"]
 
 
 def _delay_rows() -> pd.DataFrame:
-    """The quick wifi suite's delay table at PER 1 %: 3 traffic mixes × 3 AQMs, a class
+    """A wifi suite delay table: 3 traffic mixes × 3 AP designs, a class
     without a flow NaN (Prague alone has no C row, Cubic alone no L row): 12 bars."""
     rows = []
     for t in TRAFFIC:
