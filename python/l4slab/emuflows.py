@@ -2,8 +2,8 @@
 processes through the emulated bottleneck for the scenario's `duration`.
 
 One l4s-flow receiver runs on the server side (and, when the scenario has real-time flows
-`rt-prague`/`rt-gcc`/`rt-cbr`, one `l4s-flow -s --app rt` receiver on port `RT_PORT`); on the
-client side a small launcher
+`rt-prague`/`rt-gcc`/`rt-gcc-loss`/`rt-cbr`/`rt-scream`, one `l4s-flow -s --app rt` receiver
+on port `RT_PORT`); on the client side a small launcher
 (`emu_launcher.py`, standard library only) starts one l4s-flow sender per flow (after `count`
 is expanded, in the simulator's flow order) at its `start` (plus the
 simulator's start_jitter offset for that flow and seed), ends it at its `stop` or at
@@ -67,11 +67,16 @@ _FIXED_IN_L4S_FLOW = {
 }
 _L4S_FLOW_CCS = ("prague", "dctcp", "cubic", "reno", "bbr1", "bbr3")
 #: Real-time video controllers, run as `l4s-flow --app rt`.
-_RT_CCS = ("rt-prague", "rt-gcc", "rt-gcc-loss", "rt-cbr")
+_RT_CCS = ("rt-prague", "rt-gcc", "rt-gcc-loss", "rt-cbr", "rt-scream")
 #: The rt flow keys; each is the l4s-flow flag of the same name (`frame_budget` ->
 #: `--frame-budget`), checked there by the simulator's rules.
 _RT_KEYS = ("fps", "frame_budget", "deadline", "init_rate", "min_rate", "max_rate",
-            "packet_size", "rate")
+            "packet_size", "rate", "frame_size_cv", "keyframe_interval", "keyframe_ratio",
+            "encoder_lag", "feedback_interval", "scream_beta_loss", "scream_l4s_avg_g",
+            "scream_min_ref_window", "scream_max_segment_size",
+            "scream_bytes_in_flight_head_room", "scream_post_congestion_delay_rtts",
+            "scream_multiplicative_increase_factor", "scream_virtual_rtt",
+            "scream_queue_delay_target", "scream_queue_delay_threshold")
 #: UDP port of the rt receiver (the bulk receiver keeps l4s-flow's default, 5201).
 RT_PORT = 5202
 #: UDP port of the probe echo server (`l4s-flow -s --app probe`).
@@ -418,7 +423,7 @@ def scenario_flows(launch: dict[str, Any], senders: pd.DataFrame | None, grid: n
     goodput (payload delivered in order, the sender's count), per sampling interval in the
     rows and over the window in the summary, as the simulator defines it."""
     cols = ["t_s", "flow", "cc", "class", "delivered_bytes", "tput_mbps", "cwnd_pkts",
-            "srtt_ms", "pacing_mbps", "ce_acked"]
+            "srtt_ms", "pacing_mbps", "ce_acked", "target_mbps", "acked_mbps"]
     frames, rows = [], []
     by_key = {b.get("flow"): b for b in bottleneck_flows}
     warm, end = window
@@ -438,6 +443,14 @@ def scenario_flows(launch: dict[str, Any], senders: pd.DataFrame | None, grid: n
         dt = np.diff(t, prepend=0.0)
         dd = np.diff(df["delivered_bytes"].to_numpy(), prepend=0.0)
         df["tput_mbps"] = np.where(dt > 0, dd * 8.0 / np.where(dt > 0, dt, 1) / 1e6, 0.0)
+        # Media senders (l4s-flow --app rt): the controller's target and the bytes its
+        # feedback reported received, as a rate over each interval like tput_mbps; 0 for
+        # senders that report neither (TCP, kernel stacks), as in the simulator.
+        df["target_mbps"] = _held(t, mine, "target_mbps") if "target_mbps" in mine \
+            else np.zeros(len(t))
+        acked = _held(t, mine, "acked_bytes") if "acked_bytes" in mine else np.zeros(len(t))
+        da = np.diff(acked, prepend=0.0)
+        df["acked_mbps"] = np.where(dt > 0, da * 8.0 / np.where(dt > 0, dt, 1) / 1e6, 0.0)
         df["cc"], df["class"] = f["cc"], f["klass"]
         frames.append(df[cols])
         # Summary: the simulator's window definitions (recorder.rs).

@@ -216,6 +216,14 @@ def build_run_dir(out: Path, *, figures: bool = True, report: bool = True,
             run.packets["flow"] = run.packets["flow"].map(remap).fillna(
                 run.packets["flow"] + len(rows)).astype(np.uint32)
     elif senders is not None:
+        if "acked_bytes" in senders:
+            # l4s-flow's media senders count the bytes their feedback reported received:
+            # acked_mbps over each of the sender's own intervals, as tput_mbps is.
+            g = senders.sort_values("t_s", kind="stable").groupby("_pid", sort=False)
+            da = g["acked_bytes"].diff().fillna(senders["acked_bytes"])
+            dt = g["t_s"].diff().fillna(senders["t_s"])
+            senders["acked_mbps"] = np.where(dt > 0, da * 8.0 / dt.where(dt > 0, 1) / 1e6, 0.0)
+            senders = senders.drop(columns="acked_bytes")
         senders = senders.drop(columns="_pid")
         # A sender's 5-tuple that the bottleneck saw keeps the bottleneck's flow id; any other
         # gets a new id after them. flow ids stay integers (summary.emulator.flow_keys names

@@ -36,7 +36,7 @@ __all__ = ["UnreadableFileError", "RunData", "from_core", "load", "load_run", "w
 SAMPLE_COLUMNS = ["t_s", "queue", "backlog_pkts", "backlog_bytes", "sojourn_ms", "marks",
                   "drops", "p_prime", "p_c", "p_cl"]
 FLOW_COLUMNS = ["t_s", "flow", "cc", "class", "delivered_bytes", "tput_mbps", "cwnd_pkts",
-                "srtt_ms", "pacing_mbps", "ce_acked"]
+                "srtt_ms", "pacing_mbps", "ce_acked", "target_mbps", "acked_mbps"]
 PACKET_COLUMNS = ["t_s", "flow", "queue", "sojourn_ms", "verdict"]
 #: Codes of `PacketColumns::verdict` in l4s-sim (0 pass, 1 CE-marked, 2 dropped).
 VERDICTS = ["pass", "mark", "drop"]

@@ -93,6 +93,10 @@ pub struct FlowStats {
     pub alpha: f64,
     /// Data bytes sent and not yet acknowledged.
     pub in_flight_bytes: u64,
+    /// A media rate controller's target rate, bits/s; 0 for senders without one.
+    pub target_bps: f64,
+    /// Media senders: bytes (IP) the feedback reported received, cumulative.
+    pub acked_bytes: u64,
 }
 
 /// A sans-I/O end host, in the style of quinn-proto: feed it packets and timeouts with the

@@ -400,6 +400,7 @@ fn run_app(
                 peer_timeout,
                 spin,
                 quiet: cli.quiet,
+                seed: cli.seed,
             };
             l4s_flow::rt::run_client(&o, &EmuEnv::from_env()?).map(|_| ())
         })()),

@@ -1,5 +1,7 @@
 //! What a run reports: iperf3-style interval lines, the sender's pacing error, the per-flow
-//! CSV the emulator merges into flows.parquet (columns of DESIGN.md `flows.parquet`).
+//! CSV the emulator merges into flows.parquet (columns of DESIGN.md `flows.parquet`, with
+//! `acked_bytes`, the media sender's cumulative count, from which the emulator derives
+//! `acked_mbps` on its sampling grid as it derives `tput_mbps` from `delivered_bytes`).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -191,7 +193,7 @@ impl FlowCsv {
         let mut out = BufWriter::new(f);
         writeln!(
             out,
-            "t_s,flow,cc,delivered_bytes,tput_mbps,cwnd_pkts,srtt_ms,pacing_mbps,ce_acked"
+            "t_s,flow,cc,delivered_bytes,tput_mbps,cwnd_pkts,srtt_ms,pacing_mbps,ce_acked,target_mbps,acked_bytes"
         )
         .map_err(|e| FlowError::io(format!("write {}", path.display()), e))?;
         Ok(FlowCsv { out })
@@ -213,11 +215,13 @@ impl FlowCsv {
         };
         writeln!(
             self.out,
-            "{t_s:.6},{flow},{cc},{},{tput_mbps:.6},{cwnd},{:.6},{:.6},{}",
+            "{t_s:.6},{flow},{cc},{},{tput_mbps:.6},{cwnd},{:.6},{:.6},{},{:.6},{}",
             st.delivered_bytes,
             st.srtt.as_ms_f64(),
             st.pacing_bps as f64 / 1e6,
-            st.ce_acked
+            st.ce_acked,
+            st.target_bps / 1e6,
+            st.acked_bytes
         )
         .map_err(|e| FlowError::io("write the flow CSV", e))
     }

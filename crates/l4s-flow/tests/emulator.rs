@@ -132,7 +132,7 @@ fn prague_through_the_emulator_is_exact_keeps_ect1_and_fills_the_link() {
     let mut lines = text.lines();
     assert_eq!(
         lines.next(),
-        Some("t_s,flow,cc,delivered_bytes,tput_mbps,cwnd_pkts,srtt_ms,pacing_mbps,ce_acked")
+        Some("t_s,flow,cc,delivered_bytes,tput_mbps,cwnd_pkts,srtt_ms,pacing_mbps,ce_acked,target_mbps,acked_bytes")
     );
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
     assert!(rows.len() > 50, "{} rows", rows.len());

@@ -49,6 +49,8 @@ fn flow_table(py: Python<'_>, c: FlowColumns) -> PyResult<Bound<'_, PyDict>> {
     d.set_item("srtt_ms", column(py, c.srtt_ms))?;
     d.set_item("pacing_mbps", column(py, c.pacing_mbps))?;
     d.set_item("ce_acked", column(py, c.ce_acked))?;
+    d.set_item("target_mbps", column(py, c.target_mbps))?;
+    d.set_item("acked_mbps", column(py, c.acked_mbps))?;
     Ok(d)
 }
 

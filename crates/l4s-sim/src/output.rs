@@ -105,11 +105,11 @@ pub fn samples_csv(r: &RunResults) -> String {
     out
 }
 
-/// flows.csv: t_s,flow,cc,delivered_bytes,tput_mbps,cwnd_pkts,srtt_ms,pacing_mbps,ce_acked
+/// flows.csv: t_s,flow,cc,delivered_bytes,tput_mbps,cwnd_pkts,srtt_ms,pacing_mbps,ce_acked,target_mbps,acked_mbps
 pub fn flows_csv(r: &RunResults) -> String {
     let s = &r.flows;
     let mut out = String::with_capacity((s.t_s.len() + 1) * ROW_BYTES);
-    out.push_str("t_s,flow,cc,delivered_bytes,tput_mbps,cwnd_pkts,srtt_ms,pacing_mbps,ce_acked\n");
+    out.push_str("t_s,flow,cc,delivered_bytes,tput_mbps,cwnd_pkts,srtt_ms,pacing_mbps,ce_acked,target_mbps,acked_mbps\n");
     for i in 0..s.t_s.len() {
         let cc = r
             .flow_cc
@@ -132,6 +132,10 @@ pub fn flows_csv(r: &RunResults) -> String {
         push_f64(&mut out, s.pacing_mbps[i]);
         out.push(',');
         push_int(&mut out, s.ce_acked[i]);
+        out.push(',');
+        push_f64(&mut out, s.target_mbps[i]);
+        out.push(',');
+        push_f64(&mut out, s.acked_mbps[i]);
         out.push('\n');
     }
     out
@@ -210,12 +214,12 @@ mod tests {
         }
         let f = &r.flows;
         let mut b = String::from(
-            "t_s,flow,cc,delivered_bytes,tput_mbps,cwnd_pkts,srtt_ms,pacing_mbps,ce_acked\n",
+            "t_s,flow,cc,delivered_bytes,tput_mbps,cwnd_pkts,srtt_ms,pacing_mbps,ce_acked,target_mbps,acked_mbps\n",
         );
         for i in 0..f.t_s.len() {
             let _ = writeln!(
                 b,
-                "{},{},{},{},{},{},{},{},{}",
+                "{},{},{},{},{},{},{},{},{},{},{}",
                 f.t_s[i],
                 f.flow[i],
                 r.flow_cc[f.flow[i] as usize],
@@ -224,7 +228,9 @@ mod tests {
                 opt(f.cwnd_pkts[i]),
                 f.srtt_ms[i],
                 f.pacing_mbps[i],
-                f.ce_acked[i]
+                f.ce_acked[i],
+                f.target_mbps[i],
+                f.acked_mbps[i]
             );
         }
         (a, b)

@@ -40,6 +40,10 @@ struct FlowRow {
     srtt_ms: f64,
     pacing_mbps: f64,
     ce_acked: u64,
+    /// Media senders' target rate, Mb/s (0 for others).
+    target_mbps: f64,
+    /// Media senders' bytes reported received, cumulative.
+    acked_bytes: u64,
 }
 
 /// Snapshot at the warmup instant, subtracted from end values for summary.json.
@@ -67,6 +71,8 @@ pub struct Recorder {
     flows: FlowColumns,
     prev_q: Vec<QueueSample>,
     prev_delivered: Vec<u64>,
+    /// Media senders' acked bytes at the previous sample, per flow.
+    prev_acked: Vec<u64>,
     prev_t: Nanos,
     /// srtt sums over samples after warmup, per flow (sum_ms, n).
     srtt_acc: Vec<(f64, u64)>,
@@ -158,6 +164,7 @@ impl Recorder {
             flows: FlowColumns::default(),
             prev_q: queue_init,
             prev_delivered: vec![0; n_flows],
+            prev_acked: vec![0; n_flows],
             prev_t: Nanos::ZERO,
             srtt_acc: vec![(0.0, 0); n_flows],
             counters: vec![FlowCounters::default(); n_flows],
@@ -242,6 +249,8 @@ impl Recorder {
             srtt_ms: s.srtt.as_ms_f64(),
             pacing_mbps: s.pacing_bps as f64 / 1e6,
             ce_acked: ce_count(s, r),
+            target_mbps: s.target_bps / 1e6,
+            acked_bytes: s.acked_bytes,
         };
         self.push_flow_row(now, i, row);
     }
@@ -261,6 +270,8 @@ impl Recorder {
             srtt_ms: c.srtt_ms[k],
             pacing_mbps: c.pacing_mbps[k],
             ce_acked: c.ce_acked[k],
+            target_mbps: c.target_mbps[k],
+            acked_bytes: self.prev_acked[i],
         };
         self.push_flow_row(now, i, row);
     }
@@ -283,6 +294,16 @@ impl Recorder {
         self.flows.srtt_ms.push(row.srtt_ms);
         self.flows.pacing_mbps.push(row.pacing_mbps);
         self.flows.ce_acked.push(row.ce_acked);
+        self.flows.target_mbps.push(row.target_mbps);
+        // Acknowledged rate: bytes the feedback reported received over the interval (media
+        // senders; 0 for others, whose count stays 0).
+        let acked = if dt > 0.0 {
+            row.acked_bytes.saturating_sub(self.prev_acked[i]) as f64 * 8.0 / dt / 1e6
+        } else {
+            0.0
+        };
+        self.flows.acked_mbps.push(acked);
+        self.prev_acked[i] = row.acked_bytes;
         self.prev_delivered[i] = d;
         // srtt_ms > 0 exactly when the smoothed RTT in ns is (a positive count over 1e6).
         if now >= self.warmup && row.srtt_ms > 0.0 {

@@ -46,6 +46,11 @@ pub struct FlowColumns {
     pub pacing_mbps: Vec<f64>,
     /// Cumulative CE-marked packets the sender learned of.
     pub ce_acked: Vec<u64>,
+    /// Media (rt-*) senders: the rate controller's target, Mb/s; 0 for other flows.
+    pub target_mbps: Vec<f64>,
+    /// Media (rt-*) senders: bytes the feedback reported received over the interval ending
+    /// at t_s, Mb/s (IP bytes); 0 for other flows.
+    pub acked_mbps: Vec<f64>,
 }
 
 /// Optional per-packet records (opt-in; large).

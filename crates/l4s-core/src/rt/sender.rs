@@ -215,6 +215,10 @@ pub struct RtSender {
     encoder: Option<Encoder>,
     /// RFC 8888 feedback: the send history and where report bytes arrive.
     ccfb: Option<(FeedbackAdapter, ReportLog)>,
+    /// Per-packet ACK feedback: (seq, IP bytes) of the packets sent and not yet answered.
+    unacked: std::collections::VecDeque<(u64, u32)>,
+    /// Bytes the feedback reported received.
+    acked_bytes: u64,
 }
 
 impl RtSender {
@@ -295,6 +299,8 @@ impl RtSender {
             log: Vec::new(),
             encoder,
             ccfb,
+            unacked: Default::default(),
+            acked_bytes: 0,
         })
     }
 
@@ -338,6 +344,7 @@ impl RtSender {
         self.fb.ce += ce;
         self.fb.lost += lost;
         self.fb.received += fb.received().count() as u64;
+        self.acked_bytes += fb.received().map(|r| r.sent.size_bytes as u64).sum::<u64>();
         if let Ctl::Scream(s) = &mut self.ctl {
             s.on_feedback(&fb, self.srtt.max(Nanos(1)));
         }
@@ -488,6 +495,16 @@ impl Endpoint for RtSender {
             self.on_ccfb(h.seq, now);
             return;
         }
+        // The ACK answers packet h.seq; older unanswered ones are not counted as received.
+        while let Some(&(seq, bytes)) = self.unacked.front() {
+            if seq > h.seq {
+                break;
+            }
+            self.unacked.pop_front();
+            if seq == h.seq {
+                self.acked_bytes += bytes as u64;
+            }
+        }
         let rtt = now.saturating_sub(h.echo);
         self.srtt = if self.srtt.0 == 0 {
             rtt
@@ -571,8 +588,9 @@ impl Endpoint for RtSender {
         if let Ctl::GccFull(g) = &mut self.ctl {
             g.sent.push_back(sent);
         }
-        if let Some((a, _)) = self.ccfb.as_mut() {
-            a.on_sent(sent);
+        match self.ccfb.as_mut() {
+            Some((a, _)) => a.on_sent(sent),
+            None => push_unacked(&mut self.unacked, sent.seq, size as u32),
         }
         let p = media_packet(
             self.flow,
@@ -662,6 +680,8 @@ impl Endpoint for RtSender {
             lost_pkts: self.fb.lost,
             alpha,
             in_flight_bytes: self.ccfb.as_ref().map_or(0, |(a, _)| a.in_flight_bytes()),
+            target_bps: self.rate_bps(),
+            acked_bytes: self.acked_bytes,
             ..Default::default()
         }
     }
@@ -669,6 +689,15 @@ impl Endpoint for RtSender {
     fn take_app_log(&mut self) -> AppLog {
         AppLog::FramesSent(std::mem::take(&mut self.log))
     }
+}
+
+/// Remember packet `seq` of `bytes` until an ACK answers it (the newest 65536 at most: a
+/// sender whose ACKs stopped long ago does not grow without bound).
+fn push_unacked(q: &mut std::collections::VecDeque<(u64, u32)>, seq: u64, bytes: u32) {
+    if q.len() >= 1 << 16 {
+        q.pop_front();
+    }
+    q.push_back((seq, bytes));
 }
 
 /// Data packet `seq` of `bytes` (IP) carrying part of frame `cur` (`frame_bytes` in all),
@@ -757,6 +786,7 @@ impl RtSender {
         let wire = payload + WIRE_OVERHEAD_BYTES as u64;
         self.sent_bytes += wire;
         l.fw.on_sent(self.sent_pkts, cur.frame);
+        push_unacked(&mut self.unacked, self.sent_pkts, wire as u32);
         cur.sent += payload;
         let done = cur.sent >= cur.bytes;
         let frame_wire = prague_frame_wire_bytes(cur.bytes, l.info.packet_bytes);

@@ -1124,6 +1124,8 @@ impl Endpoint for TcpSender {
             lost_pkts: self.lost_pkts,
             alpha: self.cc.alpha(),
             in_flight_bytes: self.snd_nxt.saturating_sub(self.snd_una),
+            target_bps: 0.0,
+            acked_bytes: 0,
         }
     }
 
