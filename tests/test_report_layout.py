@@ -18,14 +18,14 @@ AQMS = ["DualPI2", "FQ-CoDel", "FIFO"]
 
 
 def _delay_rows() -> pd.DataFrame:
-    """The quick wifi suite's delay table at PER 1 %: 3 traffic mixes × 3 AQMs, a class
+    """A wifi suite delay table: 3 traffic mixes × 3 AP designs, a class
     without a flow NaN (Prague alone has no C row, Cubic alone no L row): 12 bars."""
     rows = []
     for t in TRAFFIC:
         for a in AQMS:
-            rows.append({"traffic": t, "aqm": a,
-                         "L_aqm_ms": np.nan if t == "Cubic" else 30.0,
-                         "C_aqm_ms": np.nan if t == "Prague" else 120.0,
+            rows.append({"traffic": t, "design": a, "L_qdisc_ms": 0.0, "C_qdisc_ms": 0.0,
+                         "L_txq_ms": np.nan if t == "Cubic" else 30.0,
+                         "C_txq_ms": np.nan if t == "Prague" else 120.0,
                          "driver_ms": 1.0, "mac_ms": 6.0})
     return pd.DataFrame(rows)
 

@@ -987,6 +987,31 @@ mod tests {
     }
 
     #[test]
+    fn first_mark_in_slow_start_is_lost_when_its_ack_also_acks_unmarked_data() {
+        // 0.7 `prague_update_cwnd` in slow start (ssthresh still infinite: `prague_ssthresh`
+        // leaves it, so `tcp_enter_cwr` does not end slow start): the first CE halves
+        // frac_cwnd, but if the ACK also acknowledges an unmarked segment (acked − ece_delta
+        // > 0) `tcp_slow_start` grows snd_cwnd and resets frac_cwnd = snd_cwnd << CWND_UNIT,
+        // so the halving is gone and slow start goes on; α is still 0, so later CWR cuts are
+        // α·W/2 = 0. This is what lets Prague overshoot a sparse classic-ECN AQM (mac80211's
+        // CoDel, docs/WIFI.md). With an ACK of the CE segment alone the halving stands:
+        // snd_cwnd steps down and ssthresh = snd_cwnd ends slow start.
+        let rtt = Nanos::from_ms(10);
+        let (mut cc, mut d) = accecn(PragueParams::default(), rtt, 40, u32::MAX);
+        d.ack(&mut cc, 2, 1, rtt);
+        assert_eq!(cc.cwnd_precise(&d.tp), 41.0);
+        assert_eq!((d.tp.snd_cwnd, d.tp.snd_ssthresh), (41, u32::MAX));
+        d.ack(&mut cc, 1, 1, rtt);
+        assert_eq!(cc.alpha(), 0.0);
+        assert_eq!((d.tp.snd_cwnd, d.tp.snd_ssthresh), (41, u32::MAX));
+
+        let (mut cc, mut d) = accecn(PragueParams::default(), rtt, 40, u32::MAX);
+        d.ack(&mut cc, 1, 1, rtt);
+        assert_eq!(cc.cwnd_precise(&d.tp), 20.0);
+        assert_eq!((d.tp.snd_cwnd, d.tp.snd_ssthresh), (39, 39));
+    }
+
+    #[test]
     fn additive_increase_needs_tcp_is_cwnd_limited() {
         // prague_update_cwnd (0.6 and 0.7): `if (acked <= 0 || ca->in_loss ||
         // !tcp_is_cwnd_limited(sk)) goto adjust;` and nothing else. cwnd 20, ssthresh 10
