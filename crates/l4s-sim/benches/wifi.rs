@@ -3,7 +3,8 @@
 //! on the medium) with the AP alone and with 19 other saturated stations (20 contenders),
 //! against the smooth link at 200 Mb/s; then the MAC alone (a saturated AP, 20 s) with 0, 19
 //! and 199 other stations: ns per channel access, which the other stations' shared-offset heap
-//! keeps near flat in their number. `cargo bench -p l4s-sim --bench wifi`.
+//! keeps near flat in their number; and a mac80211 AP with 8 client stations (issue 34's
+//! target: at most 3x the smooth link). `cargo bench -p l4s-sim --bench wifi`.
 
 use l4s_core::wifi::{Phy, Standard, WifiMac, WifiParams};
 use l4s_core::{Ecn, Nanos, Packet, Rng};
@@ -24,6 +25,23 @@ fn scenario(link: &str, stations: u32) -> Scenario {
         "seed = 1\nduration = \"20s\"\nwarmup = \"2s\"\n{link}{wifi_extra}[aqm]\nkind = \"dualpi2\"\n\
          [[flows]]\ncc = \"prague\"\nrtt = \"20ms\"\n[[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\n"
     );
+    Scenario::from_toml_str(&text).expect("bench scenario")
+}
+
+/// A mac80211 AP (per-station TXQs, AQL, airtime DRR) with 8 client stations at VHT-MCS
+/// 7/5/3/1 (twice), each downloading one flow (Prague and CUBIC alternating, 20 ms).
+fn eight_clients() -> Scenario {
+    let mut text =
+        format!("seed = 1\nduration = \"20s\"\nwarmup = \"2s\"\n{WIFI}[aqm]\nkind = \"dualpi2\"\n");
+    for mcs in [7, 5, 3, 1, 7, 5, 3, 1] {
+        text.push_str(&format!("[[link.wifi.clients]]\nmcs = {mcs}\n"));
+    }
+    for sta in 0..8 {
+        let cc = if sta % 2 == 0 { "prague" } else { "cubic" };
+        text.push_str(&format!(
+            "[[flows]]\ncc = \"{cc}\"\nrtt = \"20ms\"\nstation = {sta}\n"
+        ));
+    }
     Scenario::from_toml_str(&text).expect("bench scenario")
 }
 
@@ -77,6 +95,12 @@ fn main() {
             ns / base
         );
     }
+    let (ns, n, w) = measure(&eight_clients());
+    println!(
+        "wifi, mac80211 AP with 8 client stations: {ns:.0} ns per delivered packet ({n} \
+         packets, {w:.3} s wall) = {:.2}x the smooth link (issue target <= 3x)",
+        ns / base
+    );
     for stations in [0u32, 19, 199] {
         let (ns, n) = mac_alone(stations);
         println!(

@@ -46,6 +46,8 @@ pub enum Kind {
     HopArrive,
     /// `[[links]]`: the AQM timer of hop `arg` (≥ 1).
     HopAqmTimer,
+    /// Wi-Fi `ap = "aqm_in_txq"`: the AQM timer of client station `arg` (≥ 1).
+    WifiAqmTimer,
 }
 
 /// One scheduled event: 24 bytes, no payload pointers.

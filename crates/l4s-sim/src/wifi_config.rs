@@ -37,8 +37,12 @@ pub struct WifiConfig {
     pub max_ppdu: Option<Nanos>,
     /// Other saturated stations on the channel (default 0).
     pub stations: Option<u32>,
-    /// Per-MPDU error probability (default 0).
+    /// Per-MPDU error probability of both directions (default 0).
     pub per: Option<f64>,
+    /// Per-MPDU error probability of the downlink data MPDUs (instead of `per`).
+    pub per_down: Option<f64>,
+    /// Per-MPDU error probability of the uplink MPDUs, the TCP ACKs (instead of `per`).
+    pub per_up: Option<f64>,
     /// Failed tries after which an MPDU is dropped (default 7).
     pub retry_limit: Option<u32>,
     /// Reorder-buffer hole timeout (default "100ms").
@@ -87,8 +91,46 @@ pub struct ClientConfig {
     pub mcs: Option<u32>,
     /// PHY rate with 802.11a OFDM timing (instead of `mcs`).
     pub phy_rate: Option<Rate>,
-    /// Per-MPDU error probability to and from it (default: the table's `per`).
+    /// Per-MPDU error probability to and from it (default: the table's).
     pub per: Option<f64>,
+    /// Per-MPDU error probability of the MPDUs to it (instead of `per`).
+    pub per_down: Option<f64>,
+    /// Per-MPDU error probability of the MPDUs from it (instead of `per`).
+    pub per_up: Option<f64>,
+    /// Its PHY rate over time (a `time_s,rate_mbps` file as the table's `rate_trace`,
+    /// instead of `mcs` / `phy_rate`).
+    pub rate_trace: Option<String>,
+}
+
+/// `per` sets both directions, `per_down` / `per_up` one each (not together with `per`);
+/// each unset direction is `inherit`'s. Errors name `{prefix}<key>`.
+fn per_pair(
+    prefix: &str,
+    (per, down, up): (Option<f64>, Option<f64>, Option<f64>),
+    inherit: (f64, f64),
+) -> Result<(f64, f64), SimError> {
+    for (key, v) in [("per_down", down), ("per_up", up)] {
+        if per.is_some() && v.is_some() {
+            return Err(err(
+                &format!("{prefix}{key}"),
+                "set together with per (which sets both directions); expected per or per_down / per_up",
+            ));
+        }
+    }
+    let pair = (
+        down.or(per).unwrap_or(inherit.0),
+        up.or(per).unwrap_or(inherit.1),
+    );
+    for (key, v, given) in [("per_down", pair.0, down), ("per_up", pair.1, up)] {
+        if !(v.is_finite() && (0.0..1.0).contains(&v)) {
+            let key = if given.is_some() { key } else { "per" };
+            return Err(err(
+                &format!("{prefix}{key}"),
+                format!("{v} is not a probability in [0, 1)"),
+            ));
+        }
+    }
+    Ok(pair)
 }
 
 fn err(key: &str, msg: impl Into<String>) -> SimError {
@@ -162,6 +204,27 @@ pub fn parse_rate_trace(text: &str) -> Result<Vec<(Nanos, u64)>, String> {
     Ok(points)
 }
 
+/// Read and check the rate trace `file` of `[link.wifi] <key>` (relative to `base_dir`).
+fn read_rate_trace(
+    key: &str,
+    file: &str,
+    base_dir: Option<&std::path::Path>,
+    aggregated: bool,
+) -> Result<RateTrace, SimError> {
+    let path = match base_dir {
+        Some(d) => d.join(file),
+        None => std::path::PathBuf::from(file),
+    };
+    let text = std::fs::read_to_string(&path).map_err(|e| SimError::Io {
+        path: format!("link.wifi.{key}"),
+        file: path.clone(),
+        source: e,
+    })?;
+    let points =
+        parse_rate_trace(&text).map_err(|e| err(key, format!("{}: {e}", path.display())))?;
+    RateTrace::new(&points, aggregated).map_err(|e| err(key, format!("{}: {e}", path.display())))
+}
+
 impl WifiConfig {
     /// The model's parameters, a rate trace read relative to the current directory; every
     /// error names `link.wifi.<key>` and its range.
@@ -169,25 +232,24 @@ impl WifiConfig {
         self.params_in(None)
     }
 
-    /// The model's parameters with `rate_trace` read relative to `base_dir`.
+    /// The model's parameters with `rate_trace` (the table's and each client's) read
+    /// relative to `base_dir`.
     pub fn params_in(&self, base_dir: Option<&std::path::Path>) -> Result<WifiParams, SimError> {
         let mut p = self.params_with()?;
+        let aggregated = p.max_mpdus > 1;
         if let Some(file) = &self.rate_trace {
-            let path = match base_dir {
-                Some(d) => d.join(file),
-                None => std::path::PathBuf::from(file),
-            };
-            let text = std::fs::read_to_string(&path).map_err(|e| SimError::Io {
-                path: "link.wifi.rate_trace".into(),
-                file: path.clone(),
-                source: e,
-            })?;
-            let points = parse_rate_trace(&text)
-                .map_err(|e| err("rate_trace", format!("{}: {e}", path.display())))?;
-            let trace = RateTrace::new(&points, p.max_mpdus > 1)
-                .map_err(|e| err("rate_trace", format!("{}: {e}", path.display())))?;
+            let trace = read_rate_trace("rate_trace", file, base_dir, aggregated)?;
             p.phy = trace.phys()[0];
             p.rate_trace = Some(trace);
+        }
+        for (i, c) in self.clients.iter().enumerate().skip(1) {
+            if let Some(file) = &c.rate_trace {
+                let key = format!("clients[{i}].rate_trace");
+                let trace = read_rate_trace(&key, file, base_dir, aggregated)?;
+                let cp = &mut p.more_clients[i - 1];
+                cp.phy = trace.phys()[0];
+                cp.rate_trace = Some(trace);
+            }
         }
         Ok(p)
     }
@@ -279,7 +341,7 @@ impl WifiConfig {
         p.max_mpdus = self.max_mpdus.unwrap_or(p.max_mpdus);
         p.max_ppdu = self.max_ppdu.unwrap_or(p.max_ppdu);
         p.stations = self.stations.unwrap_or(0);
-        p.per = self.per.unwrap_or(0.0);
+        (p.per, p.per_up) = per_pair("", (self.per, self.per_down, self.per_up), (0.0, 0.0))?;
         p.retry_limit = self.retry_limit.unwrap_or(p.retry_limit);
         p.reorder_timeout = self.reorder_timeout.unwrap_or(p.reorder_timeout);
         p.uplink_limit_pkts = self.uplink_limit_pkts.unwrap_or(p.uplink_limit_pkts);
@@ -294,8 +356,29 @@ impl WifiConfig {
             (None, Some(n)) => DriverLimit::Packets(n),
             (None, None) => p.driver_limit,
         };
+        let (table_per, table_per_up) = (p.per, p.per_up);
         for (i, c) in self.clients.iter().enumerate() {
             let key = |k: &str| format!("clients[{i}].{k}");
+            if c.rate_trace.is_some() {
+                if let Some(k) = [("mcs", c.mcs.is_some()), ("phy_rate", c.phy_rate.is_some())]
+                    .iter()
+                    .find(|(_, set)| *set)
+                    .map(|(k, _)| k)
+                {
+                    return Err(err(
+                        &key("rate_trace"),
+                        format!(
+                            "set together with {k}; expected rate_trace or a fixed mcs / phy_rate"
+                        ),
+                    ));
+                }
+                if i == 0 {
+                    return Err(err(
+                        &key("rate_trace"),
+                        "the first client's rate trace is [link.wifi] rate_trace; expected it there",
+                    ));
+                }
+            }
             let phy = match (c.phy_rate, c.mcs) {
                 (Some(_), Some(_)) => {
                     return Err(err(
@@ -321,13 +404,11 @@ impl WifiConfig {
                 }
                 (None, None) => p.phy,
             };
-            let per = c.per.unwrap_or(p.per);
-            if !(per.is_finite() && (0.0..1.0).contains(&per)) {
-                return Err(err(
-                    &key("per"),
-                    format!("{per} is not a probability in [0, 1)"),
-                ));
-            }
+            let (per, per_up) = per_pair(
+                &key(""),
+                (c.per, c.per_down, c.per_up),
+                (table_per, table_per_up),
+            )?;
             if i == 0 {
                 if self.rate_trace.is_some() && (c.phy_rate.is_some() || c.mcs.is_some()) {
                     return Err(err(
@@ -336,9 +417,14 @@ impl WifiConfig {
                     ));
                 }
                 p.phy = phy;
-                p.per = per;
+                (p.per, p.per_up) = (per, per_up);
             } else {
-                p.more_clients.push(ClientParams { phy, per });
+                p.more_clients.push(ClientParams {
+                    phy,
+                    per,
+                    per_up,
+                    rate_trace: None,
+                });
             }
         }
         if self.clients.len() > 64 {
@@ -402,11 +488,14 @@ impl WifiConfig {
                  driver by AQL airtime (driver_limit)",
             ));
         }
-        if self.ap_mode()? == ApMode::AqmInTxq && self.clients.len() > 1 {
+        if self.ap_mode()? == ApMode::AqmInTxq
+            && self.clients.len() > 1
+            && self.driver_limit_pkts.is_some()
+        {
             return Err(err(
-                "ap",
-                "\"aqm_in_txq\" runs one client station (one AQM instance); expected \
-                 ap = \"mac80211\" or \"driver_fifo\" with several [[link.wifi.clients]]",
+                "driver_limit_pkts",
+                "applies to one client station; with several, \"aqm_in_txq\" limits each \
+                 station's driver share by AQL airtime (driver_limit)",
             ));
         }
         if self.ap_mode()? != ApMode::Mac80211 {
@@ -521,6 +610,7 @@ fn summary_block(
         "phy_rate_mbps": if p.rate_trace.is_some() { Value::Null } else { num(p.phy.rate_bps() / 1e6) },
         "stations": p.stations,
         "per": p.per,
+        "per_up": p.per_up,
         "retry_limit": p.retry_limit,
         "airtime": {
             "utilisation": num(s.busy_ns as f64 / w),

@@ -109,7 +109,11 @@ impl TxqLayer {
         loop {
             let aql = self.aql;
             let next = self.sched.next_txq(|sta| {
-                aql.txq_airtime_check(mac.pending_to(sta).1, mac.pending_total().1)
+                let pending = mac.pending_to(sta).1;
+                (
+                    aql.txq_airtime_check(pending, mac.pending_total().1),
+                    pending,
+                )
             });
             let Some(sta) = next else { return };
             let q = self.q[sta];

@@ -30,6 +30,7 @@ use l4s_core::{Endpoint, FlowStats, Nanos, Packet, Rate, Rng};
 use std::collections::VecDeque;
 
 mod chain;
+mod pull_wait;
 mod wifi;
 
 /// Timer firings at one instant after which an endpoint is declared stuck.
@@ -350,14 +351,18 @@ impl Net {
         let seed = s.seed;
         let bn = Bottleneck::new(&s.link, &s.aqm, s.base_dir.as_deref(), seed, "")?;
         let wifi = match &s.link.wifi {
-            Some(w) if s.link.model == Some(LinkModelKind::Wifi) => Some(wifi::WifiHop::new(
-                w.params_in(s.base_dir.as_deref())?,
-                w.uplink(),
-                Rng::derive(seed, "link/wifi"),
-                w.ap_mode()?,
-                (w.txq_params()?, Rng::derive(seed, "link/wifi/txq")),
-                (w.aql_limits(), w.airtime_fairness()),
-            )?),
+            Some(w) if s.link.model == Some(LinkModelKind::Wifi) => {
+                let mut h = wifi::WifiHop::new(
+                    w.params_in(s.base_dir.as_deref())?,
+                    w.uplink(),
+                    Rng::derive(seed, "link/wifi"),
+                    w.ap_mode()?,
+                    (w.txq_params()?, Rng::derive(seed, "link/wifi/txq")),
+                    (w.aql_limits(), w.airtime_fairness()),
+                )?;
+                h.add_station_aqms(s)?;
+                Some(h)
+            }
             _ => None,
         };
         let ack_link = s.ack_link.as_ref().map(|a| AckLink {
@@ -548,6 +553,7 @@ impl World {
             Kind::HopDone => self.hop_done(f, t),
             Kind::HopArrive => self.hop_arrive(f, t),
             Kind::HopAqmTimer => self.hop_aqm_timer(f, t),
+            Kind::WifiAqmTimer => self.wifi_aqm_timer(f, t),
         }
     }
 
@@ -792,6 +798,9 @@ impl World {
     }
 
     fn enqueue(&mut self, p: Packet) {
+        let Some(p) = self.wifi_sta_enqueue(p) else {
+            return;
+        };
         let now = self.now;
         let (bn, mut v) = self.bottleneck();
         if bn.enqueue(p, now, &mut v) {

@@ -3,14 +3,20 @@
 //! (`ieee80211_txq_schedule_start`, `ieee80211_next_txq`, `__ieee80211_schedule_txq`) and
 //! `net/mac80211/sta_info.c` (`ieee80211_register_airtime`, `IEEE80211_DEFAULT_AIRTIME_WEIGHT`).
 //!
-//! Faithful to Linux: one active list per AC; `next_txq` walks it from the head: a TXQ whose
-//! station has a negative deficit gets `weight` (256 µs) added and goes to the tail, as does
+//! Faithful to Linux (the deficit round robin restored in 5.19, `ieee80211_sta_deficit`
+//! since then; the 5.15 virtual-time scheduler `airtime_v_t` was reverted): one active list
+//! per AC; `next_txq` walks it from the head: a TXQ whose station's deficit *less its
+//! `aql_tx_pending`* is negative gets `weight` (256 µs) added and goes to the tail, as does
 //! one that fails the AQL check; the walk ends empty once it is back at its first TXQ with no
-//! eligible one seen; a TXQ is handed out at most once per scheduling round. A TXQ returned
+//! AQL-eligible one seen, so while one TXQ is eligible the walk keeps adding the weight until
+//! that TXQ is served (the DRR is work-conserving: it orders the eligible TXQs, it never holds
+//! back the only one); a TXQ is handed out at most once per scheduling round. A TXQ returned
 //! with frames left goes back to the head of the list under airtime fairness (so it leaves
 //! only once its deficit is spent) and to the tail without it (plain round robin, where the
 //! deficit is never charged). The deficit is charged with the TX and RX airtime of the
 //! station (`AIRTIME_USE_TX | AIRTIME_USE_RX`) reported on TX status.
+//! Not modelled: `ieee80211_sta_keep_active` (a station idle for 100 ms stops being charged
+//! and leaves the list; the stations here are charged while they have traffic).
 
 use std::collections::VecDeque;
 
@@ -70,9 +76,11 @@ impl AirtimeScheduler {
         }
     }
 
-    /// `ieee80211_next_txq`: the next station to serve in this round, or None. `aql_check`
-    /// is `ieee80211_txq_airtime_check` for a station.
-    pub fn next_txq(&mut self, mut aql_check: impl FnMut(usize) -> bool) -> Option<usize> {
+    /// `ieee80211_next_txq`: the next station to serve in this round, or None. `aql` gives,
+    /// for a station, `ieee80211_txq_airtime_check` and its `aql_tx_pending` airtime (ns):
+    /// the deficit tested is `ieee80211_sta_deficit`, the deficit less the airtime already
+    /// handed to the driver and not yet reported (tx.c, since Linux 5.19).
+    pub fn next_txq(&mut self, mut aql: impl FnMut(usize) -> (bool, u64)) -> Option<usize> {
         let mut head: Option<usize> = None;
         let mut found_eligible = false;
         loop {
@@ -86,11 +94,11 @@ impl AirtimeScheduler {
             if head.is_none() {
                 head = Some(sta);
             }
-            let aql = aql_check(sta);
+            let (aql, pending_ns) = aql(sta);
             if aql {
                 found_eligible = true;
             }
-            let deficit = self.deficit[sta];
+            let deficit = self.deficit[sta] - (pending_ns / 1_000) as i64;
             if deficit < 0 {
                 self.deficit[sta] += self.weight[sta];
             }
@@ -148,7 +156,7 @@ mod tests {
             let mut t = 0u64;
             while t < 10_000_000_000 {
                 s.schedule_start();
-                while let Some(sta) = s.next_txq(|_| true) {
+                while let Some(sta) = s.next_txq(|_| (true, 0)) {
                     frames[sta] += 1;
                     t += cost[sta];
                     s.register_airtime(sta, cost[sta]);
@@ -169,6 +177,23 @@ mod tests {
         }
     }
 
+    /// The walk is work-conserving: station 0 alone passes AQL with deficit −1000 µs and
+    /// 500 µs pending (`ieee80211_sta_deficit` = −1500), station 1 is held by AQL with
+    /// deficit −300 and 12 ms pending. Each pass adds 256 µs to both, so station 0 is served
+    /// after ⌈1500/256⌉ = 6 passes: deficits −1000 + 6·256 = 536 and −300 + 6·256 = 1236.
+    #[test]
+    fn only_aql_eligible_station_is_topped_up_until_served() {
+        let mut s = AirtimeScheduler::new(2, true);
+        s.register_airtime(0, 1_000_000);
+        s.register_airtime(1, 300_000);
+        s.return_txq(1, true);
+        s.return_txq(0, true);
+        s.schedule_start();
+        let pending = [500_000u64, 12_000_000];
+        assert_eq!(s.next_txq(|sta| (sta == 0, pending[sta])), Some(0));
+        assert_eq!(s.deficit, vec![536, 1236]);
+    }
+
     /// A station that fails the AQL check is skipped (moved to the tail) and the round ends
     /// when no station is eligible.
     #[test]
@@ -177,8 +202,8 @@ mod tests {
         s.return_txq(0, true);
         s.return_txq(1, true);
         s.schedule_start();
-        assert_eq!(s.next_txq(|sta| sta == 1), Some(1));
-        assert_eq!(s.next_txq(|_| false), None);
+        assert_eq!(s.next_txq(|sta| (sta == 1, 0)), Some(1));
+        assert_eq!(s.next_txq(|_| (false, 0)), None);
         assert_eq!(s.active_len(), 1);
     }
 }

@@ -63,8 +63,10 @@ pub struct WifiParams {
     pub max_ppdu: Nanos,
     /// Other saturated stations contending for the medium.
     pub stations: u32,
-    /// Probability that one MPDU is received in error.
+    /// Probability that one downlink MPDU (AP → first client) is received in error.
     pub per: f64,
+    /// Probability that one uplink MPDU (first client → AP: the TCP ACKs) is received in error.
+    pub per_up: f64,
     /// Failed transmissions after which an MPDU is dropped (it is sent at most limit + 1 times).
     pub retry_limit: u32,
     /// The longest a received frame waits behind a hole in the reorder buffer.
@@ -86,8 +88,13 @@ pub struct WifiParams {
 pub struct ClientParams {
     /// The PHY of the frames to and from it.
     pub phy: Phy,
-    /// Probability that one MPDU to or from it is received in error.
+    /// Probability that one MPDU to it is received in error.
     pub per: f64,
+    /// Probability that one MPDU from it is received in error.
+    pub per_up: f64,
+    /// Its PHY rate over time instead of the fixed `phy` (which should then be the trace's
+    /// first point's); not for the first client, whose trace is [`WifiParams::rate_trace`].
+    pub rate_trace: Option<RateTrace>,
 }
 
 impl WifiParams {
@@ -102,6 +109,7 @@ impl WifiParams {
             max_ppdu: Nanos::from_us(5_484),
             stations: 0,
             per: 0.0,
+            per_up: 0.0,
             retry_limit: 7,
             reorder_timeout: Nanos::from_ms(100),
             driver_limit: DriverLimit::Airtime(Nanos::from_ms(12)),
@@ -135,8 +143,10 @@ impl WifiParams {
                 "an integer in [0, 200]",
             ));
         }
-        if !(self.per.is_finite() && (0.0..1.0).contains(&self.per)) {
-            return Err(ParamError::new("per", self.per, "a probability in [0, 1)"));
+        for (key, v) in [("per_down", self.per), ("per_up", self.per_up)] {
+            if !(v.is_finite() && (0.0..1.0).contains(&v)) {
+                return Err(ParamError::new(key, v, "a probability in [0, 1)"));
+            }
         }
         if self.retry_limit > 255 {
             return Err(ParamError::new(
@@ -177,8 +187,10 @@ impl WifiParams {
             ));
         }
         for c in &self.more_clients {
-            if !(c.per.is_finite() && (0.0..1.0).contains(&c.per)) {
-                return Err(ParamError::new("per", c.per, "a probability in [0, 1)"));
+            for (key, v) in [("per_down", c.per), ("per_up", c.per_up)] {
+                if !(v.is_finite() && (0.0..1.0).contains(&v)) {
+                    return Err(ParamError::new(key, v, "a probability in [0, 1)"));
+                }
             }
         }
         if !(1..=100_000).contains(&self.uplink_limit_pkts) {
@@ -318,6 +330,10 @@ pub struct WifiMac {
     others_ppdu_ns: u64,
     /// The rate-trace point whose PHY is in `p.phy`.
     trace_at: usize,
+    /// The same for each client with its own rate trace (index = station).
+    client_trace_at: Vec<usize>,
+    /// Some client after the first has a rate trace.
+    client_traces: bool,
     released: Vec<Packet>,
     failed: Vec<Mpdu>,
     delivered: VecDeque<(Dir, Packet)>,
@@ -346,8 +362,15 @@ impl WifiMac {
         let mut clients = vec![ClientParams {
             phy: p.phy,
             per: p.per,
+            per_up: p.per_up,
+            rate_trace: None,
         }];
         clients.extend(p.more_clients.iter().cloned());
+        for c in &mut clients {
+            if let Some(tr) = &c.rate_trace {
+                c.phy = tr.phys()[0];
+            }
+        }
         let others =
             SaturatedContenders::new(p.stations as usize, &p.edca, p.edca.aifs(), &mut rng);
         let (others_mpdus, others_psdu) = p.full_aggregate(OTHER_PKT_BYTES);
@@ -373,6 +396,8 @@ impl WifiMac {
             others_mpdus,
             others_ppdu_ns,
             trace_at: 0,
+            client_trace_at: vec![0; n],
+            client_traces: p.more_clients.iter().any(|c| c.rate_trace.is_some()),
             released: Vec::with_capacity(64),
             failed: Vec::with_capacity(64),
             delivered: VecDeque::with_capacity(128),
@@ -538,6 +563,14 @@ impl WifiMac {
     /// With a rate trace, put the PHY in force at `t` in `p.phy` (and the other stations'
     /// full aggregate at that rate).
     fn follow_rate_trace(&mut self, t: Nanos) {
+        if self.client_traces {
+            for (c, at) in self.clients.iter_mut().zip(self.client_trace_at.iter_mut()) {
+                if let Some(tr) = &c.rate_trace {
+                    *at = tr.index_at(t, *at);
+                    c.phy = tr.phys()[*at];
+                }
+            }
+        }
         let Some(tr) = &self.p.rate_trace else {
             return;
         };
@@ -786,11 +819,9 @@ impl WifiMac {
     fn finish_session(&mut self, who: usize, end: Nanos) {
         let p = &self.p;
         let sta = if who == AP { self.ap_to } else { who - 1 };
-        let per = if sta == 0 {
-            p.per
-        } else {
-            self.clients[sta].per
-        };
+        // The downlink's PER for the AP's aggregates, the uplink's for the client's.
+        let c = &self.clients[sta];
+        let per = if who == AP { c.per } else { c.per_up };
         let (sess, rx, st, dir) = if who == AP {
             (
                 &mut self.down[sta],

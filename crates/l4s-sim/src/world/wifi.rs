@@ -7,7 +7,9 @@
 //! takes is dequeued at once (no backpressure) into the station's TXQ (`l4s_core::wifi::txq`,
 //! mac80211's FQ-CoDel), and the driver pulls from the TXQ under AQL. With `"aqm_in_txq"` or
 //! `"driver_fifo"` the AQM itself is pulled by the driver (one client station: the same
-//! mechanics).
+//! mechanics); with several stations `"aqm_in_txq"` gives each station its own instance of
+//! the AQM, pulled under that station's AQL room. For a pulled AQM, `super::pull_wait` splits
+//! each packet's sojourn into waiting for driver room and waiting behind the queue ahead.
 //!
 //! Several client stations (`[[link.wifi.clients]]`, `[[flows]] station = N`): mac80211 keeps
 //! one TXQ per station (`txq/N` rows) and the driver's scheduling loop asks the airtime DRR
@@ -16,9 +18,11 @@
 //! (`ieee80211_return_txq`); TX and RX airtime are registered per station at TX status.
 //! `driver_fifo` keeps one AQM and one driver FIFO for all stations.
 
+use super::pull_wait::PullWait;
 use super::World;
 use crate::engine::Kind;
 use crate::wifi_config::WifiRecord;
+use l4s_core::aqm::QueueSample;
 use l4s_core::wifi::WifiParams;
 use crate::wifi_txq::TxqLayer;
 use l4s_core::wifi::{ApMode, AqlLimits, Dir, TxqParams, WifiMac};
@@ -38,6 +42,37 @@ pub(super) struct WifiHop {
     pub(super) txq: Option<TxqLayer>,
     /// The client station of each flow instance.
     pub(super) station_of: Vec<u8>,
+    /// The AQM's sojourn split for a pull-path AQM (None with `ap = "mac80211"`).
+    pull_wait: Option<PullWait>,
+    /// `ap = "aqm_in_txq"` with several client stations: the scenario's AQM of stations
+    /// 1.. (station 0's is the bottleneck's), each with its own queue rows.
+    sta_aqm: Vec<StaAqm>,
+    /// The AQL limits each station's TXQ is pulled under (`aqm_in_txq`, several stations).
+    aql: AqlLimits,
+}
+
+/// One client station's own AQM (`aqm_in_txq`, stations 1..) and its queue rows.
+pub(super) struct StaAqm {
+    bn: crate::bottleneck::Bottleneck,
+    /// The recorder's index of its first queue.
+    q_base: u8,
+    /// Index of its first queue among the recorder's extra queues.
+    extra_q: usize,
+}
+
+/// The row name of AQM queue `name` of client station `sta` ≥ 1 ("L/1", "C/1", "single/1"),
+/// made once per name for the process.
+fn sta_queue_name(name: &str, sta: usize) -> &'static str {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    static NAMES: OnceLock<Mutex<HashMap<String, &'static str>>> = OnceLock::new();
+    let key = format!("{name}/{sta}");
+    let mut m = NAMES
+        .get_or_init(|| Mutex::new(HashMap::new()))
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    m.entry(key.clone())
+        .or_insert_with(|| Box::leak(key.into_boxed_str()))
 }
 
 impl WifiHop {
@@ -64,6 +99,9 @@ impl WifiHop {
             armed: None,
             record: WifiRecord::default(),
             ap,
+            pull_wait: txq.is_none().then(PullWait::default),
+            sta_aqm: Vec::new(),
+            aql,
             txq,
             station_of: Vec::new(),
         })
@@ -71,6 +109,32 @@ impl WifiHop {
 }
 
 impl WifiHop {
+    /// `ap = "aqm_in_txq"` with several stations: the scenario's AQM for stations 1.., each
+    /// drawing from its own stream ("link/wifi/txq{N}/aqm").
+    pub(super) fn add_station_aqms(
+        &mut self,
+        s: &crate::scenario::Scenario,
+    ) -> Result<(), crate::SimError> {
+        if self.ap != ApMode::AqmInTxq {
+            return Ok(());
+        }
+        for sta in 1..self.mac.clients() {
+            let bn = crate::bottleneck::Bottleneck::new(
+                &s.link,
+                &s.aqm,
+                s.base_dir.as_deref(),
+                s.seed,
+                &format!("link/wifi/txq{sta}/"),
+            )?;
+            self.sta_aqm.push(StaAqm {
+                bn,
+                q_base: 0,
+                extra_q: 0,
+            });
+        }
+        Ok(())
+    }
+
     /// The client station flow `flow`'s packets go to (or come from).
     #[inline]
     fn station(&self, flow: u32) -> usize {
@@ -94,7 +158,154 @@ impl World {
             if let Some(t) = &mut h.txq {
                 t.register(&mut self.rec);
             }
+            for (k, a) in h.sta_aqm.iter_mut().enumerate() {
+                let mut q0 = Vec::new();
+                a.bn.aqm.sample(Nanos::ZERO, &mut q0);
+                a.extra_q = self.rec.extra_queues.len();
+                a.q_base = self.rec.queue_names.len() as u8;
+                for q in q0 {
+                    self.rec.add_extra_queue(sta_queue_name(q.name, k + 1));
+                }
+            }
             h.record.register(&mut self.rec, &h.mac);
+        }
+    }
+
+    /// `ap = "aqm_in_txq"` with several stations: a packet for station ≥ 1 enters that
+    /// station's AQM (and the driver pulls); the others are handed back for the bottleneck's.
+    pub(super) fn wifi_sta_enqueue(&mut self, p: Packet) -> Option<Packet> {
+        let Some(h) = self.net.wifi.as_mut() else {
+            return Some(p);
+        };
+        let sta = h.station(p.flow);
+        if sta == 0 || h.sta_aqm.is_empty() {
+            return Some(p);
+        }
+        let now = self.now;
+        let queued = match self.sta_aqm_and_verdicts(sta) {
+            Some((a, mut v)) => a.bn.enqueue(p, now, &mut v),
+            None => false,
+        };
+        if queued {
+            self.wifi_pull(now);
+        }
+        self.wifi_arm_sta_aqm(sta);
+        None
+    }
+
+    /// Station `sta`'s AQM (≥ 1) and where its verdicts go (its own rows).
+    fn sta_aqm_and_verdicts(
+        &mut self,
+        sta: usize,
+    ) -> Option<(&mut StaAqm, super::SimVerdicts<'_>)> {
+        let super::World {
+            net,
+            rec,
+            capture,
+            hot,
+            ..
+        } = self;
+        let a = net.wifi.as_mut()?.sta_aqm.get_mut(sta.wrapping_sub(1))?;
+        let v = super::SimVerdicts {
+            rec,
+            capture,
+            hot,
+            totals: &mut net.totals,
+            q_base: a.q_base,
+        };
+        Some((a, v))
+    }
+
+    /// Station `sta`'s AQM (≥ 1) dequeues at `now`: the packet and its first row's index.
+    fn sta_aqm_dequeue(&mut self, sta: usize, now: Nanos) -> Option<(Packet, u8)> {
+        let (a, mut v) = self.sta_aqm_and_verdicts(sta)?;
+        let p = a.bn.dequeue(now, &mut v)?;
+        Some((p, a.q_base))
+    }
+
+    /// Station `sta`'s own AQM (≥ 1; None for station 0, whose AQM is the bottleneck's).
+    fn sta_aqm(&mut self, sta: usize) -> Option<&mut StaAqm> {
+        self.net
+            .wifi
+            .as_mut()
+            .and_then(|h| h.sta_aqm.get_mut(sta.wrapping_sub(1)))
+    }
+
+    fn wifi_arm_sta_aqm(&mut self, sta: usize) {
+        let now = self.now;
+        let Some(a) = self.sta_aqm(sta) else {
+            return;
+        };
+        if let Some(w) = a.bn.arm_aqm(now) {
+            self.ev.push(w, Kind::WifiAqmTimer, sta as u32);
+        }
+    }
+
+    /// `Kind::WifiAqmTimer`: the AQM timer of station `sta` (≥ 1).
+    pub(super) fn wifi_aqm_timer(&mut self, sta: usize, t: Nanos) {
+        let Some(a) = self.sta_aqm(sta) else {
+            return;
+        };
+        if !a.bn.aqm_timer(t) {
+            return;
+        }
+        self.events += 1;
+        self.wifi_arm_sta_aqm(sta);
+    }
+
+    /// `ap = "aqm_in_txq"` with several stations: each station's AQM is pulled while its
+    /// share of the driver passes `ieee80211_txq_airtime_check` (stations in index order;
+    /// the airtime DRR is not run: under AQL it does not hold a station back, see
+    /// `airtime.rs`).
+    fn sta_pull(&mut self, now: Nanos) {
+        let Some(n) = self.net.wifi.as_ref().map(|h| h.mac.clients()) else {
+            return;
+        };
+        let after_warmup = now >= self.rec.warmup;
+        for sta in 0..n {
+            loop {
+                let Some(h) = self.net.wifi.as_mut() else {
+                    return;
+                };
+                let empty = match sta {
+                    0 => self.net.bn.aqm.is_empty(),
+                    k => h.sta_aqm[k - 1].bn.aqm.is_empty(),
+                };
+                if empty
+                    || !h
+                        .aql
+                        .txq_airtime_check(h.mac.pending_to(sta).1, h.mac.pending_total().1)
+                {
+                    break;
+                }
+                if let Some(w) = h.pull_wait.as_mut() {
+                    w.open_sta(sta, now);
+                }
+                let got = match sta {
+                    0 => self.aqm_dequeue(now).map(|p| (p, 0)),
+                    k => self.sta_aqm_dequeue(k, now),
+                };
+                let Some((p, q_base)) = got else {
+                    break;
+                };
+                let q = q_base as usize
+                    + self
+                        .net
+                        .bn
+                        .aqm_cfg
+                        .queue_of(p.ecn, self.hot[p.flow as usize].fwd.l4s)
+                        as usize;
+                let Some(h) = self.net.wifi.as_mut() else {
+                    return;
+                };
+                if let Some(w) = h.pull_wait.as_mut().filter(|_| after_warmup) {
+                    let wait = w.driver_wait_sta(sta, p.enqueued_at, now);
+                    w.record(q, now - p.enqueued_at, wait);
+                }
+                h.mac.push_down_to(sta, p, now);
+                h.record.note_pending(&h.mac, now);
+            }
+            self.wifi_arm_sta_aqm(sta);
         }
     }
 
@@ -117,15 +328,47 @@ impl World {
             self.arm_aqm();
             return;
         }
+        if self
+            .net
+            .wifi
+            .as_ref()
+            .is_some_and(|h| !h.sta_aqm.is_empty())
+        {
+            self.sta_pull(now);
+            self.arm_wifi();
+            self.arm_aqm();
+            return;
+        }
+        if !self.net.bn.aqm.is_empty() {
+            if let Some(w) = self
+                .net
+                .wifi
+                .as_mut()
+                .filter(|h| h.mac.has_room())
+                .and_then(|h| h.pull_wait.as_mut())
+            {
+                w.open(now);
+            }
+        }
+        let after_warmup = now >= self.rec.warmup;
         while self.net.wifi.as_ref().is_some_and(|h| h.mac.has_room())
             && !self.net.bn.aqm.is_empty()
         {
             let Some(p) = self.aqm_dequeue(now) else {
                 break;
             };
+            let q = self
+                .net
+                .bn
+                .aqm_cfg
+                .queue_of(p.ecn, self.hot[p.flow as usize].fwd.l4s) as usize;
             let Some(h) = self.net.wifi.as_mut() else {
                 break;
             };
+            if let Some(w) = h.pull_wait.as_mut().filter(|_| after_warmup) {
+                let wait = w.driver_wait(p.enqueued_at, now);
+                w.record(q, now - p.enqueued_at, wait);
+            }
             let sta = h.station(p.flow);
             h.mac.push_down_to(sta, p, now);
             h.record.note_pending(&h.mac, now);
@@ -259,6 +502,15 @@ impl World {
     pub(super) fn wifi_sample(&mut self, t: Nanos) {
         if let Some(h) = &mut self.net.wifi {
             h.record.sample(&mut self.rec, &h.mac, t);
+            let mut buf = Vec::new();
+            for a in &h.sta_aqm {
+                buf.clear();
+                a.bn.aqm.sample(t, &mut buf);
+                for (j, q) in buf.drain(..).enumerate() {
+                    let name = self.rec.extra_queues[a.extra_q + j].name;
+                    self.rec.extra_queues[a.extra_q + j] = QueueSample { name, ..q };
+                }
+            }
             if let Some(x) = &mut h.txq {
                 x.sample(&mut self.rec, &h.mac, t);
             }
@@ -280,7 +532,11 @@ impl World {
         self.net.wifi.as_ref().map_or((0, 0), |h| {
             let (_, (pending, _)) = h.mac.driver_backlog(self.now);
             let held = h.mac.reorder_held();
-            let txq = h.txq.as_ref().map_or(0, |t| t.txqs.total_pkts());
+            let txq = h.txq.as_ref().map_or(0, |t| t.txqs.total_pkts())
+                + h.sta_aqm
+                    .iter()
+                    .map(|a| a.bn.aqm.backlog_pkts())
+                    .sum::<u64>();
             (pending + held.0 + txq, h.mac.queued_up() + held.1)
         })
     }
@@ -290,6 +546,9 @@ impl World {
         let h = self.net.wifi.as_ref()?;
         let mut v = h.record.summary(&h.mac, window_s);
         v["ap"] = serde_json::json!(h.ap.name());
+        if let Some(w) = &h.pull_wait {
+            v["pull_wait"] = w.summary(&self.rec.queue_names);
+        }
         let flows: Vec<Vec<usize>> = (0..h.mac.clients())
             .map(|sta| {
                 (0..h.station_of.len())
