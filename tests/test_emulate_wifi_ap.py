@@ -93,8 +93,11 @@ def test_two_stations_at_different_mcs_count_their_own_flows(tmp_path):
     emu = _emulate(scen, tmp_path / "emu")
     w = emu["wifi"]
     assert [c["station"] for c in w["clients"]] == [0, 1]
-    # The flows the emulator saw at each station, by scenario index: Prague at 0, Cubic at 1.
-    assert [c["flows"] for c in w["clients"]] == [[0], [1]]
+    # The flows the emulator saw at each station, by scenario index: Prague at 0, Cubic at 1
+    # (a 5-tuple no sender owns, e.g. a sender's set-up exchange from an ephemeral port, gets
+    # an id ≥ 2 and belongs to station 0, as an unmapped flow).
+    assert [[f for f in c["flows"] if f < 2] for c in w["clients"]] == [[0], [1]]
+    assert all(f < 2 for f in w["clients"][1]["flows"])
     assert [q["name"] for q in emu["queues"]] == ["L", "C", "txq/0", "txq/1", "driver"]
     for c in w["clients"]:
         assert c["airtime_share"]["downlink"] > 0.0, c
