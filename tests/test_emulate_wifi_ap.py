@@ -56,10 +56,12 @@ def test_the_shipped_wifi_scenario_runs_the_mac80211_ap_as_the_simulator(tmp_pat
     for s in (emu, sim):
         assert s["wifi"]["ap"] == "mac80211"
         assert [c["station"] for c in s["wifi"]["clients"]] == [0]
-        assert s["wifi"]["clients"][0]["flows"] == [0, 1]
+        # The scenario's two flows (the emulator may see an unowned 5-tuple too, id ≥ 2).
+        assert [f for f in s["wifi"]["clients"][0]["flows"] if f < 2] == [0, 1]
         assert s["wifi"]["clients"][0]["txq"]["queue"] == "txq/0"
         assert s["wifi"]["airtime_fairness"] is True
     names = [q["name"] for q in emu["queues"]]
+    assert sim["wifi"]["clients"][0]["flows"] == [0, 1]
     assert names == [q["name"] for q in sim["queues"]] == ["L", "C", "txq/0", "driver"], names
     rows = pd.read_parquet(tmp_path / "emu" / "samples.parquet")
     txq = rows[rows["queue"] == "txq/0"]
@@ -72,6 +74,7 @@ def test_the_shipped_wifi_scenario_runs_the_mac80211_ap_as_the_simulator(tmp_pat
     # the arrival timing on the host (pacing on a real clock, TUN reads), which changes
     # aggregate sizes by a few MPDUs: ±15 % of the simulator's total.
     e, s = _total_mbps(emu), _total_mbps(sim)
+    print(f"total goodput emu {e:.2f} sim {s:.2f} Mb/s")
     assert abs(e - s) <= 0.15 * s, (e, s)
 
 
