@@ -11,8 +11,8 @@ use std::sync::atomic::Ordering;
 use l4s_core::{Ecn, Nanos};
 
 use crate::client::{
-    any_of_family_or_bind, check_mss_fits, stream_local, early_json, finish_run, is_scalable, run_words,
-    ClientCounters, ClientOpts, ClientStart, StreamEnd,
+    any_of_family_or_bind, check_mss_fits, early_json, finish_run, is_scalable, run_words,
+    stream_local, ClientCounters, ClientOpts, ClientStart, StreamEnd,
 };
 use crate::clock::{set_min_timer_slack, Clock};
 use crate::drain::{drain, Connection, Rx};

@@ -138,7 +138,8 @@ impl TxqLayer {
             let (d, u) = mac.station_airtime_ns(sta);
             let total = d + u;
             if total > self.registered[sta] {
-                self.sched.register_airtime(sta, total - self.registered[sta]);
+                self.sched
+                    .register_airtime(sta, total - self.registered[sta]);
             }
             self.registered[sta] = total;
         }

@@ -22,9 +22,9 @@ use super::pull_wait::PullWait;
 use super::World;
 use crate::engine::Kind;
 use crate::wifi_config::WifiRecord;
+use crate::wifi_txq::TxqLayer;
 use l4s_core::aqm::QueueSample;
 use l4s_core::wifi::WifiParams;
-use crate::wifi_txq::TxqLayer;
 use l4s_core::wifi::{ApMode, AqlLimits, Dir, TxqParams, WifiMac};
 use l4s_core::{Nanos, Packet, Rng};
 
