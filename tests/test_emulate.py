@@ -135,6 +135,8 @@ def test_a_sweep_runs_each_grid_point_on_the_emulator(tmp_path):
     r = l4slab("--sweep", str(sweep), "-o", str(out), "--quiet", "--", "sh", "-c",
                "ping -n -q -c 3 -i 0.05 $L4SLAB_SERVER >/dev/null || true")
     assert r.returncode == 0, r.stderr
+    # Each run is named with its grid point as the sweep reports label it (point_label).
+    assert "p000-r00: 5ms\n" in r.stderr and "p001-r00: 15ms\n" in r.stderr, r.stderr
     runs = sorted(p.name for p in (out / "runs").iterdir())
     assert runs == ["p000-r00", "p001-r00"]
     delays = []
@@ -147,7 +149,7 @@ def test_a_sweep_runs_each_grid_point_on_the_emulator(tmp_path):
     # Rerun: both finished, both kept (the simulator sweep's resume rule).
     r = l4slab("--sweep", str(sweep), "-o", str(out), "--quiet", "--", "sh", "-c",
                "ping -n -q -c 3 -i 0.05 $L4SLAB_SERVER >/dev/null || true")
-    assert r.returncode == 0 and "resuming: 2 of 2 runs finished earlier, kept" in r.stderr, \
+    assert r.returncode == 0 and "resuming: all 2 runs already finished in" in r.stderr, \
         r.stderr
     assert (out / "sweep.parquet").exists()
     assert json.loads((out / "sweep.json").read_text())["engine"] == "emulator"

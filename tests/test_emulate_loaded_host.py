@@ -96,7 +96,7 @@ def test_tcp_cc_that_the_kernel_lacks_is_one_line(tmp_path):
     assert r.returncode == 2
     have = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
     assert r.stderr.strip() == (
-        "l4s-emu: --tcp-cc: \"nosuchcc\" is not offered by this kernel; expected one of "
+        "l4s-emu: error: --tcp-cc: \"nosuchcc\" is not offered by this kernel; expected one of "
         f"{', '.join(have)} (net.ipv4.tcp_available_congestion_control; `modprobe "
         "tcp_nosuchcc` may add it)"), r.stderr
     assert not (tmp_path / "r").exists()

@@ -103,7 +103,7 @@ def test_a_command_that_does_not_exist_leaves_no_run_directory(tmp_path):
     out = tmp_path / "run"
     r = l4slab("-o", str(out), "--quiet", "--", "no-such-program-l4slab")
     assert r.returncode == 127, r.stderr
-    assert r.stderr.strip() == "l4s-emu: cannot run the client command " \
+    assert r.stderr.strip() == "l4s-emu: error: cannot run the client command " \
         "`no-such-program-l4slab`: no such executable on PATH; nothing was run", r.stderr
     assert not out.exists()
 
@@ -114,9 +114,10 @@ def test_set_with_a_command_says_it_is_scenario_modes(tmp_path):
     r = l4slab(str(SCEN), "--set", "link.rate=10mbit", "-o", str(tmp_path / "r"), "--", "true")
     assert r.returncode == 2
     assert r.stderr.strip().splitlines() == [
-        "error: --set: only in scenario mode (a scenario file with [[flows]], no COMMAND, no "
-        "--server or --host); this run has a COMMAND after --: set the bottleneck with flags "
-        "(--rate 20mbit, --delay 10ms, --aqm-arg step_thresh=5ms) or in the scenario file"]
+        "l4slab: error: --set: only in scenario mode (a scenario file with [[flows]], no "
+        "COMMAND, no --server or --host); this run has a COMMAND after --: set the bottleneck "
+        "with flags (--rate 20mbit, --delay 10ms, --aqm-arg step_thresh=5ms) or in the "
+        "scenario file"]
     assert not (tmp_path / "r").exists()
 
 
@@ -132,14 +133,14 @@ def test_an_unbalanced_quote_in_a_command_template_is_one_line(tmp_path):
     # The scenario is refused while it is loaded, as `run` and `sweep` refuse it (l4s-sim's
     # stack check), before the emulator's own template check is reached.
     assert r.stderr.strip().splitlines() == [
-        f"error: {scen}: flows[0].command: has no closing ' quote; expected every quoted word "
-        "to close"], r.stderr
+        f"l4slab: error: {scen}: flows[0].command: has no closing ' quote; expected every "
+        "quoted word to close"], r.stderr
     r = subprocess.run([*CLI, "crosscheck", str(SCEN), "-n", "2", "--stack", "command",
                         "--command", QUOTE, "-o", str(tmp_path / "x")], capture_output=True,
                        text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert r.returncode == 2, r.stderr
     assert r.stderr.strip().splitlines() == [
-        f"error: --command: \"{QUOTE}\" is not a command line (no closing quotation); "
+        f"l4slab: error: --command: \"{QUOTE}\" is not a command line (no closing quotation); "
         "expected a program and its arguments as shell words, e.g. \"iperf3 -c {server} -p "
         "{port}\""], r.stderr
     assert not (tmp_path / "x").exists()
@@ -152,8 +153,9 @@ def test_crosscheck_refuses_to_write_into_a_run_directory(tmp_path):
     r = subprocess.run([*CLI, "crosscheck", str(SCEN), "-n", "2", "-o", str(rd)],
                        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert r.returncode == 2, r.stderr
-    assert r.stderr.strip() == f"error: -o: {rd} is not empty and holds a run directory, not a " \
-        "crosscheck's runs; choose a new output directory (results are never overwritten)"
+    assert r.stderr.strip() == f"l4slab: error: -o: {rd} is not empty and holds a run " \
+        "directory, not a crosscheck's runs; choose a new output directory (results are never " \
+        "overwritten)"
     assert sorted(p.name for p in rd.iterdir()) == ["summary.json"]
 
 

@@ -291,10 +291,27 @@ def test_sweep_emulate_refuses_a_grid_point_before_anything_runs(tmp_path):
     out = tmp_path / "out"
     r = sweep_cli(str(sw), "--emulate", "-o", str(out))
     assert r.returncode == 2, r.stderr
-    assert "grid point flows.1.rtt=30ms: flows[1].rtt" in r.stderr.replace("\n", " ")
+    assert "grid point 30ms: flows[1].rtt" in r.stderr.replace("\n", " ")
     assert "Traceback" not in r.stderr and not (out / "runs").exists()
     r = sweep_cli(str(sw), "--emulate", "-j", "2", "-o", str(out))
     assert r.returncode == 2 and "one run at a time" in r.stderr
+
+
+def test_emulator_engine_labels_a_grid_point_as_the_sweep_reports_do(tmp_path):
+    """The emulator's refusal of a grid point names it with `sweeps.point_label` (a table
+    variant by its values, points joined by " · "), as the simulator's refusals do."""
+    from l4slab.emulate import EmulatorEngine
+    from l4slab.sweeps import load_sweep_spec, plan, point_label
+
+    (tmp_path / "base.toml").write_text(ONE_FLOW + '[[flows]]\ncc = "cubic"\nrtt = "10ms"\n')
+    spec = load_sweep_spec({"base": "base.toml",
+                            "grid": {"aqm": [{"kind": "fifo", "limit": 100}],
+                                     "flows.1.rtt": ["10ms", "30ms"]}}, tmp_path)
+    tasks = plan(spec)
+    assert point_label(tasks[-1].params) == "fifo limit=100 · 30ms"
+    with pytest.raises(ScenarioError) as e:
+        EmulatorEngine().validate(tasks)
+    assert str(e.value).startswith("grid point fifo limit=100 · 30ms: flows[1].rtt"), e.value
 
 
 def test_sweep_emulate_names_the_remedy_when_the_emulator_cannot_run(request):

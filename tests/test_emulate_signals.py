@@ -193,8 +193,8 @@ def test_output_naming_a_regular_file_is_one_line(tmp_path):
     f.write_text("mine")
     r = l4slab("-o", str(f), "--", "true")
     assert r.returncode == 2
-    assert r.stderr.strip() == f"error: -o {f}: exists and is not a directory; choose a new " \
-        "directory", r.stderr
+    assert r.stderr.strip() == f"l4slab: error: -o {f}: exists and is not a directory; " \
+        "choose a new directory", r.stderr
     assert f.read_text() == "mine"
 
 

@@ -248,3 +248,18 @@ def test_validate_default_output_of_two_grid_points_sits_in_the_sweep_not_its_ru
     assert default_out_dir(f"{runs}/p000-*", f"{runs}/p001-*", None) == (
         tmp_path / "sw" / "validation-p000-__vs_p001-_")
 
+
+
+def test_validate_without_o_leaves_the_working_directory_alone(tmp_path, monkeypatch):
+    """`l4slab validate A B` run from elsewhere writes validation-A_vs_B beside A and B and
+    nothing into the directory it was started in (no ./validation/)."""
+    a = make_group(tmp_path / "res" / "a", 2, seed=1)
+    b = make_group(tmp_path / "res" / "b", 2, seed=2)
+    cwd = tmp_path / "checkout"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    res = CliRunner().invoke(validate_cmd, [str(a), str(b), "-m", "tput_total",
+                                            "--bootstrap", "20"])
+    assert res.exit_code == 0, res.output
+    assert list(cwd.iterdir()) == []
+    assert (tmp_path / "res" / "validation-a_vs_b" / "validation.csv").is_file()

@@ -16,7 +16,12 @@ Python API (mirrors the `l4slab` command line)::
     l4slab.validate("s.toml")                # check a scenario file without running it
 """
 
-from importlib.metadata import PackageNotFoundError, version
+# First: in the `l4slab` program, Ctrl-C during the imports below is one line, not a traceback.
+from l4slab import interrupt as _interrupt
+
+_interrupt.hold_during_import()
+
+from importlib.metadata import PackageNotFoundError, version  # noqa: E402
 
 try:
     __version__ = version("l4slab")

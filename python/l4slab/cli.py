@@ -18,7 +18,7 @@ import click
 from rich.table import Table
 
 from l4slab import __version__
-from l4slab.console import make_console, os_error_message
+from l4slab.console import ERROR_PREFIX, error_line, make_console, os_error_message
 from l4slab.results import OutputDirError, UnreadableFileError
 from l4slab.scenario import ScenarioError
 
@@ -31,7 +31,7 @@ EXIT_INTERRUPTED = 130
 
 
 def _fail(msg: str, code: int = EXIT_BAD_INPUT) -> None:
-    err_console.print(f"[bold red]error:[/] {msg}", highlight=False, markup=True,
+    err_console.print(f"[bold red]{ERROR_PREFIX}[/] {msg}", highlight=False, markup=True,
                       soft_wrap=True)
     sys.exit(code)
 
@@ -57,7 +57,25 @@ def _escape(s: str) -> str:
     return escape(s)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class Interrupted(Exception):
+    """Ctrl-C in a command that does not handle it itself (`entry` says so in one line)."""
+
+
+class _Group(click.Group):
+    """The `l4slab` group: a KeyboardInterrupt from a command leaves click as Interrupted,
+    not as click's "Aborted!" (exit 1) after a blank line."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        from l4slab import interrupt
+
+        try:
+            interrupt.test_hook("command")
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            raise Interrupted from None
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", "-V", prog_name="l4slab")
 def main() -> None:
     """l4slab — an L4S lab: simulate DualPI2, Prague, Cubic & co., sweep parameters, plot,
@@ -104,7 +122,7 @@ def run(scenario: Path, out_dir: Path | None, overrides: tuple[str, ...], unset:
     t0 = time.perf_counter()
     duration_s = _duration_s(effective_scenario(load_scenario(scenario), list(overrides), unset))
     result = run_with_progress(
-        console, f"simulating {scenario}", duration_s,
+        console, f"simulating {scenario.name}", duration_s,
         lambda prog: run_scenario(scenario, out_dir, list(overrides), figures=not no_figures,
                                   force=force, unset=unset, pcap=pcap, progress=prog))
     if pcap is not None:
@@ -183,15 +201,8 @@ def sweep(sweep_file: Path, jobs: int | None, dask_address: str | None, dask_loc
           unset: tuple[str, ...],
           figures: bool, no_resume: bool, force: bool, emulate: bool) -> None:
     """Run SWEEP_FILE: a grid over scenario keys × replications (format: `l4slab.sweeps`)."""
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
+    from l4slab.progress import SweepProgress
+    from l4slab.sweeps import point_label, signals_interrupt
     from l4slab.sweeps import sweep as run_sweep
 
     if dask_address and dask_local:
@@ -203,56 +214,27 @@ def sweep(sweep_file: Path, jobs: int | None, dask_address: str | None, dask_loc
         from l4slab.emulate import EmulatorEngine
 
         engine = EmulatorEngine()
-    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
-                        MofNCompleteColumn(), TextColumn("[red]{task.fields[failed]}"),
-                        TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-                        console=console, transient=False)
-    state: dict[str, Any] = {"task": None, "failed": 0, "line_t": 0.0}
-
-    def on_start(total: int, skipped: int) -> None:
-        if skipped:
-            console.print(f"resuming: {skipped} of {total} runs already finished in {out_dir}")
-        state["task"] = progress.add_task("runs", total=total - skipped, failed="")
-        progress.start()
-
-    def on_progress(outcome: Any, done: int, total: int) -> None:
-        if outcome.status == "failed":
-            state["failed"] += 1
-        progress.update(state["task"], completed=done,
-                        failed=f"{state['failed']} failed" if state["failed"] else "")
-        if not console.is_terminal:
-            # No live bar in a log: a line as results arrive (every failure, else at most
-            # one per 5 s, and the last).
-            now = time.monotonic()
-            if outcome.status == "failed" or done == total or now - state["line_t"] >= 5:
-                state["line_t"] = now
-                fails = f", {state['failed']} failed" if state["failed"] else ""
-                console.print(f"runs: {done}/{total} done{fails} (last {outcome.task.name} "
-                              f"{outcome.status})", highlight=False)
-
-    from l4slab.sweeps import signals_interrupt
-
+    progress = SweepProgress(console, out_dir)
     try:
         with signals_interrupt() as got:
             res = run_sweep(sweep_file, out_dir, jobs=jobs, dask=dask_address,
                             dask_local=dask_local, figures=figures, resume=not no_resume,
                             overrides=list(overrides), unset=unset, engine=engine,
-                            on_start=on_start, on_progress=on_progress, force=force,
+                            on_start=progress.on_start, on_progress=progress.on_progress,
+                            force=force,
                             raise_on_failure=False, dask_wait_s=dask_wait_s,
                             on_note=lambda msg: err_console.print(msg, highlight=False))
     except KeyboardInterrupt:
-        if state["task"] is not None:
-            progress.stop()
+        progress.stop()
         err_console.print(f"interrupted: finished runs are kept in {out_dir}; run the same "
                           "command again to resume.")
         # 130 for Ctrl-C (the CLI's convention), 128 + N for SIGTERM and SIGHUP.
         sys.exit(128 + got["signal"])
     finally:
-        if state["task"] is not None:
-            progress.stop()
+        progress.stop()
 
-    console.print(f"sweep: {len(res.index)} runs ({res.ran} ran, {res.skipped} resumed, "
-                  f"{len(res.failed)} failed) in {res.elapsed_s:.1f} s", highlight=False)
+    console.print(progress.summary(len(res.index), res.ran, res.skipped, len(res.failed)),
+                  highlight=False, soft_wrap=True)
     console.print(f"index: {out_dir / 'sweep.parquet'}; report: {out_dir / 'report.html'}",
                   highlight=False)
     if res.failed:
@@ -261,8 +243,7 @@ def sweep(sweep_file: Path, jobs: int | None, dask_address: str | None, dask_loc
         table.add_column("parameters")
         table.add_column("error", overflow="fold")
         for o in sorted(res.failed, key=lambda o: o.task.index):
-            params = ", ".join(f"{k}={v}" for k, v in o.task.params.items())
-            table.add_row(o.task.name, params, o.error or "")
+            table.add_row(o.task.name, point_label(o.task.params), o.error or "")
         err_console.print(table)
         sys.exit(EXIT_FAILED_RUNS)
 
@@ -551,5 +532,31 @@ main.add_command(crosscheck_cmd, name="crosscheck")
 main.add_command(suite_cmd, name="suite")
 
 
+def entry() -> None:
+    """The `l4slab` program (console script and `python -m l4slab`): `main` with every error
+    on one line, "l4slab: error: <field>: <message>" (click's usage errors included), exit
+    2, and Ctrl-C anywhere, the package's import included (l4slab/__init__.py holds it until
+    here), as "l4slab: interrupted" and exit 130."""
+    import signal
+
+    from l4slab import interrupt
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        rv = main(prog_name="l4slab", standalone_mode=False)
+    except (KeyboardInterrupt, Interrupted, click.Abort):
+        interrupt.exit_interrupted()
+    except click.UsageError as e:
+        where = f" (see {e.ctx.command_path} --help)" if e.ctx is not None else ""
+        err_console.print(error_line(e.format_message()) + where, markup=False,
+                          highlight=False, soft_wrap=True)
+        sys.exit(e.exit_code)
+    except click.ClickException as e:
+        err_console.print(error_line(e.format_message()), markup=False, highlight=False,
+                          soft_wrap=True)
+        sys.exit(e.exit_code)
+    sys.exit(rv if isinstance(rv, int) else 0)
+
+
 if __name__ == "__main__":
-    main()
+    entry()

@@ -21,6 +21,16 @@ def make_console(stderr: bool = False, file: TextIO | None = None) -> Console:
     return Console(stderr=stderr, file=file, width=PIPE_WIDTH)
 
 
+#: How every error of the `l4slab` program starts (docs/ARCHITECTURE.md, "Messages"): the
+#: program's name, "error:", then the field at fault and what is wrong, on one line.
+ERROR_PREFIX = "l4slab: error:"
+
+
+def error_line(msg: str, prog: str = "l4slab") -> str:
+    """`msg` as the one line an error of `prog` is: "l4slab: error: <field>: <message>"."""
+    return f"{prog}: error: {msg}"
+
+
 def os_error_message(e: OSError) -> str:
     """`PATH: reason` for a file a command could not read or write (one line, no traceback)."""
     where = " -> ".join(str(f) for f in (e.filename, e.filename2) if f is not None)

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from l4slab.columnar import read_parquet
+from l4slab.console import error_line
 from l4slab.scenario import ScenarioError
 
 __all__ = ["CrossPlan", "plan_crosscheck", "crosscheck", "CROSSCHECK_FILE"]
@@ -497,7 +498,7 @@ def _cli() -> Any:
                              sim_sets=list(sim_sets),
                              echo=lambda m: click.echo(m, err=True))
         except (ScenarioError, EmulateError, ValidationInputError) as e:
-            click.echo(f"error: {e}", err=True)
+            click.echo(error_line(str(e)), err=True)
             sys.exit(2)
         except KeyboardInterrupt:
             # The CLI's convention for Ctrl-C (128 + SIGINT); finished runs stay in -o and

@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from l4slab.cli import _print_summaries
     from l4slab.runner import run
-    from l4slab.sweeps import sweep
+    from l4slab.sweeps import point_label, sweep
 
     ap = argparse.ArgumentParser(prog="python -m l4slab.demo", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def progress(outcome: Any, done: int, total: int) -> None:
         mark = "✓" if outcome.status == "ok" else "✗"
-        console.print(f"    {mark} {outcome.task.name} {outcome.task.params} "
+        console.print(f"    {mark} {outcome.task.name} {point_label(outcome.task.params)} "
                       f"({outcome.elapsed_s:.1f} s) [{done}/{total}]", highlight=False)
 
     res = sweep(sweep_file, sweep_dir, jobs=args.jobs, on_progress=progress,

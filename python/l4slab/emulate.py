@@ -24,6 +24,7 @@ import click
 import numpy as np
 import pandas as pd
 
+from l4slab.console import error_line
 from l4slab.emuflows import (
     LAUNCH_FILE,
     port_rows,
@@ -740,6 +741,7 @@ class EmulatorEngine:
         """Every grid point's scenario-mode plan (the refusals) and that the emulator can run
         here, before any run starts; errors as ScenarioError naming the grid point."""
         from l4slab.scenario import ScenarioError
+        from l4slab.sweeps import point_error
 
         seen: set[int] = set()
         for t in tasks:
@@ -749,8 +751,8 @@ class EmulatorEngine:
             try:
                 plan_doc(t.scenario, Path(t.base_dir))
             except EmulateError as e:
-                where = ", ".join(f"{k}={v}" for k, v in t.params.items())
-                raise ScenarioError(f"grid point {where}: {e}" if where else str(e)) from None
+                raise (point_error(None, t.params, e) if t.params else ScenarioError(str(e))
+                       ) from None
         if self._probed:
             return
         try:
@@ -802,19 +804,20 @@ def run_sweep(sweep_file: Path, args: list[str]) -> int:
     """`l4slab emulate --sweep FILE [opts] [-- COMMAND]`: the grid through the emulator one run
     at a time, with the simulator sweep's layout, resume and lock (`l4slab.sweeps.sweep`);
     COMMAND in every run, or scenario mode without it. Returns 1 if any run failed."""
+    from l4slab.progress import resume_line
     from l4slab.results import OutputDirError
     from l4slab.scenario import ScenarioError
-    from l4slab.sweeps import sweep
+    from l4slab.sweeps import point_label, sweep
 
     opts, command = _split(list(args))
     out = Path(_option(opts, "-o", "--output") or Path("results") / f"{sweep_file.stem}-emu")
     engine = EmulatorEngine(_without_output(opts), command or None,
-                            on_run=lambda t: click.echo(f"{t.name}: {t.params or '(base)'}",
+                            on_run=lambda t: click.echo(f"{t.name}: {point_label(t.params)}",
                                                         err=True))
 
     def on_start(total: int, skipped: int) -> None:
         if skipped:
-            click.echo(f"resuming: {skipped} of {total} runs finished earlier, kept", err=True)
+            click.echo(resume_line(total, skipped, out), err=True)
 
     try:
         res = sweep(sweep_file, out, engine=engine, report=False, on_start=on_start)
@@ -1000,8 +1003,8 @@ def run_emulator(args: list[str], announce: bool = True, scratch: list[Path] | N
         rc = 128 - rc
     elif rc < 0:
         # l4s-emu itself was killed (SIGKILL or a signal it does not handle): no results.
-        click.echo(f"error: l4s-emu was killed by {_signal_name(-rc)}; no results were "
-                   "written", err=True)
+        click.echo(error_line(f"l4s-emu was killed by {_signal_name(-rc)}; no results were "
+                              "written"), err=True)
         rc = 128 - rc
     elif got and rc == 0:
         rc = 128 + got[0]
@@ -1020,8 +1023,8 @@ def run_emulator(args: list[str], announce: bool = True, scratch: list[Path] | N
         summary = build_run_dir(out, watch=watch)
     except (EmulateError, ValueError, KeyError, OSError) as e:
         # The raw results stay in OUT/raw and OUT/emulator.json; the status is the command's.
-        click.echo(f"error: {out}: could not write the run directory ({e}); the emulator's "
-                   f"raw results are kept in {out / 'raw'}", err=True)
+        click.echo(error_line(f"{out}: could not write the run directory ({e}); the "
+                              f"emulator's raw results are kept in {out / 'raw'}"), err=True)
         return rc if rc else 1
 
     def us(key: str) -> str:
@@ -1105,6 +1108,6 @@ def emulate_cmd(ctx: click.Context) -> None:
         else:
             rc = run_emulator(args)
     except EmulateError as e:
-        click.echo(f"error: {e}", err=True)
+        click.echo(error_line(str(e)), err=True)
         sys.exit(2)
     sys.exit(rc)

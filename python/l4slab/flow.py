@@ -14,6 +14,8 @@ from pathlib import Path
 
 import click
 
+from l4slab.console import error_line
+
 BIN_NAME = "l4s-flow"
 ENV_VAR = "L4SLAB_FLOW_BIN"
 
@@ -45,7 +47,7 @@ def flow_cmd(args: tuple[str, ...]) -> None:
         where = (f"{ENV_VAR}={env} is not an executable file" if env else
                  f"no {BIN_NAME} in the source tree's target/release nor on PATH; "
                  f"build it with `make develop` (cargo build --release -p {BIN_NAME})")
-        click.echo(f"error: flow: {where}", err=True)
+        click.echo(error_line(where, prog="l4slab flow"), err=True)
         sys.exit(2)
     sys.stdout.flush()
     sys.stderr.flush()

@@ -24,9 +24,18 @@ th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}
 th{background:#f3f3f3}td.l,th.l{text-align:left}
 img{max-width:100%;margin:.5em 0;border:1px solid #eee}
 pre{background:#f7f7f7;padding:.8em;overflow:auto;font-size:.85em}
-.wide{overflow-x:auto;max-width:100%}th code{font-weight:normal;color:#555}
+th code{font-weight:normal;color:#555}
 .fail{color:#b00}.muted{color:#777}
 """
+
+#: A table wider than the page scrolls sideways in its own box (`scroll_box`) instead of
+#: running past the page's max-width; run, sweep and suite reports share it.
+SCROLL_CSS = ".wide{overflow-x:auto;max-width:100%}\n"
+
+
+def scroll_box(table_html: str) -> str:
+    """`table_html` inside the horizontally scrolling box of SCROLL_CSS."""
+    return f'<div class="wide">{table_html}</div>'
 
 _RUN_FIGURE_ORDER = ["throughput", "sojourn", "probability", "sojourn_cdf", "cwnd",
                      "frame_latency_cdf", "slowdown"]
@@ -49,15 +58,15 @@ def _fmt(v: Any) -> str:
 def _table(header: Sequence[str], rows: Iterable[Sequence[Any]], left: int = 1) -> str:
     """An HTML table in a horizontally scrolling box (a wide sweep never overflows the page);
     a dotted metric key in the header shows its plain label with the key beneath it."""
-    out = ['<div class="wide"><table><tr>']
+    out = ["<table><tr>"]
     out += [f'<th class="{"l" if i < left else ""}">{_header_cell(h)}</th>'
             for i, h in enumerate(header)]
     out.append("</tr>")
     for r in rows:
         out.append("<tr>" + "".join(f'<td class="{"l" if i < left else ""}">{_esc(_fmt(v))}</td>'
                                     for i, v in enumerate(r)) + "</tr>")
-    out.append("</table></div>")
-    return "".join(out)
+    out.append("</table>")
+    return scroll_box("".join(out))
 
 
 def _header_cell(h: str) -> str:
@@ -80,7 +89,7 @@ def _page(title: str, body: list[str]) -> str:
     from l4slab import __version__
 
     return ("<!DOCTYPE html><html><head><meta charset=\"utf-8\">"
-            f"<title>{_esc(title)}</title><style>{_CSS}</style></head><body>"
+            f"<title>{_esc(title)}</title><style>{_CSS}{SCROLL_CSS}</style></head><body>"
             f"<h1>{_esc(title)}</h1>" + "\n".join(body) +
             f'<p class="muted">l4slab {__version__}</p></body></html>\n')
 

@@ -409,6 +409,29 @@ def sigint_held() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
+#: The resource tracker's warning when its parent dies holding semaphores (a SIGKILLed sweep):
+#: it unlinks them all the same (multiprocessing/resource_tracker.py, main()).
+_TRACKER_WARNING = "ignore:resource_tracker:UserWarning:multiprocessing.resource_tracker"
+
+
+def quiet_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker (if not yet running) without its "There
+    appear to be N leaked semaphore objects to clean up at shutdown" warning: after a SIGKILL
+    of the sweep the tracker still unlinks the pool's semaphores, which is all a user needs.
+    The filter reaches the tracker alone (its environment at spawn), not the workers."""
+    from multiprocessing import resource_tracker
+
+    old = os.environ.get("PYTHONWARNINGS")
+    os.environ["PYTHONWARNINGS"] = ",".join(x for x in (old, _TRACKER_WARNING) if x)
+    try:
+        resource_tracker.ensure_running()
+    finally:
+        if old is None:
+            del os.environ["PYTHONWARNINGS"]
+        else:
+            os.environ["PYTHONWARNINGS"] = old
+
+
 def start_pool(jobs: int, fn: Callable[..., Any], calls: Iterable[tuple[Any, ...]]
                ) -> tuple[ProcessPoolExecutor, dict[Any, tuple[Any, ...]]]:
     """A spawn pool of `jobs` workers (each ends with its parent: `die_with_parent`), started
@@ -417,9 +440,7 @@ def start_pool(jobs: int, fn: Callable[..., Any], calls: Iterable[tuple[Any, ...
     ctx = multiprocessing.get_context("spawn")
     # The pool's semaphores start multiprocessing's resource tracker, whose start-up ends with
     # SIG_UNBLOCK of SIGINT in this thread: start it before holding SIGINT.
-    from multiprocessing import resource_tracker
-
-    resource_tracker.ensure_running()
+    quiet_resource_tracker()
     with sigint_held():
         pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx,
                                    initializer=die_with_parent, initargs=(os.getpid(),))

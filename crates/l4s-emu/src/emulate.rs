@@ -851,12 +851,12 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
         }
     }
     if let Some(e) = log_error {
-        eprintln!("l4s-emu: {e}");
+        eprintln!("l4s-emu: error: {e}");
     }
     let mut exit = signal.map_or(client_status, |s| 128 + s);
     if let Some(code) = server_exit.filter(|&c| c != 0 && signal.is_none()) {
         eprintln!(
-            "l4s-emu: the server command (--server) exited with status {code} before the \
+            "l4s-emu: error: the server command (--server) exited with status {code} before the \
              client command ended"
         );
         if exit == 0 {

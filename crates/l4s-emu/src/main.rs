@@ -12,7 +12,7 @@ fn main() {
     let opts = match cli::parse(&args) {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("l4s-emu: {e}");
+            eprintln!("l4s-emu: error: {e}");
             std::process::exit(EXIT_BAD_INPUT);
         }
     };
@@ -23,7 +23,7 @@ fn main() {
     if let Some(out) = &opts.output {
         if out.exists() && std::fs::read_dir(out).map_or(true, |mut d| d.next().is_some()) {
             eprintln!(
-                "l4s-emu: -o {}: exists and is not empty; choose a new directory (results are never overwritten)",
+                "l4s-emu: error: -o {}: exists and is not empty; choose a new directory (results are never overwritten)",
                 out.display()
             );
             std::process::exit(EXIT_BAD_INPUT);
@@ -41,7 +41,7 @@ fn main() {
                     let _ = std::fs::remove_dir(out);
                 }
             }
-            eprintln!("l4s-emu: {e}");
+            eprintln!("l4s-emu: error: {e}");
             let code = match e {
                 emulate::EmuError::NotFound(_) => EXIT_NOT_FOUND,
                 _ => EXIT_BAD_INPUT,
@@ -54,7 +54,7 @@ fn main() {
         match emulate::write_outputs(out, &outcome, &doc) {
             Ok(()) if !opts.quiet => eprintln!("l4s-emu: results in {}", out.display()),
             Ok(()) => {}
-            Err(e) => eprintln!("l4s-emu: {e}"),
+            Err(e) => eprintln!("l4s-emu: error: {e}"),
         }
     }
     std::process::exit(outcome.exit);

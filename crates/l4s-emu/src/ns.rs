@@ -329,7 +329,7 @@ fn run_command(spec: &SideSpec, ctl: &mut UnixStream) -> i32 {
         Ok(c) => c.id() as libc::pid_t,
         Err(e) => {
             eprintln!(
-                "l4s-emu: cannot run {} command `{}`: {e}",
+                "l4s-emu: error: cannot run {} command `{}`: {e}",
                 spec.label, spec.command[0]
             );
             return 127;

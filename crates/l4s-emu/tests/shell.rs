@@ -124,7 +124,7 @@ fn bad_flags_are_one_line_and_exit_2() {
     assert_eq!(o.status.code(), Some(2));
     let e = stderr(&o);
     assert_eq!(e.lines().count(), 1, "{e}");
-    assert!(e.starts_with("l4s-emu: --rate:"), "{e}");
+    assert!(e.starts_with("l4s-emu: error: --rate:"), "{e}");
 }
 
 /// How the cleanup test stops a run.
@@ -260,7 +260,7 @@ fn unprivileged_run_is_refused_in_one_line_with_a_remedy() {
     let e = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{e}");
     assert_eq!(e.lines().count(), 1, "one line expected: {e}");
-    assert!(e.starts_with("l4s-emu: "), "{e}");
+    assert!(e.starts_with("l4s-emu: error: "), "{e}");
     assert!(
         e.contains("/dev/net/tun") && e.contains("run as root") && e.contains("chmod 0666"),
         "the reason and the remedies: {e}"

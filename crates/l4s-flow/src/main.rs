@@ -463,12 +463,26 @@ fn run_app(
     }
 }
 
+/// A clap error as one line: its first line without clap's own "error: ", and where to look.
+fn clap_line(e: &clap::Error) -> String {
+    let text = e.to_string();
+    let first = text.lines().next().unwrap_or("").trim();
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    format!("{first} (see l4slab flow --help)")
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
-        Err(e) => {
+        // --help and --version print as clap does; a usage error is one line in the
+        // program's error style, "l4slab flow: error: <what>: <why>" (as `run`'s errors).
+        Err(e) if !e.use_stderr() => {
             let _ = e.print();
-            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("l4slab flow: error: {}", clap_line(&e));
+            return ExitCode::from(2);
         }
     };
     install_signal_handlers();

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from l4slab.console import ERROR_PREFIX
 from l4slab.results import OutputDirError
 from l4slab.scenario import ScenarioError
 
@@ -65,7 +66,7 @@ def suite_cmd(name: str, quick: bool, out_dir: Path | None, jobs: int | None,
     err = Console(stderr=True)
 
     def fail(msg: str, code: int = EXIT_BAD_INPUT) -> None:
-        err.print(f"[bold red]error:[/] {escape(msg)}", highlight=False, soft_wrap=True)
+        err.print(f"[bold red]{ERROR_PREFIX}[/] {escape(msg)}", highlight=False, soft_wrap=True)
         sys.exit(code)
 
     if name not in NAMES:

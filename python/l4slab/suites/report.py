@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from l4slab.report import SCROLL_CSS, scroll_box
 from l4slab.suites.types import Analysis, Suite, Table
 
 _CSS = """
@@ -89,9 +90,10 @@ def _html_table(df: pd.DataFrame, nkeys: int) -> str:
         out.append("<tr>" + "".join(f'<td class="{"l" if i < nkeys else ""}">{e(fmt(v))}</td>'
                                     for i, v in enumerate(r)) + "</tr>")
     out.append("</table>")
+    box = scroll_box("".join(out))
     if len(df) > MAX_ROWS:
-        out.append(f'<p class="muted">{len(df) - MAX_ROWS} more rows in the CSV</p>')
-    return "".join(out)
+        box += f'<p class="muted">{len(df) - MAX_ROWS} more rows in the CSV</p>'
+    return box
 
 
 def provenance_lines(prov: dict[str, Any]) -> list[tuple[str, str]]:
@@ -178,7 +180,8 @@ def write_reports(suite: Suite, analysis: Analysis, prov: dict[str, Any],
     md_path.write_text("\n".join(md) + "\n")
     html_path = out / "report.html"
     html_path.write_text("<!DOCTYPE html><html><head><meta charset=\"utf-8\">"
-                         f"<title>{html.escape(title)}</title><style>{_CSS}</style></head>"
+                         f"<title>{html.escape(title)}</title>"
+                         f"<style>{_CSS}{SCROLL_CSS}</style></head>"
                          f"<body><h1>{html.escape(title)}</h1>" + "\n".join(body) +
                          "</body></html>\n")
     return html_path, md_path

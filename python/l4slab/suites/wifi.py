@@ -58,30 +58,43 @@ def derive(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def delay_split_figure(df: pd.DataFrame, out: Any) -> Figure:
-    """Stacked bars: each class's mean delay as AQM + driver queue + MAC, per AQM and traffic
-    (PER 1 %, no other station, small driver queue)."""
-    fig = MplFigure(figsize=(8.0, 3.8))
-    ax = fig.add_subplot()
+    """The delay-split figure (`delay_split_plot`) saved as delay_split.png in `out`."""
+    return save(delay_split_plot(df), out, "delay_split", "Where the delay is: AQM, driver "
+                "queue, MAC (PER 1 %, no other station, 5 ms driver queue)")
+
+
+def delay_split_plot(df: pd.DataFrame) -> MplFigure:
+    """Stacked horizontal bars: each class's mean delay as AQM + driver queue + MAC, per AQM
+    and traffic (PER 1 %, no other station, small driver queue), one labelled row per class
+    (labels never share a line, however many rows) and the total at the bar's end."""
     labels, parts = [], []
     for _, row in df.iterrows():
         for cls in ("L", "C"):
             a = row[f"{cls}_aqm_ms"]
             if not np.isfinite(a):
                 continue
-            labels.append(f"{row['traffic']}\n{row['aqm']} {cls}")
+            labels.append(f"{row['traffic']} · {row['aqm']} · {cls}")
             parts.append((a, row["driver_ms"], row["mac_ms"]))
-    x = np.arange(len(labels))
-    bottom = np.zeros(len(labels))
+    fig = MplFigure(figsize=(8.0, 1.2 + 0.28 * max(len(labels), 1)))
+    ax = fig.add_subplot()
+    y = np.arange(len(labels))
+    left = np.zeros(len(labels))
     for i, (name, color) in enumerate([("AQM", "#4c72b0"), ("driver queue", "#dd8452"),
                                        ("MAC (access, retries, reorder)", "#55a868")]):
-        h = np.array([p[i] for p in parts], dtype=float)
-        ax.bar(x, h, bottom=bottom, label=name, color=color)
-        bottom += np.nan_to_num(h)
-    ax.set_xticks(x, labels, fontsize=6)
-    ax.set_ylabel("mean one-way delay [ms]")
-    ax.legend(fontsize=7)
-    return save(fig, out, "delay_split", "Where the delay is: AQM, driver queue, MAC "
-                "(PER 1 %, no other station, 5 ms driver queue)")
+        w = np.array([p[i] for p in parts], dtype=float)
+        ax.barh(y, w, left=left, label=name, color=color)
+        left += np.nan_to_num(w)
+    for yi, total in zip(y, left, strict=True):
+        ax.annotate(f"{total:.1f}", (total, yi), xytext=(3, 0), textcoords="offset points",
+                    va="center", fontsize=7)
+    ax.set_yticks(y, labels, fontsize=8)
+    ax.invert_yaxis()  # first row on top, in table order
+    ax.set_xlim(0, max(left.max(initial=0.0), 1e-9) * 1.12)
+    ax.set_xlabel("mean one-way delay [ms]")
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=3,
+              frameon=False)
+    return fig
 
 
 def analyse(data: SuiteData) -> Analysis:
