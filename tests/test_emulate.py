@@ -228,7 +228,9 @@ def test_a_wifi_run_has_the_wifi_block_and_driver_rows(tmp_path):
     assert r.returncode == 0, r.stderr
     s = json.loads((out / "summary.json").read_text())
     assert s["emulator"]["primary_direction"] == "downlink"
-    assert [q["name"] for q in s["queues"]] == ["single", "driver"]
+    # The default access point is mac80211's (as the simulator's): the TXQ row beside the driver's.
+    assert s["wifi"]["ap"] == "mac80211"
+    assert [q["name"] for q in s["queues"]] == ["single", "txq/0", "driver"]
     w = s["wifi"]
     assert 0.0 < w["airtime"]["utilisation"] <= 1.0
     assert w["driver"]["limit"] == {"airtime_ms": 12.0}  # mac80211's AQL default here

@@ -58,6 +58,8 @@ def _argv(flow_bin: str, server: str, f: dict[str, Any], secs: float) -> list[st
     if f.get("app", "bulk") != "bulk":
         # A real-time video flow: its scenario keys as flags (emuflows.EmuFlow.rt_flags).
         argv += ["--app", f["app"], *(f.get("rt_flags") or [])]
+    if f.get("cport") is not None:
+        argv += ["--cport", str(f["cport"])]
     if f.get("mss") is not None:
         argv += ["--mss", str(f["mss"])]
     if f.get("bytes") is not None:

@@ -101,6 +101,9 @@ _RT_KEYS = ("fps", "frame_budget", "deadline", "init_rate", "min_rate", "max_rat
 RT_PORT = 5202
 #: UDP port of the probe echo server (`l4s-flow -s --app probe`).
 PROBE_PORT = 5203
+#: A flow at a Wi-Fi client station other than 0 sends from UDP port CLIENT_PORT_BASE + its
+#: index (l4s-flow --cport), which `[[emulator.stations]]` maps to its station.
+CLIENT_PORT_BASE = 6000
 #: Smallest probe packet the emulator carries: IPv4 (20) + UDP (8) + the probe header (12).
 PROBE_MIN_BYTES = 40
 
@@ -125,6 +128,7 @@ class EmuFlow:
     port: int | None = None                  # -p (None: l4s-flow's default)
     rt_flags: list[str] | None = None        # rt: the flow's rt keys as l4s-flow flags
     deadline_ms: float | None = None         # rt: the frame deadline the simulator resolves
+    cport: int | None = None                 # --cport (a Wi-Fi station ≥ 1's flow)
 
 
 @dataclass
@@ -326,6 +330,7 @@ def plan_scenario(doc: dict[str, Any], base_dir: Path) -> EmuPlan:
         if rtt0_ns is None and doc.get(key):
             rtt0_ns = _ns(doc[key][0].get("rtt"), f"{key}[0].rtt")
     flows: list[EmuFlow] = []
+    stations: list[dict[str, int]] = []  # [[emulator.stations]]: a port per flow at station ≥ 1
     for i, fl in enumerate(doc.get("flows") or []):
         p = f"flows[{i}]"
         cc = fl["cc"]
@@ -370,6 +375,19 @@ def plan_scenario(doc: dict[str, Any], base_dir: Path) -> EmuPlan:
                 if stacks[i] else None,
                 app="rt" if rt else "bulk", port=RT_PORT if rt else None, rt_flags=rt_flags,
                 deadline_ms=deadlines[idx] if rt else None))
+            station = int(fl.get("station", 0))
+            if station > 0:
+                if rt:
+                    raise ScenarioError(
+                        f"{p}.station: {station}: a real-time flow cannot be mapped to a Wi-Fi "
+                        "client station in the emulator (the rt receivers share one port); "
+                        "expected station 0 or a bulk flow")
+                f = flows[-1]
+                if f.stack:
+                    port = int(f.stack["port"])  # the command/kernel flow's server port
+                else:
+                    f.cport = port = CLIENT_PORT_BASE + idx
+                stations.append({"port": port, "station": station})
     assert ccs == [f.cc for f in flows], (ccs, flows)
     out = copy.deepcopy(doc)
     # The emulator builds the path only; the launcher runs the workloads and probes.
@@ -387,6 +405,12 @@ def plan_scenario(doc: dict[str, Any], base_dir: Path) -> EmuPlan:
     if not isinstance(down, dict):
         raise ScenarioError("emulator.downlink: must be a table")
     wifi = link.get("model") == "wifi"
+    if "stations" in emu:
+        raise ScenarioError(
+            "emulator.stations: scenario mode maps each flow to its Wi-Fi client station from "
+            "[[flows]] station itself; remove the key")
+    if stations:
+        emu["stations"] = stations
     if wifi:
         # The simulator's data goes access point -> station, its ACKs up the same medium:
         # the senders' side (the client namespace) is the access point's.

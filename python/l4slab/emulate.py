@@ -208,11 +208,13 @@ def build_run_dir(out: Path, *, figures: bool = True, report: bool = True,
             scenario_mode["apps"] = app_diag
         run.summary = {**run.summary, "flows": rows, "jain": scenario_mode.pop("jain"),
                        **app_blocks}
+        # Per-packet rows and wifi.clients name the bottleneck's flow ids (order of first
+        # packet): the scenario's index instead; a 5-tuple no sender owns gets an id after them.
+        by_key = {r["flow"]: r["id"] for r in rows if r["flow"] is not None}
+        remap = {i: by_key.get(k, len(rows) + i) for i, k in enumerate(flow_keys)}
+        for c in (run.summary.get("wifi") or {}).get("clients") or []:
+            c["flows"] = sorted(remap.get(i, len(rows) + i) for i in c.get("flows", []))
         if run.packets is not None and len(run.packets):
-            # Per-packet rows name the bottleneck's flow ids (order of first packet): the
-            # scenario's index instead; a 5-tuple no sender owns gets an id after them.
-            by_key = {r["flow"]: r["id"] for r in rows if r["flow"] is not None}
-            remap = {i: by_key.get(k, len(rows) + i) for i, k in enumerate(flow_keys)}
             run.packets["flow"] = run.packets["flow"].map(remap).fillna(
                 run.packets["flow"] + len(rows)).astype(np.uint32)
     elif senders is not None:

@@ -541,8 +541,12 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
     // `[link] model = "wifi"`: one medium, the access point on the side the scenario says
     // (the server's unless `emulator.access_point = "client"`).
     match scen.access_point {
-        scenario::AccessPoint::Server => Path::share_wifi(&mut up, &mut down),
-        scenario::AccessPoint::Client => Path::share_wifi(&mut down, &mut up),
+        scenario::AccessPoint::Server => {
+            Path::share_wifi(&mut up, &mut down, scen.stations.clone())
+        }
+        scenario::AccessPoint::Client => {
+            Path::share_wifi(&mut down, &mut up, scen.stations.clone())
+        }
     }
     .map_err(|e| EmuError::Config(e.to_string()))?;
     let flows = flow_dir(o.output.as_ref(), run_as)?;

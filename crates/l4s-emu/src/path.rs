@@ -101,6 +101,8 @@ struct Slot {
     buf: PacketBuf,
     orig_ecn: Ecn,
     payload: u32,
+    /// `[link] model = "wifi"`: the client station it goes to or comes from.
+    station: u8,
 }
 
 /// A packet propagating after the bottleneck.
@@ -161,6 +163,8 @@ pub struct Path {
     wifi: Option<crate::wifi::Role>,
     /// The access point's `driver` queue rows and the summary's `wifi` block (as the simulator).
     wifi_record: Option<l4s_sim::wifi_config::WifiRecord>,
+    /// The client station of each flow id (`wifi.clients[].flows`).
+    flow_station: Vec<u8>,
 }
 
 /// One direction's share of the `--pcap` trace (`l4s_sim::pcap` blocks).
@@ -216,10 +220,19 @@ impl Path {
         // the other direction its client station.
         let wifi = match &cfg.link.wifi {
             Some(w) if cfg.link.model == Some(l4s_sim::scenario::LinkModelKind::Wifi) => {
-                w.emulator_ap()?;
+                if w.ap_mode()? == l4s_core::wifi::ApMode::AqmInTxq && w.n_clients() > 1 {
+                    return Err(SimError::field(
+                        "link.wifi.ap",
+                        "\"aqm_in_txq\" with several [[link.wifi.clients]] is not run by the \
+                         emulator (one AQM instance per direction); expected \"mac80211\" or \
+                         \"driver_fifo\"",
+                    ));
+                }
                 Some(crate::wifi::Role::new_ap(
-                    w.params()?,
+                    w,
+                    w.params_in(cfg.base_dir.as_deref())?,
                     Rng::derive(cfg.seed, &format!("{}link/wifi", cfg.stream)),
+                    Rng::derive(cfg.seed, &format!("{}link/wifi/txq", cfg.stream)),
                 )?)
             }
             _ => None,
@@ -267,6 +280,7 @@ impl Path {
             capture: None,
             wifi,
             wifi_record: None,
+            flow_station: Vec::new(),
         };
         if !p.warmup_pending {
             p.snapshot();
@@ -299,6 +313,14 @@ impl Path {
             None => parsed.key,
         };
         let flow = self.rec.flow_id(&key, parsed.ecn == Ecn::Ect1, now);
+        let station = match &self.wifi {
+            Some(w) => w.medium().borrow().stations.station(&key),
+            None => 0,
+        };
+        if self.wifi.is_some() && self.flow_station.len() <= flow as usize {
+            self.flow_station.resize(flow as usize + 1, 0);
+            self.flow_station[flow as usize] = station;
+        }
         self.rec.totals.sent_pkts += 1;
         let buf = PacketBuf::copy_into(self.pool.pop().unwrap_or_default(), &pkt[..parsed.len]);
         let slot = match self.free.pop() {
@@ -307,6 +329,7 @@ impl Path {
                     buf,
                     orig_ecn: parsed.ecn,
                     payload: parsed.payload_len as u32,
+                    station,
                 };
                 s
             }
@@ -315,6 +338,7 @@ impl Path {
                     buf,
                     orig_ecn: parsed.ecn,
                     payload: parsed.payload_len as u32,
+                    station,
                 });
                 (self.slots.len() - 1) as u32
             }
@@ -420,17 +444,37 @@ impl Path {
     }
 
     /// One Wi-Fi medium for both directions: `ap` stays the access point (the direction it
-    /// transmits), `station` becomes its client station's direction (its own medium is
-    /// dropped). An error names `link.model` when only one direction is a Wi-Fi link.
-    pub fn share_wifi(station: &mut Path, ap: &mut Path) -> Result<(), SimError> {
+    /// transmits), `station` becomes its client stations' direction (its own medium is
+    /// dropped); `stations` says which station each packet belongs to. An error names
+    /// `link.model` when only one direction is a Wi-Fi link, `emulator.stations` when a
+    /// station does not exist.
+    pub fn share_wifi(
+        station: &mut Path,
+        ap: &mut Path,
+        stations: crate::wifi::StationMap,
+    ) -> Result<(), SimError> {
         match (&station.wifi, &ap.wifi) {
-            (None, None) => Ok(()),
+            (None, None) if stations.ports.is_empty() => Ok(()),
+            (None, None) => Err(SimError::field(
+                "emulator.stations",
+                "applies with [link] model = \"wifi\" only",
+            )),
             (Some(_), Some(medium)) => {
-                station.wifi = Some(crate::wifi::Role::Station(medium.medium().clone()));
-                // The access point records the driver queue (a row from time 0, as the
-                // simulator's); a warmup of 0 took its snapshot already: take it again.
+                let m = medium.medium().clone();
+                let n = m.borrow().mac.clients();
+                stations
+                    .check(n)
+                    .map_err(|e| SimError::field("emulator.stations", e))?;
+                m.borrow_mut().stations = stations;
+                station.wifi = Some(crate::wifi::Role::Station(m.clone()));
+                // The access point records its TXQs and the driver queue (rows from time 0,
+                // in the simulator's order); a warmup of 0 took its snapshot already: take it
+                // again.
+                if let Some(t) = m.borrow_mut().txq.as_mut() {
+                    t.register(ap.rec.recorder_mut());
+                }
                 let mut r = l4s_sim::wifi_config::WifiRecord::default();
-                r.register(ap.rec.recorder_mut(), &medium.medium().borrow().mac);
+                r.register(ap.rec.recorder_mut(), &m.borrow().mac);
                 ap.wifi_record = Some(r);
                 if !ap.warmup_pending {
                     ap.snapshot();
@@ -480,13 +524,24 @@ impl Path {
         };
         let window_s = (end.saturating_sub(self.rec.warmup())).as_secs_f64();
         let wifi = match (&self.wifi_record, self.ap_medium()) {
-            (Some(r), Some(m)) => Some(r.summary(&m.borrow().mac, window_s)),
+            (Some(r), Some(m)) => {
+                let m = m.borrow();
+                let mut block = r.summary(&m.mac, window_s);
+                block["ap"] = serde_json::json!(m.ap.name());
+                let flows: Vec<Vec<usize>> = (0..m.mac.clients())
+                    .map(|sta| {
+                        (0..self.flow_station.len())
+                            .filter(|&f| self.flow_station[f] as usize == sta)
+                            .collect()
+                    })
+                    .collect();
+                l4s_sim::wifi_txq::add_clients(&mut block, &m.mac, &flows, m.txq.as_ref());
+                Some(block)
+            }
             _ => None,
         };
         let mut res = self.rec.finish(ctx, self.bn.aqm.as_ref());
-        if let Some(mut block) = wifi {
-            // The emulator's access point is the one-station MAC-integrated design.
-            block["ap"] = serde_json::json!("aqm_in_txq");
+        if let Some(block) = wifi {
             l4s_sim::wifi_config::add_to_summary(&mut res.run.summary_json, block);
         }
         res
@@ -588,7 +643,12 @@ impl Path {
     fn wifi_sample(&mut self, t: Nanos) {
         let m = self.ap_medium();
         if let (Some(r), Some(m)) = (self.wifi_record.as_mut(), m) {
-            r.sample(self.rec.recorder_mut(), &m.borrow().mac, t);
+            let mut m = m.borrow_mut();
+            let m = &mut *m;
+            if let Some(x) = m.txq.as_mut() {
+                x.sample(self.rec.recorder_mut(), &m.mac, t);
+            }
+            r.sample(self.rec.recorder_mut(), &m.mac, t);
         }
     }
 
@@ -598,7 +658,8 @@ impl Path {
         match &self.wifi {
             Some(crate::wifi::Role::Ap(m)) => {
                 let m = m.borrow();
-                m.mac.driver_backlog(self.t).1 .0 + m.mac.reorder_held().0
+                let txq = m.txq.as_ref().map_or(0, |t| t.txqs.total_pkts());
+                m.mac.driver_backlog(self.t).1 .0 + m.mac.reorder_held().0 + txq
             }
             Some(crate::wifi::Role::Station(m)) => {
                 let m = m.borrow();
@@ -609,22 +670,84 @@ impl Path {
     }
 
     /// Move packets from the AQM to the driver queue while it has room (the AQM's dequeue
-    /// happens when the driver pulls, as with mac80211's AQL; `World::wifi_pull`).
+    /// happens when the driver pulls, as with mac80211's AQL; `World::wifi_pull`). With
+    /// `ap = "mac80211"` the AQM is the root qdisc: it is dequeued at once into the stations'
+    /// TXQs, and the driver's scheduling loop runs when its hardware queue is empty (else on
+    /// TX status).
     fn wifi_pull(&mut self, now: Nanos) {
         let Some(crate::wifi::Role::Ap(m)) = self.wifi.clone() else {
             return;
         };
+        if m.borrow().txq.is_some() {
+            self.txq_fill(&m, now);
+            if m.borrow().mac.pending_total().0 == 0 {
+                self.txq_pull(&m, now);
+            }
+            self.arm_aqm();
+            return;
+        }
         while m.borrow().mac.has_room() && !self.bn.aqm.is_empty() {
             let (bn, mut v) = self.bottleneck(true);
             let Some(p) = bn.dequeue(now, &mut v) else {
                 break;
             };
-            m.borrow_mut().mac.push_down(p, now);
+            let sta = self.slots[(p.id & 0xffff_ffff) as usize].station as usize;
+            m.borrow_mut().mac.push_down_to(sta, p, now);
             if let Some(r) = self.wifi_record.as_mut() {
                 r.note_pending(&m.borrow().mac, now);
             }
         }
         self.arm_aqm();
+    }
+
+    /// The root qdisc is dequeued as soon as it holds a packet (`IFF_NO_QUEUE`): each packet
+    /// goes into its station's TXQ (`World::txq_fill`); the TXQ's overflow drops free their
+    /// slots.
+    fn txq_fill(&mut self, m: &std::rc::Rc<std::cell::RefCell<crate::wifi::Medium>>, now: Nanos) {
+        while !self.bn.aqm.is_empty() {
+            let (bn, mut v) = self.bottleneck(true);
+            let Some(p) = bn.dequeue(now, &mut v) else {
+                break;
+            };
+            let sta = self.slots[(p.id & 0xffff_ffff) as usize].station as usize;
+            let mut mm = m.borrow_mut();
+            let Some(t) = mm.txq.as_mut() else { break };
+            t.enqueue(sta, p, now, |q, d| self.txq_verdict(now, d, q, 2));
+        }
+    }
+
+    /// The driver's scheduling loop over the stations' TXQs (`World::txq_pull`): CoDel's
+    /// drops and marks are the TXQ's verdicts, written into the packets' bytes.
+    fn txq_pull(&mut self, m: &std::rc::Rc<std::cell::RefCell<crate::wifi::Medium>>, now: Nanos) {
+        let mut mm = m.borrow_mut();
+        let mm = &mut *mm;
+        let Some(t) = mm.txq.as_mut() else { return };
+        t.pull(&mut mm.mac, now, |mac, q, p, v| {
+            self.txq_verdict(now, p, q, v);
+            if v != 2 {
+                if let Some(r) = self.wifi_record.as_mut() {
+                    r.note_pending(mac, now);
+                }
+            }
+        });
+    }
+
+    /// A TXQ verdict on packet `p` (row `q`): a drop (2) frees its slot, a CE mark (1) is
+    /// written into its IP header; each is recorded as the simulator's `note_verdict`.
+    fn txq_verdict(&mut self, now: Nanos, p: &Packet, q: u8, v: u8) {
+        let sojourn = now - p.enqueued_at;
+        let slot = (p.id & 0xffff_ffff) as usize;
+        self.rec.on_packet(now, p.flow, q, sojourn, v);
+        if let Some(c) = &mut self.capture {
+            c.note(now, &self.slots[slot], p.flow, q, sojourn, v);
+        }
+        if v == 2 {
+            let s = self.free_slot(p.id);
+            self.recycle(s.buf);
+        } else if v == 1 && packet::set_ecn(&mut self.slots[slot].buf, Ecn::Ce).is_err() {
+            // Unreachable: the bytes parsed at push.
+            self.rec.malformed += 1;
+        }
     }
 
     /// The MAC's instant `t`: on the access point's side, run the medium, put what reached
@@ -635,6 +758,10 @@ impl Path {
             Some(crate::wifi::Role::Ap(m)) => {
                 let mut mm = m.borrow_mut();
                 mm.mac.handle_timeout(t);
+                let mm_ = &mut *mm;
+                if let Some(x) = mm_.txq.as_mut() {
+                    x.register_airtime(&mm_.mac);
+                }
                 let first_tx: Vec<(u32, Nanos)> = mm.mac.drain_first_tx().collect();
                 let mut down = Vec::new();
                 while let Some((dir, p)) = mm.mac.poll_dropped() {
@@ -673,6 +800,10 @@ impl Path {
                         self.rec.on_link_loss(p.flow);
                         self.recycle(s.buf);
                     }
+                }
+                if m.borrow().txq.is_some() {
+                    // TX status: the driver's tx worker schedules the TXQs again.
+                    self.txq_pull(&m, t);
                 }
                 self.wifi_pull(t);
             }
@@ -727,7 +858,11 @@ impl Path {
         self.wifi_sample(self.t);
         if let (Some(_), Some(m)) = (&self.wifi_record, self.ap_medium()) {
             // The `wifi` block counts from the end of warmup (`World::wifi_warmup`).
-            m.borrow_mut().mac.reset_stats();
+            let mut m = m.borrow_mut();
+            m.mac.reset_stats();
+            if let Some(x) = m.txq.as_mut() {
+                x.warmup();
+            }
         }
         self.rec
             .warmup_snapshot(self.t, self.bn.aqm.as_ref(), unused);
@@ -738,7 +873,8 @@ impl Path {
         if let Some(crate::wifi::Role::Station(m)) = self.wifi.clone() {
             // The client station's queue (tail drop at uplink_limit_pkts), no AQM: as the
             // simulator's uplink. The packet's bytes stay in their slot until the MAC is done.
-            if !m.borrow_mut().mac.push_up(p, now) {
+            let sta = self.slots[(p.id & 0xffff_ffff) as usize].station as usize;
+            if !m.borrow_mut().mac.push_up_from(sta, p, now) {
                 let s = self.free_slot(p.id);
                 self.rec.on_link_loss(p.flow);
                 self.recycle(s.buf);

@@ -27,7 +27,8 @@ const TOP_KEYS: &[&str] = &[
     "output",
     "emulator",
 ];
-const EMULATOR_KEYS: &[&str] = &["delay", "uplink", "downlink", "access_point"];
+const EMULATOR_KEYS: &[&str] = &["delay", "uplink", "downlink", "access_point", "stations"];
+const STATION_KEYS: &[&str] = &["port", "station"];
 const DIRECTION_KEYS: &[&str] = &["rate", "trace", "once", "delay", "loss", "aqm"];
 
 /// The link rate used when neither `link.rate` nor a trace is given: delay only, as
@@ -65,6 +66,8 @@ pub struct EmuScenario {
     /// `[link] model = "wifi"`: the side whose direction is the access point's (the other is
     /// its station). `emulator.access_point`, "server" unless set.
     pub access_point: AccessPoint,
+    /// `[[emulator.stations]]`: the Wi-Fi client station of the packets with a given port.
+    pub stations: crate::wifi::StationMap,
 }
 
 /// Which namespace sits behind the Wi-Fi access point (`emulator.access_point`).
@@ -112,6 +115,41 @@ fn check_keys(t: &Map<String, Value>, path: &str, allowed: &[&str]) -> Result<()
 
 fn table<'a>(v: &'a Value, path: &str) -> Result<&'a Map<String, Value>, EmuError> {
     v.as_object().ok_or_else(|| field(path, "must be a table"))
+}
+
+/// `[[emulator.stations]]` entries `{port, station}`: each port (1–65535, listed once) and its
+/// client station (0–63; checked against `[[link.wifi.clients]]` when the medium is built).
+fn station_map(v: Option<&Value>) -> Result<crate::wifi::StationMap, EmuError> {
+    let mut m = crate::wifi::StationMap::default();
+    let Some(v) = v else { return Ok(m) };
+    let list = v
+        .as_array()
+        .ok_or_else(|| field("emulator.stations", "an array of tables {port, station}"))?;
+    for (i, e) in list.iter().enumerate() {
+        let path = format!("emulator.stations[{i}]");
+        let t = table(e, &path)?;
+        check_keys(t, &path, STATION_KEYS)?;
+        let port = t
+            .get("port")
+            .and_then(Value::as_u64)
+            .filter(|p| (1..=65_535).contains(p))
+            .ok_or_else(|| field(&format!("{path}.port"), "an integer in [1, 65535]"))?
+            as u16;
+        let sta = t
+            .get("station")
+            .and_then(Value::as_u64)
+            .filter(|s| *s < 64)
+            .ok_or_else(|| field(&format!("{path}.station"), "an integer in [0, 63]"))?
+            as u8;
+        if m.ports.iter().any(|&(p, _)| p == port) {
+            return Err(field(
+                &format!("{path}.port"),
+                format!("{port} is listed twice; expected each port once"),
+            ));
+        }
+        m.ports.push((port, sta));
+    }
+    Ok(m)
 }
 
 /// Read the document (a scenario file with the command-line flags applied).
@@ -184,6 +222,7 @@ pub fn from_doc(doc: &Map<String, Value>) -> Result<EmuScenario, EmuError> {
             }
         },
     };
+    let stations = station_map(emu.get("stations"))?;
     let delay = emu
         .get("delay")
         .map(|v| duration_at(v, "emulator.delay"))
@@ -264,6 +303,7 @@ pub fn from_doc(doc: &Map<String, Value>) -> Result<EmuScenario, EmuError> {
         uplink: direction("uplink")?,
         downlink: direction("downlink")?,
         access_point,
+        stations,
     })
 }
 

@@ -25,7 +25,7 @@ fn a_wifi_link_on_one_direction_only_is_refused_by_name() {
     let smooth = json!({"rate": "10mbit"});
     let mut up =
         Path::new(PathConfig::from_tables(smooth, json!({"kind": "fifo"})).unwrap()).unwrap();
-    let e = Path::share_wifi(&mut up, &mut down)
+    let e = Path::share_wifi(&mut up, &mut down, Default::default())
         .unwrap_err()
         .to_string();
     assert!(
@@ -223,7 +223,7 @@ fn wifi_utilisation_is_the_macs_delivered_bytes_over_the_phy_rate() {
         Path::new(c).unwrap()
     };
     let (mut station, mut ap) = (mk(), mk());
-    Path::share_wifi(&mut station, &mut ap).unwrap();
+    Path::share_wifi(&mut station, &mut ap, Default::default()).unwrap();
     let pkt = build::ipv4(
         [10, 0, 0, 2],
         [10, 0, 0, 1],

@@ -31,6 +31,9 @@ pub struct ClientOpts {
     pub port: u16,
     /// Local address to bind (-B).
     pub bind: Option<std::net::IpAddr>,
+    /// Local UDP port of stream 0 (--cport, as iperf3's); stream i binds cport + i. None:
+    /// an ephemeral port.
+    pub cport: Option<u16>,
     /// Congestion control name.
     pub cc: String,
     /// ECN mode; None = what the CC asks for.
@@ -210,6 +213,15 @@ pub(crate) fn any_of_family_or_bind(
         Some(ip) => SocketAddr::new(ip, 0),
         None => any_of_family(&peer.ip()),
     }
+}
+
+/// The local address of client stream `i`: [`any_of_family_or_bind`] with `--cport` + i.
+pub(crate) fn stream_local(o: &ClientOpts, peer: SocketAddr, i: u32) -> SocketAddr {
+    let mut a = any_of_family_or_bind(o.bind, peer);
+    if let Some(p) = o.cport {
+        a.set_port(p.saturating_add(i as u16));
+    }
+    a
 }
 
 /// A connection id unlikely to repeat across runs (demultiplexing key with the address).
@@ -462,7 +474,7 @@ pub fn run(
     let clock = Clock::start();
     let mut streams = Vec::new();
     for i in 0..o.parallel {
-        let sock = EcnSocket::bind(any_of_family_or_bind(o.bind, peer)).map_err(early)?;
+        let sock = EcnSocket::bind(stream_local(o, peer, i)).map_err(early)?;
         sock.connect(peer).map_err(early)?;
         if i == 0 {
             check_mss_fits(mss, o.mss.is_some(), peer, sock.path_mtu()).map_err(early)?;
@@ -951,6 +963,7 @@ pub fn serve_reverse(
         host: peer.ip().to_string(),
         port: peer.port(),
         bind,
+        cport: None,
         cc: req.cc_name().to_string(),
         ecn: req.ecn,
         duration: req.duration,

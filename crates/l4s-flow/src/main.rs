@@ -27,6 +27,9 @@ struct Cli {
     /// Local address to bind.
     #[arg(short = 'B', long = "bind", value_name = "ADDR")]
     bind: Option<IpAddr>,
+    /// Client: local UDP port of the first stream (stream i uses PORT + i), as iperf3's.
+    #[arg(long = "cport", value_name = "PORT")]
+    cport: Option<u16>,
     /// Congestion control: prague, dctcp, cubic, reno, bbr1, bbr3 (-C as in iperf3).
     #[arg(short = 'C', long, default_value = "prague")]
     cc: String,
@@ -310,10 +313,23 @@ fn run(cli: Cli) -> Result<(), FlowError> {
         if !(1..=128).contains(&cli.parallel) {
             return Err(usage("-P", format!("{} must be in 1..=128", cli.parallel)));
         }
+        if let Some(p) = cli.cport {
+            if p == 0 || p as u32 + cli.parallel - 1 > 65_535 {
+                return Err(usage(
+                    "--cport",
+                    format!(
+                        "{p} must be in 1..={} with -P {}",
+                        65_536 - cli.parallel,
+                        cli.parallel
+                    ),
+                ));
+            }
+        }
         let o = ClientOpts {
             host,
             port: cli.port,
             bind: cli.bind,
+            cport: cli.cport,
             cc: cli.cc,
             ecn: cli.ecn.as_deref().map(ecn).transpose()?,
             // -O's seconds are sent in addition to -t's.
@@ -351,6 +367,12 @@ fn run_app(
     spin: Nanos,
     interval: Option<Nanos>,
 ) -> Option<Result<(), FlowError>> {
+    if (cli.app != "bulk" || cli.server) && cli.cport.is_some() {
+        return Some(Err(usage(
+            "--cport",
+            "applies to the bulk client only (--app bulk, -c HOST); remove it",
+        )));
+    }
     match cli.app.as_str() {
         "bulk" => l4s_flow::rt::first_flag(&cli.rt_args).map(|f| {
             Err(usage(

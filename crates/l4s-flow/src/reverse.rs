@@ -12,7 +12,7 @@ use l4s_core::{Ecn, Nanos};
 
 use crate::client::{
     any_of_family_or_bind, check_mss_fits, early_json, finish_run, is_scalable, run_words,
-    ClientCounters, ClientOpts, ClientStart, StreamEnd,
+    stream_local, ClientCounters, ClientOpts, ClientStart, StreamEnd,
 };
 use crate::clock::{set_min_timer_slack, Clock};
 use crate::drain::{drain, Connection, Rx};
@@ -95,7 +95,7 @@ pub fn run(
     let clock = Clock::start();
     let mut streams = Vec::new();
     for i in 0..o.parallel {
-        let sock = EcnSocket::bind(any_of_family_or_bind(o.bind, peer)).map_err(early)?;
+        let sock = EcnSocket::bind(stream_local(o, peer, i)).map_err(early)?;
         streams.push(RevStream {
             id: i,
             conn: crate::client::conn_id(i),

@@ -37,6 +37,7 @@ pub mod scenario;
 pub mod stack;
 pub mod start_jitter;
 pub mod wifi_config;
+pub mod wifi_txq;
 pub mod workloads;
 pub mod world;
 

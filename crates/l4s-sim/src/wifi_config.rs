@@ -437,26 +437,6 @@ impl WifiConfig {
         Ok(p)
     }
 
-    /// What the emulator runs: the scenario's AQM in the one client station's pull path
-    /// (`aqm_in_txq`, also `driver_fifo`'s mechanics with one station). An explicit
-    /// `ap = "mac80211"` or several clients are refused by name rather than run differently.
-    pub fn emulator_ap(&self) -> Result<(), SimError> {
-        if self.ap.as_deref() == Some("mac80211") {
-            return Err(err(
-                "ap",
-                "\"mac80211\" is not run by the emulator yet; expected \"aqm_in_txq\" or \
-                 \"driver_fifo\" (the emulator's access point without the key)",
-            ));
-        }
-        if self.clients.len() > 1 {
-            return Err(err(
-                "clients",
-                "several client stations are not run by the emulator yet; expected one",
-            ));
-        }
-        self.ap_mode().map(|_| ())
-    }
-
     /// Number of client stations.
     pub fn n_clients(&self) -> usize {
         self.clients.len().max(1)

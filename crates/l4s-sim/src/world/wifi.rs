@@ -22,35 +22,11 @@ use super::pull_wait::PullWait;
 use super::World;
 use crate::engine::Kind;
 use crate::wifi_config::WifiRecord;
+use crate::wifi_txq::TxqLayer;
 use l4s_core::aqm::QueueSample;
 use l4s_core::wifi::WifiParams;
-use l4s_core::wifi::{AirtimeScheduler, ApMode, AqlLimits, Dir, TxqParams, Txqs, WifiMac};
+use l4s_core::wifi::{ApMode, AqlLimits, Dir, TxqParams, WifiMac};
 use l4s_core::{Nanos, Packet, Rng};
-
-/// The `txq/N` row names (at most 64 stations).
-fn txq_name(i: usize) -> &'static str {
-    static NAMES: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
-    NAMES.get_or_init(|| {
-        (0..64)
-            .map(|i| &*Box::leak(format!("txq/{i}").into_boxed_str()))
-            .collect()
-    })[i.min(63)]
-}
-
-/// The stations' TXQs of a mac80211 AP, the driver's scheduler and their recorder rows.
-pub(super) struct TxqLayer {
-    pub(super) txqs: Txqs,
-    /// The `txq/N` rows' indices among the recorder's queues.
-    pub(super) q: Vec<u8>,
-    sched: AirtimeScheduler,
-    aql: AqlLimits,
-    /// Per station: airtime already registered with the scheduler, ns (down + up).
-    registered: Vec<u64>,
-    /// Per station: pending AQL airtime summed over samples after warmup, its max, count.
-    aql_acc: Vec<(u64, u64, u64)>,
-    drops: Vec<(usize, Packet)>,
-    codel_drops: Vec<Packet>,
-}
 
 /// The MAC and the engine's bookkeeping around it.
 pub(super) struct WifiHop {
@@ -112,16 +88,9 @@ impl WifiHop {
         let mac = WifiMac::new(p, rng).map_err(field)?;
         let n = mac.clients();
         let txq = match ap {
-            ApMode::Mac80211 => Some(TxqLayer {
-                txqs: Txqs::new(n, &txq, txq_rng).map_err(field)?,
-                q: Vec::new(),
-                sched: AirtimeScheduler::new(n, fairness),
-                aql,
-                registered: vec![0; n],
-                aql_acc: vec![(0, 0, 0); n],
-                drops: Vec::new(),
-                codel_drops: Vec::new(),
-            }),
+            ApMode::Mac80211 => {
+                Some(TxqLayer::new(n, &txq, txq_rng, aql, fairness).map_err(field)?)
+            }
             _ => None,
         };
         Ok(WifiHop {
@@ -187,9 +156,7 @@ impl World {
                 .collect();
             h.station_of.resize(self.flows.len(), 0);
             if let Some(t) = &mut h.txq {
-                t.q = (0..t.txqs.len())
-                    .map(|i| self.rec.add_extra_queue(txq_name(i)))
-                    .collect();
+                t.register(&mut self.rec);
             }
             for (k, a) in h.sta_aqm.iter_mut().enumerate() {
                 let mut q0 = Vec::new();
@@ -418,116 +385,42 @@ impl World {
             let Some(p) = self.aqm_dequeue(now) else {
                 break;
             };
-            let Some(h) = self.net.wifi.as_mut() else {
+            let World {
+                net, rec, capture, ..
+            } = self;
+            let Some(h) = net.wifi.as_mut() else {
                 break;
             };
             let sta = h.station(p.flow);
             let Some(t) = h.txq.as_mut() else { break };
-            t.txqs.enqueue(sta, p, now, &mut t.drops);
-            // `ieee80211_queue_skb` → `schedule_and_wake_txq`: the TXQ joins the active list.
-            t.sched.return_txq(sta, true);
-            if t.drops.is_empty() {
-                continue;
-            }
-            let drops = std::mem::take(&mut t.drops);
-            let qs = t.q.clone();
-            for &(owner, ref d) in &drops {
-                let q = qs[owner];
-                self.net.totals.aqm_dropped_pkts += 1;
-                super::note_verdict(
-                    &mut self.rec,
-                    &mut self.capture,
-                    now,
-                    d,
-                    q,
-                    now - d.enqueued_at,
-                    2,
-                );
-            }
+            let totals = &mut net.totals;
+            t.enqueue(sta, p, now, |q, d| {
+                totals.aqm_dropped_pkts += 1;
+                super::note_verdict(rec, capture, now, d, q, now - d.enqueued_at, 2);
+            });
         }
     }
 
-    /// The driver's scheduling loop (mt76 / ath10k shape): a round of
-    /// `ieee80211_txq_schedule_start` (skipped while the AC is over its AQL cap,
-    /// `ieee80211_txq_schedule_airtime_check`), then for each station `ieee80211_next_txq`
-    /// hands out, frames while `ieee80211_txq_airtime_check` allows, then `ieee80211_return_txq`.
+    /// The driver's scheduling loop (`TxqLayer::pull`): CoDel's drops and marks are the
+    /// TXQ's verdicts.
     fn txq_pull(&mut self, now: Nanos) {
-        let Some(h) = self.net.wifi.as_mut() else {
+        let World {
+            net, rec, capture, ..
+        } = self;
+        let Some(h) = net.wifi.as_mut() else {
             return;
         };
         let Some(t) = h.txq.as_mut() else { return };
-        if !t
-            .aql
-            .schedule_airtime_check(h.mac.pending_total().1, t.sched.active_len())
-        {
-            return;
-        }
-        t.sched.schedule_start();
-        loop {
-            let Some(h) = self.net.wifi.as_mut() else {
-                return;
-            };
-            let Some(t) = h.txq.as_mut() else { return };
-            let (mac, aql) = (&h.mac, t.aql);
-            let next = t.sched.next_txq(|sta| {
-                let pending = mac.pending_to(sta).1;
-                (
-                    aql.txq_airtime_check(pending, mac.pending_total().1),
-                    pending,
-                )
-            });
-            let Some(sta) = next else { return };
-            self.txq_serve(sta, now);
-            if let Some(t) = self.net.wifi.as_mut().and_then(|h| h.txq.as_mut()) {
-                let left = t.txqs.backlog(sta).0 > 0;
-                t.sched.return_txq(sta, left);
+        let (record, totals) = (&mut h.record, &mut net.totals);
+        t.pull(&mut h.mac, now, |mac, q, p, v| {
+            if v == 2 {
+                totals.aqm_dropped_pkts += 1;
             }
-        }
-    }
-
-    /// Take frames from station `sta`'s TXQ while AQL allows (`ieee80211_tx_dequeue` →
-    /// `fq_tin_dequeue` → `codel_dequeue`): CoDel's drops and marks are the TXQ's verdicts.
-    fn txq_serve(&mut self, sta: usize, now: Nanos) {
-        loop {
-            let Some(h) = self.net.wifi.as_mut() else {
-                return;
-            };
-            let Some(t) = h.txq.as_mut() else { return };
-            if !t
-                .aql
-                .txq_airtime_check(h.mac.pending_to(sta).1, h.mac.pending_total().1)
-            {
-                return;
+            super::note_verdict(rec, capture, now, p, q, now - p.enqueued_at, v);
+            if v != 2 {
+                record.note_pending(mac, now);
             }
-            let got = t.txqs.dequeue(sta, now, &mut t.codel_drops);
-            let q = t.q[sta];
-            for d in t.codel_drops.drain(..) {
-                self.net.totals.aqm_dropped_pkts += 1;
-                super::note_verdict(
-                    &mut self.rec,
-                    &mut self.capture,
-                    now,
-                    &d,
-                    q,
-                    now - d.enqueued_at,
-                    2,
-                );
-            }
-            let Some((p, marked)) = got else { return };
-            super::note_verdict(
-                &mut self.rec,
-                &mut self.capture,
-                now,
-                &p,
-                q,
-                now - p.enqueued_at,
-                u8::from(marked),
-            );
-            if let Some(h) = self.net.wifi.as_mut() {
-                h.mac.push_down_to(sta, p, now);
-                h.record.note_pending(&h.mac, now);
-            }
-        }
+        });
     }
 
     /// A TCP ACK from a receiver enters the client station's uplink queue; false when ACKs do
@@ -571,15 +464,7 @@ impl World {
         h.armed = None;
         h.mac.handle_timeout(t);
         if let Some(x) = &mut h.txq {
-            // TX status / RX: `ieee80211_register_airtime` (AIRTIME_USE_TX | AIRTIME_USE_RX).
-            for sta in 0..x.registered.len() {
-                let (d, u) = h.mac.station_airtime_ns(sta);
-                let total = d + u;
-                if total > x.registered[sta] {
-                    x.sched.register_airtime(sta, total - x.registered[sta]);
-                }
-                x.registered[sta] = total;
-            }
+            x.register_airtime(&h.mac);
         }
         let after_warmup = t >= self.rec.warmup;
         for (flow, wait) in h.mac.drain_first_tx() {
@@ -627,16 +512,7 @@ impl World {
                 }
             }
             if let Some(x) = &mut h.txq {
-                let base = self.rec.queue_names.len() - self.rec.extra_queues.len();
-                for sta in 0..x.q.len() {
-                    let i = x.q[sta] as usize - base;
-                    self.rec.extra_queues[i] = x.txqs.sample(sta, txq_name(sta), t);
-                    if t >= self.rec.warmup {
-                        let a = h.mac.pending_to(sta).1;
-                        let acc = &mut x.aql_acc[sta];
-                        *acc = (acc.0 + a, acc.1.max(a), acc.2 + 1);
-                    }
-                }
+                x.sample(&mut self.rec, &h.mac, t);
             }
         }
     }
@@ -646,8 +522,7 @@ impl World {
         if let Some(h) = &mut self.net.wifi {
             h.mac.reset_stats();
             if let Some(x) = &mut h.txq {
-                // The MAC's per-station airtime restarts at 0.
-                x.registered.iter_mut().for_each(|r| *r = 0);
+                x.warmup();
             }
         }
     }
@@ -674,47 +549,14 @@ impl World {
         if let Some(w) = &h.pull_wait {
             v["pull_wait"] = w.summary(&self.rec.queue_names);
         }
-        let busy = h.mac.stats().busy_ns.max(1) as f64;
-        let clients: Vec<serde_json::Value> = (0..h.mac.clients())
+        let flows: Vec<Vec<usize>> = (0..h.mac.clients())
             .map(|sta| {
-                let (d, u) = h.mac.station_airtime_ns(sta);
-                let flows: Vec<usize> = (0..h.station_of.len())
+                (0..h.station_of.len())
                     .filter(|&f| h.station_of[f] as usize == sta)
-                    .collect();
-                let mut c = serde_json::json!({
-                    "station": sta,
-                    "flows": flows,
-                    "airtime_share": {"downlink": d as f64 / busy, "uplink": u as f64 / busy},
-                });
-                if let Some(t) = &h.txq {
-                    // CoDel counters cumulative over the run (the TXQ's sojourns after
-                    // warmup are the `txq/N` entry of `queues`).
-                    let cs = t.txqs.codel_stats(sta);
-                    let (overlimit, collisions) = t.txqs.overlimit_collisions(sta);
-                    let st = t.txqs.stats(sta);
-                    let (sum, max, n) = t.aql_acc[sta];
-                    c["txq"] = serde_json::json!({
-                        "queue": txq_name(sta),
-                        "codel_drops": cs.drop_count,
-                        "codel_ecn_marks": cs.ecn_mark,
-                        "ce_threshold_marks": cs.ce_mark,
-                        "overlimit_drops": st.dropped_dequeue - cs.drop_count,
-                        "overlimit_rounds": overlimit,
-                        "collisions": collisions,
-                    });
-                    c["aql_pending_ms"] = serde_json::json!({
-                        "mean": if n > 0 { serde_json::json!(sum as f64 / n as f64 / 1e6) }
-                                else { serde_json::Value::Null },
-                        "max": max as f64 / 1e6,
-                    });
-                }
-                c
+                    .collect()
             })
             .collect();
-        v["clients"] = serde_json::json!(clients);
-        if let Some(t) = &h.txq {
-            v["airtime_fairness"] = serde_json::json!(t.sched.fairness);
-        }
+        crate::wifi_txq::add_clients(&mut v, &h.mac, &flows, h.txq.as_ref());
         Some(v)
     }
 }
