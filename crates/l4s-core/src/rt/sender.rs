@@ -559,8 +559,10 @@ impl Endpoint for RtSender {
                     .as_mut()
                     .and_then(|(a, _)| a.on_ack(h.seq, pkt.sent_at, pkt.ecn, now));
                 if let Some(report) = ack {
-                    self.acked_bytes +=
-                        report.received().map(|r| r.sent.size_bytes as u64).sum::<u64>();
+                    self.acked_bytes += report
+                        .received()
+                        .map(|r| r.sent.size_bytes as u64)
+                        .sum::<u64>();
                     g.delay.on_feedback(&report, self.srtt);
                 }
                 g.loss.on_feedback(fb, now);
