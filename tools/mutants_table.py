@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import sys
 from collections import defaultdict
+from pathlib import Path
 
 # cargo-mutants 27 `SummaryOutcome` of a mutant scenario -> column.
 KINDS = {"CaughtMutant": "caught", "MissedMutant": "missed", "Timeout": "timeout",
@@ -42,8 +43,10 @@ def rate(r: dict[str, int]) -> str:
     return f"{100 * (r['caught'] + r['timeout']) / viable:.0f} %"
 
 
-def table(data: dict, by_file: bool = False) -> tuple[list[str], int]:
-    """The markdown lines for one outcomes.json and the exit status (1 if the baseline failed)."""
+def table(data: dict, planned: int | None = None, by_file: bool = False) -> tuple[list[str], int]:
+    """The markdown lines for one outcomes.json and the exit status (1 if the baseline failed).
+    `planned` is the number of mutants the run set out to test (mutants.json beside it);
+    outcomes.json's own `total_mutants` counts only those tested so far."""
     rows: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     listed: dict[str, list[str]] = {"missed": [], "timeout": []}
     baseline = None
@@ -68,7 +71,7 @@ def table(data: dict, by_file: bool = False) -> tuple[list[str], int]:
         out.append(f"error: the baseline (unmutated tree) did not pass its tests ({baseline}); "
                    "see mutants.out/log/baseline.log")
         return out, 1
-    total = data.get("total_mutants", tested)
+    total = max(planned or 0, tested)
     out.append(f"{tested} of {total} mutants tested"
                + (" (the run stopped early)" if tested < total else "") + ".")
     out.append("")
@@ -102,7 +105,13 @@ def main(argv: list[str]) -> int:
     if not isinstance(data, dict):
         print(f"error: {path}: not a cargo-mutants outcomes.json (no 'outcomes')", file=sys.stderr)
         return 2
-    lines, status = table(data, by_file)
+    planned = None
+    listing = Path(path).with_name("mutants.json")
+    try:
+        planned = len(json.loads(listing.read_text()))
+    except (OSError, ValueError, TypeError):
+        pass  # no listing beside it: the tested count stands alone
+    lines, status = table(data, planned, by_file)
     print("\n".join(lines), file=sys.stderr if status else sys.stdout)
     return status
 
