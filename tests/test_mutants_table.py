@@ -63,7 +63,8 @@ def test_a_failed_baseline_is_an_error_not_an_empty_table(tmp_path: Path) -> Non
     r = _run(str(tmp_path / "outcomes.json"))
     assert r.returncode == 1
     assert r.stdout == ""
-    assert r.stderr.startswith("error: the baseline (unmutated tree) did not pass its tests (Failure)")
+    assert r.stderr.startswith(
+        "error: the baseline (unmutated tree) did not pass its tests (Failure)")
 
 
 def test_a_missing_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
