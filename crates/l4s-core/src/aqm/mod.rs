@@ -183,3 +183,36 @@ impl Limit {
                 .is_some_and(|b| backlog_bytes + pkt_bytes as u64 > b)
     }
 }
+
+#[cfg(test)]
+mod sample_tests {
+    use super::{AqmStats, QueueSample};
+    use crate::time::Nanos;
+
+    /// A queue sample's counters are the AQM's: marks = marked, drops = dropped at enqueue +
+    /// at dequeue, packets = dequeued; the instantaneous fields stay the sample's.
+    #[test]
+    fn a_sample_takes_marks_drops_and_packets_from_the_aqm_counters() {
+        let stats = AqmStats {
+            enqueued: 20,
+            dropped_enqueue: 2,
+            dropped_dequeue: 5,
+            dequeued: 11,
+            marked: 3,
+            backlog_pkts: 4,
+            backlog_bytes: 6000,
+        };
+        let s = QueueSample {
+            backlog_pkts: 4,
+            head_sojourn: Nanos(9),
+            ..QueueSample::empty("single")
+        }
+        .with_counters(&stats);
+        assert_eq!((s.marks, s.drops, s.packets), (3, 7, 11));
+        assert_eq!(
+            (s.name, s.backlog_pkts, s.head_sojourn),
+            ("single", 4, Nanos(9))
+        );
+        assert!(s.p_prime.is_nan());
+    }
+}

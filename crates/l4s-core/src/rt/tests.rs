@@ -468,3 +468,69 @@ fn gcc_on_rfc8888_reports_a_lost_report_counts_no_loss() {
     assert_eq!(dropped.in_flight_bytes, kept.in_flight_bytes);
     assert!(kept.sent_pkts > 100, "{}", kept.sent_pkts);
 }
+
+/// The RPM probe (draft-ietf-ippm-responsiveness): one request per `interval` from `start`,
+/// none at or after `stop`; an answer to request `seq` yields (its send time, the round trip),
+/// handed over once; the server echoes at once, a CE mark going back as ECT(1).
+#[test]
+fn the_probe_sends_on_its_interval_and_logs_each_round_trip_once() {
+    use super::probe::{ProbeClient, ProbeConfig, ProbeServer};
+    use super::AppLog;
+    use crate::packet::Transport;
+    let ms = |v: u64| Nanos(v * 1_000_000);
+    let cfg = ProbeConfig {
+        interval: ms(100),
+        packet_bytes: 100,
+        ecn: Ecn::Ect1,
+        start: ms(1000),
+        stop: Some(ms(1250)),
+    };
+    let mut c = ProbeClient::new(7, cfg.clone()).unwrap();
+    assert_eq!(c.poll_timeout(), Some(ms(1000)));
+    assert!(c.poll_transmit(ms(999)).is_none());
+    let mut sent = Vec::new();
+    for t in [1000, 1100, 1200] {
+        let p = c.poll_transmit(ms(t)).unwrap();
+        assert!(c.poll_transmit(ms(t)).is_none());
+        sent.push(p);
+    }
+    // 1.3 s is at or after stop (1.25 s): no fourth request, no timer.
+    assert_eq!(c.poll_timeout(), None);
+    assert!(c.poll_transmit(ms(1300)).is_none());
+    assert_eq!(c.stats().sent_pkts, 3);
+    let p1 = &sent[1];
+    assert_eq!(
+        (p1.id, p1.flow, p1.bytes, p1.ecn),
+        ((7 << 40) | 1, 7, 100, Ecn::Ect1)
+    );
+    assert!(matches!(p1.transport, Transport::Udp { seq: 1 }));
+
+    let mut srv = ProbeServer::default();
+    let mut marked = sent[1].clone();
+    marked.ecn = Ecn::Ce;
+    srv.handle_packet(marked, ms(1115));
+    assert_eq!(srv.poll_timeout(), None);
+    let echo = srv.poll_transmit(ms(1115)).unwrap();
+    assert_eq!((echo.ecn, echo.sent_at), (Ecn::Ect1, ms(1115)));
+    assert!(srv.poll_transmit(ms(1115)).is_none());
+
+    c.handle_packet(echo, ms(1130));
+    match c.take_app_log() {
+        AppLog::ProbeRtts(r) => assert_eq!(r, vec![(ms(1100), ms(30))]),
+        other => panic!("probe log {other:?}"),
+    }
+    assert!(matches!(c.take_app_log(), AppLog::ProbeRtts(r) if r.is_empty()));
+
+    let bad = ProbeConfig {
+        interval: Nanos::ZERO,
+        ..cfg.clone()
+    };
+    assert_eq!(ProbeClient::new(0, bad).unwrap_err().param, "interval");
+    for (bytes, ok) in [(27, false), (28, true), (65_535, true), (65_536, false)] {
+        let c = ProbeConfig {
+            packet_bytes: bytes,
+            ..cfg.clone()
+        };
+        assert_eq!(c.validate().is_ok(), ok, "packet_bytes {bytes}");
+    }
+}

@@ -510,3 +510,21 @@ fn a_rate_trace_must_start_at_zero_and_increase() {
     let slow = [(Nanos::ZERO, 54_000_000), (Nanos::from_ms(1), 500_000)];
     assert!(RateTrace::new(&slow, true).is_err());
 }
+
+/// `[[link.wifi.clients]]` adds stations after the first: the MAC serves 1 + more_clients,
+/// each with its own uplink queue.
+#[test]
+fn the_mac_counts_the_first_client_and_every_additional_one() {
+    let mut p = ofdm_54(true);
+    assert_eq!(WifiMac::new(p.clone(), Rng::new(1)).unwrap().clients(), 1);
+    let c = ClientParams {
+        phy: Phy::ofdm(24_000_000, true).unwrap(),
+        per: 0.0,
+        per_up: 0.0,
+        rate_trace: None,
+    };
+    p.more_clients = vec![c.clone(), c];
+    let mut mac = WifiMac::new(p, Rng::new(1)).unwrap();
+    assert_eq!(mac.clients(), 3);
+    assert!(mac.push_up_from(2, Packet::new(0, 0, 1500, Ecn::Ect1), Nanos::ZERO));
+}
