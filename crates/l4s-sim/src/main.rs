@@ -56,7 +56,7 @@ fn main() -> ExitCode {
                 ExitCode::SUCCESS
             }
             Err(e) => {
-                eprintln!("l4s-sim: {e}");
+                eprintln!("l4s-sim: error: {e}");
                 ExitCode::from(2)
             }
         },
@@ -69,7 +69,7 @@ fn main() -> ExitCode {
         } => {
             if let Some(p) = pcap.as_ref().filter(|p| p.exists()) {
                 eprintln!(
-                    "l4s-sim: --pcap {}: exists; results are never overwritten",
+                    "l4s-sim: error: --pcap {}: exists; results are never overwritten",
                     p.display()
                 );
                 return ExitCode::from(2);
@@ -88,7 +88,7 @@ fn main() -> ExitCode {
                 Ok(s) => match prepare_out_dir(&out, &s, force) {
                     Ok(()) => l4s_sim::run_with(&s, &opts),
                     Err(msg) => {
-                        eprintln!("l4s-sim: {}: {msg}", out.display());
+                        eprintln!("l4s-sim: error: {}: {msg}", out.display());
                         return ExitCode::from(2);
                     }
                 },
@@ -97,19 +97,19 @@ fn main() -> ExitCode {
             match res {
                 Ok((r, extras)) => {
                     if let Err(e) = l4s_sim::output::write_dir(&r, &out) {
-                        eprintln!("l4s-sim: {}: {e}", out.display());
+                        eprintln!("l4s-sim: error: {}: {e}", out.display());
                         return ExitCode::from(2);
                     }
                     if let (Some(p), Some(bytes)) = (&pcap, extras.pcapng) {
                         if let Err(e) = std::fs::write(p, bytes) {
-                            eprintln!("l4s-sim: --pcap {}: {e}", p.display());
+                            eprintln!("l4s-sim: error: --pcap {}: {e}", p.display());
                             return ExitCode::from(2);
                         }
                     }
                     ExitCode::SUCCESS
                 }
                 Err(e) => {
-                    eprintln!("l4s-sim: {e}");
+                    eprintln!("l4s-sim: error: {e}");
                     ExitCode::from(2)
                 }
             }

@@ -74,7 +74,7 @@ fn bad_scenario_prints_one_line_and_exits_2() {
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8(o.stderr).unwrap();
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.starts_with("l4s-sim: flows[0].rtt: "), "{err}");
+    assert!(err.starts_with("l4s-sim: error: flows[0].rtt: "), "{err}");
     let o = Command::new(env!("CARGO_BIN_EXE_l4s-sim"))
         .args(["check", sc.to_str().unwrap()])
         .output()
