@@ -85,8 +85,12 @@ def test_wifi_designs(wifi: Path) -> None:
     assert _row(dl, "Prague", "mac80211+CE 1ms", 1)["ce_thr_marks"] > 0
     assert _row(dl, "Cubic", "mac80211+CE 1ms", 1)["ce_thr_marks"] == 0
     assert _row(dl, "Prague", "mac80211", 1)["ce_thr_marks"] == 0
-    # DualPI2 in the TXQ runs one station only: no 2- or 8-station rows.
-    assert not ((dl["design"] == "DualPI2 in TXQ") & (dl["clients"] > 1)).any()
+    # DualPI2 in the TXQ with two stations: one DualPI2 per station (rows L and L/1), the
+    # table's TXQ delay from both.
+    rd2 = _run(wifi, "prague-dualpi2_txq-2", **{"link.wifi.per": 0.05})
+    names2 = {x["name"] for x in json.loads((rd2 / "summary.json").read_text())["queues"]}
+    assert {"L", "C", "L/1", "C/1"} <= names2
+    assert _row(dl, "Prague", "DualPI2 in TXQ", 2)["L_qdisc_ms"] == 0.0
 
 
 def test_wifi_reference_is_l4slab_minus_ns3(wifi: Path) -> None:

@@ -37,9 +37,6 @@ DESIGNS = [
 ]
 #: Client stations per count: VHT-MCS at 20 MHz, 1 stream (MCS 9 is not defined there).
 CLIENT_MCS = {1: [5], 2: [8, 0], 8: [8, 5, 0, 8, 5, 0, 8, 5]}
-#: DualPI2 in the TXQ runs with one client station: the published results (docs/WIFI.md)
-#: were measured when `aqm_in_txq` had one AQM instance; it now has one per client.
-ONE_CLIENT_DESIGNS = {"dualpi2_txq"}
 KEYS = ["traffic", "design", "clients", "per_pct"]
 FLOW = {"prague": {"cc": "prague", "rtt": "20ms", "ecn": "l4s"},
         "cubic": {"cc": "cubic", "rtt": "20ms", "ecn": "none"}}
@@ -64,8 +61,6 @@ def _parts() -> list[Part]:
     for t, label, ccs in TRAFFIC:
         for d, dlabel, _, _ in DESIGNS:
             for n in CLIENT_MCS:
-                if d in ONE_CLIENT_DESIGNS and n > 1:
-                    continue
                 parts.append(Part(f"{t}-{d}-{n}", f"{t}.toml",
                                   {"traffic": label, "design": dlabel, "clients": str(n)},
                                   rewrite=_rewrite(ccs, d, n)))
@@ -231,10 +226,10 @@ SUITE = Suite(
     description="802.11ac access point (20 MHz, 1 stream) running mac80211's TXQ model "
                 "(per-station FQ-CoDel 20 ms/100 ms/ECN, AQL 5/12 ms, airtime fairness) to "
                 "1, 2 or 8 client stations at VHT-MCS 5 / 8,0 / 8,5,0,… (78, 52, 6.5 Mb/s "
-                "PHY), TCP ACKs on the same medium, 20 ms base RTT, 20 s (5 s warm-up), 2 "
+                "PHY), TCP ACKs on the same medium, 20 ms base RTT, 20 s (5 s warm-up), 3 "
                 "replications: one Prague, Cubic or Prague+Cubic flow pair per station through "
                 "the stock AP, with a 1 ms CE threshold on ECT(1) in the TXQ (a proposal), or "
-                "DualPI2 in place of the TXQ's FQ-CoDel (one station); per-MPDU error rate "
+                "DualPI2 in place of each station's FQ-CoDel; per-MPDU error rate "
                 "0/5 %.",
     parts=_parts(),
     quick=quick,
