@@ -181,6 +181,7 @@ pub fn rt_config(fl: &FlowConfig) -> RtConfig {
         }),
         seed: 0,
         feedback_interval: fl.feedback_interval.unwrap_or(DEFAULT_FEEDBACK_INTERVAL),
+        gcc_probing: true,
     }
 }
 

@@ -16,7 +16,8 @@
 //! RTT ∈ [10, 200] ms unless the acknowledged rate is under half the estimate; the
 //! acknowledged bitrate is the Bayesian bitrate estimator over 500 ms (first) then 150 ms
 //! windows (uncertainty scale 10, variance + 5 per sample).
-//! Simplified (named): no probing (ProbeController), no ALR detection, no network state
+//! A probe result (`rt::gcc_probe`) sets the estimate when not overusing (`SetEstimate`).
+//! Simplified (named): no ALR detection, no network state
 //! predictor. Arrival times come from RFC 8888 reports (`rt::rfc8888`, every 25 ms as
 //! libwebrtc's ccfb `min_send_delta`), one `on_feedback` per report as goog_cc runs
 //! `OnTransportPacketsFeedback` per feedback message; the sender paces at 2.5 × the target
@@ -342,6 +343,12 @@ impl Aimd {
         self.rtt = rtt;
     }
 
+    /// `SetEstimate`: jump to `bps` (a probe result), clamped at the floor.
+    pub fn set_estimate(&mut self, bps: f64, now: Nanos) {
+        self.current_bps = bps.max(self.min_bps);
+        self.last_change = Some(now);
+    }
+
     /// `TimeToReduceFurther`.
     pub fn time_to_reduce_further(&self, now: Nanos, acked_bps: f64) -> bool {
         let interval = self.rtt.clamp(Nanos::from_ms(10), Nanos::from_ms(200));
@@ -532,8 +539,15 @@ impl DelayBasedBwe {
     }
 
     /// `OnTransportPacketsFeedback`: acknowledged bitrate first, then every received
-    /// packet through the groups and the detector, then `MaybeUpdateEstimate`.
-    pub fn on_feedback(&mut self, fb: &TransportPacketsFeedback, rtt: Nanos) {
+    /// packet through the groups and the detector, then `MaybeUpdateEstimate` with the probe
+    /// result `probe_bps` (the report's completed probe cluster, if any); true when the probe
+    /// result set the estimate.
+    pub fn on_feedback(
+        &mut self,
+        fb: &TransportPacketsFeedback,
+        rtt: Nanos,
+        probe_bps: Option<f64>,
+    ) -> bool {
         let now = fb.feedback_time;
         self.aimd.set_rtt(rtt);
         let mut got = false;
@@ -558,7 +572,7 @@ impl DelayBasedBwe {
             }
         }
         if !got {
-            return;
+            return false;
         }
         let acked = self.acked.bitrate_bps();
         let usage = self.trendline.usage();
@@ -577,9 +591,14 @@ impl DelayBasedBwe {
                 }
                 _ => {}
             }
+        } else if let Some(p) = probe_bps {
+            // MaybeUpdateEstimate: not overusing, a probe result sets the estimate.
+            self.aimd.set_estimate(p, now);
+            return true;
         } else {
             self.aimd.update(usage, acked, now);
         }
+        false
     }
 }
 
@@ -733,9 +752,9 @@ mod tests {
                 packets,
                 data_in_flight_bytes: 0,
             };
-            a.on_feedback(&msg(chunk.to_vec()), rtt);
+            a.on_feedback(&msg(chunk.to_vec()), rtt, None);
             for p in chunk {
-                b.on_feedback(&msg(vec![*p]), rtt);
+                b.on_feedback(&msg(vec![*p]), rtt, None);
             }
         };
         let mut a = DelayBasedBwe::new(1e6, 1e5);
