@@ -362,8 +362,8 @@ fn bad_keys_files_and_parameters_name_the_field() {
 #[test]
 fn full_gcc_alone_settles_near_the_link_rate_with_a_short_queue() {
     // rt-gcc (goog_cc: delay-based AIMD + loss-based, the lower) alone through a FIFO at
-    // 20 Mb/s, 40 ms. Without probing it ramps 8 %/s until the trendline detector sees the
-    // queue grow, backs off to 0.85 × the acknowledged rate, then climbs additively (one
+    // 20 Mb/s, 40 ms, without probing (`gcc_probing` off, the default). It ramps 8 %/s until
+    // the trendline detector sees the queue grow, backs off to 0.85 × the acknowledged rate, then climbs additively (one
     // average packet per 2·(RTT + 100 ms)): over 60–120 s the mean stays within 10 % of C.
     // The queue stays below 25 ms = 2 × the detector's initial threshold (12.5 ms of
     // modified trend, `threshold_` in trendline_estimator.cc): a back-off comes once the
@@ -402,4 +402,37 @@ frame_size_cv = 0.0
     let (r, _) = summary(&toml("rt-gcc-loss"));
     let max_q = r.samples.sojourn_ms.iter().cloned().fold(0.0, f64::max);
     assert!(max_q > 100.0, "max sojourn {max_q} ms");
+}
+
+#[test]
+fn full_gcc_probes_to_80_percent_of_the_link_within_two_seconds() {
+    // goog_cc's exponential probing (probe_controller.cc): from 1 Mb/s, clusters at 3 and
+    // 6 Mb/s; the 6 Mb/s one comes back at its send rate (the 20 Mb/s link is not saturated),
+    // 6 > 0.7 × 6: a 12 Mb/s cluster, 12 > 0.7 × 12: a 24 Mb/s one, delivered at most at the
+    // link rate, so its receive rate is < 0.9 × 24 and the result 0.95 × the receive rate.
+    // Each result is one report (RTT 40 ms + ≤ 25 ms) after its cluster: the target passes
+    // 0.8 × 20 = 16 Mb/s well inside 2 s, where AIMD alone (1.08^t from 1 Mb/s) would be at
+    // 1.17 Mb/s.
+    let (r, _) = summary(
+        r#"
+duration = "2s"
+[link]
+rate = "20mbit"
+[aqm]
+kind = "fifo"
+limit = 1000
+[[flows]]
+cc = "rt-gcc"
+gcc_probing = true
+fps = 60
+rtt = "40ms"
+frame_size_cv = 0.0
+"#,
+    );
+    let f = &r.flows;
+    let peak = (0..f.t_s.len())
+        .filter(|&i| f.flow[i] == 0 && f.t_s[i] <= 2.0)
+        .map(|i| f.target_mbps[i])
+        .fold(0.0, f64::max);
+    assert!(peak >= 16.0, "peak target {peak} Mb/s");
 }
