@@ -287,26 +287,27 @@ mod tests {
         }
     }
 
+    /// 10 packets of 1200 B of `cluster()` sent every 1.6 ms (6 Mb/s), received every
+    /// `recv_ns` from 50 ms: each packet's result.
+    fn feed(e: &mut ProbeBitrateEstimator, recv_ns: u64) -> Vec<Option<f64>> {
+        (0..10u64)
+            .map(|k| {
+                let (send, recv) = (Nanos(k * 1_600_000), Nanos(50_000_000 + k * recv_ns));
+                e.handle(&cluster(), send, recv, 1200)
+            })
+            .collect()
+    }
+
     #[test]
     fn estimator_is_min_of_send_and_receive_rate() {
-        // 10 packets of 1200 B sent every 1.6 ms (6 Mb/s), received every 2 ms (4.8 Mb/s).
+        // Received every 2 ms (4.8 Mb/s).
         let mut e = ProbeBitrateEstimator::default();
-        let mut last = None;
-        for k in 0..10u64 {
-            last = e.handle(
-                &cluster(),
-                Nanos(k * 1_600_000),
-                Nanos(50_000_000 + k * 2_000_000),
-                1200,
-            );
-            // 0.8 × 11250 = 9000 B are needed: 8 packets (9600 B), none before.
-            if k < 7 {
-                assert_eq!(last, None);
-            }
-        }
+        let out = feed(&mut e, 2_000_000);
+        // 0.8 × 11250 = 9000 B are needed: 8 packets (9600 B), none before.
+        assert!(out[..7].iter().all(|r| r.is_none()), "{out:?}");
         // send 9 × 1200 B / 14.4 ms = 6 Mb/s; receive 9 × 1200 B / 18 ms = 4.8 Mb/s
         // < 0.9 × 6: 0.95 × 4.8 Mb/s.
-        let r = last.unwrap();
+        let r = out[9].unwrap();
         assert!((r - 0.95 * 4.8e6).abs() < 1e-3, "{r}");
         assert_eq!(e.fetch_and_reset(), Some(r));
         assert_eq!(e.fetch_and_reset(), None);
@@ -315,32 +316,15 @@ mod tests {
     #[test]
     fn estimator_unsaturated_link_gives_the_min() {
         // Received every 1.7 ms: 9 × 1200 × 8 / 15.3 ms = 5.647 Mb/s ≥ 0.9 × 6: the minimum.
-        let mut e = ProbeBitrateEstimator::default();
-        let mut last = None;
-        for k in 0..10u64 {
-            last = e.handle(
-                &cluster(),
-                Nanos(k * 1_600_000),
-                Nanos(50_000_000 + k * 1_700_000),
-                1200,
-            );
-        }
+        let out = feed(&mut ProbeBitrateEstimator::default(), 1_700_000);
         let want = 9.0 * 1200.0 * 8.0 / 0.0153;
-        assert!((last.unwrap() - want).abs() < 1e-3);
+        assert!((out[9].unwrap() - want).abs() < 1e-3);
     }
 
     #[test]
     fn estimator_rejects_a_receive_rate_over_twice_the_send_rate() {
         // Received 0.7 ms apart: 12.3 Mb/s > 2 × 6 Mb/s: no estimate.
-        let mut e = ProbeBitrateEstimator::default();
-        for k in 0..10u64 {
-            let r = e.handle(
-                &cluster(),
-                Nanos(k * 1_600_000),
-                Nanos(50_000_000 + k * 700_000),
-                1200,
-            );
-            assert_eq!(r, None);
-        }
+        let out = feed(&mut ProbeBitrateEstimator::default(), 700_000);
+        assert!(out.iter().all(|r| r.is_none()), "{out:?}");
     }
 }
