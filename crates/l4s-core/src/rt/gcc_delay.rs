@@ -727,6 +727,26 @@ mod tests {
         }
     }
 
+    /// `MaybeUpdateEstimate`: not over-using, a probe result sets the estimate to it
+    /// (`SetEstimate`), up or down, and reports that it did; with no result AIMD runs.
+    #[test]
+    fn a_probe_result_sets_the_estimate_when_not_overusing() {
+        let fb = |t: u64| TransportPacketsFeedback {
+            feedback_time: Nanos(t * 1000),
+            packets: vec![result(1, t, t + 20_000)],
+            data_in_flight_bytes: 0,
+        };
+        let mut d = DelayBasedBwe::new(1e6, 1e5);
+        assert!(d.on_feedback(&fb(0), Nanos::from_ms(40), Some(5.7e6)));
+        assert_eq!(d.rate_bps(), 5.7e6);
+        assert!(d.on_feedback(&fb(30_000), Nanos::from_ms(40), Some(4.2e6)));
+        assert_eq!(d.rate_bps(), 4.2e6);
+        assert!(!d.on_feedback(&fb(60_000), Nanos::from_ms(40), None));
+        // Below the floor: the floor.
+        assert!(d.on_feedback(&fb(90_000), Nanos::from_ms(40), Some(5e4)));
+        assert_eq!(d.rate_bps(), 1e5);
+    }
+
     /// One report carrying packets drives the groups, the trendline and the acknowledged
     /// bitrate exactly as one feedback per packet with the same samples: both see the same
     /// packets in the same order. They differ in the rate step only: goog_cc runs
