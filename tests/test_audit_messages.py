@@ -56,7 +56,7 @@ def test_a_workload_rate_too_high_blames_rate(tmp_path):
 def test_a_wifi_range_error_names_the_key_once(tmp_path):
     line = one_error(invoke_wide("run", ROOT / "scenarios" / "wifi_prague_cubic.toml",
                                  "-o", tmp_path / "r", "--set", "link.wifi.per=1"))
-    assert "link.wifi.per: 1 is out of range; expected a probability in [0, 1)" in line
+    assert "link.wifi.per: 1 is not a probability in [0, 1)" in line
     assert "per: per:" not in line
 
 

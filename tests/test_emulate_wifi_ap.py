@@ -72,10 +72,13 @@ def test_the_shipped_wifi_scenario_runs_the_mac80211_ap_as_the_simulator(tmp_pat
     # Both clocks saturate the one medium with the same MAC (same PHY, PER, contender, AQL),
     # so the total goodput is the MAC's capacity under these rules in both; what differs is
     # the arrival timing on the host (pacing on a real clock, TUN reads), which changes
-    # aggregate sizes by a few MPDUs: ±15 % of the simulator's total.
-    e, s = _total_mbps(emu), _total_mbps(sim)
-    print(f"total goodput emu {e:.2f} sim {s:.2f} Mb/s")
-    assert abs(e - s) <= 0.15 * s, (e, s)
+    # aggregate sizes by a few MPDUs: ±15 % of the simulator's total. A loaded host can stall
+    # one run's senders, so the bound holds for the median of three emulated runs.
+    totals = [_total_mbps(emu)] + [_total_mbps(_emulate(scen, tmp_path / f"emu{i}"))
+                                   for i in (1, 2)]
+    e, s = sorted(totals)[1], _total_mbps(sim)
+    print(f"total goodput emu {totals} (median {e:.2f}) sim {s:.2f} Mb/s")
+    assert abs(e - s) <= 0.15 * s, (totals, s)
 
 
 TWO_STATIONS = """

@@ -57,7 +57,8 @@ def test_core_hands_columns_as_numpy_arrays_of_the_simulator_dtypes(sim_raw):
     assert all(isinstance(v, np.ndarray) for v in f.values())
     assert {k: v.dtype.str for k, v in f.items()} == {
         "t_s": "<f8", "flow": "<u4", "delivered_bytes": "<u8", "tput_mbps": "<f8",
-        "cwnd_pkts": "<f8", "srtt_ms": "<f8", "pacing_mbps": "<f8", "ce_acked": "<u8"}
+        "cwnd_pkts": "<f8", "srtt_ms": "<f8", "pacing_mbps": "<f8", "ce_acked": "<u8",
+        "target_mbps": "<f8", "acked_mbps": "<f8"}
     # 5 flows x one row per 16 ms sample over 2 s.
     assert len(f["t_s"]) == 5 * 125
     assert sim_raw["packets"]["verdict"].dtype == np.uint8

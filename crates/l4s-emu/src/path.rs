@@ -528,14 +528,12 @@ impl Path {
                 let m = m.borrow();
                 let mut block = r.summary(&m.mac, window_s);
                 block["ap"] = serde_json::json!(m.ap.name());
-                let flows: Vec<Vec<usize>> = (0..m.mac.clients())
-                    .map(|sta| {
-                        (0..self.flow_station.len())
-                            .filter(|&f| self.flow_station[f] as usize == sta)
-                            .collect()
-                    })
-                    .collect();
-                l4s_sim::wifi_txq::add_clients(&mut block, &m.mac, &flows, m.txq.as_ref());
+                l4s_sim::wifi_txq::add_clients(
+                    &mut block,
+                    &m.mac,
+                    &self.flow_station,
+                    m.txq.as_ref(),
+                );
                 Some(block)
             }
             _ => None,

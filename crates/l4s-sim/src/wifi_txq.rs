@@ -189,16 +189,19 @@ impl TxqLayer {
 }
 
 /// The summary's `wifi.clients` entries (and `airtime_fairness` with TXQs) added to `block`:
-/// per station its flows (`flows[sta]`), airtime shares of the busy medium, and with
+/// per station the flows whose `station_of` entry it is, airtime shares of the busy medium, and with
 /// `ap = "mac80211"` its TXQ counters and AQL backlog.
-pub fn add_clients(block: &mut Value, mac: &WifiMac, flows: &[Vec<usize>], txq: Option<&TxqLayer>) {
+pub fn add_clients(block: &mut Value, mac: &WifiMac, station_of: &[u8], txq: Option<&TxqLayer>) {
     let busy = mac.stats().busy_ns.max(1) as f64;
     let clients: Vec<Value> = (0..mac.clients())
         .map(|sta| {
             let (d, u) = mac.station_airtime_ns(sta);
+            let flows: Vec<usize> = (0..station_of.len())
+                .filter(|&f| station_of[f] as usize == sta)
+                .collect();
             let mut c = json!({
                 "station": sta,
-                "flows": flows.get(sta).cloned().unwrap_or_default(),
+                "flows": flows,
                 "airtime_share": {"downlink": d as f64 / busy, "uplink": u as f64 / busy},
             });
             if let Some(t) = txq {

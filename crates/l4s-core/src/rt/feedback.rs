@@ -54,6 +54,11 @@ impl TransportPacketsFeedback {
         self.packets.iter().filter(|p| p.received())
     }
 
+    /// Bytes of the packets reported received (as sent, IP bytes).
+    pub fn received_bytes(&self) -> u64 {
+        self.received().map(|p| p.sent.size_bytes as u64).sum()
+    }
+
     /// Number of packets reported as not received.
     pub fn lost_count(&self) -> usize {
         self.packets.iter().filter(|p| !p.received()).count()

@@ -385,7 +385,7 @@ impl RtSender {
         self.fb.ce += ce;
         self.fb.lost += lost;
         self.fb.received += fb.received().count() as u64;
-        self.acked_bytes += fb.received().map(|r| r.sent.size_bytes as u64).sum::<u64>();
+        self.acked_bytes += fb.received_bytes();
         match &mut self.ctl {
             Ctl::Scream(s) => {
                 s.on_feedback(&fb, self.srtt.max(Nanos(1)));
@@ -623,10 +623,7 @@ impl Endpoint for RtSender {
                     .as_mut()
                     .and_then(|(a, _)| a.on_ack(h.seq, pkt.sent_at, pkt.ecn, now));
                 if let Some(report) = ack {
-                    self.acked_bytes += report
-                        .received()
-                        .map(|r| r.sent.size_bytes as u64)
-                        .sum::<u64>();
+                    self.acked_bytes += report.received_bytes();
                     g.delay.on_feedback(&report, self.srtt, None);
                 }
                 g.loss.on_feedback(fb, now);

@@ -507,7 +507,7 @@ fn the_probe_sends_on_its_interval_and_logs_each_round_trip_once() {
     assert!(matches!(p1.transport, Transport::Udp { seq: 1 }));
 
     let mut srv = ProbeServer::default();
-    let mut marked = sent[1].clone();
+    let mut marked = sent[1];
     marked.ecn = Ecn::Ce;
     srv.handle_packet(marked, ms(1115));
     assert_eq!(srv.poll_timeout(), None);

@@ -549,14 +549,7 @@ impl World {
         if let Some(w) = &h.pull_wait {
             v["pull_wait"] = w.summary(&self.rec.queue_names);
         }
-        let flows: Vec<Vec<usize>> = (0..h.mac.clients())
-            .map(|sta| {
-                (0..h.station_of.len())
-                    .filter(|&f| h.station_of[f] as usize == sta)
-                    .collect()
-            })
-            .collect();
-        crate::wifi_txq::add_clients(&mut v, &h.mac, &flows, h.txq.as_ref());
+        crate::wifi_txq::add_clients(&mut v, &h.mac, &h.station_of, h.txq.as_ref());
         Some(v)
     }
 }
