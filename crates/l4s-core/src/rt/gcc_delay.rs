@@ -689,6 +689,102 @@ mod tests {
         assert_eq!(states[first_over + 2].0, Usage::Overusing);
     }
 
+    /// What the detector cannot see. A sender at r × the bottleneck rate C behind a standing
+    /// queue: groups leave 10 ms apart and arrive 10·r ms apart, so the delay slope per
+    /// arrival ms is 1 − 1/r and the modified trend tends (from below) to
+    /// min(num_deltas, 60) × 4 × (1 − 1/r) = 240·(1 − 1/r). After a quiet link has brought the
+    /// threshold to its 6 ms floor, that is "normal" for ever when 240·(1 − 1/r) < 6, i.e.
+    /// r < 1/0.975 = 1.0256 (a sender less than 2.56 % above C fills a queue unseen), and
+    /// "overusing" once it is above: the first sample over counts half its 10 ms send delta,
+    /// the second brings 15 ms > 10 ms with 2 samples, and the trend is still rising.
+    #[test]
+    fn a_rate_less_than_2_56_percent_above_the_bottleneck_is_never_overuse() {
+        let run = |r: f64| {
+            let mut t = Trendline::default();
+            let mut arrival = 0.0;
+            for _ in 0..200 {
+                arrival += 10.0;
+                t.update(10.0, 10.0, arrival);
+            }
+            assert_eq!(t.threshold, 6.0);
+            let mut seen = Vec::new();
+            for _ in 0..200 {
+                arrival += 10.0 * r;
+                t.update(10.0 * r, 10.0, arrival);
+                let m = t.num_deltas.min(MIN_NUM_DELTAS) as f64 * t.trend() * THRESHOLD_GAIN;
+                seen.push((m, t.threshold, t.usage()));
+            }
+            seen
+        };
+        let below = run(1.025);
+        assert!(below
+            .iter()
+            .all(|&(_, g, u)| u == Usage::Normal && g == 6.0));
+        let m_end = below.last().unwrap().0;
+        let want = 240.0 * (1.0 - 1.0 / 1.025); // 5.8537
+        assert!(m_end < want && want - m_end < 1e-6, "{m_end} vs {want}");
+        let above = run(1.0265);
+        let over = above
+            .iter()
+            .position(|&(m, g, _)| m > g)
+            .expect("m passes the floor");
+        assert_eq!(above[over].2, Usage::Normal);
+        assert_eq!(above[over + 1].2, Usage::Overusing);
+        assert!(above[over + 1..]
+            .iter()
+            .all(|&(_, _, u)| u == Usage::Overusing));
+    }
+
+    /// `TimeToReduceFurther`: an over-use cuts again only once the RTT, clamped to
+    /// [10, 200] ms, has passed since the last change, or at once when the acknowledged rate
+    /// is under half the estimate. In the increase state every report is a change, so with a
+    /// long queue (RTT ≥ 200 ms) an over-use must hold for 200 ms of reports before it cuts.
+    #[test]
+    fn an_overuse_cuts_only_a_clamped_rtt_after_the_last_change() {
+        let mut a = Aimd::new(20e6, 1e5);
+        a.set_rtt(Nanos::from_ms(450));
+        a.update(Usage::Normal, Some(20e6), Nanos::from_ms(1000));
+        assert!(!a.time_to_reduce_further(Nanos::from_ms(1199), 20e6));
+        assert!(a.time_to_reduce_further(Nanos::from_ms(1200), 20e6));
+        let half = 0.5 * a.rate_bps();
+        assert!(!a.time_to_reduce_further(Nanos::from_ms(1025), half));
+        assert!(a.time_to_reduce_further(Nanos::from_ms(1025), half - 1.0));
+        a.set_rtt(Nanos::from_ms(5));
+        assert!(!a.time_to_reduce_further(Nanos::from_ms(1009), 20e6));
+        assert!(a.time_to_reduce_further(Nanos::from_ms(1010), 20e6));
+    }
+
+    /// Near the link-capacity estimate (set by an over-use) the increase is additive,
+    /// `GetNearMaxIncreaseRateBpsPerSecond`: one average packet of a 30 fps frame (frame
+    /// split into ceil(frame / 1200 B) packets) per 2·(RTT + 100 ms), at least 4 kb/s per s.
+    #[test]
+    fn near_the_capacity_estimate_the_increase_is_one_packet_per_response_time() {
+        let climb = |acked: f64, rtt_ms: u64| {
+            let mut a = Aimd::new(2.0 * acked, 1e4);
+            a.set_rtt(Nanos::from_ms(rtt_ms));
+            a.update(Usage::Overusing, Some(acked), Nanos::from_secs(1));
+            let start = a.rate_bps();
+            assert_eq!(start, 0.85 * acked - 5000.0);
+            // Hold → increase: Δt = 0, no step.
+            assert_eq!(
+                a.update(Usage::Normal, Some(acked), Nanos::from_secs(2)),
+                start
+            );
+            a.update(Usage::Normal, Some(acked), Nanos::from_secs(3)) - start
+        };
+        // 20 Mb/s, RTT 40 ms: from 16.995 Mb/s, 70 812.5 B frames in 60 packets of
+        // 1180.21 B = 9441.67 bits per 0.28 s.
+        let inc = climb(20e6, 40);
+        assert!((inc - 16.995e6 / 30.0 / 60.0 / 0.28).abs() < 1e-6, "{inc}");
+        assert!((inc - 33_720.238).abs() < 1e-3, "{inc}");
+        // 0.5 Mb/s, RTT 20 ms: from 420 kb/s, 1750 B frames in 2 packets of 875 B = 7000
+        // bits per 0.24 s: 29 166.7 b/s per s, 6.9 % of the rate per second.
+        let inc = climb(0.5e6, 20);
+        assert!((inc - 7000.0 / 0.24).abs() < 1e-6, "{inc}");
+        // From 20.5 kb/s: one 85.4 B frame = 683 bits per 0.24 s is below the 4 kb/s floor.
+        assert_eq!(climb(0.03e6, 20), 4000.0);
+    }
+
     /// On overuse the estimate becomes 0.85 × acknowledged − 5 kb/s.
     #[test]
     fn overuse_sets_0_85_of_the_acknowledged_rate() {
