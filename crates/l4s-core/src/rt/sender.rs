@@ -74,8 +74,8 @@ pub struct RtConfig {
     pub seed: u64,
     /// RFC 8888 report interval (libwebrtc `min_send_delta`), for controllers fed by reports.
     pub feedback_interval: Nanos,
-    /// Full GCC's exponential probing (`rt::gcc_probe`): on in the simulator; off where the
-    /// wire format has no padding packet (`l4slab flow`).
+    /// Full GCC's exponential probing (`rt::gcc_probe`): the simulator's `gcc_probing` key
+    /// (default off); always off where the wire format has no padding packet (`l4slab flow`).
     pub gcc_probing: bool,
 }
 
