@@ -359,6 +359,15 @@ fn bad_keys_files_and_parameters_name_the_field() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A real-time flow alone through a 1000-packet FIFO at 20 Mb/s, 40 ms, 60 fps, frames of
+/// exactly the target: `head` goes before `[link]`, `flow` into the flow's table.
+fn alone_on_a_20mbit_fifo(head: &str, cc: &str, flow: &str) -> String {
+    format!(
+        "{head}\n[link]\nrate = \"20mbit\"\n[aqm]\nkind = \"fifo\"\nlimit = 1000\n[[flows]]\n\
+         cc = \"{cc}\"\nfps = 60\nrtt = \"40ms\"\nframe_size_cv = 0.0\n{flow}\n"
+    )
+}
+
 #[test]
 fn full_gcc_alone_settles_near_the_link_rate_with_a_short_queue() {
     // rt-gcc (goog_cc: delay-based AIMD + loss-based, the lower) alone through a FIFO at
@@ -376,24 +385,7 @@ fn full_gcc_alone_settles_near_the_link_rate_with_a_short_queue() {
     // one frame interval of bytes at C, the queue grows across send groups, the trendline
     // (its threshold adapted down to ~6 ms on the quiet link) reads it as over-use, and the
     // mean falls to 15.5 Mb/s here (docs/interactive.md, "GCC and encoder noise").
-    let toml = |cc: &str| {
-        format!(
-            r#"
-duration = "120s"
-warmup = "60s"
-[link]
-rate = "20mbit"
-[aqm]
-kind = "fifo"
-limit = 1000
-[[flows]]
-cc = "{cc}"
-fps = 60
-rtt = "40ms"
-frame_size_cv = 0.0
-"#
-        )
-    };
+    let toml = |cc: &str| alone_on_a_20mbit_fifo("duration = \"120s\"\nwarmup = \"60s\"", cc, "");
     let (r, v) = summary(&toml("rt-gcc"));
     let tput = v["flows"][0]["tput_mbps"].as_f64().unwrap();
     assert!((tput / 20.0 - 1.0).abs() < 0.10, "{tput}");
@@ -420,22 +412,8 @@ fn full_gcc_alone_creeps_past_the_link_rate_and_fills_the_fifo_with_or_without_p
     // call ends at 1.0275 × C behind a full buffer. Probing only gets there sooner (the
     // back-off at 2 s instead of 39.7 s, so the climb crosses C ~35 s earlier).
     let toml = |probing: bool| {
-        format!(
-            r#"
-duration = "180s"
-[link]
-rate = "20mbit"
-[aqm]
-kind = "fifo"
-limit = 1000
-[[flows]]
-cc = "rt-gcc"
-gcc_probing = {probing}
-fps = 60
-rtt = "40ms"
-frame_size_cv = 0.0
-"#
-        )
+        let flow = format!("gcc_probing = {probing}");
+        alone_on_a_20mbit_fifo("duration = \"180s\"", "rt-gcc", &flow)
     };
     let mut first_long = Vec::new();
     for probing in [false, true] {
@@ -483,22 +461,11 @@ fn full_gcc_probes_to_80_percent_of_the_link_within_two_seconds() {
     // Each result is one report (RTT 40 ms + ≤ 25 ms) after its cluster: the target passes
     // 0.8 × 20 = 16 Mb/s well inside 2 s, where AIMD alone (1.08^t from 1 Mb/s) would be at
     // 1.17 Mb/s.
-    let (r, _) = summary(
-        r#"
-duration = "2s"
-[link]
-rate = "20mbit"
-[aqm]
-kind = "fifo"
-limit = 1000
-[[flows]]
-cc = "rt-gcc"
-gcc_probing = true
-fps = 60
-rtt = "40ms"
-frame_size_cv = 0.0
-"#,
-    );
+    let (r, _) = summary(&alone_on_a_20mbit_fifo(
+        "duration = \"2s\"",
+        "rt-gcc",
+        "gcc_probing = true",
+    ));
     let f = &r.flows;
     let peak = (0..f.t_s.len())
         .filter(|&i| f.flow[i] == 0 && f.t_s[i] <= 2.0)
