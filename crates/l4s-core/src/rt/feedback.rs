@@ -69,3 +69,39 @@ impl TransportPacketsFeedback {
         self.received().filter(|p| p.ecn == Ecn::Ce).count()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A report of three packets (1200 B received CE, 800 B lost, 1000 B received ECT(1)):
+    /// received bytes count only the two received (2200), one loss, one CE mark.
+    #[test]
+    fn a_report_counts_received_bytes_losses_and_ce_marks() {
+        let pkt = |seq, size_bytes, rx: Option<u64>, ecn| PacketResult {
+            sent: SentPacket {
+                seq,
+                size_bytes,
+                send_time: Nanos::from_ms(seq),
+            },
+            receive_time: rx.map(Nanos::from_ms),
+            ecn,
+        };
+        let fb = TransportPacketsFeedback {
+            feedback_time: Nanos::from_ms(50),
+            packets: vec![
+                pkt(1, 1200, Some(21), Ecn::Ce),
+                pkt(2, 800, None, Ecn::NotEct),
+                pkt(3, 1000, Some(23), Ecn::Ect1),
+            ],
+            data_in_flight_bytes: 0,
+        };
+        assert_eq!(fb.received_bytes(), 2200);
+        assert_eq!(fb.lost_count(), 1);
+        assert_eq!(fb.ce_count(), 1);
+        assert_eq!(
+            fb.received().map(|p| p.sent.seq).collect::<Vec<_>>(),
+            [1, 3]
+        );
+    }
+}

@@ -237,6 +237,30 @@ fn rt_prague_cuts_at_most_once_per_virtual_rtt() {
     assert_eq!(cc.cwr_events, 2);
 }
 
+/// udp_prague `ACKReceived` halves once per loss round: it leaves cs_in_loss only when the
+/// packets sent at the cut are accounted for AND a vrtt has passed, and does not grow inside
+/// it. fps 50, srtt 5 ms (vrtt 20 ms): a loss reported at 10 ms halves; one more at 16 ms
+/// changes nothing; one at 31 ms (21 ms after the cut) halves again.
+#[test]
+fn rt_prague_halves_at_most_once_per_loss_round() {
+    let mut cc = RtPrague::new(50, 10_000_000, 100_000, 1_000_000_000, 1400);
+    cc.on_rtt_sample(Nanos::from_ms(5));
+    let fb = |n: u64| FeedbackCounters {
+        received: 10 * n,
+        ce: 0,
+        lost: n,
+    };
+    cc.on_feedback(fb(0), 0, Nanos::from_ms(5));
+    let before = cc.rate_bps();
+    cc.on_feedback(fb(1), 11, Nanos::from_ms(10));
+    let cut = cc.rate_bps();
+    assert!(cut < before);
+    cc.on_feedback(fb(2), 22, Nanos::from_ms(16));
+    assert_eq!(cc.rate_bps(), cut);
+    cc.on_feedback(fb(3), 33, Nanos::from_ms(31));
+    assert_eq!(cc.rate_bps(), cut / 2.0);
+}
+
 /// Steady state under a frozen, deterministic marking fraction p at base RTT R ≥ the
 /// reference RTT (so vrtt = srtt = R and the (srtt/vrtt)² scaler is 1), with full-size
 /// packets s = 1400 B and the 1-packet increment (every cut resets `rtts_to_growth` to ≥ 7
