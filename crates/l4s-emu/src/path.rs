@@ -678,7 +678,14 @@ impl Path {
         };
         if m.borrow().txq.is_some() {
             self.txq_fill(&m, now);
-            if m.borrow().mac.pending_total().0 == 0 {
+            // As `World::wifi_pull`: an AQL driver on enqueue only while its hardware queue
+            // is empty, ath9k on every wake.
+            let wake = {
+                let mac = &m.borrow().mac;
+                mac.pending_total().0 == 0
+                    || mac.params().driver == l4s_core::wifi::TxDriver::Ath9k
+            };
+            if wake {
                 self.txq_pull(&m, now);
             }
             self.arm_aqm();

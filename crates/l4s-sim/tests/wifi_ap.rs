@@ -163,21 +163,47 @@ fn anomaly_share() -> f64 {
 
 /// The slow station's share of the AP's airtime and the two throughputs.
 fn two_stations(fairness: bool) -> (f64, f64, f64) {
-    let text = format!(
-        "seed = 7\nduration = \"6s\"\nwarmup = \"1s\"\n[link]\nmodel = \"wifi\"\n\
-         [link.wifi]\nphy_rate = \"54mbit\"\nmax_mpdus = 1\nuplink = false\n\
-         airtime_fairness = {fairness}\n\
-         [[link.wifi.clients]]\nphy_rate = \"54mbit\"\n\
-         [[link.wifi.clients]]\nphy_rate = \"6mbit\"\n\
-         [aqm]\nkind = \"fifo\"\n\
-         [[flows]]\ncc = \"cbr\"\nrate = \"60mbit\"\nrtt = \"10ms\"\nstation = 0\n\
-         [[flows]]\ncc = \"cbr\"\nrate = \"60mbit\"\nrtt = \"10ms\"\nstation = 1\n"
+    let v = two_stations_run(
+        "phy_rate = \"54mbit\"\nmax_mpdus = 1\n",
+        "phy_rate = \"54mbit\"",
+        "phy_rate = \"6mbit\"",
+        fairness,
     );
-    let (_, v) = run(&text);
+    shares(&v)
+}
+
+/// The slow station's (1) share of the AP's airtime and the two throughputs.
+fn shares(v: &Value) -> (f64, f64, f64) {
     let c = &v["wifi"]["clients"];
     let a = |i: usize| c[i]["airtime_share"]["downlink"].as_f64().unwrap();
     let t = |i: usize| v["flows"][i]["tput_mbps"].as_f64().unwrap();
     (a(1) / (a(0) + a(1)), t(0), t(1))
+}
+
+/// Two client stations (`fast`, `slow`: their `[[link.wifi.clients]]` keys) under the
+/// `[link.wifi]` keys `wifi`, each sent UDP at 60 Mb/s (more than either can take), no
+/// uplink; the summary.
+fn two_stations_run(wifi: &str, fast: &str, slow: &str, fairness: bool) -> Value {
+    let text = format!(
+        "seed = 7\nduration = \"6s\"\nwarmup = \"1s\"\n[link]\nmodel = \"wifi\"\n\
+         [link.wifi]\n{wifi}uplink = false\nairtime_fairness = {fairness}\n\
+         [[link.wifi.clients]]\n{fast}\n[[link.wifi.clients]]\n{slow}\n\
+         [aqm]\nkind = \"fifo\"\n\
+         [[flows]]\ncc = \"cbr\"\nrate = \"60mbit\"\nrtt = \"10ms\"\nstation = 0\n\
+         [[flows]]\ncc = \"cbr\"\nrate = \"60mbit\"\nrtt = \"10ms\"\nstation = 1\n"
+    );
+    run(&text).1
+}
+
+const ATH9K_MCS_8_0: &str = "standard = \"ac\"\nmcs = 8\nwidth = 20\ndriver = \"ath9k\"\n";
+
+#[test]
+fn ath9k_probe() {
+    for fairness in [true, false] {
+        let v = two_stations_run(ATH9K_MCS_8_0, "mcs = 8", "mcs = 0", fairness);
+        println!("{fairness}: {:?}", shares(&v));
+        println!("{}", serde_json::to_string_pretty(&v["wifi"]).unwrap());
+    }
 }
 
 #[test]

@@ -25,7 +25,7 @@ use crate::wifi_config::WifiRecord;
 use crate::wifi_txq::TxqLayer;
 use l4s_core::aqm::QueueSample;
 use l4s_core::wifi::WifiParams;
-use l4s_core::wifi::{ApMode, AqlLimits, Dir, TxqParams, WifiMac};
+use l4s_core::wifi::{ApMode, AqlLimits, Dir, TxDriver, TxqParams, WifiMac};
 use l4s_core::{Nanos, Packet, Rng};
 
 /// The MAC and the engine's bookkeeping around it.
@@ -89,7 +89,8 @@ impl WifiHop {
         let n = mac.clients();
         let txq = match ap {
             ApMode::Mac80211 => {
-                Some(TxqLayer::new(n, &txq, txq_rng, aql, fairness).map_err(field)?)
+                let driver = (mac.params().driver, aql);
+                Some(TxqLayer::new(n, &txq, txq_rng, driver, fairness).map_err(field)?)
             }
             _ => None,
         };
@@ -314,14 +315,12 @@ impl World {
     pub(super) fn wifi_pull(&mut self, now: Nanos) {
         if self.net.wifi.as_ref().is_some_and(|h| h.txq.is_some()) {
             self.txq_fill(now);
-            // On enqueue the driver's tx worker runs only when its hardware queue is empty;
-            // otherwise it runs on TX status (`wifi_timer`).
-            if self
-                .net
-                .wifi
-                .as_ref()
-                .is_some_and(|h| h.mac.pending_total().0 == 0)
-            {
+            // On enqueue an AQL driver's tx worker runs only when its hardware queue is
+            // empty, otherwise on TX status (`wifi_timer`); ath9k schedules on every wake
+            // (`ath9k_wake_tx_queue` → `ath_txq_schedule`).
+            if self.net.wifi.as_ref().is_some_and(|h| {
+                h.mac.pending_total().0 == 0 || h.mac.params().driver == TxDriver::Ath9k
+            }) {
                 self.txq_pull(now);
             }
             self.arm_wifi();
