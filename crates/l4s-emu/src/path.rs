@@ -682,12 +682,30 @@ impl Path {
             // is empty, ath9k on every wake.
             let wake = {
                 let mac = &m.borrow().mac;
-                mac.pending_total().0 == 0
-                    || mac.params().driver == l4s_core::wifi::TxDriver::Ath9k
+                mac.pending_total().0 == 0 || mac.params().driver == l4s_core::wifi::TxDriver::Ath9k
             };
             if wake {
                 self.txq_pull(&m, now);
             }
+            self.arm_aqm();
+            return;
+        }
+        if m.borrow().mac.params().driver == l4s_core::wifi::TxDriver::Ath9k {
+            // `ap = "aqm_in_txq"` with ath9k, one client station (`World::ath9k_aqm_pull`).
+            let (bn, mut v) = self.bottleneck(true);
+            let mut mm = m.borrow_mut();
+            mm.mac
+                .ath_tx_sched_aggr(0, now, |mac| match bn.dequeue(now, &mut v) {
+                    Some(p) => {
+                        mac.push_down_to(0, p, now);
+                        true
+                    }
+                    None => false,
+                });
+            if let Some(r) = self.wifi_record.as_mut() {
+                r.note_pending(&mm.mac, now);
+            }
+            drop(mm);
             self.arm_aqm();
             return;
         }

@@ -784,12 +784,17 @@ impl WifiRecord {
                              "max": max},
             "max_pending_pkts": self.max_pending_pkts,
         });
-        summary_block(
+        let mut block = summary_block(
             mac.params(),
             &mac.stats(),
             window_s,
             &self.mac_delay,
             driver,
-        )
+        );
+        if mac.params().driver == TxDriver::Ath9k {
+            block["tx_driver"] = json!(TxDriver::Ath9k.name());
+            block["hw_queue_max_aggregates"] = json!(mac.hw_queue_max());
+        }
+        block
     }
 }

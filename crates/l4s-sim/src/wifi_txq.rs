@@ -36,8 +36,6 @@ pub struct TxqLayer {
     aql: AqlLimits,
     /// The driver's shape below the TXQs.
     pub driver: TxDriver,
-    /// ath9k: the most aggregates its hardware queue ever held.
-    pub max_hw_queue: usize,
     /// Per station: airtime already registered with the scheduler, ns (down + up).
     registered: Vec<u64>,
     /// Per station: pending AQL airtime summed over samples after warmup, its max, count.
@@ -62,7 +60,6 @@ impl TxqLayer {
             sched: AirtimeScheduler::new(n, fairness),
             aql,
             driver,
-            max_hw_queue: 0,
             registered: vec![0; n],
             aql_acc: vec![(0, 0, 0); n],
             drops: Vec::new(),
@@ -167,7 +164,6 @@ impl TxqLayer {
             let left = self.txqs.backlog(sta).0 > 0;
             self.sched.return_txq(sta, left || force);
         }
-        self.max_hw_queue = self.max_hw_queue.max(mac.hw_queue_len());
     }
 
     /// `ieee80211_tx_dequeue` of one frame of `sta`'s TXQ into the driver; false when empty.
@@ -273,9 +269,5 @@ pub fn add_clients(block: &mut Value, mac: &WifiMac, station_of: &[u8], txq: Opt
     block["clients"] = json!(clients);
     if let Some(t) = txq {
         block["airtime_fairness"] = json!(t.sched.fairness);
-        if t.driver == TxDriver::Ath9k {
-            block["tx_driver"] = json!(t.driver.name());
-            block["hw_queue_max_aggregates"] = json!(t.max_hw_queue);
-        }
     }
 }

@@ -136,11 +136,20 @@ impl TxSession {
     /// `max_mpdus`, stays within `max_ppdu_ns` and the sequence numbers stay inside the
     /// BlockAck window of `window` from the oldest outstanding MPDU (waiting for retry, in the
     /// air or in a formed aggregate). Returns (retries, new packets, PSDU bytes).
-    fn plan(&self, phy: &Phy, max_mpdus: u32, max_ppdu_ns: u64, window: u64) -> (usize, usize, u64) {
+    fn plan(
+        &self,
+        phy: &Phy,
+        max_mpdus: u32,
+        max_ppdu_ns: u64,
+        window: u64,
+    ) -> (usize, usize, u64) {
         let oldest = [
             self.retry.front().map(|m| m.seq),
             self.in_flight.first().map(|m| m.seq),
-            self.formed.front().and_then(|(a, _)| a.first()).map(|m| m.seq),
+            self.formed
+                .front()
+                .and_then(|(a, _)| a.first())
+                .map(|m| m.seq),
         ];
         let win_start = oldest.into_iter().flatten().fold(self.next_seq, u64::min);
         let mut bytes = 0u64;
@@ -172,7 +181,14 @@ impl TxSession {
     }
 
     /// Move the MPDUs `plan` chose into `agg`; their PSDU bytes.
-    fn fill(&mut self, agg: &mut Vec<Mpdu>, phy: &Phy, max_mpdus: u32, max_ppdu_ns: u64, window: u64) -> Built {
+    fn fill(
+        &mut self,
+        agg: &mut Vec<Mpdu>,
+        phy: &Phy,
+        max_mpdus: u32,
+        max_ppdu_ns: u64,
+        window: u64,
+    ) -> Built {
         let (retries, new, bytes) = self.plan(phy, max_mpdus, max_ppdu_ns, window);
         agg.extend(self.retry.drain(..retries));
         for (p, charge_ns) in self.queue.drain(..new) {

@@ -324,6 +324,8 @@ pub struct WifiMac {
     /// ath9k's hardware queue: the station of each formed aggregate, oldest (in the air
     /// while the AP transmits) first; at most [`ATH_AGGR_MIN_QDEPTH`].
     hw_queue: VecDeque<usize>,
+    /// The most aggregates the hardware queue ever held.
+    hw_queue_max: usize,
     /// Per station: medium time of the AP's exchanges to it and of its own, ns.
     sta_airtime_ns: Vec<(u64, u64)>,
     /// End of the exchange in progress.
@@ -395,6 +397,7 @@ impl WifiMac {
             clients,
             ap_to: 0,
             hw_queue: VecDeque::with_capacity(ATH_AGGR_MIN_QDEPTH),
+            hw_queue_max: 0,
             sta_airtime_ns: vec![(0, 0); n],
             busy_until: None,
             idle_from: Nanos::ZERO,
@@ -547,6 +550,11 @@ impl WifiMac {
         self.hw_queue.len()
     }
 
+    /// ath9k: the most aggregates the hardware queue ever held.
+    pub fn hw_queue_max(&self) -> usize {
+        self.hw_queue_max
+    }
+
     /// The driver holds frames for `sta` not yet in an aggregate (ath9k: `tid->retry_q`,
     /// failed subframes first, then a frame pulled for an aggregate it did not fit in).
     pub fn driver_holds(&self, sta: usize) -> bool {
@@ -576,6 +584,7 @@ impl WifiMac {
         let built = self.down[sta].form(&phy, p.max_mpdus, p.max_ppdu.0, p.max_mpdus as u64);
         if built.mpdus > 0 {
             self.hw_queue.push_back(sta);
+            self.hw_queue_max = self.hw_queue_max.max(self.hw_queue.len());
             self.activate(AP, now);
         }
         built.mpdus

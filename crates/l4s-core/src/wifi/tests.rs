@@ -528,3 +528,53 @@ fn the_mac_counts_the_first_client_and_every_additional_one() {
     assert_eq!(mac.clients(), 3);
     assert!(mac.push_up_from(2, Packet::new(0, 0, 1500, Ecn::Ect1), Nanos::ZERO));
 }
+
+/// ath9k's hardware queue (`ATH_AGGR_MIN_QDEPTH` = 2): at VHT-MCS 8 / 20 MHz a full
+/// aggregate is 34 packets of 1500 B (5.484 ms), so `ath_tx_form_aggr` pulls 35 and parks the
+/// one that does not fit (`tid->retry_q`). The second aggregate (the parked frame and 29
+/// more) is cut to 30 by the BlockAck window (64 from the oldest outstanding MPDU, seq 0),
+/// with the 31st pulled frame parked. The queue then holds 2: a third `ath_tx_sched_aggr`
+/// takes the parked frame, finds the queue full and puts it back (-EBUSY): nothing formed or
+/// pulled. The AP transmits the queue's head (ids 0..34); at its TX status the queue holds
+/// 1 and the next aggregate (window from seq 34) is full again, starting with the parked id 64.
+#[test]
+fn ath9k_hardware_queue_holds_two_aggregates() {
+    let mut p = WifiParams::new(Phy::mcs(Standard::Vht, 8, 20, 1).unwrap());
+    p.driver = TxDriver::Ath9k;
+    let mut mac = WifiMac::new(p, Rng::new(1)).unwrap();
+    let mut next = 0u64;
+    let mut pulled = Vec::new();
+    let mut sched = |mac: &mut WifiMac, pulled: &mut Vec<u64>| {
+        mac.ath_tx_sched_aggr(0, Nanos::ZERO, |mac| {
+            let pkt = Packet::new(next, 0, 1500, Ecn::Ect1);
+            pulled.push(next);
+            next += 1;
+            mac.push_down_to(0, pkt, Nanos::ZERO);
+            true
+        })
+    };
+    assert_eq!(sched(&mut mac, &mut pulled), 34);
+    assert_eq!((mac.hw_queue_len(), pulled.len()), (1, 35));
+    assert!(mac.driver_holds(0));
+    assert_eq!(sched(&mut mac, &mut pulled), 30);
+    assert_eq!((mac.hw_queue_len(), pulled.len()), (2, 65));
+    assert_eq!(sched(&mut mac, &mut pulled), 0);
+    assert_eq!((mac.hw_queue_len(), pulled.len()), (2, 65));
+    assert!(mac.driver_holds(0));
+    assert_eq!(mac.hw_queue_max(), 2);
+    // The first aggregate's exchange: the AP alone on the medium, no errors.
+    let mut sent = Vec::new();
+    while mac.hw_queue_len() == 2 {
+        let t = mac.poll_timeout().unwrap();
+        mac.handle_timeout(t);
+        while let Some((_, p)) = mac.poll_delivered() {
+            sent.push(p.id);
+        }
+    }
+    assert_eq!(sent, (0..34).collect::<Vec<_>>());
+    assert_eq!(mac.hw_queue_len(), 1);
+    assert_eq!(sched(&mut mac, &mut pulled), 34);
+    assert_eq!(pulled.len(), 65 + 34);
+    assert_eq!(mac.hw_queue_len(), 2);
+    assert_eq!(mac.hw_queue_max(), 2);
+}

@@ -87,6 +87,7 @@ impl WifiHop {
         let field = |e: l4s_core::ParamError| crate::SimError::param("link.wifi.", e);
         let mac = WifiMac::new(p, rng).map_err(field)?;
         let n = mac.clients();
+        let ath9k = mac.params().driver == TxDriver::Ath9k;
         let txq = match ap {
             ApMode::Mac80211 => {
                 let driver = (mac.params().driver, aql);
@@ -100,7 +101,8 @@ impl WifiHop {
             armed: None,
             record: WifiRecord::default(),
             ap,
-            pull_wait: txq.is_none().then(PullWait::default),
+            // ath9k pulls an aggregate at a time, not while the driver has room.
+            pull_wait: (txq.is_none() && !ath9k).then(PullWait::default),
             sta_aqm: Vec::new(),
             aql,
             txq,
@@ -338,6 +340,17 @@ impl World {
             self.arm_aqm();
             return;
         }
+        if self
+            .net
+            .wifi
+            .as_ref()
+            .is_some_and(|h| h.mac.params().driver == TxDriver::Ath9k)
+        {
+            self.ath9k_aqm_pull(now);
+            self.arm_wifi();
+            self.arm_aqm();
+            return;
+        }
         if !self.net.bn.aqm.is_empty() {
             if let Some(w) = self
                 .net
@@ -374,6 +387,39 @@ impl World {
         }
         self.arm_wifi();
         self.arm_aqm();
+    }
+
+    /// `ap = "aqm_in_txq"` with ath9k (one client station): `ath_txq_schedule` with the
+    /// scenario's AQM as the one TXQ, run on each wake and TX status: one
+    /// `ath_tx_sched_aggr` (the DRR over a single TXQ hands it out once per round).
+    fn ath9k_aqm_pull(&mut self, now: Nanos) {
+        let World {
+            net,
+            rec,
+            capture,
+            hot,
+            ..
+        } = self;
+        let Some(h) = net.wifi.as_mut() else {
+            return;
+        };
+        let mut v = super::SimVerdicts {
+            rec,
+            capture,
+            hot,
+            totals: &mut net.totals,
+            q_base: 0,
+        };
+        let bn = &mut net.bn;
+        h.mac
+            .ath_tx_sched_aggr(0, now, |mac| match bn.dequeue(now, &mut v) {
+                Some(p) => {
+                    mac.push_down_to(0, p, now);
+                    true
+                }
+                None => false,
+            });
+        h.record.note_pending(&h.mac, now);
     }
 
     /// The root qdisc is dequeued as soon as it holds a packet (`IFF_NO_QUEUE`: mac80211 never
