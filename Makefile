@@ -125,13 +125,20 @@ clean:
 	cargo clean
 	rm -rf $(VENV)
 
-# Mutation testing (outside CI; the full scope is days on 2 cores): cargo-mutants 27.1.0 over the
-# scope in .cargo/mutants.toml, in a copy of the tree, built with the `mutants` cargo profile; the
+# Mutation testing (outside CI; the full scope is days on 2 cores): cargo-mutants 27.1.0 over
+# MUTANTS_FILES, in a copy of the tree, built with the `mutants` cargo profile into
+# target/mutants-tree (kept between runs, so only the first run builds the dependencies); the
 # per-module table goes to mutants.out/table.md (docs/mutants.md). MUTANTS_SHARD=k/n tests a
 # systematic 1-in-n sample (round-robin: mutant i is in shard i mod n), e.g. MUTANTS_SHARD=0/20;
-# unset, the whole scope. Narrow further with MUTANTS_ARGS, e.g. MUTANTS_ARGS="--re src/wifi/".
+# unset, the whole scope. One file: MUTANTS_FILES=crates/l4s-core/src/wifi/edca.rs.
+MUTANTS_FILES ?= crates/l4s-core/src/wifi/**/*.rs crates/l4s-core/src/rt/**/*.rs \
+	crates/l4s-core/src/aqm/**/*.rs crates/l4s-core/src/cc/**/*.rs \
+	crates/l4s-sim/src/workloads.rs crates/l4s-sim/src/bdp.rs crates/l4s-sim/src/hops.rs \
+	crates/l4s-sim/src/start_jitter.rs crates/l4s-sim/src/pcap.rs crates/l4s-sim/src/app_results.rs
 MUTANTS_SHARD ?=
 mutants:
 	cargo mutants --version 2>/dev/null | grep -qx 'cargo-mutants 27.1.0' || cargo install --locked cargo-mutants --version 27.1.0
-	-cargo mutants -j 1 $(if $(MUTANTS_SHARD),--shard $(MUTANTS_SHARD) --sharding round-robin) $(MUTANTS_ARGS)
+	-CARGO_TARGET_DIR=$(CURDIR)/target/mutants-tree cargo mutants -j 1 \
+		$(foreach f,$(MUTANTS_FILES),--file '$(f)') \
+		$(if $(MUTANTS_SHARD),--shard $(MUTANTS_SHARD) --sharding round-robin) $(MUTANTS_ARGS)
 	python3 tools/mutants_table.py mutants.out/outcomes.json | tee mutants.out/table.md

@@ -344,3 +344,43 @@ fn summary_records_the_effective_step_threshold() {
     assert_eq!(p["step_thresh_pkts"].as_u64(), Some(7));
     assert!(p["step_thresh_us"].is_null());
 }
+
+#[test]
+fn bbr_limited_by_the_kernel_send_buffer_leaves_startup() {
+    // BBR (v1) alone at 200 Mb/s / 100 ms with this host's tcp_wmem[2] = 4 MB: the buffer
+    // (at most ~1.1 BDP of payload) binds long before STARTUP's 2.885 × BDP of cwnd. Linux
+    // asks tcp_rate_check_app_limited only when the writer calls send() (tcp_sendmsg_locked),
+    // so the rate samples of a buffer-limited flow are not all application-limited and
+    // bbr_check_full_bw_reached ends STARTUP after three rounds without 25 % growth. After
+    // DRAIN, PROBE_BW paces at most 5/4 of a bottleneck bandwidth filter that cannot exceed
+    // the 200 Mb/s link: ≤ 250 Mb/s. (Marking the flow application-limited whenever it found
+    // nothing to send kept it in STARTUP, pacing at 2.885 × bw ≈ 555 Mb/s, for the whole run.)
+    let (r, v) = summary(
+        r#"
+duration = "15s"
+warmup = "5s"
+[link]
+rate = "200mbit"
+[aqm]
+kind = "fq_codel"
+[[flows]]
+cc = "bbr1"
+rtt = "100ms"
+tso = true
+nic_rate = "10gbit"
+tcp_wmem = 4194304
+"#,
+    );
+    let f = &r.flows;
+    let peak = (0..f.t_s.len())
+        .filter(|&i| f.t_s[i] >= 5.0)
+        .map(|i| f.pacing_mbps[i])
+        .fold(0.0, f64::max);
+    assert!(
+        peak > 0.0 && peak <= 1.25 * 200.0,
+        "pacing peak {peak} Mb/s"
+    );
+    // Not starved either: the kernel's BBR gets 161 Mb/s through FQ-CoDel here (FIDELITY.md).
+    let tput = v["flows"][0]["tput_mbps"].as_f64().unwrap();
+    assert!(tput > 0.7 * 200.0, "{tput}");
+}

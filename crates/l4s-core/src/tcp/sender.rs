@@ -543,13 +543,43 @@ impl TcpSender {
             .min(self.app_written_end.unwrap_or(u64::MAX));
         let cwnd = self.tp.snd_cwnd;
         let snd_una = self.snd_una;
+        let Some(b) = self.sndbuf.as_mut() else {
+            return;
+        };
+        if expand {
+            // mss_clamp: the peer's MSS option, which counts the timestamp option's bytes.
+            b.sndbuf_expand(cwnd, mss + super::sndbuf::TCP_TIMESTAMP_OPTION_BYTES);
+        }
+        // The woken writer's first send() asks tcp_rate_check_app_limited before it adds data.
+        if b.write_seq < end && b.is_writeable(b.wmem_queued(snd_una, skb_payload)) {
+            self.rate_check_app_limited();
+        }
         if let Some(b) = self.sndbuf.as_mut() {
-            if expand {
-                // mss_clamp: the peer's MSS option, which counts the timestamp option's bytes.
-                b.sndbuf_expand(cwnd, mss + super::sndbuf::TCP_TIMESTAMP_OPTION_BYTES);
-            }
             b.write_space(snd_una, mss, skb_payload, end);
         }
+    }
+
+    /// `tcp_rate_check_app_limited` as `tcp_sendmsg_locked` runs it when the writer sends:
+    /// application-limited when less than one MSS is written and unsent, nothing of the flow
+    /// waits in the host (fq's queue, or the rest of a TSO burst at the NIC), the window has
+    /// room and every lost segment has been retransmitted.
+    fn rate_check_app_limited(&mut self) {
+        let unsent = self.data_end().saturating_sub(self.snd_nxt);
+        let host_queued = self.fq.as_ref().is_some_and(|fq| !fq.is_empty())
+            || self.tso.as_ref().is_some_and(|t| t.in_burst());
+        if unsent < self.tp.mss as u64
+            && !host_queued
+            && self.in_flight() < self.tp.snd_cwnd
+            && self.lost_out <= self.retrans_out
+        {
+            self.mark_app_limited();
+        }
+    }
+
+    /// `tp->app_limited = (tp->delivered + tcp_packets_in_flight(tp)) ? : 1`.
+    fn mark_app_limited(&mut self) {
+        self.app_limited_until = (self.tp.delivered + self.in_flight() as u64).max(1);
+        self.tp.app_limited = true;
     }
 
     /// `sk_sndbuf` and `tp->write_seq` of the send-buffer model (None without `tcp_wmem_max`).
@@ -895,9 +925,13 @@ impl TcpSender {
             return Some(self.data_packet(idx, (seq, len), tx, true, idle, no_flight));
         }
         if !self.new_data_available() {
-            // tcp_rate_check_app_limited: nothing to send while the window has room.
-            self.app_limited_until = (self.tp.delivered + self.in_flight() as u64).max(1);
-            self.tp.app_limited = true;
+            // Nothing to send while the window has room. Linux asks
+            // `tcp_rate_check_app_limited` in `tcp_sendmsg_locked`, when the application
+            // writes: with a modelled send buffer its writer's send() does (`check_space`);
+            // without one the application has nothing more to give, so it is asked here.
+            if self.sndbuf.is_none() {
+                self.mark_app_limited();
+            }
             return None;
         }
         if self.has_tso && self.tso_defers(now) {
