@@ -695,13 +695,7 @@ impl Path {
             let (bn, mut v) = self.bottleneck(true);
             let mut mm = m.borrow_mut();
             mm.mac
-                .ath_tx_sched_aggr(0, now, |mac| match bn.dequeue(now, &mut v) {
-                    Some(p) => {
-                        mac.push_down_to(0, p, now);
-                        true
-                    }
-                    None => false,
-                });
+                .ath_tx_sched_aggr_from(0, now, || bn.dequeue(now, &mut v));
             if let Some(r) = self.wifi_record.as_mut() {
                 r.note_pending(&mm.mac, now);
             }

@@ -614,6 +614,19 @@ impl WifiMac {
         self.form_aggregate(sta, now)
     }
 
+    /// [`WifiMac::ath_tx_sched_aggr`] with a queue above that only dequeues: each packet
+    /// `dequeue` returns is handed down to `sta`.
+    pub fn ath_tx_sched_aggr_from(
+        &mut self,
+        sta: usize,
+        now: Nanos,
+        mut dequeue: impl FnMut() -> Option<Packet>,
+    ) -> u32 {
+        self.ath_tx_sched_aggr(sta, now, |mac| {
+            dequeue().map(|p| mac.push_down_to(sta, p, now)).is_some()
+        })
+    }
+
     /// Whether the AP has something to send: any station's frames (firmware queues), or a
     /// formed aggregate (ath9k).
     fn ap_backlogged(&self) -> bool {

@@ -393,33 +393,16 @@ impl World {
     /// scenario's AQM as the one TXQ, run on each wake and TX status: one
     /// `ath_tx_sched_aggr` (the DRR over a single TXQ hands it out once per round).
     fn ath9k_aqm_pull(&mut self, now: Nanos) {
-        let World {
-            net,
-            rec,
-            capture,
-            hot,
-            ..
-        } = self;
-        let Some(h) = net.wifi.as_mut() else {
+        // The hop steps aside while the bottleneck's AQM is dequeued (its verdicts go to the
+        // recorder, not to the hop).
+        let Some(mut h) = self.net.wifi.take() else {
             return;
         };
-        let mut v = super::SimVerdicts {
-            rec,
-            capture,
-            hot,
-            totals: &mut net.totals,
-            q_base: 0,
-        };
-        let bn = &mut net.bn;
+        let (bn, mut v) = self.bottleneck();
         h.mac
-            .ath_tx_sched_aggr(0, now, |mac| match bn.dequeue(now, &mut v) {
-                Some(p) => {
-                    mac.push_down_to(0, p, now);
-                    true
-                }
-                None => false,
-            });
+            .ath_tx_sched_aggr_from(0, now, || bn.dequeue(now, &mut v));
         h.record.note_pending(&h.mac, now);
+        self.net.wifi = Some(h);
     }
 
     /// The root qdisc is dequeued as soon as it holds a packet (`IFF_NO_QUEUE`: mac80211 never
