@@ -278,6 +278,8 @@ pub struct RtHeader {
     pub marker: bool,
     /// Feedback: an RFC 8888 report; `seq` is its id in the flow's [`crate::rt::rfc8888::ReportLog`].
     pub ccfb: bool,
+    /// Data: padding (a GCC probe packet), counted and reported but part of no frame.
+    pub padding: bool,
 }
 
 #[cfg(test)]

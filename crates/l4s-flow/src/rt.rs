@@ -360,6 +360,8 @@ pub fn run_client(o: &RtClientOpts, emu: &EmuEnv) -> Result<serde_json::Value, F
     let duration = o.flow.stop.unwrap_or(Nanos::from_secs(10));
     let t_start = Nanos(monotonic_ns());
     let mut cfg = rt_config_seeded(&o.flow, o.seed);
+    // The datagram format has no padding packet: no GCC probing over the wire.
+    cfg.gcc_probing = false;
     cfg.start = t_start;
     cfg.stop = Some(t_start + duration);
     let stop = t_start + duration;

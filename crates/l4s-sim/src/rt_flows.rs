@@ -181,6 +181,7 @@ pub fn rt_config(fl: &FlowConfig) -> RtConfig {
         }),
         seed: 0,
         feedback_interval: fl.feedback_interval.unwrap_or(DEFAULT_FEEDBACK_INTERVAL),
+        gcc_probing: fl.gcc_probing.unwrap_or(false),
     }
 }
 
@@ -216,6 +217,13 @@ pub fn validate_rt(i: usize, fl: &FlowConfig) -> Result<(), SimError> {
             &p,
             &scream_keys(fl),
             &format!("applies to rt-scream only, not to cc = \"{}\"", fl.cc),
+        )?;
+    }
+    if fl.cc != "rt-gcc" {
+        refuse_set(
+            &p,
+            &[("gcc_probing", fl.gcc_probing.is_some())],
+            &format!("applies to rt-gcc only, not to cc = \"{}\"", fl.cc),
         )?;
     }
     if !matches!(fl.cc.as_str(), "rt-scream" | "rt-gcc") {

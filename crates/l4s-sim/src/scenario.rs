@@ -212,6 +212,8 @@ pub struct FlowConfig {
     pub encoder_lag: Option<Nanos>,
     /// rt-scream: RFC 8888 report interval (default 25 ms, libwebrtc's min_send_delta).
     pub feedback_interval: Option<Nanos>,
+    /// rt-gcc: goog_cc's exponential probing at the call's start (default false).
+    pub gcc_probing: Option<bool>,
     /// rt-scream: libwebrtc BetaLoss (0.7).
     pub scream_beta_loss: Option<f64>,
     /// rt-scream: libwebrtc L4sAvgG (1/16).

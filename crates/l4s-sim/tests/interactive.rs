@@ -359,39 +359,33 @@ fn bad_keys_files_and_parameters_name_the_field() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A real-time flow alone through a 1000-packet FIFO at 20 Mb/s, 40 ms, 60 fps, frames of
+/// exactly the target: `head` goes before `[link]`, `flow` into the flow's table.
+fn alone_on_a_20mbit_fifo(head: &str, cc: &str, flow: &str) -> String {
+    format!(
+        "{head}\n[link]\nrate = \"20mbit\"\n[aqm]\nkind = \"fifo\"\nlimit = 1000\n[[flows]]\n\
+         cc = \"{cc}\"\nfps = 60\nrtt = \"40ms\"\nframe_size_cv = 0.0\n{flow}\n"
+    )
+}
+
 #[test]
 fn full_gcc_alone_settles_near_the_link_rate_with_a_short_queue() {
     // rt-gcc (goog_cc: delay-based AIMD + loss-based, the lower) alone through a FIFO at
-    // 20 Mb/s, 40 ms. Without probing it ramps 8 %/s until the trendline detector sees the
-    // queue grow, backs off to 0.85 × the acknowledged rate, then climbs additively (one
-    // average packet per 2·(RTT + 100 ms)): over 60–120 s the mean stays within 10 % of C.
-    // The queue stays below 25 ms = 2 × the detector's initial threshold (12.5 ms of
-    // modified trend, `threshold_` in trendline_estimator.cc): a back-off comes once the
-    // smoothed delay ramp over the 20-group window crosses it, long before a 1000-packet
-    // FIFO fills (rt-gcc-loss, the loss-based half alone, fills it: test below).
+    // 20 Mb/s, 40 ms, without probing (`gcc_probing` off, the default). It ramps 8 %/s until
+    // the trendline detector sees the queue grow (39.7 s), backs off to 0.85 × the
+    // acknowledged rate, then climbs additively (one average packet per 2·(RTT + 100 ms),
+    // ~33 kb/s per s): over 60–120 s the mean stays within 10 % of C. The queue stays below
+    // 25 ms = 2 × the detector's initial threshold (12.5 ms of modified trend, `threshold_` in
+    // trendline_estimator.cc): the first back-off comes once the smoothed delay ramp over the
+    // 20-group window crosses it, long before a 1000-packet FIFO fills (rt-gcc-loss, the
+    // loss-based half alone, fills it: below). It stays short only because the additive climb
+    // from 17 Mb/s reaches C after ~90 s: the next test follows it past C.
     // The controller alone: frames of exactly the target (`frame_size_cv = 0`). With the
     // encoder model's default spread (0.21) a run of frames above the mean holds more than
     // one frame interval of bytes at C, the queue grows across send groups, the trendline
     // (its threshold adapted down to ~6 ms on the quiet link) reads it as over-use, and the
     // mean falls to 15.5 Mb/s here (docs/interactive.md, "GCC and encoder noise").
-    let toml = |cc: &str| {
-        format!(
-            r#"
-duration = "120s"
-warmup = "60s"
-[link]
-rate = "20mbit"
-[aqm]
-kind = "fifo"
-limit = 1000
-[[flows]]
-cc = "{cc}"
-fps = 60
-rtt = "40ms"
-frame_size_cv = 0.0
-"#
-        )
-    };
+    let toml = |cc: &str| alone_on_a_20mbit_fifo("duration = \"120s\"\nwarmup = \"60s\"", cc, "");
     let (r, v) = summary(&toml("rt-gcc"));
     let tput = v["flows"][0]["tput_mbps"].as_f64().unwrap();
     assert!((tput / 20.0 - 1.0).abs() < 0.10, "{tput}");
@@ -402,4 +396,80 @@ frame_size_cv = 0.0
     let (r, _) = summary(&toml("rt-gcc-loss"));
     let max_q = r.samples.sojourn_ms.iter().cloned().fold(0.0, f64::max);
     assert!(max_q > 100.0, "max sojourn {max_q} ms");
+}
+
+#[test]
+fn full_gcc_alone_creeps_past_the_link_rate_and_fills_the_fifo_with_or_without_probing() {
+    // goog_cc's additive increase near the link-capacity estimate does not stop at C: the
+    // acknowledged rate never exceeds C, so it never passes the estimate's upper bound and
+    // nothing resets it; the trendline cannot see a sender less than 1/0.975 = 2.56 % above C
+    // (240·(1 − C/R) < the 6 ms threshold floor; gcc_delay's unit test); and once R passes
+    // that the queue is ~450 ms, the RTT ≥ 200 ms, so an over-use cuts only after 200 ms of
+    // over-use reports (`TimeToReduceFurther`) while the threshold, adapting by k_up, catches
+    // the barely higher modified trend within 1–3 reports. The 1000-packet FIFO
+    // (1000 × 1400 B at 20 Mb/s = 560 ms) fills; its loss 1 − C/R sits in the loss-based
+    // controller's hold band [2 %, 10 %] and the full queue's flat delay reads as normal: the
+    // call ends at 1.0275 × C behind a full buffer. Probing only gets there sooner (the
+    // back-off at 2 s instead of 39.7 s, so the climb crosses C ~35 s earlier).
+    let toml = |probing: bool| {
+        let flow = format!("gcc_probing = {probing}");
+        alone_on_a_20mbit_fifo("duration = \"180s\"", "rt-gcc", &flow)
+    };
+    let mut first_long = Vec::new();
+    for probing in [false, true] {
+        let (r, _) = summary(&toml(probing));
+        let s = &r.samples;
+        let q_from = |t0: f64| {
+            (0..s.t_s.len())
+                .filter(|&i| s.t_s[i] > t0)
+                .map(|i| s.sojourn_ms[i])
+                .fold(0.0, f64::max)
+        };
+        assert!(
+            q_from(170.0) > 500.0,
+            "probing {probing}: {}",
+            q_from(170.0)
+        );
+        let f = &r.flows;
+        let end = *f.target_mbps.last().unwrap();
+        let loss = 1.0 - 20.0 / end;
+        assert!(
+            (0.02..=0.10).contains(&loss),
+            "probing {probing}: {end} Mb/s"
+        );
+        let held = (0..f.t_s.len())
+            .filter(|&i| f.t_s[i] > 170.0)
+            .all(|i| f.target_mbps[i] == end);
+        assert!(held, "probing {probing}: the target moves in the last 10 s");
+        let i = (0..s.t_s.len()).find(|&i| s.sojourn_ms[i] > 25.0).unwrap();
+        first_long.push(s.t_s[i]);
+    }
+    // Without probing the queue passes 25 ms only after the 120 s of the test above; with
+    // probing before it.
+    assert!(
+        first_long[0] > 120.0 && first_long[1] < 120.0,
+        "{first_long:?}"
+    );
+}
+
+#[test]
+fn full_gcc_probes_to_80_percent_of_the_link_within_two_seconds() {
+    // goog_cc's exponential probing (probe_controller.cc): from 1 Mb/s, clusters at 3 and
+    // 6 Mb/s; the 6 Mb/s one comes back at its send rate (the 20 Mb/s link is not saturated),
+    // 6 > 0.7 × 6: a 12 Mb/s cluster, 12 > 0.7 × 12: a 24 Mb/s one, delivered at most at the
+    // link rate, so its receive rate is < 0.9 × 24 and the result 0.95 × the receive rate.
+    // Each result is one report (RTT 40 ms + ≤ 25 ms) after its cluster: the target passes
+    // 0.8 × 20 = 16 Mb/s well inside 2 s, where AIMD alone (1.08^t from 1 Mb/s) would be at
+    // 1.17 Mb/s.
+    let (r, _) = summary(&alone_on_a_20mbit_fifo(
+        "duration = \"2s\"",
+        "rt-gcc",
+        "gcc_probing = true",
+    ));
+    let f = &r.flows;
+    let peak = (0..f.t_s.len())
+        .filter(|&i| f.flow[i] == 0 && f.t_s[i] <= 2.0)
+        .map(|i| f.target_mbps[i])
+        .fold(0.0, f64::max);
+    assert!(peak >= 16.0, "peak target {peak} Mb/s");
 }

@@ -73,6 +73,11 @@ impl GccLoss {
         self.rate_bps
     }
 
+    /// libwebrtc `SendSideBandwidthEstimation::SetSendBitrate` (a probe result).
+    pub fn set_send_bitrate(&mut self, bps: f64) {
+        self.rate_bps = bps.clamp(self.min_bps, self.max_bps);
+    }
+
     /// libwebrtc `SendSideBandwidthEstimation::CapBitrateToThresholds`: the loss-based
     /// target never exceeds the delay-based limit.
     pub fn cap(&mut self, limit_bps: f64) {

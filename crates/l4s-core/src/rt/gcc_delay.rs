@@ -16,7 +16,8 @@
 //! RTT ∈ [10, 200] ms unless the acknowledged rate is under half the estimate; the
 //! acknowledged bitrate is the Bayesian bitrate estimator over 500 ms (first) then 150 ms
 //! windows (uncertainty scale 10, variance + 5 per sample).
-//! Simplified (named): no probing (ProbeController), no ALR detection, no network state
+//! A probe result (`rt::gcc_probe`) sets the estimate when not overusing (`SetEstimate`).
+//! Simplified (named): no ALR detection, no network state
 //! predictor. Arrival times come from RFC 8888 reports (`rt::rfc8888`, every 25 ms as
 //! libwebrtc's ccfb `min_send_delta`), one `on_feedback` per report as goog_cc runs
 //! `OnTransportPacketsFeedback` per feedback message; the sender paces at 2.5 × the target
@@ -342,6 +343,12 @@ impl Aimd {
         self.rtt = rtt;
     }
 
+    /// `SetEstimate`: jump to `bps` (a probe result), clamped at the floor.
+    pub fn set_estimate(&mut self, bps: f64, now: Nanos) {
+        self.current_bps = bps.max(self.min_bps);
+        self.last_change = Some(now);
+    }
+
     /// `TimeToReduceFurther`.
     pub fn time_to_reduce_further(&self, now: Nanos, acked_bps: f64) -> bool {
         let interval = self.rtt.clamp(Nanos::from_ms(10), Nanos::from_ms(200));
@@ -532,8 +539,15 @@ impl DelayBasedBwe {
     }
 
     /// `OnTransportPacketsFeedback`: acknowledged bitrate first, then every received
-    /// packet through the groups and the detector, then `MaybeUpdateEstimate`.
-    pub fn on_feedback(&mut self, fb: &TransportPacketsFeedback, rtt: Nanos) {
+    /// packet through the groups and the detector, then `MaybeUpdateEstimate` with the probe
+    /// result `probe_bps` (the report's completed probe cluster, if any); true when the probe
+    /// result set the estimate.
+    pub fn on_feedback(
+        &mut self,
+        fb: &TransportPacketsFeedback,
+        rtt: Nanos,
+        probe_bps: Option<f64>,
+    ) -> bool {
         let now = fb.feedback_time;
         self.aimd.set_rtt(rtt);
         let mut got = false;
@@ -558,7 +572,7 @@ impl DelayBasedBwe {
             }
         }
         if !got {
-            return;
+            return false;
         }
         let acked = self.acked.bitrate_bps();
         let usage = self.trendline.usage();
@@ -577,9 +591,14 @@ impl DelayBasedBwe {
                 }
                 _ => {}
             }
+        } else if let Some(p) = probe_bps {
+            // MaybeUpdateEstimate: not overusing, a probe result sets the estimate.
+            self.aimd.set_estimate(p, now);
+            return true;
         } else {
             self.aimd.update(usage, acked, now);
         }
+        false
     }
 }
 
@@ -670,6 +689,102 @@ mod tests {
         assert_eq!(states[first_over + 2].0, Usage::Overusing);
     }
 
+    /// What the detector cannot see. A sender at r × the bottleneck rate C behind a standing
+    /// queue: groups leave 10 ms apart and arrive 10·r ms apart, so the delay slope per
+    /// arrival ms is 1 − 1/r and the modified trend tends (from below) to
+    /// min(num_deltas, 60) × 4 × (1 − 1/r) = 240·(1 − 1/r). After a quiet link has brought the
+    /// threshold to its 6 ms floor, that is "normal" for ever when 240·(1 − 1/r) < 6, i.e.
+    /// r < 1/0.975 = 1.0256 (a sender less than 2.56 % above C fills a queue unseen), and
+    /// "overusing" once it is above: the first sample over counts half its 10 ms send delta,
+    /// the second brings 15 ms > 10 ms with 2 samples, and the trend is still rising.
+    #[test]
+    fn a_rate_less_than_2_56_percent_above_the_bottleneck_is_never_overuse() {
+        let run = |r: f64| {
+            let mut t = Trendline::default();
+            let mut arrival = 0.0;
+            for _ in 0..200 {
+                arrival += 10.0;
+                t.update(10.0, 10.0, arrival);
+            }
+            assert_eq!(t.threshold, 6.0);
+            let mut seen = Vec::new();
+            for _ in 0..200 {
+                arrival += 10.0 * r;
+                t.update(10.0 * r, 10.0, arrival);
+                let m = t.num_deltas.min(MIN_NUM_DELTAS) as f64 * t.trend() * THRESHOLD_GAIN;
+                seen.push((m, t.threshold, t.usage()));
+            }
+            seen
+        };
+        let below = run(1.025);
+        assert!(below
+            .iter()
+            .all(|&(_, g, u)| u == Usage::Normal && g == 6.0));
+        let m_end = below.last().unwrap().0;
+        let want = 240.0 * (1.0 - 1.0 / 1.025); // 5.8537
+        assert!(m_end < want && want - m_end < 1e-6, "{m_end} vs {want}");
+        let above = run(1.0265);
+        let over = above
+            .iter()
+            .position(|&(m, g, _)| m > g)
+            .expect("m passes the floor");
+        assert_eq!(above[over].2, Usage::Normal);
+        assert_eq!(above[over + 1].2, Usage::Overusing);
+        assert!(above[over + 1..]
+            .iter()
+            .all(|&(_, _, u)| u == Usage::Overusing));
+    }
+
+    /// `TimeToReduceFurther`: an over-use cuts again only once the RTT, clamped to
+    /// [10, 200] ms, has passed since the last change, or at once when the acknowledged rate
+    /// is under half the estimate. In the increase state every report is a change, so with a
+    /// long queue (RTT ≥ 200 ms) an over-use must hold for 200 ms of reports before it cuts.
+    #[test]
+    fn an_overuse_cuts_only_a_clamped_rtt_after_the_last_change() {
+        let mut a = Aimd::new(20e6, 1e5);
+        a.set_rtt(Nanos::from_ms(450));
+        a.update(Usage::Normal, Some(20e6), Nanos::from_ms(1000));
+        assert!(!a.time_to_reduce_further(Nanos::from_ms(1199), 20e6));
+        assert!(a.time_to_reduce_further(Nanos::from_ms(1200), 20e6));
+        let half = 0.5 * a.rate_bps();
+        assert!(!a.time_to_reduce_further(Nanos::from_ms(1025), half));
+        assert!(a.time_to_reduce_further(Nanos::from_ms(1025), half - 1.0));
+        a.set_rtt(Nanos::from_ms(5));
+        assert!(!a.time_to_reduce_further(Nanos::from_ms(1009), 20e6));
+        assert!(a.time_to_reduce_further(Nanos::from_ms(1010), 20e6));
+    }
+
+    /// Near the link-capacity estimate (set by an over-use) the increase is additive,
+    /// `GetNearMaxIncreaseRateBpsPerSecond`: one average packet of a 30 fps frame (frame
+    /// split into ceil(frame / 1200 B) packets) per 2·(RTT + 100 ms), at least 4 kb/s per s.
+    #[test]
+    fn near_the_capacity_estimate_the_increase_is_one_packet_per_response_time() {
+        let climb = |acked: f64, rtt_ms: u64| {
+            let mut a = Aimd::new(2.0 * acked, 1e4);
+            a.set_rtt(Nanos::from_ms(rtt_ms));
+            a.update(Usage::Overusing, Some(acked), Nanos::from_secs(1));
+            let start = a.rate_bps();
+            assert_eq!(start, 0.85 * acked - 5000.0);
+            // Hold → increase: Δt = 0, no step.
+            assert_eq!(
+                a.update(Usage::Normal, Some(acked), Nanos::from_secs(2)),
+                start
+            );
+            a.update(Usage::Normal, Some(acked), Nanos::from_secs(3)) - start
+        };
+        // 20 Mb/s, RTT 40 ms: from 16.995 Mb/s, 70 812.5 B frames in 60 packets of
+        // 1180.21 B = 9441.67 bits per 0.28 s.
+        let inc = climb(20e6, 40);
+        assert!((inc - 16.995e6 / 30.0 / 60.0 / 0.28).abs() < 1e-6, "{inc}");
+        assert!((inc - 33_720.238).abs() < 1e-3, "{inc}");
+        // 0.5 Mb/s, RTT 20 ms: from 420 kb/s, 1750 B frames in 2 packets of 875 B = 7000
+        // bits per 0.24 s: 29 166.7 b/s per s, 6.9 % of the rate per second.
+        let inc = climb(0.5e6, 20);
+        assert!((inc - 7000.0 / 0.24).abs() < 1e-6, "{inc}");
+        // From 20.5 kb/s: one 85.4 B frame = 683 bits per 0.24 s is below the 4 kb/s floor.
+        assert_eq!(climb(0.03e6, 20), 4000.0);
+    }
+
     /// On overuse the estimate becomes 0.85 × acknowledged − 5 kb/s.
     #[test]
     fn overuse_sets_0_85_of_the_acknowledged_rate() {
@@ -708,6 +823,26 @@ mod tests {
         }
     }
 
+    /// `MaybeUpdateEstimate`: not over-using, a probe result sets the estimate to it
+    /// (`SetEstimate`), up or down, and reports that it did; with no result AIMD runs.
+    #[test]
+    fn a_probe_result_sets_the_estimate_when_not_overusing() {
+        let fb = |t: u64| TransportPacketsFeedback {
+            feedback_time: Nanos(t * 1000),
+            packets: vec![result(1, t, t + 20_000)],
+            data_in_flight_bytes: 0,
+        };
+        let mut d = DelayBasedBwe::new(1e6, 1e5);
+        assert!(d.on_feedback(&fb(0), Nanos::from_ms(40), Some(5.7e6)));
+        assert_eq!(d.rate_bps(), 5.7e6);
+        assert!(d.on_feedback(&fb(30_000), Nanos::from_ms(40), Some(4.2e6)));
+        assert_eq!(d.rate_bps(), 4.2e6);
+        assert!(!d.on_feedback(&fb(60_000), Nanos::from_ms(40), None));
+        // Below the floor: the floor.
+        assert!(d.on_feedback(&fb(90_000), Nanos::from_ms(40), Some(5e4)));
+        assert_eq!(d.rate_bps(), 1e5);
+    }
+
     /// One report carrying packets drives the groups, the trendline and the acknowledged
     /// bitrate exactly as one feedback per packet with the same samples: both see the same
     /// packets in the same order. They differ in the rate step only: goog_cc runs
@@ -733,9 +868,9 @@ mod tests {
                 packets,
                 data_in_flight_bytes: 0,
             };
-            a.on_feedback(&msg(chunk.to_vec()), rtt);
+            a.on_feedback(&msg(chunk.to_vec()), rtt, None);
             for p in chunk {
-                b.on_feedback(&msg(vec![*p]), rtt);
+                b.on_feedback(&msg(vec![*p]), rtt, None);
             }
         };
         let mut a = DelayBasedBwe::new(1e6, 1e5);

@@ -14,6 +14,7 @@ pub mod feedback;
 pub mod frame_window;
 pub mod gcc;
 pub mod gcc_delay;
+pub mod gcc_probe;
 pub mod prague;
 pub mod probe;
 pub mod receiver;

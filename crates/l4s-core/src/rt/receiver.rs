@@ -99,10 +99,15 @@ impl Endpoint for RtReceiver {
         if pkt.ecn == Ecn::Ce {
             self.ce += 1;
         }
-        self.delivered_bytes += pkt.bytes as u64;
-        let got = self.partial.entry(h.frame).or_insert(0);
+        // Padding (a GCC probe) belongs to no frame: counted and reported only.
+        let got = if h.padding {
+            &mut 0
+        } else {
+            self.delivered_bytes += pkt.bytes as u64;
+            self.partial.entry(h.frame).or_insert(0)
+        };
         *got += pkt.bytes as u64;
-        if *got >= h.frame_bytes as u64 {
+        if !h.padding && *got >= h.frame_bytes as u64 {
             self.partial.remove(&h.frame);
             self.done.push(DoneFrame {
                 frame: h.frame,

@@ -28,6 +28,7 @@ use crate::rt::feedback::SentPacket;
 use crate::rt::frame_window::FrameWindow;
 use crate::rt::gcc::GccLoss;
 use crate::rt::gcc_delay::DelayBasedBwe;
+use crate::rt::gcc_probe::{ProbeBitrateEstimator, ProbeCluster, ProbeController};
 use crate::rt::prague::{
     FeedbackCounters, RtPrague, VideoInfo, MIN_PACKET_BYTES, WIRE_OVERHEAD_BYTES,
 };
@@ -73,6 +74,9 @@ pub struct RtConfig {
     pub seed: u64,
     /// RFC 8888 report interval (libwebrtc `min_send_delta`), for controllers fed by reports.
     pub feedback_interval: Nanos,
+    /// Full GCC's exponential probing (`rt::gcc_probe`): the simulator's `gcc_probing` key
+    /// (default off); always off where the wire format has no padding packet (`l4slab flow`).
+    pub gcc_probing: bool,
 }
 
 impl RtConfig {
@@ -154,6 +158,30 @@ enum Ctl {
 struct GccFull {
     loss: GccLoss,
     delay: DelayBasedBwe,
+    /// Exponential probing (`rt::gcc_probe`); `None`: off.
+    probing: Option<GccProbing>,
+}
+
+/// goog_cc's probe controller, the probe clusters the pacer owes, and the estimator.
+#[derive(Clone, Debug)]
+struct GccProbing {
+    controller: ProbeController,
+    estimator: ProbeBitrateEstimator,
+    started: bool,
+    pending: std::collections::VecDeque<ProbeCluster>,
+    /// The cluster being sent: (cluster, its start, packets sent, bytes sent).
+    active: Option<(ProbeCluster, Nanos, u32, u64)>,
+    /// When the next probe packet is due.
+    next: Nanos,
+    /// Probe packets sent and not yet reported: seq → cluster.
+    sent: std::collections::BTreeMap<u64, ProbeCluster>,
+}
+
+impl GccProbing {
+    /// The next probe packet's time, if a cluster is owed.
+    fn due(&self) -> Option<Nanos> {
+        (!self.started || self.active.is_some() || !self.pending.is_empty()).then_some(self.next)
+    }
 }
 
 impl GccFull {
@@ -250,6 +278,15 @@ impl RtSender {
                     cfg.ecn.is_ecn_capable(),
                 ),
                 delay: DelayBasedBwe::new(cfg.init_rate_bps as f64, cfg.min_rate_bps as f64),
+                probing: cfg.gcc_probing.then(|| GccProbing {
+                    controller: ProbeController::new(cfg.max_rate_bps as f64),
+                    estimator: ProbeBitrateEstimator::default(),
+                    started: false,
+                    pending: Default::default(),
+                    active: None,
+                    next: cfg.start,
+                    sent: Default::default(),
+                }),
             })),
             Controller::Fixed(r) => Ctl::Fixed(r as f64),
             Controller::Scream(p) => Ctl::Scream(Box::new(ScreamV2::new(
@@ -355,11 +392,38 @@ impl RtSender {
             }
             // goog_cc `OnTransportPacketsFeedback`: the delay-based estimate from the report's
             // packets, the loss-based one from the counters, capped at the delay-based limit.
+            // A completed probe cluster's rate (ProbeBitrateEstimator) goes to the delay-based
+            // estimate; when it was taken (not overusing) the loss-based one is set to it too
+            // (goog_cc_network_control.cc: `SetSendBitrate` on a probe result); the probe
+            // controller then sees the new target (`SetEstimatedBitrate`).
             Ctl::GccFull(g) => {
-                g.delay.on_feedback(&fb, self.srtt);
+                let mut probe_bps = None;
+                if let Some(pr) = g.probing.as_mut() {
+                    for r in fb.received() {
+                        let Some(c) = pr.sent.remove(&r.sent.seq) else {
+                            continue;
+                        };
+                        let at = r.receive_time.unwrap_or(now);
+                        pr.estimator
+                            .handle(&c, r.sent.send_time, at, r.sent.size_bytes as u64);
+                    }
+                    for p in fb.packets.iter().filter(|p| !p.received()) {
+                        pr.sent.remove(&p.sent.seq);
+                    }
+                    probe_bps = pr.estimator.fetch_and_reset();
+                }
+                let took_probe = g.delay.on_feedback(&fb, self.srtt, probe_bps);
                 g.loss.on_feedback(self.fb, now);
+                if took_probe {
+                    g.loss.set_send_bitrate(g.delay.rate_bps());
+                }
                 let limit = g.delay.rate_bps();
                 g.loss.cap(limit);
+                let target = g.rate_bps().min(self.cfg.max_rate_bps as f64);
+                if let Some(pr) = g.probing.as_mut() {
+                    let more = pr.controller.set_estimate(target, now);
+                    pr.pending.extend(more);
+                }
             }
             _ => {}
         }
@@ -560,7 +624,7 @@ impl Endpoint for RtSender {
                     .and_then(|(a, _)| a.on_ack(h.seq, pkt.sent_at, pkt.ecn, now));
                 if let Some(report) = ack {
                     self.acked_bytes += report.received_bytes();
-                    g.delay.on_feedback(&report, self.srtt);
+                    g.delay.on_feedback(&report, self.srtt, None);
                 }
                 g.loss.on_feedback(fb, now);
                 let limit = g.delay.rate_bps();
@@ -576,6 +640,9 @@ impl Endpoint for RtSender {
     fn poll_transmit(&mut self, now: Nanos) -> Option<Packet> {
         if self.pl.is_some() {
             return self.poll_prague(now);
+        }
+        if let Some(p) = self.poll_probe(now) {
+            return Some(p);
         }
         self.start_due_frame(now);
         let max_bytes = self.packet_bytes();
@@ -636,11 +703,21 @@ impl Endpoint for RtSender {
                 return Some(l.wait_since + SND_TIMEOUT);
             }
         }
-        if self.cur.is_some() {
-            return Some(self.next_send);
+        let probe = match &self.ctl {
+            Ctl::GccFull(g) => g.probing.as_ref().and_then(|p| p.due()),
+            _ => None,
         }
-        let next = self.slot_time(self.next_slot).max(self.next_send);
-        (!self.stopped(self.slot_time(self.next_slot))).then_some(next)
+        .filter(|&t| !self.stopped(t));
+        let media = if self.cur.is_some() {
+            Some(self.next_send)
+        } else {
+            let next = self.slot_time(self.next_slot).max(self.next_send);
+            (!self.stopped(self.slot_time(self.next_slot))).then_some(next)
+        };
+        match (probe, media) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     fn handle_timeout(&mut self, now: Nanos) {
@@ -749,6 +826,64 @@ fn prague_frame_wire_bytes(frame: u64, pkt: u64) -> u64 {
 }
 
 impl RtSender {
+    /// A probe packet of full GCC's current cluster if one is due (bitrate_prober.cc: a
+    /// cluster's packets leave at its rate, until it has `min_probes` packets and `min_bytes`
+    /// bytes; the clusters of the call's start are created when it starts). Padding: frame 0
+    /// of no bytes, which the receiver counts and reports but does not assemble.
+    fn poll_probe(&mut self, now: Nanos) -> Option<Packet> {
+        let size = self.packet_bytes();
+        let init = self.cfg.init_rate_bps as f64;
+        let stopped = self.stopped(now);
+        let Ctl::GccFull(g) = &mut self.ctl else {
+            return None;
+        };
+        let pr = g.probing.as_mut()?;
+        if stopped || now < pr.next {
+            return None;
+        }
+        if !pr.started {
+            pr.started = true;
+            let c = pr.controller.initiate_exponential(init, now);
+            pr.pending.extend(c);
+        }
+        if pr.active.is_none() {
+            let c = pr.pending.pop_front()?;
+            pr.active = Some((c, now, 0, 0));
+        }
+        let (c, start, n, bytes) = pr.active.as_mut()?;
+        *n += 1;
+        *bytes += size;
+        pr.next = *start + Nanos::from_secs_f64(*bytes as f64 * 8.0 / c.rate_bps.max(1.0));
+        let cluster = *c;
+        if *n >= c.min_probes && *bytes >= c.min_bytes {
+            pr.active = None;
+        }
+        self.sent_pkts += 1;
+        self.sent_bytes += size;
+        let seq = self.sent_pkts;
+        pr.sent.insert(seq, cluster);
+        if let Some((a, _)) = self.ccfb.as_mut() {
+            a.on_sent(SentPacket {
+                seq,
+                size_bytes: size as u32,
+                send_time: now,
+            });
+        }
+        let mut p = Packet::new(
+            ((self.flow as u64) << 40) | seq,
+            self.flow,
+            size as u32,
+            self.cfg.ecn,
+        );
+        p.sent_at = now;
+        p.transport = Transport::Rt(RtHeader {
+            seq,
+            padding: true,
+            ..Default::default()
+        });
+        Some(p)
+    }
+
     /// One pass of udp_prague's `--rtmode` loop at `now`, one packet per call.
     fn poll_prague(&mut self, now: Nanos) -> Option<Packet> {
         let l = self.pl.as_mut()?;

@@ -128,6 +128,7 @@ fn sender(
             encoder: None,
             seed: 0,
             feedback_interval: crate::rt::rfc8888::DEFAULT_FEEDBACK_INTERVAL,
+            gcc_probing: true,
         },
     )
     .unwrap()
@@ -532,5 +533,47 @@ fn the_probe_sends_on_its_interval_and_logs_each_round_trip_once() {
             ..cfg.clone()
         };
         assert_eq!(c.validate().is_ok(), ok, "packet_bytes {bytes}");
+    }
+}
+
+/// rt-gcc's start probes (probe_controller.cc `InitiateExponentialProbing`, bitrate_prober.cc):
+/// from 1 Mb/s, a cluster at 3 Mb/s of 5 packets (5 × 1400 B ≥ 3 Mb/s × 15 ms = 5625 B), one
+/// every 1400 × 8 / 3 Mb/s = 3.733 ms, then one at 6 Mb/s of 9 packets (8 × 1400 = 11200 B <
+/// 11250 B ≤ 9 × 1400) every 1.867 ms, padding only, starting when the first ends.
+#[test]
+fn gcc_start_probes_are_two_clusters_at_3_and_6_times_the_start_rate() {
+    use crate::packet::Transport;
+    let mut snd = sender(
+        Controller::Gcc,
+        30,
+        Nanos::from_ms(33),
+        1_000_000,
+        20_000_000,
+    );
+    let mut pads = Vec::new();
+    let mut now = Nanos::ZERO;
+    while now < Nanos::from_ms(200) {
+        while let Some(p) = snd.poll_transmit(now) {
+            if let Transport::Rt(h) = p.transport {
+                if h.padding {
+                    pads.push((p.sent_at.0, p.bytes));
+                }
+            }
+        }
+        now = snd.poll_timeout().unwrap().max(now + Nanos(1));
+    }
+    let mut want = Vec::new();
+    for k in 0..5u64 {
+        want.push((k * 1400 * 8 * 1_000_000_000 / 3_000_000, 1400));
+    }
+    let t2 = 5 * 1400 * 8 * 1_000_000_000 / 3_000_000;
+    for k in 0..9u64 {
+        want.push((t2 + k * 1400 * 8 * 1_000_000_000 / 6_000_000, 1400));
+    }
+    assert_eq!(pads.len(), 14);
+    for ((t, b), (wt, wb)) in pads.iter().zip(&want) {
+        // Within 2 ns: each time is rounded to the nanosecond (the second cluster from its start).
+        assert!(t.abs_diff(*wt) <= 2, "{pads:?}");
+        assert_eq!(b, wb);
     }
 }
