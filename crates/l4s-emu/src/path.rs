@@ -678,9 +678,28 @@ impl Path {
         };
         if m.borrow().txq.is_some() {
             self.txq_fill(&m, now);
-            if m.borrow().mac.pending_total().0 == 0 {
+            // As `World::wifi_pull`: an AQL driver on enqueue only while its hardware queue
+            // is empty, ath9k on every wake.
+            let wake = {
+                let mac = &m.borrow().mac;
+                mac.pending_total().0 == 0 || mac.params().driver == l4s_core::wifi::TxDriver::Ath9k
+            };
+            if wake {
                 self.txq_pull(&m, now);
             }
+            self.arm_aqm();
+            return;
+        }
+        if m.borrow().mac.params().driver == l4s_core::wifi::TxDriver::Ath9k {
+            // `ap = "aqm_in_txq"` with ath9k, one client station (`World::ath9k_aqm_pull`).
+            let (bn, mut v) = self.bottleneck(true);
+            let mut mm = m.borrow_mut();
+            mm.mac
+                .ath_tx_sched_aggr_from(0, now, || bn.dequeue(now, &mut v));
+            if let Some(r) = self.wifi_record.as_mut() {
+                r.note_pending(&mm.mac, now);
+            }
+            drop(mm);
             self.arm_aqm();
             return;
         }

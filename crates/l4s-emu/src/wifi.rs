@@ -96,7 +96,7 @@ impl Role {
                     mac.clients(),
                     &w.txq_params()?,
                     txq_rng,
-                    w.aql_limits(),
+                    (mac.params().driver, w.aql_limits()),
                     w.airtime_fairness(),
                 )
                 .map_err(field)?,

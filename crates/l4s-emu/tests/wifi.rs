@@ -34,6 +34,27 @@ fn a_wifi_link_on_one_direction_only_is_refused_by_name() {
     );
 }
 
+/// The emulator takes `[link.wifi] driver` through the simulator's config: "ath9k" builds
+/// both directions' shared medium with its TXQs (no namespace needed), and "ath9k" with
+/// `ap = "driver_fifo"` is refused naming the field.
+#[test]
+fn ath9k_driver_builds_and_its_errors_are_named() {
+    let wifi = |ap: &str| {
+        json!({"model": "wifi",
+               "wifi": {"standard": "ac", "mcs": 3, "width": 20, "driver": "ath9k", "ap": ap}})
+    };
+    let path =
+        |ap: &str| PathConfig::from_tables(wifi(ap), json!({"kind": "fifo"})).and_then(Path::new);
+    let mut down = path("mac80211").expect("an ath9k AP builds");
+    let mut up = path("mac80211").unwrap();
+    Path::share_wifi(&mut up, &mut down, Default::default()).expect("one medium");
+    let e = path("driver_fifo").err().expect("refused").to_string();
+    assert!(
+        e.contains("link.wifi.driver") && e.contains("link.wifi.ap"),
+        "{e}"
+    );
+}
+
 #[test]
 fn iperf3_downlink_reaches_the_mac_capacity_and_ping_pays_the_access_delay() {
     let _g = serial();

@@ -8,7 +8,7 @@ use crate::recorder::Recorder;
 use l4s_core::aqm::QueueSample;
 use l4s_core::wifi::{
     ApMode, AqlLimits, ClientParams, Dir, DirStats, DriverLimit, Phy, RateTrace, Standard,
-    TxqParams, WifiMac, WifiParams, WifiStats,
+    TxDriver, TxqParams, WifiMac, WifiParams, WifiStats,
 };
 use l4s_core::{Nanos, Rate};
 use serde::Deserialize;
@@ -67,6 +67,9 @@ pub struct WifiConfig {
     pub sifs: Option<Nanos>,
     /// The AP's queueing: "mac80211" (default), "aqm_in_txq" or "driver_fifo".
     pub ap: Option<String>,
+    /// The driver below the TXQs: "firmware_rr" (default; AQL, firmware round robin, as
+    /// ath10k / mt76) or "ath9k" (no AQL, a hardware queue of two formed aggregates).
+    pub driver: Option<String>,
     /// mac80211 TXQ CoDel target (default "20ms").
     pub txq_target: Option<Nanos>,
     /// mac80211 TXQ CoDel interval (default "100ms").
@@ -332,6 +335,7 @@ impl WifiConfig {
             }
         };
         let mut p = WifiParams::new(phy);
+        p.driver = self.tx_driver()?;
         let e = &mut p.edca;
         e.aifsn = self.aifsn.unwrap_or(e.aifsn);
         e.cw_min = self.cw_min.unwrap_or(e.cw_min);
@@ -469,6 +473,58 @@ impl WifiConfig {
                 )
             }),
         }
+    }
+
+    /// The driver below the TXQs (`driver`): ath9k pulls from per-station TXQs (`ap =
+    /// "mac80211"`, or `"aqm_in_txq"` with one client station), has no AQL (so no
+    /// `driver_limit`) and sends only aggregates (`max_mpdus` > 1).
+    pub fn tx_driver(&self) -> Result<TxDriver, SimError> {
+        let Some(s) = &self.driver else {
+            return Ok(TxDriver::default());
+        };
+        let d = TxDriver::parse(s).ok_or_else(|| {
+            err(
+                "driver",
+                format!("\"{s}\" is unknown; expected \"firmware_rr\" or \"ath9k\""),
+            )
+        })?;
+        if d == TxDriver::Ath9k {
+            let ap = self.ap_mode()?;
+            if ap == ApMode::DriverFifo {
+                return Err(err(
+                    "driver",
+                    "\"ath9k\" applies with link.wifi.ap = \"mac80211\" or \"aqm_in_txq\" \
+                     (the per-station queues its scheduler pulls from), not \"driver_fifo\"",
+                ));
+            }
+            if ap == ApMode::AqmInTxq && self.clients.len() > 1 {
+                return Err(err(
+                    "driver",
+                    "\"ath9k\" with link.wifi.ap = \"aqm_in_txq\" runs one client station; \
+                     expected ap = \"mac80211\" for several [[link.wifi.clients]]",
+                ));
+            }
+            for (k, set) in [
+                ("driver_limit", self.driver_limit.is_some()),
+                ("driver_limit_pkts", self.driver_limit_pkts.is_some()),
+            ] {
+                if set {
+                    return Err(err(
+                        k,
+                        "applies with driver = \"firmware_rr\"; ath9k has no AQL and holds \
+                         ATH_AGGR_MIN_QDEPTH = 2 aggregates in its hardware queue",
+                    ));
+                }
+            }
+            if self.max_mpdus == Some(1) {
+                return Err(err(
+                    "max_mpdus",
+                    "1 with driver = \"ath9k\", whose hardware queue holds aggregates; \
+                     expected an integer in [2, 256]",
+                ));
+            }
+        }
+        Ok(d)
     }
 
     /// The mac80211 TXQ parameters (`txq_*`), range-checked; the keys apply with
@@ -728,12 +784,17 @@ impl WifiRecord {
                              "max": max},
             "max_pending_pkts": self.max_pending_pkts,
         });
-        summary_block(
+        let mut block = summary_block(
             mac.params(),
             &mac.stats(),
             window_s,
             &self.mac_delay,
             driver,
-        )
+        );
+        if mac.params().driver == TxDriver::Ath9k {
+            block["tx_driver"] = json!(TxDriver::Ath9k.name());
+            block["hw_queue_max_aggregates"] = json!(mac.hw_queue_max());
+        }
+        block
     }
 }

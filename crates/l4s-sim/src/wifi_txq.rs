@@ -1,6 +1,8 @@
 //! The TXQ layer of a mac80211 access point, shared by the simulator's `World` and the
 //! emulator's access point: Linux `net/mac80211/tx.c` (`ieee80211_txq_enqueue`,
-//! `ieee80211_next_txq`, `ieee80211_tx_dequeue`, `ieee80211_return_txq`).
+//! `ieee80211_next_txq`, `ieee80211_tx_dequeue`, `ieee80211_return_txq`), with the driver's
+//! scheduling loop of an AQL driver (mt76 / ath10k) or of ath9k (`ath9k/xmit.c`
+//! `ath_txq_schedule`, `ath_tx_sched_aggr`).
 //!
 //! Each client station's TXQ (`l4s_core::wifi::Txqs`: fq_impl.h FQ + CoDel), the airtime DRR
 //! (`l4s_core::wifi::AirtimeScheduler`) and AQL (`l4s_core::wifi::AqlLimits`) between the root
@@ -9,7 +11,7 @@
 //! says where each verdict goes (the simulator's recorder, or the emulator's packet slots).
 
 use crate::recorder::Recorder;
-use l4s_core::wifi::{AirtimeScheduler, AqlLimits, TxqParams, Txqs, WifiMac};
+use l4s_core::wifi::{AirtimeScheduler, AqlLimits, TxDriver, TxqParams, Txqs, WifiMac};
 use l4s_core::{Nanos, Packet, Rng};
 use serde_json::{json, Value};
 
@@ -32,6 +34,8 @@ pub struct TxqLayer {
     /// The airtime DRR.
     pub sched: AirtimeScheduler,
     aql: AqlLimits,
+    /// The driver's shape below the TXQs.
+    pub driver: TxDriver,
     /// Per station: airtime already registered with the scheduler, ns (down + up).
     registered: Vec<u64>,
     /// Per station: pending AQL airtime summed over samples after warmup, its max, count.
@@ -41,13 +45,13 @@ pub struct TxqLayer {
 }
 
 impl TxqLayer {
-    /// `n` stations' TXQs with `p` (random streams from `rng`), pulled under `aql`, scheduled
-    /// with airtime fairness on or off.
+    /// `n` stations' TXQs with `p` (random streams from `rng`), pulled by `driver` (under
+    /// `aql` for an AQL driver), scheduled with airtime fairness on or off.
     pub fn new(
         n: usize,
         p: &TxqParams,
         rng: Rng,
-        aql: AqlLimits,
+        (driver, aql): (TxDriver, AqlLimits),
         fairness: bool,
     ) -> Result<Self, l4s_core::ParamError> {
         Ok(TxqLayer {
@@ -55,6 +59,7 @@ impl TxqLayer {
             q: Vec::new(),
             sched: AirtimeScheduler::new(n, fairness),
             aql,
+            driver,
             registered: vec![0; n],
             aql_acc: vec![(0, 0, 0); n],
             drops: Vec::new(),
@@ -86,14 +91,28 @@ impl TxqLayer {
         }
     }
 
-    /// The driver's scheduling loop (mt76 / ath10k shape): a round of
+    /// The driver's scheduling loop, run when a frame enters a TXQ (`drv_wake_tx_queue`; an
+    /// AQL driver's tx worker only while its hardware queue is empty, see the callers) and on
+    /// TX status. Each frame goes to the MAC; `on(mac, row, packet, verdict)` sees CoDel's
+    /// drops (2) before, each frame handed down (1 when CoDel marked it CE, else 0) after.
+    pub fn pull(
+        &mut self,
+        mac: &mut WifiMac,
+        now: Nanos,
+        on: impl FnMut(&WifiMac, u8, &Packet, u8),
+    ) {
+        match self.driver {
+            TxDriver::FirmwareRr => self.pull_aql(mac, now, on),
+            TxDriver::Ath9k => self.ath_txq_schedule(mac, now, on),
+        }
+    }
+
+    /// The scheduling loop of an AQL driver (mt76 / ath10k shape): a round of
     /// `ieee80211_txq_schedule_start` (skipped while the AC is over its AQL cap,
     /// `ieee80211_txq_schedule_airtime_check`), then for each station `ieee80211_next_txq`
     /// hands out, frames while `ieee80211_txq_airtime_check` allows (`ieee80211_tx_dequeue` →
-    /// `fq_tin_dequeue` → `codel_dequeue`), then `ieee80211_return_txq`. Each frame goes to the
-    /// MAC; `on(mac, row, packet, verdict)` sees CoDel's drops (2) before, each frame sent
-    /// (1 when CoDel marked it CE, else 0) after it is handed down.
-    pub fn pull(
+    /// `fq_tin_dequeue` → `codel_dequeue`), then `ieee80211_return_txq`.
+    fn pull_aql(
         &mut self,
         mac: &mut WifiMac,
         now: Nanos,
@@ -116,19 +135,56 @@ impl TxqLayer {
                 )
             });
             let Some(sta) = next else { return };
-            let q = self.q[sta];
-            while aql.txq_airtime_check(mac.pending_to(sta).1, mac.pending_total().1) {
-                let got = self.txqs.dequeue(sta, now, &mut self.codel_drops);
-                for d in self.codel_drops.drain(..) {
-                    on(mac, q, &d, 2);
-                }
-                let Some((p, marked)) = got else { break };
-                mac.push_down_to(sta, p, now);
-                on(mac, q, &p, u8::from(marked));
-            }
+            while aql.txq_airtime_check(mac.pending_to(sta).1, mac.pending_total().1)
+                && self.pull_one(mac, sta, now, &mut on)
+            {}
             let left = self.txqs.backlog(sta).0 > 0;
             self.sched.return_txq(sta, left);
         }
+    }
+
+    /// ath9k `ath_txq_schedule`: a round of `ieee80211_txq_schedule_start`, then for each
+    /// TXQ `ieee80211_next_txq` hands out, `ath_tx_sched_aggr`, then
+    /// `ieee80211_return_txq(hw, queue, force)` with `force` = frames left in the driver
+    /// (`tid->retry_q`). ath9k has no AQL (`ath9k_set_hw_capab` sets
+    /// `NL80211_EXT_FEATURE_AIRTIME_FAIRNESS`, not `_AQL`), so `ieee80211_txq_airtime_check`
+    /// is true and `aql_tx_pending` stays 0 (`ieee80211_tx_dequeue` charges it only with the
+    /// AQL feature): `ieee80211_sta_deficit` is the deficit alone. CoDel's sojourn is
+    /// measured when `ath_tx_sched_aggr` pulls (aggregate formation).
+    fn ath_txq_schedule(
+        &mut self,
+        mac: &mut WifiMac,
+        now: Nanos,
+        mut on: impl FnMut(&WifiMac, u8, &Packet, u8),
+    ) {
+        self.sched.schedule_start();
+        while let Some(sta) = self.sched.next_txq(|_| (true, 0)) {
+            mac.ath_tx_sched_aggr(sta, now, |mac| self.pull_one(mac, sta, now, &mut on));
+            let force = mac.driver_holds(sta);
+            let left = self.txqs.backlog(sta).0 > 0;
+            self.sched.return_txq(sta, left || force);
+        }
+    }
+
+    /// `ieee80211_tx_dequeue` of one frame of `sta`'s TXQ into the driver; false when empty.
+    fn pull_one(
+        &mut self,
+        mac: &mut WifiMac,
+        sta: usize,
+        now: Nanos,
+        on: &mut impl FnMut(&WifiMac, u8, &Packet, u8),
+    ) -> bool {
+        let q = self.q[sta];
+        let got = self.txqs.dequeue(sta, now, &mut self.codel_drops);
+        for d in self.codel_drops.drain(..) {
+            on(mac, q, &d, 2);
+        }
+        let Some((p, marked)) = got else {
+            return false;
+        };
+        mac.push_down_to(sta, p, now);
+        on(mac, q, &p, u8::from(marked));
+        true
     }
 
     /// TX status / RX: `ieee80211_register_airtime` (AIRTIME_USE_TX | AIRTIME_USE_RX) of the

@@ -2,7 +2,8 @@
 //! scenario's AQM as a root qdisc above them, the scenario's AQM in place of the TXQs, or one
 //! driver FIFO under the AQM. Linux `net/mac80211/iface.c` (`ieee80211_if_setup`:
 //! `IFF_NO_QUEUE`), `net/mac80211/tx.c` (`ieee80211_subif_start_xmit` → `ieee80211_queue_skb`
-//! → `ieee80211_txq_enqueue`; the driver pulls with `ieee80211_tx_dequeue`).
+//! → `ieee80211_txq_enqueue`; the driver pulls with `ieee80211_tx_dequeue`), and the shape of
+//! the driver below (firmware queues, or ath9k's hardware queue: `ath9k/xmit.c`).
 
 /// The AP's queueing design (`[link.wifi] ap`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
@@ -38,6 +39,45 @@ impl ApMode {
             "mac80211" => Some(ApMode::Mac80211),
             "aqm_in_txq" => Some(ApMode::AqmInTxq),
             "driver_fifo" => Some(ApMode::DriverFifo),
+            _ => None,
+        }
+    }
+}
+
+/// `ATH_AGGR_MIN_QDEPTH` (ath9k.h): aggregates ath9k keeps in a hardware queue, counting the
+/// one in the air (`txq->axq_ampdu_depth`, decremented in `ath_tx_process_buffer`).
+pub const ATH_AGGR_MIN_QDEPTH: usize = 2;
+
+/// Below mac80211's TXQs, the driver's shape (`[link.wifi] driver`): who decides which
+/// station's frames the AP sends next.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub enum TxDriver {
+    /// ath10k / mt76: AQL (`NL80211_EXT_FEATURE_AQL`) lets each station keep 5–12 ms of
+    /// frames in the firmware, whose per-station queues the AP serves round robin, one
+    /// aggregate each; mac80211's airtime DRR only orders the pulls.
+    #[default]
+    FirmwareRr,
+    /// ath9k (`drivers/net/wireless/ath/ath9k/xmit.c`): no AQL; `ath_txq_schedule` asks
+    /// `ieee80211_next_txq` for a station, `ath_tx_sched_aggr` forms ONE aggregate of its
+    /// frames into a hardware queue of at most [`ATH_AGGR_MIN_QDEPTH`] aggregates, and the
+    /// AP sends that queue in order: the DRR decides whose aggregate goes next.
+    Ath9k,
+}
+
+impl TxDriver {
+    /// The `[link.wifi] driver` value.
+    pub fn name(self) -> &'static str {
+        match self {
+            TxDriver::FirmwareRr => "firmware_rr",
+            TxDriver::Ath9k => "ath9k",
+        }
+    }
+
+    /// Parse a `driver` value.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "firmware_rr" => Some(TxDriver::FirmwareRr),
+            "ath9k" => Some(TxDriver::Ath9k),
             _ => None,
         }
     }

@@ -9,7 +9,8 @@
 //! it on TX status (acknowledged, or given up after the retry limit), as mac80211 charges
 //! `tx_time_est` in `ieee80211_tx_dequeue` and releases it in `ieee80211_tx_status`. This file
 //! holds the limits and the two checks. Only drivers that set `NL80211_EXT_FEATURE_AQL`
-//! (ath10k, mt76, ...) have AQL; the others are the `driver_fifo` case.
+//! (ath10k, mt76, ...) have AQL; of the others, ath9k is `driver = "ath9k"` (its hardware
+//! queue of two aggregates bounds what it holds) and a push driver is `ap = "driver_fifo"`.
 
 use crate::time::Nanos;
 

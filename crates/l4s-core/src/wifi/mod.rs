@@ -30,7 +30,7 @@ pub mod txq;
 
 pub use airtime::AirtimeScheduler;
 pub use ampdu::DriverLimit;
-pub use ap::ApMode;
+pub use ap::{ApMode, TxDriver, ATH_AGGR_MIN_QDEPTH};
 pub use aql::AqlLimits;
 pub use edca::EdcaParams;
 pub use phy::{Phy, RateTrace, Standard};
@@ -81,6 +81,9 @@ pub struct WifiParams {
     /// Client stations after the first (whose PHY and error rate are `phy` and `per`): each
     /// with its own block-ack sessions, reorder buffers and uplink contention.
     pub more_clients: Vec<ClientParams>,
+    /// How the AP's driver hands aggregates to the medium: per-station firmware queues
+    /// served round robin, or ath9k's hardware queue of formed aggregates.
+    pub driver: TxDriver,
 }
 
 /// A client station's own link (`[[link.wifi.clients]]`).
@@ -116,6 +119,7 @@ impl WifiParams {
             uplink_limit_pkts: 1000,
             rate_trace: None,
             more_clients: Vec::new(),
+            driver: TxDriver::FirmwareRr,
         }
     }
 
@@ -317,6 +321,11 @@ pub struct WifiMac {
     clients: Vec<ClientParams>,
     /// The station the AP's exchange in progress is addressed to.
     ap_to: usize,
+    /// ath9k's hardware queue: the station of each formed aggregate, oldest (in the air
+    /// while the AP transmits) first; at most [`ATH_AGGR_MIN_QDEPTH`].
+    hw_queue: VecDeque<usize>,
+    /// The most aggregates the hardware queue ever held.
+    hw_queue_max: usize,
     /// Per station: medium time of the AP's exchanges to it and of its own, ns.
     sta_airtime_ns: Vec<(u64, u64)>,
     /// End of the exchange in progress.
@@ -387,6 +396,8 @@ impl WifiMac {
             ready_since: vec![Nanos::ZERO; n + 1],
             clients,
             ap_to: 0,
+            hw_queue: VecDeque::with_capacity(ATH_AGGR_MIN_QDEPTH),
+            hw_queue_max: 0,
             sta_airtime_ns: vec![(0, 0); n],
             busy_until: None,
             idle_from: Nanos::ZERO,
@@ -523,12 +534,106 @@ impl WifiMac {
     }
 
     /// Hand a downlink packet for client `sta` to the driver at `now`; its airtime estimate
-    /// at that station's rate is charged until TX status.
+    /// at that station's rate is charged until TX status. With ath9k's driver it waits for
+    /// [`WifiMac::form_aggregate`] (the AP contends once an aggregate is formed).
     pub fn push_down_to(&mut self, sta: usize, p: Packet, now: Nanos) {
         self.follow_rate_trace(now);
         let phy = self.phy_of(sta);
         self.down[sta].push(p, now, &phy);
-        self.activate(AP, now);
+        if self.p.driver == TxDriver::FirmwareRr {
+            self.activate(AP, now);
+        }
+    }
+
+    /// ath9k: aggregates in the hardware queue (the one in the air included).
+    pub fn hw_queue_len(&self) -> usize {
+        self.hw_queue.len()
+    }
+
+    /// ath9k: the most aggregates the hardware queue ever held.
+    pub fn hw_queue_max(&self) -> usize {
+        self.hw_queue_max
+    }
+
+    /// The driver holds frames for `sta` not yet in an aggregate (ath9k: `tid->retry_q`,
+    /// failed subframes first, then a frame pulled for an aggregate it did not fit in).
+    pub fn driver_holds(&self, sta: usize) -> bool {
+        self.down[sta].backlogged()
+    }
+
+    /// Whether every frame the driver holds for `sta` still fits in one aggregate at `now`
+    /// (ath9k's `ath_tx_form_aggr` pulls from the TXQ while this holds; the same limits as
+    /// the MAC's aggregate: `max_mpdus`, `max_ppdu` at the station's rate, the BlockAck
+    /// window).
+    pub fn aggregate_open(&mut self, sta: usize, now: Nanos) -> bool {
+        self.follow_rate_trace(now);
+        let phy = self.phy_of(sta);
+        let p = &self.p;
+        self.down[sta].aggregate_open(&phy, p.max_mpdus, p.max_ppdu.0, p.max_mpdus as u64)
+    }
+
+    /// ath9k `ath_tx_form_aggr` + `ath_tx_txqaddbuf`: form one aggregate of `sta`'s frames
+    /// at `now` onto the hardware queue (the caller checked its room); the MPDUs in it (0:
+    /// nothing fits the BlockAck window, nothing is queued).
+    pub fn form_aggregate(&mut self, sta: usize, now: Nanos) -> u32 {
+        debug_assert_eq!(self.p.driver, TxDriver::Ath9k);
+        debug_assert!(self.hw_queue.len() < ATH_AGGR_MIN_QDEPTH);
+        self.follow_rate_trace(now);
+        let phy = self.phy_of(sta);
+        let p = &self.p;
+        let built = self.down[sta].form(&phy, p.max_mpdus, p.max_ppdu.0, p.max_mpdus as u64);
+        if built.mpdus > 0 {
+            self.hw_queue.push_back(sta);
+            self.hw_queue_max = self.hw_queue_max.max(self.hw_queue.len());
+            self.activate(AP, now);
+        }
+        built.mpdus
+    }
+
+    /// ath9k `ath_tx_sched_aggr` for station `sta` at `now`, `pull(mac)` taking one frame of
+    /// the station's queue above into the driver (`ieee80211_tx_dequeue` then
+    /// [`WifiMac::push_down_to`]; false when it is empty). The first frame comes from the
+    /// driver's `tid->retry_q` or else the queue (`ath_tx_get_tid_subframe`); with
+    /// [`ATH_AGGR_MIN_QDEPTH`] aggregates in the hardware queue it waits there (-EBUSY);
+    /// else `ath_tx_form_aggr` pulls while the frames fit one aggregate (the one that does
+    /// not stays in `retry_q`) and the aggregate joins the hardware queue. Returns the
+    /// aggregate's MPDUs (0: none formed).
+    pub fn ath_tx_sched_aggr(
+        &mut self,
+        sta: usize,
+        now: Nanos,
+        mut pull: impl FnMut(&mut WifiMac) -> bool,
+    ) -> u32 {
+        if !self.driver_holds(sta) && !pull(self) {
+            return 0; // -ENOENT
+        }
+        if self.hw_queue.len() >= ATH_AGGR_MIN_QDEPTH {
+            return 0; // -EBUSY
+        }
+        while self.aggregate_open(sta, now) && pull(self) {}
+        self.form_aggregate(sta, now)
+    }
+
+    /// [`WifiMac::ath_tx_sched_aggr`] with a queue above that only dequeues: each packet
+    /// `dequeue` returns is handed down to `sta`.
+    pub fn ath_tx_sched_aggr_from(
+        &mut self,
+        sta: usize,
+        now: Nanos,
+        mut dequeue: impl FnMut() -> Option<Packet>,
+    ) -> u32 {
+        self.ath_tx_sched_aggr(sta, now, |mac| {
+            dequeue().map(|p| mac.push_down_to(sta, p, now)).is_some()
+        })
+    }
+
+    /// Whether the AP has something to send: any station's frames (firmware queues), or a
+    /// formed aggregate (ath9k).
+    fn ap_backlogged(&self) -> bool {
+        match self.p.driver {
+            TxDriver::FirmwareRr => self.down.iter().any(|s| s.backlogged()),
+            TxDriver::Ath9k => !self.hw_queue.is_empty(),
+        }
     }
 
     /// The first client station sends an uplink packet at `now`; false when its queue is full
@@ -726,8 +831,12 @@ impl WifiMac {
 
     /// The station whose frames the AP sends next: round robin over the stations the driver
     /// holds frames for, one aggregate each (the firmware's per-station queues, as ath10k's
-    /// and mt76's; which frames reach them is mac80211's airtime scheduler's choice).
+    /// and mt76's; which frames reach them is mac80211's airtime scheduler's choice); with
+    /// ath9k the head of the hardware queue.
     fn next_station(&self) -> usize {
+        if self.p.driver == TxDriver::Ath9k {
+            return self.hw_queue.front().copied().unwrap_or(0);
+        }
         let n = self.down.len();
         (0..n)
             .map(|k| (self.ap_to + 1 + k) % n)
@@ -752,11 +861,16 @@ impl WifiMac {
             (&mut self.up[sta], &mut self.stats.up)
         };
         let first_tx = &mut self.first_tx;
-        let built = sess.build(&phy, p.max_mpdus, p.max_ppdu.0, window, t, |pkt, w| {
+        let on_first_tx = |pkt: &Packet, w| {
             if who == AP {
                 first_tx.push((pkt.flow, w));
             }
-        });
+        };
+        let built = if who == AP && p.driver == TxDriver::Ath9k {
+            sess.load_formed(t, on_first_tx)
+        } else {
+            sess.build(&phy, p.max_mpdus, p.max_ppdu.0, window, t, on_first_tx)
+        };
         st.txops += 1;
         st.mpdu_tx += built.mpdus as u64;
         st.retries += sess.in_flight_retries() as u64;
@@ -798,10 +912,11 @@ impl WifiMac {
         self.txs = txs;
         self.txs.clear();
         let start = end + self.p.edca.aifs();
+        let ap_backlogged = self.ap_backlogged();
         for (i, b) in self.backoff.iter_mut().enumerate() {
             let was = b.active;
             b.active = if i == AP {
-                self.down.iter().any(|s| s.backlogged())
+                ap_backlogged
             } else {
                 self.up[i - 1].backlogged()
             };
@@ -870,19 +985,25 @@ impl WifiMac {
         let mut retry = std::mem::take(&mut self.failed);
         sess.requeue(&mut retry);
         self.failed = retry;
+        if who == AP && p.driver == TxDriver::Ath9k {
+            // TX status: the aggregate leaves the hardware queue (`ath_tx_process_buffer`:
+            // `axq_ampdu_depth--`); its failed subframes wait in `tid->retry_q`.
+            self.hw_queue.pop_front();
+        }
         st.delivered += self.released.len() as u64;
         self.delivered
             .extend(self.released.drain(..).map(|p| (dir, p)));
+        let backlogged = if who == AP {
+            // Frames left for the AP: queued or awaiting retry, or formed (ath9k).
+            self.down.iter().any(|s| s.backlogged()) || !self.hw_queue.is_empty()
+        } else {
+            self.up[sta].backlogged()
+        };
         let b = &mut self.backoff[who];
         if any_ok {
             b.success(&p.edca, &mut self.rng);
         } else {
             b.failure(&p.edca, &mut self.rng);
-            let backlogged = if who == AP {
-                self.down.iter().any(|s| s.backlogged())
-            } else {
-                sess.backlogged()
-            };
             if !backlogged {
                 // Every MPDU reached the retry limit: the frame is given up, CW resets.
                 b.give_up(&p.edca, &mut self.rng);

@@ -528,3 +528,80 @@ fn the_mac_counts_the_first_client_and_every_additional_one() {
     assert_eq!(mac.clients(), 3);
     assert!(mac.push_up_from(2, Packet::new(0, 0, 1500, Ecn::Ect1), Nanos::ZERO));
 }
+
+/// A MAC with ath9k's driver at VHT-`mcs` / 20 MHz, and `ath_tx_sched_aggr` for station 0
+/// pulling fresh 1500-byte packets (ids 0, 1, ...) into `pulled`.
+fn ath9k_mac(mcs: u32) -> WifiMac {
+    let mut p = WifiParams::new(Phy::mcs(Standard::Vht, mcs, 20, 1).unwrap());
+    p.driver = TxDriver::Ath9k;
+    WifiMac::new(p, Rng::new(1)).unwrap()
+}
+
+fn ath9k_sched(mac: &mut WifiMac, pulled: &mut Vec<u64>) -> u32 {
+    mac.ath_tx_sched_aggr(0, Nanos::ZERO, |mac| {
+        let id = pulled.len() as u64;
+        pulled.push(id);
+        mac.push_down_to(0, Packet::new(id, 0, 1500, Ecn::Ect1), Nanos::ZERO);
+        true
+    })
+}
+
+/// Run the medium until the hardware queue holds fewer than `n` aggregates; the packets
+/// delivered meanwhile.
+fn ath9k_until_below(mac: &mut WifiMac, n: usize) -> Vec<u64> {
+    let mut sent = Vec::new();
+    while mac.hw_queue_len() >= n {
+        let t = mac.poll_timeout().unwrap();
+        mac.handle_timeout(t);
+        while let Some((_, p)) = mac.poll_delivered() {
+            sent.push(p.id);
+        }
+    }
+    sent
+}
+
+/// ath9k's hardware queue holds `ATH_AGGR_MIN_QDEPTH` = 2 aggregates: at VHT-MCS 0 / 20 MHz
+/// a full aggregate is 2 packets of 1500 B (a third would pass 5.484 ms), so
+/// `ath_tx_form_aggr` pulls 3 and parks the one that does not fit (`tid->retry_q`); the
+/// second aggregate is the parked one and 1 more (5 pulled). A third `ath_tx_sched_aggr`
+/// takes the parked frame, finds 2 aggregates queued and puts it back (-EBUSY): nothing
+/// formed, nothing pulled. After the head's TX status (ids 0, 1 delivered) there is room for
+/// one, formed from the parked frame (id 4) and one more.
+#[test]
+fn ath9k_hardware_queue_holds_two_aggregates() {
+    let mut mac = ath9k_mac(0);
+    let mut pulled = Vec::new();
+    assert_eq!(ath9k_sched(&mut mac, &mut pulled), 2);
+    assert_eq!((mac.hw_queue_len(), pulled.len()), (1, 3));
+    assert!(mac.driver_holds(0));
+    assert_eq!(ath9k_sched(&mut mac, &mut pulled), 2);
+    assert_eq!((mac.hw_queue_len(), pulled.len()), (2, 5));
+    assert_eq!(ath9k_sched(&mut mac, &mut pulled), 0);
+    assert_eq!((mac.hw_queue_len(), pulled.len()), (2, 5));
+    assert!(mac.driver_holds(0));
+    assert_eq!(ath9k_until_below(&mut mac, 2), vec![0, 1]);
+    assert_eq!(ath9k_sched(&mut mac, &mut pulled), 2);
+    assert_eq!((mac.hw_queue_len(), pulled.len()), (2, 7));
+    assert_eq!(ath9k_until_below(&mut mac, 2), vec![2, 3]);
+    assert_eq!(ath9k_until_below(&mut mac, 1), vec![4, 5]);
+    assert_eq!(mac.hw_queue_max(), 2);
+}
+
+/// An aggregate formed while the station's previous one is queued is cut by the BlockAck
+/// window (64 from the oldest outstanding MPDU): at VHT-MCS 8 / 20 MHz a full aggregate is 34
+/// packets (5.484 ms); the second holds seqs 34..=63, 30 packets (the parked one and 29
+/// more, with the 31st pulled parked: 65 pulled). After the first's TX status (ids 0..34)
+/// the window starts at seq 34 and the next aggregate is full again: 34 (the parked frame and
+/// 33 more, one more parked: 99 pulled).
+#[test]
+fn ath9k_second_aggregate_is_cut_by_the_blockack_window() {
+    let mut mac = ath9k_mac(8);
+    let mut pulled = Vec::new();
+    assert_eq!(ath9k_sched(&mut mac, &mut pulled), 34);
+    assert_eq!(pulled.len(), 35);
+    assert_eq!(ath9k_sched(&mut mac, &mut pulled), 30);
+    assert_eq!(pulled.len(), 65);
+    assert_eq!(ath9k_until_below(&mut mac, 2), (0..34).collect::<Vec<_>>());
+    assert_eq!(ath9k_sched(&mut mac, &mut pulled), 34);
+    assert_eq!(pulled.len(), 99);
+}

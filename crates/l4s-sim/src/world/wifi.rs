@@ -25,7 +25,7 @@ use crate::wifi_config::WifiRecord;
 use crate::wifi_txq::TxqLayer;
 use l4s_core::aqm::QueueSample;
 use l4s_core::wifi::WifiParams;
-use l4s_core::wifi::{ApMode, AqlLimits, Dir, TxqParams, WifiMac};
+use l4s_core::wifi::{ApMode, AqlLimits, Dir, TxDriver, TxqParams, WifiMac};
 use l4s_core::{Nanos, Packet, Rng};
 
 /// The MAC and the engine's bookkeeping around it.
@@ -87,9 +87,11 @@ impl WifiHop {
         let field = |e: l4s_core::ParamError| crate::SimError::param("link.wifi.", e);
         let mac = WifiMac::new(p, rng).map_err(field)?;
         let n = mac.clients();
+        let ath9k = mac.params().driver == TxDriver::Ath9k;
         let txq = match ap {
             ApMode::Mac80211 => {
-                Some(TxqLayer::new(n, &txq, txq_rng, aql, fairness).map_err(field)?)
+                let driver = (mac.params().driver, aql);
+                Some(TxqLayer::new(n, &txq, txq_rng, driver, fairness).map_err(field)?)
             }
             _ => None,
         };
@@ -99,7 +101,8 @@ impl WifiHop {
             armed: None,
             record: WifiRecord::default(),
             ap,
-            pull_wait: txq.is_none().then(PullWait::default),
+            // ath9k pulls an aggregate at a time, not while the driver has room.
+            pull_wait: (txq.is_none() && !ath9k).then(PullWait::default),
             sta_aqm: Vec::new(),
             aql,
             txq,
@@ -314,14 +317,12 @@ impl World {
     pub(super) fn wifi_pull(&mut self, now: Nanos) {
         if self.net.wifi.as_ref().is_some_and(|h| h.txq.is_some()) {
             self.txq_fill(now);
-            // On enqueue the driver's tx worker runs only when its hardware queue is empty;
-            // otherwise it runs on TX status (`wifi_timer`).
-            if self
-                .net
-                .wifi
-                .as_ref()
-                .is_some_and(|h| h.mac.pending_total().0 == 0)
-            {
+            // On enqueue an AQL driver's tx worker runs only when its hardware queue is
+            // empty, otherwise on TX status (`wifi_timer`); ath9k schedules on every wake
+            // (`ath9k_wake_tx_queue` → `ath_txq_schedule`).
+            if self.net.wifi.as_ref().is_some_and(|h| {
+                h.mac.pending_total().0 == 0 || h.mac.params().driver == TxDriver::Ath9k
+            }) {
                 self.txq_pull(now);
             }
             self.arm_wifi();
@@ -335,6 +336,17 @@ impl World {
             .is_some_and(|h| !h.sta_aqm.is_empty())
         {
             self.sta_pull(now);
+            self.arm_wifi();
+            self.arm_aqm();
+            return;
+        }
+        if self
+            .net
+            .wifi
+            .as_ref()
+            .is_some_and(|h| h.mac.params().driver == TxDriver::Ath9k)
+        {
+            self.ath9k_aqm_pull(now);
             self.arm_wifi();
             self.arm_aqm();
             return;
@@ -375,6 +387,22 @@ impl World {
         }
         self.arm_wifi();
         self.arm_aqm();
+    }
+
+    /// `ap = "aqm_in_txq"` with ath9k (one client station): `ath_txq_schedule` with the
+    /// scenario's AQM as the one TXQ, run on each wake and TX status: one
+    /// `ath_tx_sched_aggr` (the DRR over a single TXQ hands it out once per round).
+    fn ath9k_aqm_pull(&mut self, now: Nanos) {
+        // The hop steps aside while the bottleneck's AQM is dequeued (its verdicts go to the
+        // recorder, not to the hop).
+        let Some(mut h) = self.net.wifi.take() else {
+            return;
+        };
+        let (bn, mut v) = self.bottleneck();
+        h.mac
+            .ath_tx_sched_aggr_from(0, now, || bn.dequeue(now, &mut v));
+        h.record.note_pending(&h.mac, now);
+        self.net.wifi = Some(h);
     }
 
     /// The root qdisc is dequeued as soon as it holds a packet (`IFF_NO_QUEUE`: mac80211 never
