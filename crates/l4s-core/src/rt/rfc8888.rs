@@ -587,6 +587,32 @@ mod tests {
         assert_eq!(a.in_flight_bytes(), 0);
     }
 
+    /// Bytes in flight count what was sent above the highest sequence number a report named,
+    /// received or not: 4 packets of 1000 B, a report naming 1 and 2 received and 3 lost leaves only 4 in flight (1000 B),
+    /// although 3 stays in the history in case a later report names it received.
+    #[test]
+    fn in_flight_counts_from_above_the_highest_reported_sequence_number() {
+        let mut a = FeedbackAdapter::new();
+        for s in 1..=4 {
+            a.on_sent(sent(s, s));
+        }
+        let got = Metric {
+            received: true,
+            ecn: Ecn::Ect1,
+            ato: 0,
+        };
+        let r = CcfbReport {
+            begin_seq: 1,
+            metrics: vec![got, got, Metric::default()],
+            report_timestamp: compact_ntp(Nanos::from_ms(50)),
+            ..Default::default()
+        };
+        let fb = a.on_report(&r, Nanos::from_ms(50)).unwrap();
+        assert_eq!(fb.lost_count(), 1);
+        assert_eq!(fb.data_in_flight_bytes, 1000);
+        assert_eq!(a.in_flight_bytes(), 1000);
+    }
+
     /// libwebrtc's ccfb on a lost report: the generator's next report starts after the lost
     /// one's last sequence number (`AddPacketsToFeedback`), and the adapter reports as lost only
     /// packets inside a report's own range (`ProcessCongestionControlFeedback`): the lost
