@@ -102,8 +102,12 @@ fn the_blockack_window_starts_at_the_oldest_outstanding_mpdu() {
     for id in 0..10 {
         s.push(ofdm_54_pkt(id), Nanos::ZERO, &phy);
     }
+    let bytes = ofdm_54_pkt(0).bytes as u64;
+    assert_eq!(s.queued(), (10, 10 * bytes));
     let b = s.build(&phy, 64, u64::MAX, 4, Nanos::ZERO, |_, _| {});
     assert_eq!(b.mpdus, 4);
+    // Sent once: no longer queued (a retry is not counted again).
+    assert_eq!(s.queued(), (6, 6 * bytes));
     let mut sent = s.take_in_flight();
     assert_eq!(sent.iter().map(|m| m.seq).collect::<Vec<_>>(), [0, 1, 2, 3]);
     let mut failed: Vec<Mpdu> = sent.drain(..1).collect();
