@@ -678,12 +678,7 @@ impl Path {
         };
         if m.borrow().txq.is_some() {
             self.txq_fill(&m, now);
-            // As `World::wifi_pull`: an AQL driver on enqueue only while its hardware queue
-            // is empty, ath9k on every wake.
-            let wake = {
-                let mac = &m.borrow().mac;
-                mac.pending_total().0 == 0 || mac.params().driver == l4s_core::wifi::TxDriver::Ath9k
-            };
+            let wake = m.borrow().mac.schedules_on_enqueue();
             if wake {
                 self.txq_pull(&m, now);
             }

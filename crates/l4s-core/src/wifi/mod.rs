@@ -496,6 +496,13 @@ impl WifiMac {
             .fold((0, 0), |a, s| (a.0 + s.pending().0, a.1 + s.pending().1))
     }
 
+    /// Whether a frame entering a TXQ runs the driver's scheduling loop now: an AQL driver's
+    /// tx worker runs on enqueue only while its hardware queue is empty (otherwise on TX
+    /// status); ath9k schedules on every wake (`ath9k_wake_tx_queue` → `ath_txq_schedule`).
+    pub fn schedules_on_enqueue(&self) -> bool {
+        self.p.driver == TxDriver::Ath9k || self.pending_total().0 == 0
+    }
+
     /// Per station: medium time of the AP's exchanges to it and of its own (uplink), ns,
     /// since the last reset.
     pub fn station_airtime_ns(&self, sta: usize) -> (u64, u64) {

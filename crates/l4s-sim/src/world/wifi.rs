@@ -317,12 +317,13 @@ impl World {
     pub(super) fn wifi_pull(&mut self, now: Nanos) {
         if self.net.wifi.as_ref().is_some_and(|h| h.txq.is_some()) {
             self.txq_fill(now);
-            // On enqueue an AQL driver's tx worker runs only when its hardware queue is
-            // empty, otherwise on TX status (`wifi_timer`); ath9k schedules on every wake
-            // (`ath9k_wake_tx_queue` → `ath_txq_schedule`).
-            if self.net.wifi.as_ref().is_some_and(|h| {
-                h.mac.pending_total().0 == 0 || h.mac.params().driver == TxDriver::Ath9k
-            }) {
+            // Otherwise the loop runs on TX status (`wifi_timer`).
+            if self
+                .net
+                .wifi
+                .as_ref()
+                .is_some_and(|h| h.mac.schedules_on_enqueue())
+            {
                 self.txq_pull(now);
             }
             self.arm_wifi();
