@@ -1125,6 +1125,42 @@ mod tests {
         false
     }
 
+    #[test]
+    fn inflight_with_headroom_leaves_15_percent_of_inflight_hi_but_at_least_one_packet() {
+        // bbr_inflight_with_headroom: headroom = max(1, inflight_hi·(15 % of BBR_UNIT =
+        // 38/256)); return max(inflight_hi − headroom, bbr_cwnd_min_target = 4).
+        let mut cc = Bbr3::new(false, 1);
+        assert_eq!(cc.inflight_with_headroom(), UNSET);
+        cc.inflight_hi = 1000; // 1000·38 >> 8 = 148
+        assert_eq!(cc.inflight_with_headroom(), 852);
+        cc.inflight_hi = 10; // 10·38 >> 8 = 1
+        assert_eq!(cc.inflight_with_headroom(), 9);
+        cc.inflight_hi = 4; // 4 − max(0, 1) = 3, raised to the floor of 4
+        assert_eq!(cc.inflight_with_headroom(), 4);
+    }
+
+    #[test]
+    fn probe_wait_is_two_to_three_seconds_and_rounds_zero_or_one() {
+        // bbr_pick_probe_wait: rounds_since_bw_probe = random 0..BBR_BW_PROBE_RAND_ROUNDS (2),
+        // probe_wait_us = BBR_BW_PROBE_BASE_US (2 s) + random 0..BBR_BW_PROBE_RAND_US (1 s).
+        let mut cc = Bbr3::new(false, 7);
+        let (mut waits, mut rounds) = (vec![], [0u32; 2]);
+        for _ in 0..400 {
+            cc.pick_probe_wait();
+            assert!(
+                cc.probe_wait >= Nanos::from_secs(2) && cc.probe_wait < Nanos::from_secs(3),
+                "{:?}",
+                cc.probe_wait
+            );
+            rounds[cc.rounds_since_probe as usize] += 1;
+            waits.push(cc.probe_wait);
+        }
+        // Both round counts and a spread of waits occur (uniform draws: each half ~200 times).
+        assert!(rounds[0] > 120 && rounds[1] > 120, "{rounds:?}");
+        let below = waits.iter().filter(|w| **w < Nanos::from_ms(2500)).count();
+        assert!((120..=280).contains(&below), "{below}");
+    }
+
     /// Run a path of `b_pps` (BDP = b_pps·50 ms) until ProbeBW Up with probe samples armed.
     fn to_probe_up(l4s: bool, b_pps: f64) -> (Bbr3, Path, u32) {
         let bdp = (b_pps * RTT.as_secs_f64()).round() as u32;
