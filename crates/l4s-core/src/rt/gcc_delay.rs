@@ -617,6 +617,41 @@ mod tests {
     }
 
     #[test]
+    fn overuse_needs_two_samples_10_ms_over_the_threshold_and_a_trend_not_falling() {
+        // TrendlineEstimator::Detect: modified = min(num_deltas, 60)·trend·4 against the
+        // threshold (12.5); time over using starts at ts_delta/2 and adds ts_delta; over-use
+        // needs time > 10 ms AND overuse_counter > 1 AND trend >= the previous trend.
+        // The same `now` keeps the adaptive threshold at 12.5 (no time passes).
+        let fresh = || Trendline {
+            num_deltas: 60,
+            ..Trendline::default()
+        };
+        let mut t = fresh();
+        t.detect(0.1, 30.0, 1000.0); // modified 24: time 15 ms, counter 1
+        assert_eq!(t.usage(), Usage::Normal);
+        t.detect(0.1, 30.0, 1000.0); // time 45 ms, counter 2, trend equal to the last
+        assert_eq!(t.usage(), Usage::Overusing);
+        assert_eq!((t.time_over_using, t.overuse_counter), (Some(0.0), 0));
+        // A falling trend does not signal over-use.
+        let mut t = fresh();
+        t.detect(0.1, 30.0, 1000.0);
+        t.detect(0.09, 30.0, 1000.0);
+        assert_eq!(t.usage(), Usage::Normal);
+        // Below −threshold: under-use at once.
+        let mut t = fresh();
+        t.detect(-0.1, 30.0, 1000.0);
+        assert_eq!(t.usage(), Usage::Underusing);
+        // Fewer than two deltas: always normal.
+        let mut t = Trendline {
+            num_deltas: 1,
+            ..Trendline::default()
+        };
+        t.detect(1.0, 30.0, 1000.0);
+        t.detect(1.0, 30.0, 1000.0);
+        assert_eq!(t.usage(), Usage::Normal);
+    }
+
+    #[test]
     fn link_capacity_smooths_overuse_samples_with_alpha_0_05_and_a_normalised_deviation() {
         // LinkCapacityEstimator::Update(sample, alpha = 0.05): e = (1−α)e + α·s (the first
         // sample is taken whole); deviation = (1−α)·dev + α·(e − s)²/max(e, 1), clamped to
