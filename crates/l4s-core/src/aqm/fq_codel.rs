@@ -507,6 +507,26 @@ mod tests {
         q.dequeue(Nanos(t), d)
     }
 
+    /// The fq sample's head sojourn is the oldest head over the active flows (the max, not the
+    /// first flow's): flow A's head entered at 2 ms, flow B's at 7 ms; at 10 ms → 8 ms.
+    #[test]
+    fn sample_head_sojourn_is_the_oldest_active_head() {
+        let mut q = fq(FqCodelParams::default());
+        let f = distinct_flows(&q, 2);
+        q.enqueue(Packet::new(0, f[1], 1000, Ecn::NotEct), Nanos(7 * MS))
+            .unwrap();
+        q.enqueue(Packet::new(1, f[0], 500, Ecn::NotEct), Nanos(2 * MS))
+            .unwrap();
+        let mut out = Vec::new();
+        q.sample(Nanos(10 * MS), &mut out);
+        assert_eq!(out.len(), 1);
+        let s = &out[0];
+        assert_eq!(s.name, "fq");
+        assert_eq!((s.backlog_pkts, s.backlog_bytes), (2, 1500));
+        assert_eq!(s.head_sojourn, Nanos(8 * MS));
+        assert_eq!((s.marks, s.drops, s.packets), (0, 0, 0));
+    }
+
     /// Linux `codel_dequeue` on an empty flow only clears `dropping`; `first_above_time` is
     /// cleared by `codel_should_drop` alone. So a flow that emptied while the qdisc backlog
     /// stayed above one MTU keeps its `first_above_time` and, back later, is dropped at once.

@@ -669,6 +669,44 @@ mod tests {
         assert!(offer(&mut p, 50, Ecn::NotEct).iter().all(|&ok| !ok));
     }
 
+    /// Linux `pie_qdisc_enqueue`: a packet over the limit counts in overlimit and dropped,
+    /// resets accu_prob (the `out:` label), and does not count in packets_in; maxq is the queue
+    /// length seen before each accepted enqueue.
+    #[test]
+    fn overlimit_drop_accounting_follows_pie_qdisc_enqueue() {
+        let mut p = pie(PieParams {
+            limit: 2,
+            ..Default::default()
+        });
+        for i in 0..2 {
+            p.enqueue(Packet::new(i, 0, 1500, Ecn::NotEct), Nanos::ZERO)
+                .unwrap();
+        }
+        p.vars.accu_prob = 0.5;
+        assert!(p
+            .enqueue(Packet::new(2, 0, 1500, Ecn::NotEct), Nanos::ZERO)
+            .is_err());
+        assert_eq!(p.vars.accu_prob, 0.0);
+        let s = p.pie_stats();
+        // packets_in 2 (P0, P1); maxq = max(0, 1) = 1; one overlimit, one drop, no mark.
+        assert_eq!(
+            (s.packets_in, s.maxq, s.overlimit, s.dropped, s.ecn_mark),
+            (2, 1, 1, 1, 0)
+        );
+        assert_eq!(p.stats().dropped_enqueue, 1);
+        let x: std::collections::HashMap<_, _> = p.xstats(Nanos::ZERO).into_iter().collect();
+        assert_eq!(
+            (
+                x["packets_in"],
+                x["dropped"],
+                x["overlimit"],
+                x["maxq"],
+                x["ecn_mark"]
+            ),
+            (2.0, 1.0, 1.0, 1.0, 0.0)
+        );
+    }
+
     #[test]
     fn derandomised_drop_gaps_are_bounded() {
         // p = 0.1: accu_prob grows by 0.1 per packet and restarts at 0 after a drop. It is
