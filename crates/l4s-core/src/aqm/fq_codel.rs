@@ -525,6 +525,15 @@ mod tests {
         assert_eq!((s.backlog_pkts, s.backlog_bytes), (2, 1500));
         assert_eq!(s.head_sojourn, Nanos(8 * MS));
         assert_eq!((s.marks, s.drops, s.packets), (0, 0, 0));
+        // Linux fq_codel_dump_stats: two new flows, none old yet; memory as queued bytes
+        // (1000 + 500); nothing dequeued, so maxpacket (set in codel_should_drop) is still 0.
+        let x: std::collections::HashMap<_, _> = q.xstats(Nanos(10 * MS)).into_iter().collect();
+        assert_eq!(
+            (x["new_flow_count"], x["new_flows_len"], x["old_flows_len"]),
+            (2.0, 2.0, 0.0)
+        );
+        assert_eq!((x["memory_usage"], x["drop_overmemory"]), (1500.0, 0.0));
+        assert_eq!((x["maxpacket"], x["drop_overlimit"]), (0.0, 0.0));
     }
 
     /// Linux `codel_dequeue` on an empty flow only clears `dropping`; `first_above_time` is
