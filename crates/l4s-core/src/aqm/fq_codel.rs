@@ -507,26 +507,40 @@ mod tests {
         q.dequeue(Nanos(t), d)
     }
 
-    /// The fq sample's head sojourn is the oldest head over the active flows (the max, not the
-    /// first flow's): flow A's head entered at 2 ms, flow B's at 7 ms; at 10 ms → 8 ms.
     #[test]
-    fn sample_head_sojourn_is_the_oldest_active_head() {
+    fn a_sample_reports_the_oldest_head_among_the_flows() {
+        // The sample's head sojourn is the largest head sojourn over the active flows (new
+        // and old lists): flow A's head waited 5 ms at t = 5 ms, flow B's 3 ms.
+        let mut q = fq(FqCodelParams::default());
+        let f = distinct_flows(&q, 2);
+        q.enqueue(Packet::new(0, f[0], 1514, Ecn::NotEct), Nanos::ZERO)
+            .unwrap();
+        q.enqueue(Packet::new(1, f[1], 1000, Ecn::NotEct), Nanos(2 * MS))
+            .unwrap();
+        let mut out = Vec::new();
+        q.sample(Nanos(5 * MS), &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].head_sojourn, Nanos(5 * MS));
+        assert_eq!((out[0].backlog_pkts, out[0].backlog_bytes), (2, 2514));
+        // Empty: no head, zero.
+        let mut d = Vec::new();
+        while deq(&mut q, 6 * MS, &mut d).is_some() {}
+        out.clear();
+        q.sample(Nanos(7 * MS), &mut out);
+        assert_eq!(out[0].head_sojourn, Nanos::ZERO);
+    }
+
+    /// Linux fq_codel_dump_stats with two new flows and nothing dequeued yet.
+    #[test]
+    fn xstats_of_two_new_flows_before_any_dequeue() {
         let mut q = fq(FqCodelParams::default());
         let f = distinct_flows(&q, 2);
         q.enqueue(Packet::new(0, f[1], 1000, Ecn::NotEct), Nanos(7 * MS))
             .unwrap();
         q.enqueue(Packet::new(1, f[0], 500, Ecn::NotEct), Nanos(2 * MS))
             .unwrap();
-        let mut out = Vec::new();
-        q.sample(Nanos(10 * MS), &mut out);
-        assert_eq!(out.len(), 1);
-        let s = &out[0];
-        assert_eq!(s.name, "fq");
-        assert_eq!((s.backlog_pkts, s.backlog_bytes), (2, 1500));
-        assert_eq!(s.head_sojourn, Nanos(8 * MS));
-        assert_eq!((s.marks, s.drops, s.packets), (0, 0, 0));
-        // Linux fq_codel_dump_stats: two new flows, none old yet; memory as queued bytes
-        // (1000 + 500); nothing dequeued, so maxpacket (set in codel_should_drop) is still 0.
+        // Two new flows, none old yet; memory as queued bytes (1000 + 500); nothing dequeued,
+        // so maxpacket (set in codel_should_drop) is still 0.
         let x: std::collections::HashMap<_, _> = q.xstats(Nanos(10 * MS)).into_iter().collect();
         assert_eq!(
             (x["new_flow_count"], x["new_flows_len"], x["old_flows_len"]),
