@@ -614,6 +614,31 @@ mod tests {
         assert!(!c.vars().dropping);
     }
 
+    /// Linux `codel_dump_stats` (tc_codel_xstats) right after the first drop: ldelay,
+    /// maxpacket and the mark counters, as `codel_should_drop` leaves them (codel_impl.h).
+    #[test]
+    fn xstats_after_the_first_drop_report_ldelay_and_maxpacket() {
+        let mut c = codel(CodelParams::default()); // target 5 ms, interval 100 ms
+        for id in 0..400 {
+            c.enqueue(Packet::new(id, 0, 1514, Ecn::NotEct), Nanos::ZERO)
+                .unwrap();
+        }
+        let mut d = Vec::new();
+        c.dequeue(Nanos(10 * MS), &mut d); // first_above_time = 110 ms
+        c.dequeue(Nanos(111 * MS), &mut d); // drops P1, returns P2
+        let x: std::collections::HashMap<_, _> = c.xstats(Nanos(150 * MS)).into_iter().collect();
+        // ldelay: P2's sojourn when examined at 111 ms, entered at 0 → 111 000 µs.
+        assert_eq!(x["ldelay"], 111_000.0);
+        // maxpacket: the largest packet codel_should_drop has seen, 1514 B.
+        assert_eq!(x["maxpacket"], 1514.0);
+        // Entering the dropping state: count = lastcount = 1 (not the control law's inputs).
+        assert_eq!((x["count"], x["lastcount"]), (1.0, 1.0));
+        assert_eq!(
+            (x["drop_overlimit"], x["ecn_mark"], x["ce_mark"]),
+            (0.0, 0.0, 0.0)
+        );
+    }
+
     /// Fill with `n` packets of 1500 B enqueued at t = 0.
     fn fill(c: &mut Codel, n: u64, ecn: Ecn) {
         for i in 0..n {

@@ -530,6 +530,26 @@ mod tests {
         assert_eq!(out[0].head_sojourn, Nanos::ZERO);
     }
 
+    /// Linux fq_codel_dump_stats with two new flows and nothing dequeued yet.
+    #[test]
+    fn xstats_of_two_new_flows_before_any_dequeue() {
+        let mut q = fq(FqCodelParams::default());
+        let f = distinct_flows(&q, 2);
+        q.enqueue(Packet::new(0, f[1], 1000, Ecn::NotEct), Nanos(7 * MS))
+            .unwrap();
+        q.enqueue(Packet::new(1, f[0], 500, Ecn::NotEct), Nanos(2 * MS))
+            .unwrap();
+        // Two new flows, none old yet; memory as queued bytes (1000 + 500); nothing dequeued,
+        // so maxpacket (set in codel_should_drop) is still 0.
+        let x: std::collections::HashMap<_, _> = q.xstats(Nanos(10 * MS)).into_iter().collect();
+        assert_eq!(
+            (x["new_flow_count"], x["new_flows_len"], x["old_flows_len"]),
+            (2.0, 2.0, 0.0)
+        );
+        assert_eq!((x["memory_usage"], x["drop_overmemory"]), (1500.0, 0.0));
+        assert_eq!((x["maxpacket"], x["drop_overlimit"]), (0.0, 0.0));
+    }
+
     /// Linux `codel_dequeue` on an empty flow only clears `dropping`; `first_above_time` is
     /// cleared by `codel_should_drop` alone. So a flow that emptied while the qdisc backlog
     /// stayed above one MTU keeps its `first_above_time` and, back later, is dropped at once.
