@@ -204,3 +204,54 @@ fn bad_parameters_name_the_key() {
         .to_string()
         .contains("scream_virtual_rtt"));
 }
+
+/// delay_based_congestion_control.cc with the defaults (QDelayTarget 100 ms): queue delay is
+/// "detected" above 0.25·100 = 25 ms, the window is cut above 0.5·100 = 50 ms, the increase
+/// scale is 1 − q/50 ms clamped to [0.1, 1], and `UpdateReferenceWindow` at q = 60 ms with a
+/// virtual-α limit 0.5 and srtt 50 ms: α_v = 2·0.5·(60 − 50)/50 = 0.2, backoff = 0.2·0.5 =
+/// 0.1, divided by max(50/25, 1) = 2 → 0.05, so W = 0.95·10 000 = 9500.
+#[test]
+fn delay_based_thresholds_scale_and_backoff_at_one_point() {
+    let p = ScreamParams::default();
+    let mut d = DelayBased::new();
+    d.queue_delay_avg = 0.03;
+    assert!(d.is_queue_delay_detected(&p));
+    assert!(!d.should_reduce_reference_window(&p));
+    d.queue_delay_avg = 0.02;
+    assert!(!d.is_queue_delay_detected(&p));
+    assert!(
+        (d.scale_increase(&p) - 0.6).abs() < 1e-12,
+        "{}",
+        d.scale_increase(&p)
+    );
+    d.queue_delay_avg = 0.049;
+    assert_eq!(d.scale_increase(&p), 0.1);
+    d.queue_delay_avg = 0.04;
+    assert!(!d.should_reduce_reference_window(&p));
+    d.queue_delay_avg = 0.06;
+    assert!(d.should_reduce_reference_window(&p));
+    d.last_smoothed_rtt = 0.05;
+    let w = d.update_reference_window(&p, 10_000.0, 0.5);
+    assert!((w - 9500.0).abs() < 1e-9, "{w}");
+    // At srtt 10 ms (below the 25 ms virtual RTT) the divisor is 1: W = 0.9·10 000.
+    d.last_smoothed_rtt = 0.01;
+    let w = d.update_reference_window(&p, 10_000.0, 0.5);
+    assert!((w - 9000.0).abs() < 1e-9, "{w}");
+}
+
+/// scream_v2.cc helpers at W = 3000 (MinRefWindow), MSS 1000: MSS/W = 1/3; the multiplicative
+/// term 1 + 0.02·3000/1000 = 1.06; closeness to ref_window_i = 2500:
+/// (2·|3000 − 2500|/2500)² = 0.4² = 0.16, and to 2000: (2·1000/2000)² = 1 (clamp top).
+#[test]
+fn reference_window_scale_factors_at_one_point() {
+    let mut s = fresh();
+    assert!((s.mss_ratio() - 1.0 / 3.0).abs() < 1e-12);
+    assert!((s.multiplicative_scale_factor() - 1.06).abs() < 1e-12);
+    s.ref_window_i = 2500.0;
+    assert!((s.scale_close_to_ref_window_i() - 0.16).abs() < 1e-12);
+    s.ref_window_i = 2000.0;
+    assert_eq!(s.scale_close_to_ref_window_i(), 1.0);
+    s.ref_window_i = 2950.0;
+    // (2·50/2950)² = 0.00115 → clamped to 0.1.
+    assert_eq!(s.scale_close_to_ref_window_i(), 0.1);
+}
