@@ -696,3 +696,40 @@ fn rt_prague_rate_mode_increase_and_ce_cut_at_one_point() {
     );
     assert_eq!(cc.alpha(), 0.0);
 }
+
+/// A data packet `seq` of `bytes` for `frame` of `frame_bytes`.
+fn data(seq: u64, frame: u64, bytes: u32, frame_bytes: u32, ecn: Ecn) -> Packet {
+    let mut p = Packet::new(seq, 0, bytes, ecn);
+    p.transport = crate::packet::Transport::Rt(super::RtHeader {
+        seq,
+        frame,
+        frame_bytes,
+        ..Default::default()
+    });
+    p
+}
+
+#[test]
+fn receiver_stats_count_delivered_bytes_ce_marks_and_sequence_gaps() {
+    // Sequence numbers start at 1: packet k is expected when received + lost = k. Seq 1
+    // (ECT(1)) then seq 3 (CE): one gap, one CE mark, 2 × 1000 B delivered, frame 0 (2000 B)
+    // complete. A late seq 2 then fills the gap (lost − 1 = 0).
+    let mut rcv = RtReceiver::new(0);
+    rcv.handle_packet(data(1, 0, 1000, 2000, Ecn::Ect1), Nanos::from_ms(1));
+    rcv.handle_packet(data(3, 0, 1000, 2000, Ecn::Ce), Nanos::from_ms(2));
+    let s = rcv.stats();
+    assert_eq!((s.delivered_bytes, s.ce_acked, s.lost_pkts), (2000, 1, 1));
+    assert!(s.cwnd_pkts.is_nan() && s.ssthresh_pkts.is_nan() && s.alpha.is_nan());
+    // The second feedback echoes the cumulative counters: received 2, CE 1, lost 1.
+    let _ = rcv.poll_transmit(Nanos::from_ms(2));
+    let fb = rcv
+        .poll_transmit(Nanos::from_ms(2))
+        .expect("feedback for seq 3");
+    let crate::packet::Transport::Rt(h) = fb.transport else {
+        panic!("not RT feedback")
+    };
+    assert_eq!((h.seq, h.received, h.ce, h.lost), (3, 2, 1, 1));
+    rcv.handle_packet(data(2, 0, 1000, 2000, Ecn::Ect1), Nanos::from_ms(3));
+    let s = rcv.stats();
+    assert_eq!((s.delivered_bytes, s.ce_acked, s.lost_pkts), (3000, 1, 0));
+}
