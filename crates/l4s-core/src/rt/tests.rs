@@ -733,3 +733,27 @@ fn receiver_stats_count_delivered_bytes_ce_marks_and_sequence_gaps() {
     let s = rcv.stats();
     assert_eq!((s.delivered_bytes, s.ce_acked, s.lost_pkts), (3000, 1, 0));
 }
+
+#[test]
+fn an_rt_prague_sender_reports_its_start_state_in_its_stats() {
+    // Before any packet or feedback: RT-Prague at 1 Mb/s, 50 fps, 1400-byte packets. Packet
+    // ⌊125 000·0.02/2⌋ = 1250 B; window 10·1400 = 14 000 B; packet window ⌈14 000/1250⌉ =
+    // 12 (the stats' cwnd); pacing = target = the start rate; α 0; nothing sent, acked,
+    // marked or lost.
+    let snd = prague(50, 1_000_000, 1_000_000_000);
+    let s = snd.stats();
+    assert_eq!(s.cwnd_pkts, 12.0);
+    assert_eq!((s.pacing_bps, s.target_bps), (1_000_000, 1_000_000.0));
+    assert_eq!(s.alpha, 0.0);
+    assert_eq!(
+        (
+            s.sent_pkts,
+            s.acked_bytes,
+            s.ce_acked,
+            s.lost_pkts,
+            s.in_flight_bytes
+        ),
+        (0, 0, 0, 0, 0)
+    );
+    assert!(s.ssthresh_pkts.is_nan());
+}
