@@ -697,41 +697,16 @@ fn rt_prague_rate_mode_increase_and_ce_cut_at_one_point() {
     assert_eq!(cc.alpha(), 0.0);
 }
 
-/// A data packet `seq` of `bytes` for `frame` of `frame_bytes`.
-fn data(seq: u64, frame: u64, bytes: u32, frame_bytes: u32, ecn: Ecn) -> Packet {
+/// A data packet of frame 0 with sequence number `seq`.
+fn data(seq: u64, bytes: u32, ecn: Ecn) -> Packet {
     let mut p = Packet::new(seq, 0, bytes, ecn);
     p.transport = crate::packet::Transport::Rt(super::RtHeader {
         seq,
-        frame,
-        frame_bytes,
+        frame: 0,
+        frame_bytes: 100_000,
         ..Default::default()
     });
     p
-}
-
-#[test]
-fn receiver_stats_count_delivered_bytes_ce_marks_and_sequence_gaps() {
-    // Sequence numbers start at 1: packet k is expected when received + lost = k. Seq 1
-    // (ECT(1)) then seq 3 (CE): one gap, one CE mark, 2 × 1000 B delivered, frame 0 (2000 B)
-    // complete. A late seq 2 then fills the gap (lost − 1 = 0).
-    let mut rcv = RtReceiver::new(0);
-    rcv.handle_packet(data(1, 0, 1000, 2000, Ecn::Ect1), Nanos::from_ms(1));
-    rcv.handle_packet(data(3, 0, 1000, 2000, Ecn::Ce), Nanos::from_ms(2));
-    let s = rcv.stats();
-    assert_eq!((s.delivered_bytes, s.ce_acked, s.lost_pkts), (2000, 1, 1));
-    assert!(s.cwnd_pkts.is_nan() && s.ssthresh_pkts.is_nan() && s.alpha.is_nan());
-    // The second feedback echoes the cumulative counters: received 2, CE 1, lost 1.
-    let _ = rcv.poll_transmit(Nanos::from_ms(2));
-    let fb = rcv
-        .poll_transmit(Nanos::from_ms(2))
-        .expect("feedback for seq 3");
-    let crate::packet::Transport::Rt(h) = fb.transport else {
-        panic!("not RT feedback")
-    };
-    assert_eq!((h.seq, h.received, h.ce, h.lost), (3, 2, 1, 1));
-    rcv.handle_packet(data(2, 0, 1000, 2000, Ecn::Ect1), Nanos::from_ms(3));
-    let s = rcv.stats();
-    assert_eq!((s.delivered_bytes, s.ce_acked, s.lost_pkts), (3000, 1, 0));
 }
 
 #[test]
@@ -756,4 +731,24 @@ fn an_rt_prague_sender_reports_its_start_state_in_its_stats() {
         (0, 0, 0, 0, 0)
     );
     assert!(s.ssthresh_pkts.is_nan());
+}
+
+/// udp_prague `DataReceivedSequence`: a packet above the next expected sequence number
+/// counts the skipped ones lost; one that arrives late takes one loss back. The receiver's
+/// FlowStats carry those counters.
+#[test]
+fn the_receiver_counts_skipped_sequence_numbers_lost_and_a_late_one_back() {
+    let mut r = RtReceiver::new(0);
+    let t = Nanos::from_ms(1);
+    for (seq, ecn) in [(1, Ecn::Ect1), (2, Ecn::Ce), (5, Ecn::Ect1)] {
+        r.handle_packet(data(seq, 1000, ecn), t);
+    }
+    let s = r.stats();
+    // 1, 2 and 5 received: 3 and 4 lost.
+    assert_eq!((s.lost_pkts, s.ce_acked, s.delivered_bytes), (2, 1, 3000));
+    r.handle_packet(data(3, 1000, Ecn::Ect1), t);
+    assert_eq!(r.stats().lost_pkts, 1);
+    r.handle_packet(data(6, 500, Ecn::Ce), t);
+    let s = r.stats();
+    assert_eq!((s.lost_pkts, s.ce_acked, s.delivered_bytes), (1, 2, 4500));
 }
