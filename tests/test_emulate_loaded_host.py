@@ -122,6 +122,9 @@ def test_a_stall_is_warned_about_and_the_priorities_and_load_are_recorded(tmp_pa
         in r.stderr, r.stderr
     assert e["priority"] == {"emulator": {"policy": "SCHED_FIFO", "priority": 99},
                              "commands_rt_priority": 7}
+    # A ping every 10 ms leaves the driver asleep almost all the time: it never reaches its
+    # awake cap (85 % of a 100 ms window); the injected stall ends a window, which restarts.
+    assert e["spin"] == {"cap": 0.85, "window_s": 0.1, "capped_windows": 0}, e["spin"]
     progs = {(p["side"], p["comm"]): (p["policy"], p["priority"])
              for p in e["host"]["programs"]}
     assert progs[("client", "ping")] == ("SCHED_FIFO", 7), progs

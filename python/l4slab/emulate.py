@@ -266,6 +266,7 @@ def build_run_dir(out: Path, *, figures: bool = True, report: bool = True,
         summary["emulator"]["scenario_mode"] = scenario_mode
     summary["emulator"]["tcp_sysctls"] = meta.get("tcp_sysctls")
     summary["emulator"]["priority"] = meta.get("priority")
+    summary["emulator"]["spin"] = meta.get("spin")
     summary["emulator"]["tcp_cc"] = meta.get("tcp_cc")
     if watch is not None:
         from l4slab.stacks import kernel_cc

@@ -56,6 +56,80 @@ pub fn try_realtime() -> bool {
     }
 }
 
+/// Share of wall time the driver may spend awake (spinning or working) in a window of
+/// [`SPIN_WINDOW`] before it stops spinning for the rest of that window.
+///
+/// Why: the kernel's real-time bandwidth control keeps 5 % of every CPU for normal tasks. RT
+/// throttling (`sched_rt_runtime_us` 950000 of `sched_rt_period_us` 1000000,
+/// kernel/sched/rt.c `sched_rt_runtime_exceeded`) takes the CPU from every SCHED_FIFO task on
+/// a CPU whose RT time passed 950 ms in the current second, until the period ends; since Linux
+/// 6.12 the fair server (kernel/sched/deadline.c `dl_server`, 50 ms per 1 s) also preempts RT
+/// tasks to run starved normal ones, even with `sched_rt_runtime_us = -1`. A driver that spins
+/// through a dense stream (200 Mb/s: a departure every 60 µs, inside the 80 µs spin window)
+/// never sleeps, reaches 950 ms in a second, and is stopped for up to 50 ms: a departure
+/// stall that releases a line-rate burst into the AQM (measured: lateness max 45-55 ms in
+/// every 120 s, 200 Mb/s run). Capping the awake share at 85 % leaves the normal tasks their
+/// 5 % through the driver's own sleeps, with room for the hosted real-time senders.
+pub const SPIN_CAP: f64 = 0.85;
+
+/// Accounting window of the spin cap (a tenth of the kernel's 1 s RT period).
+pub const SPIN_WINDOW: Nanos = Nanos(100_000_000);
+
+/// The spin cap's meter: awake time in the current window. When the awake time reaches
+/// `SPIN_CAP` × `SPIN_WINDOW`, `spin` returns zero until the window ends, so each wait sleeps
+/// up to its deadline (a timer wake-up, tens of µs late) instead of spinning the last stretch.
+#[derive(Clone, Debug)]
+pub struct SpinMeter {
+    window_start: Nanos,
+    awake: Nanos,
+    mark: Nanos,
+    /// Windows in which the cap was reached (reported in emulator.json).
+    pub capped_windows: u64,
+    capped_now: bool,
+}
+
+impl SpinMeter {
+    /// A meter whose first window starts at `now`.
+    pub fn new(now: Nanos) -> SpinMeter {
+        SpinMeter {
+            window_start: now,
+            awake: Nanos::ZERO,
+            mark: now,
+            capped_windows: 0,
+            capped_now: false,
+        }
+    }
+
+    /// The driver has been awake from the last mark until `now`; roll the window if it ended.
+    pub fn awake_until(&mut self, now: Nanos) {
+        self.awake += now.saturating_sub(self.mark);
+        self.mark = now;
+        if now >= self.window_start + SPIN_WINDOW {
+            self.window_start = now;
+            self.awake = Nanos::ZERO;
+            self.capped_now = false;
+        }
+    }
+
+    /// The driver woke up at `now` after a wait (the wait is not awake time).
+    pub fn woke_at(&mut self, now: Nanos) {
+        self.mark = now;
+    }
+
+    /// The spin window to use now: `spin` while under the cap, zero once it is reached.
+    pub fn spin(&mut self, spin: Nanos) -> Nanos {
+        let cap = Nanos((SPIN_WINDOW.as_ns() as f64 * SPIN_CAP) as u64);
+        if self.awake < cap {
+            return spin;
+        }
+        if !self.capped_now {
+            self.capped_now = true;
+            self.capped_windows += 1;
+        }
+        Nanos::ZERO
+    }
+}
+
 /// The emulation's time base: `now()` is ns since `t0` on CLOCK_MONOTONIC.
 #[derive(Clone, Copy, Debug)]
 pub struct Clock {
@@ -102,6 +176,54 @@ mod tests {
         );
         assert_eq!(Clock::sleep_budget(Nanos(0), Nanos(80_000), spin), None);
         assert_eq!(Clock::sleep_budget(Nanos(5), Nanos(4), spin), None);
+    }
+
+    #[test]
+    fn spin_stops_at_85_ms_awake_in_a_100_ms_window_and_resumes_in_the_next() {
+        let spin = Nanos(80_000);
+        let mut m = SpinMeter::new(Nanos(0));
+        // 84.999 ms awake: still under 0.85 × 100 ms.
+        m.awake_until(Nanos(84_999_000));
+        assert_eq!(m.spin(spin), spin);
+        // A 10 ms sleep is not awake time.
+        m.woke_at(Nanos(94_999_000));
+        assert_eq!(m.spin(spin), spin);
+        // 1 µs more awake reaches 85 ms exactly: the cap holds from here to the window's end.
+        m.awake_until(Nanos(95_000_000));
+        assert_eq!(m.spin(spin), Nanos::ZERO);
+        assert_eq!(m.spin(spin), Nanos::ZERO);
+        assert_eq!(m.capped_windows, 1);
+        // The window ends at 100 ms: the next one starts empty.
+        m.awake_until(Nanos(100_000_000));
+        assert_eq!(m.spin(spin), spin);
+        // A second capped window is counted once.
+        m.awake_until(Nanos(185_000_000));
+        assert_eq!(m.spin(spin), Nanos::ZERO);
+        assert_eq!(m.spin(spin), Nanos::ZERO);
+        assert_eq!(m.capped_windows, 2);
+    }
+
+    #[test]
+    fn a_driver_awake_all_the_time_spins_85_percent_of_each_window() {
+        // A spinning driver marks every 50 µs; each window allows 85 ms of spinning, then the
+        // remaining 15 ms use timer sleeps (spin window zero).
+        let mut m = SpinMeter::new(Nanos(0));
+        let spin = Nanos(80_000);
+        let mut spun = 0u64;
+        let mut t = 0u64;
+        while t < 1_000_000_000 {
+            t += 50_000;
+            m.awake_until(Nanos(t));
+            if m.spin(spin) == spin {
+                spun += 50_000;
+            }
+        }
+        // Each window spins from its first mark (offset 0, where the awake time restarts)
+        // through offset 84.95 ms (awake 84.95 ms < 85 ms): 1700 marks of 50 µs. The first
+        // window has no mark at 0 and the mark at 1 s opens an eleventh window: 1699 + 9 ×
+        // 1700 + 1 marks, 850 ms in all.
+        assert_eq!(spun, 850_000_000);
+        assert_eq!(m.capped_windows, 10);
     }
 
     #[test]

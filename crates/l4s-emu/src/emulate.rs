@@ -114,6 +114,9 @@ pub struct Outcome {
     pub rt_priority: Option<i32>,
     /// The injected stall (`L4SLAB_EMU_TEST_STALL_MS`, tests only), ms.
     pub test_stall_ms: Option<u64>,
+    /// 100 ms windows in which the driver reached its awake cap and stopped spinning
+    /// (`clock::SPIN_CAP`; each such window's last departures are timer wake-ups).
+    pub spin_capped_windows: u64,
 }
 
 /// Tests only: `L4SLAB_EMU_TEST_STALL_MS=N` makes the driver sleep N ms once, 1 s after the
@@ -704,6 +707,7 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
         .ok()
         .and_then(|v| v.parse::<u64>().ok());
     let mut stall_pending = test_stall_ms;
+    let mut meter = clock::SpinMeter::new(clock.now());
     loop {
         let due = client_started_at.map(|t| t + Nanos::from_secs(1));
         if let Some(ms) = stall_pending.filter(|_| due.is_some_and(|d| clock.now() >= d)) {
@@ -790,8 +794,9 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
             .into_iter()
             .flatten()
             .min();
+        meter.awake_until(now);
         let budget = match deadline {
-            Some(d) => Clock::sleep_budget(now, d, spin),
+            Some(d) => Clock::sleep_budget(now, d, meter.spin(spin)),
             None => Some(std::time::Duration::from_nanos(IDLE_WAIT.as_ns())),
         };
         if let Some(b) = budget {
@@ -804,6 +809,7 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
                 Some(f) => wait_readable(&[client.tun.fd(), f.fd(), &sigfd], Some(b)),
                 None => wait_readable(&[client.tun.fd(), &sigfd], Some(b)),
             }
+            meter.woke_at(clock.now());
         }
     }
     let end = clock.now();
@@ -873,6 +879,7 @@ pub fn run(o: &Options) -> Result<Outcome, EmuError> {
             .map(|a| (a.before.clone(), a.during.clone())),
         rt_priority: o.rt_priority,
         test_stall_ms,
+        spin_capped_windows: meter.capped_windows,
         duration: end,
         directions: vec![
             DirectionReport {
@@ -961,6 +968,11 @@ pub fn outcome_json(o: &Outcome, doc: &Value) -> Value {
             "allowed_during": o.tcp_allowed.as_ref().map(|a| a.1.clone()),
         },
         "test_stall_ms": o.test_stall_ms,
+        "spin": {
+            "cap": clock::SPIN_CAP,
+            "window_s": clock::SPIN_WINDOW.as_secs_f64(),
+            "capped_windows": o.spin_capped_windows,
+        },
         "tcp_sysctls": o.tcp_sysctls.iter().map(|(side, kv)| {
             let m: serde_json::Map<String, Value> =
                 kv.iter().map(|(k, v)| (k.clone(), json!(v))).collect();

@@ -569,3 +569,23 @@ pub fn build_probe(s: &Scenario, i: usize, id: u32) -> Result<crate::flows::Flow
         l4s,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_size_cdf_whose_size_or_probability_falls_is_refused_at_that_line() {
+        // Either one falling is an error on its own (a CDF is non-decreasing in both).
+        assert_eq!(
+            SizeCdf::parse("100 0.5\n50 1.0").unwrap_err(),
+            "line 2: sizes and probabilities must not decrease (100 0.5 then 50 1)"
+        );
+        assert_eq!(
+            SizeCdf::parse("100 0.5\n200 0.4\n300 1").unwrap_err(),
+            "line 2: sizes and probabilities must not decrease (100 0.5 then 200 0.4)"
+        );
+        // Equal neighbours are allowed (a step in the CDF).
+        assert!(SizeCdf::parse("100 0.5\n100 0.7\n200 0.7\n300 1").is_ok());
+    }
+}

@@ -561,6 +561,33 @@ mod tests {
         Codel::new(params, Rng::new(1)).unwrap()
     }
 
+    #[test]
+    fn xstats_give_drop_next_in_microseconds_from_now_while_dropping() {
+        // tc_codel_xstats: drop_next = codel_time_to_us(drop_next − now), signed; 0 when
+        // not dropping.
+        let mut c = codel(CodelParams::default());
+        let x = |c: &Codel, now| -> f64 {
+            c.xstats(now)
+                .into_iter()
+                .find(|(k, _)| *k == "drop_next")
+                .unwrap()
+                .1
+        };
+        assert_eq!(x(&c, Nanos(100 * MS)), 0.0);
+        c.vars.dropping = true;
+        c.vars.drop_next = Nanos(105 * MS);
+        assert_eq!(x(&c, Nanos(100 * MS)), 5_000.0);
+        assert_eq!(x(&c, Nanos(107 * MS)), -2_000.0);
+        c.vars.count = 3;
+        c.vars.lastcount = 2;
+        let all: Vec<_> = c.xstats(Nanos(100 * MS));
+        let get = |k: &str| all.iter().find(|(n, _)| *n == k).unwrap().1;
+        assert_eq!(
+            (get("count"), get("lastcount"), get("dropping")),
+            (3.0, 2.0, 1.0)
+        );
+    }
+
     /// Linux `codel_dequeue`'s drop loop has no cap: it runs while `now ≥ drop_next` and the
     /// next head still qualifies, however many drops that takes in one call.
     #[test]
@@ -585,6 +612,31 @@ mod tests {
         assert_eq!((d[0].id, d[394].id), (3, 397));
         assert_eq!(c.backlog_pkts(), 1);
         assert!(!c.vars().dropping);
+    }
+
+    /// Linux `codel_dump_stats` (tc_codel_xstats) right after the first drop: ldelay,
+    /// maxpacket and the mark counters, as `codel_should_drop` leaves them (codel_impl.h).
+    #[test]
+    fn xstats_after_the_first_drop_report_ldelay_and_maxpacket() {
+        let mut c = codel(CodelParams::default()); // target 5 ms, interval 100 ms
+        for id in 0..400 {
+            c.enqueue(Packet::new(id, 0, 1514, Ecn::NotEct), Nanos::ZERO)
+                .unwrap();
+        }
+        let mut d = Vec::new();
+        c.dequeue(Nanos(10 * MS), &mut d); // first_above_time = 110 ms
+        c.dequeue(Nanos(111 * MS), &mut d); // drops P1, returns P2
+        let x: std::collections::HashMap<_, _> = c.xstats(Nanos(150 * MS)).into_iter().collect();
+        // ldelay: P2's sojourn when examined at 111 ms, entered at 0 → 111 000 µs.
+        assert_eq!(x["ldelay"], 111_000.0);
+        // maxpacket: the largest packet codel_should_drop has seen, 1514 B.
+        assert_eq!(x["maxpacket"], 1514.0);
+        // Entering the dropping state: count = lastcount = 1 (not the control law's inputs).
+        assert_eq!((x["count"], x["lastcount"]), (1.0, 1.0));
+        assert_eq!(
+            (x["drop_overlimit"], x["ecn_mark"], x["ce_mark"]),
+            (0.0, 0.0, 0.0)
+        );
     }
 
     /// Fill with `n` packets of 1500 B enqueued at t = 0.

@@ -507,6 +507,49 @@ mod tests {
         q.dequeue(Nanos(t), d)
     }
 
+    #[test]
+    fn a_sample_reports_the_oldest_head_among_the_flows() {
+        // The sample's head sojourn is the largest head sojourn over the active flows (new
+        // and old lists): flow A's head waited 5 ms at t = 5 ms, flow B's 3 ms.
+        let mut q = fq(FqCodelParams::default());
+        let f = distinct_flows(&q, 2);
+        q.enqueue(Packet::new(0, f[0], 1514, Ecn::NotEct), Nanos::ZERO)
+            .unwrap();
+        q.enqueue(Packet::new(1, f[1], 1000, Ecn::NotEct), Nanos(2 * MS))
+            .unwrap();
+        let mut out = Vec::new();
+        q.sample(Nanos(5 * MS), &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].head_sojourn, Nanos(5 * MS));
+        assert_eq!((out[0].backlog_pkts, out[0].backlog_bytes), (2, 2514));
+        // Empty: no head, zero.
+        let mut d = Vec::new();
+        while deq(&mut q, 6 * MS, &mut d).is_some() {}
+        out.clear();
+        q.sample(Nanos(7 * MS), &mut out);
+        assert_eq!(out[0].head_sojourn, Nanos::ZERO);
+    }
+
+    /// Linux fq_codel_dump_stats with two new flows and nothing dequeued yet.
+    #[test]
+    fn xstats_of_two_new_flows_before_any_dequeue() {
+        let mut q = fq(FqCodelParams::default());
+        let f = distinct_flows(&q, 2);
+        q.enqueue(Packet::new(0, f[1], 1000, Ecn::NotEct), Nanos(7 * MS))
+            .unwrap();
+        q.enqueue(Packet::new(1, f[0], 500, Ecn::NotEct), Nanos(2 * MS))
+            .unwrap();
+        // Two new flows, none old yet; memory as queued bytes (1000 + 500); nothing dequeued,
+        // so maxpacket (set in codel_should_drop) is still 0.
+        let x: std::collections::HashMap<_, _> = q.xstats(Nanos(10 * MS)).into_iter().collect();
+        assert_eq!(
+            (x["new_flow_count"], x["new_flows_len"], x["old_flows_len"]),
+            (2.0, 2.0, 0.0)
+        );
+        assert_eq!((x["memory_usage"], x["drop_overmemory"]), (1500.0, 0.0));
+        assert_eq!((x["maxpacket"], x["drop_overlimit"]), (0.0, 0.0));
+    }
+
     /// Linux `codel_dequeue` on an empty flow only clears `dropping`; `first_above_time` is
     /// cleared by `codel_should_drop` alone. So a flow that emptied while the qdisc backlog
     /// stayed above one MTU keeps its `first_above_time` and, back later, is dropped at once.

@@ -497,6 +497,31 @@ mod tests {
     }
 
     #[test]
+    fn a_full_queue_counts_each_refused_packet_in_dropped_and_overlimit() {
+        // pie_qdisc_enqueue: at sch->limit packets, q->stats.overlimit++ and, at out:
+        // q->stats.dropped++, q->vars.accu_prob = 0 (and the qdisc's drop counter).
+        let mut q = pie(PieParams {
+            limit: 3,
+            ..PieParams::default()
+        });
+        for id in 0..5 {
+            let r = q.enqueue(Packet::new(id, 0, 1000, Ecn::NotEct), Nanos::ZERO);
+            assert_eq!(r.is_ok(), id < 3, "packet {id}");
+        }
+        q.vars.accu_prob = 0.5;
+        assert!(q
+            .enqueue(Packet::new(5, 0, 1000, Ecn::NotEct), Nanos::ZERO)
+            .is_err());
+        assert_eq!(q.vars.accu_prob, 0.0);
+        let x = q.xstats(Nanos::ZERO);
+        let get = |k: &str| x.iter().find(|(n, _)| *n == k).unwrap().1;
+        assert_eq!((get("dropped"), get("overlimit")), (3.0, 3.0));
+        // maxq is read before qdisc_enqueue_tail, as in pie_qdisc_enqueue: 2, not 3.
+        assert_eq!((get("packets_in"), get("maxq")), (3.0, 2.0));
+        assert_eq!(q.stats().dropped_enqueue, 3);
+    }
+
+    #[test]
     fn first_updates_from_zero_use_the_smallest_gains() {
         // p = 0 < 1e-6: alpha, beta divided by 2048 (2 * 4^5).
         // qdelay 30 ms, old 0, target 15 ms:

@@ -1125,6 +1125,92 @@ mod tests {
         false
     }
 
+    #[test]
+    fn gains_per_mode_and_phase_are_linux_v3s() {
+        // tcp_bbr.c (v3): startup pacing gain BBR_UNIT·277/100 + 1 = 710 (2.77), startup and
+        // drain cwnd gain 2, drain pacing BBR_UNIT·1000/2885 = 88; PROBE_BW pacing 5/4, 0.91,
+        // 1, 1 by phase and cwnd gain 2, plus BBR_UNIT·bw_probe_cwnd_gain/4 (0.25) in UP.
+        assert_eq!((BBR_STARTUP_PACING_GAIN, BBR_DRAIN_GAIN), (710, 88));
+        let mut cc = Bbr3::new(false, 1);
+        cc.mode = Mode::Startup;
+        cc.update_gains();
+        assert_eq!((cc.pacing_gain, cc.cwnd_gain), (710, 512));
+        cc.mode = Mode::Drain;
+        cc.update_gains();
+        assert_eq!((cc.pacing_gain, cc.cwnd_gain), (88, 512));
+        cc.mode = Mode::ProbeBw;
+        for (phase, pacing, cwnd) in [
+            (Phase::Up, 320, 576),
+            (Phase::Down, 232, 512),
+            (Phase::Cruise, 256, 512),
+            (Phase::Refill, 256, 512),
+        ] {
+            cc.phase = phase;
+            cc.update_gains();
+            assert_eq!((cc.pacing_gain, cc.cwnd_gain), (pacing, cwnd), "{phase:?}");
+        }
+        cc.mode = Mode::ProbeRtt;
+        cc.update_gains();
+        assert_eq!((cc.pacing_gain, cc.cwnd_gain), (256, 256));
+    }
+
+    #[test]
+    fn startup_counts_loss_events_per_round_up_to_15() {
+        // bbr_check_loss_too_high_in_startup: each ACK with losses counts one loss event
+        // while the count is below 0xf; the count restarts at the next loss round.
+        let mut cc = Bbr3::new(false, 1);
+        let tp = CcState::new(1448);
+        let rs = Rs::default();
+        let lossy = AckSample {
+            losses: 1,
+            ..AckSample::default()
+        };
+        cc.loss_round_start = false;
+        for _ in 0..20 {
+            cc.check_loss_too_high_in_startup(&tp, &rs, &lossy);
+        }
+        assert_eq!(cc.loss_events_in_round, 15);
+        cc.loss_round_start = true;
+        cc.check_loss_too_high_in_startup(&tp, &rs, &AckSample::default());
+        assert_eq!(cc.loss_events_in_round, 0);
+    }
+
+    #[test]
+    fn inflight_with_headroom_leaves_15_percent_of_inflight_hi_but_at_least_one_packet() {
+        // bbr_inflight_with_headroom: headroom = max(1, inflight_hi·(15 % of BBR_UNIT =
+        // 38/256)); return max(inflight_hi − headroom, bbr_cwnd_min_target = 4).
+        let mut cc = Bbr3::new(false, 1);
+        assert_eq!(cc.inflight_with_headroom(), UNSET);
+        cc.inflight_hi = 1000; // 1000·38 >> 8 = 148
+        assert_eq!(cc.inflight_with_headroom(), 852);
+        cc.inflight_hi = 10; // 10·38 >> 8 = 1
+        assert_eq!(cc.inflight_with_headroom(), 9);
+        cc.inflight_hi = 4; // 4 − max(0, 1) = 3, raised to the floor of 4
+        assert_eq!(cc.inflight_with_headroom(), 4);
+    }
+
+    #[test]
+    fn probe_wait_is_two_to_three_seconds_and_rounds_zero_or_one() {
+        // bbr_pick_probe_wait: rounds_since_bw_probe = random 0..BBR_BW_PROBE_RAND_ROUNDS (2),
+        // probe_wait_us = BBR_BW_PROBE_BASE_US (2 s) + random 0..BBR_BW_PROBE_RAND_US (1 s).
+        let mut cc = Bbr3::new(false, 7);
+        let (mut waits, mut rounds) = (vec![], [0u32; 2]);
+        for _ in 0..400 {
+            cc.pick_probe_wait();
+            assert!(
+                cc.probe_wait >= Nanos::from_secs(2) && cc.probe_wait < Nanos::from_secs(3),
+                "{:?}",
+                cc.probe_wait
+            );
+            rounds[cc.rounds_since_probe as usize] += 1;
+            waits.push(cc.probe_wait);
+        }
+        // Both round counts and a spread of waits occur (uniform draws: each half ~200 times).
+        assert!(rounds[0] > 120 && rounds[1] > 120, "{rounds:?}");
+        let below = waits.iter().filter(|w| **w < Nanos::from_ms(2500)).count();
+        assert!((120..=280).contains(&below), "{below}");
+    }
+
     /// Run a path of `b_pps` (BDP = b_pps·50 ms) until ProbeBW Up with probe samples armed.
     fn to_probe_up(l4s: bool, b_pps: f64) -> (Bbr3, Path, u32) {
         let bdp = (b_pps * RTT.as_secs_f64()).round() as u32;

@@ -381,6 +381,33 @@ mod tests {
         (cc, out)
     }
 
+    #[test]
+    fn hystart_ack_delay_is_four_gso_frames_at_the_pacing_rate_capped_at_1_ms() {
+        // tcp_cubic.c hystart_ack_delay: min(USEC_PER_MSEC, GSO_MAX_SIZE·4·USEC_PER_SEC /
+        // sk_pacing_rate), sk_pacing_rate = mss·max(cwnd, packets_out)·ratio/100 / srtt
+        // (tcp_update_pacing_rate: ratio 200 % while cwnd < ssthresh/2, else 120 %).
+        let mut tp = CcState::new(1448);
+        tp.snd_cwnd = 100;
+        tp.packets_in_flight = 0;
+        tp.snd_ssthresh = u32::MAX;
+        tp.srtt = Nanos::from_us(1000);
+        // 1448·100·2 / 1 ms = 289 600 000 B/s; 65536·4·1e6 / 289.6e6 = 905.19 µs.
+        assert_eq!(Cubic::hystart_ack_delay(&tp), Nanos::from_us(905));
+        // Past half of ssthresh the ratio is 120 %: 173 760 000 B/s → 1508.7 µs, capped at 1 ms.
+        tp.snd_ssthresh = 200;
+        assert_eq!(Cubic::hystart_ack_delay(&tp), Nanos::from_us(1000));
+        // srtt 0.5 ms at 120 %: 347 520 000 B/s → 754.3 µs.
+        tp.srtt = Nanos::from_us(500);
+        assert_eq!(Cubic::hystart_ack_delay(&tp), Nanos::from_us(754));
+        // More packets out than cwnd count instead: 1448·150·1.2 / 0.5 ms = 521 280 000 B/s
+        // → 502.9 µs.
+        tp.packets_in_flight = 150;
+        assert_eq!(Cubic::hystart_ack_delay(&tp), Nanos::from_us(502));
+        // No RTT sample yet: no pacing rate, no delay allowance.
+        tp.srtt = Nanos::ZERO;
+        assert_eq!(Cubic::hystart_ack_delay(&tp), Nanos::ZERO);
+    }
+
     fn w_cubic(t: f64, k: f64) -> f64 {
         CUBE_C * (t - k).powi(3) + 100.0
     }

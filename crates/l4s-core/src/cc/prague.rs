@@ -832,6 +832,50 @@ mod tests {
     use super::*;
     use crate::cc::testutil::{Driver, MSS};
 
+    #[test]
+    fn additive_rtt_scaling_targets_the_srtt_plus_the_target_in_128_us_units() {
+        // tcp_prague.c (0.6) prague_target_rtt: RTT_CONTROL_ADDITIVE gives
+        // prague_rtt_target + srtt, both in 128 µs units (us >> 7); the others the target.
+        let mut tp = CcState::new(MSS);
+        tp.srtt = Nanos::from_ms(10);
+        let add = Prague::new(PragueParams {
+            rtt_scaling: RttScaling::Additive,
+            ..PragueParams::default()
+        })
+        .unwrap();
+        // 25 000 µs >> 7 = 195, 10 000 µs >> 7 = 78: 273 units = 34 944 µs.
+        assert_eq!(add.target_rtt(&tp), 273);
+        assert_eq!(add.target_us(&tp), 34_944);
+        let rate = Prague::new(PragueParams::default()).unwrap();
+        assert_eq!(rate.target_rtt(&tp), 195);
+        assert_eq!(rate.target_us(&tp), 25_000);
+    }
+
+    #[test]
+    fn rate_scaling_still_scales_an_srtt_below_one_128_us_unit() {
+        // prague_ai_ack_increase (0.7) compares srtt_us, so an srtt of 100 µs (0 in 128 µs
+        // units) still scales under RTT_CONTROL_RATE: 2^20·(800/200 000)² (1/8 µs units)
+        // = 16.78 → 17. The 128 µs-unit heuristics leave such an srtt unscaled.
+        let mut tp = CcState::new(MSS);
+        tp.srtt = Nanos::from_us(100);
+        let mut cc = Prague::new(PragueParams::default()).unwrap();
+        cc.round = DEFAULT_RTT_TRANSITION;
+        cc.update_ai_ack_increase(&tp);
+        assert_eq!(cc.ai_ack_increase, 17);
+        let mut add = Prague::new(PragueParams {
+            rtt_scaling: RttScaling::Additive,
+            ..PragueParams::default()
+        })
+        .unwrap();
+        add.round = DEFAULT_RTT_TRANSITION;
+        add.update_ai_ack_increase(&tp);
+        assert_eq!(add.ai_ack_increase, ONE_CWND);
+        // One round short of the transition: unscaled.
+        cc.round = DEFAULT_RTT_TRANSITION - 1;
+        cc.update_ai_ack_increase(&tp);
+        assert_eq!(cc.ai_ack_increase, ONE_CWND);
+    }
+
     /// `prague_alpha_mode = 1`: α starts at 1 (the 0.6 behaviour), window mode only.
     fn init_one() -> PragueParams {
         PragueParams {

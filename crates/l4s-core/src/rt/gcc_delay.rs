@@ -606,6 +606,135 @@ impl DelayBasedBwe {
 mod tests {
     use super::*;
 
+    fn group(send_ms: f64, first_arrival_ms: f64, complete_ms: f64) -> Group {
+        let ns = |ms: f64| Nanos((ms * 1e6) as u64);
+        Group {
+            first_send: ns(send_ms),
+            send: ns(send_ms),
+            first_arrival: ns(first_arrival_ms),
+            complete: ns(complete_ms),
+        }
+    }
+
+    #[test]
+    fn overuse_needs_two_samples_10_ms_over_the_threshold_and_a_trend_not_falling() {
+        // TrendlineEstimator::Detect: modified = min(num_deltas, 60)·trend·4 against the
+        // threshold (12.5); time over using starts at ts_delta/2 and adds ts_delta; over-use
+        // needs time > 10 ms AND overuse_counter > 1 AND trend >= the previous trend.
+        // The same `now` keeps the adaptive threshold at 12.5 (no time passes).
+        let fresh = || Trendline {
+            num_deltas: 60,
+            ..Trendline::default()
+        };
+        let mut t = fresh();
+        t.detect(0.1, 30.0, 1000.0); // modified 24: time 15 ms, counter 1
+        assert_eq!(t.usage(), Usage::Normal);
+        t.detect(0.1, 30.0, 1000.0); // time 45 ms, counter 2, trend equal to the last
+        assert_eq!(t.usage(), Usage::Overusing);
+        assert_eq!((t.time_over_using, t.overuse_counter), (Some(0.0), 0));
+        // A falling trend does not signal over-use.
+        let mut t = fresh();
+        t.detect(0.1, 30.0, 1000.0);
+        t.detect(0.09, 30.0, 1000.0);
+        assert_eq!(t.usage(), Usage::Normal);
+        // Below −threshold: under-use at once.
+        let mut t = fresh();
+        t.detect(-0.1, 30.0, 1000.0);
+        assert_eq!(t.usage(), Usage::Underusing);
+        // Fewer than two deltas: always normal.
+        let mut t = Trendline {
+            num_deltas: 1,
+            ..Trendline::default()
+        };
+        t.detect(1.0, 30.0, 1000.0);
+        t.detect(1.0, 30.0, 1000.0);
+        assert_eq!(t.usage(), Usage::Normal);
+    }
+
+    #[test]
+    fn link_capacity_smooths_overuse_samples_with_alpha_0_05_and_a_normalised_deviation() {
+        // LinkCapacityEstimator::Update(sample, alpha = 0.05): e = (1−α)e + α·s (the first
+        // sample is taken whole); deviation = (1−α)·dev + α·(e − s)²/max(e, 1), clamped to
+        // [0.4, 2.5]; bounds e ± 3·sqrt(dev·e).
+        let mut c = LinkCapacity {
+            estimate_kbps: None,
+            deviation_kbps: 0.4,
+        };
+        assert_eq!((c.upper_kbps(), c.lower_kbps()), (f64::INFINITY, 0.0));
+        c.on_overuse(1000.0);
+        // dev = 0.95·0.4 = 0.38, clamped up to 0.4; bounds 1000 ± 3·sqrt(400) = 1000 ± 60.
+        assert_eq!(c.estimate_kbps, Some(1000.0));
+        assert_eq!(c.deviation_kbps, 0.4);
+        assert!((c.upper_kbps() - 1060.0).abs() < 1e-9 && (c.lower_kbps() - 940.0).abs() < 1e-9);
+        c.on_overuse(900.0);
+        // e = 995; dev = 0.38 + 0.05·95²/995 = 0.833517…
+        let dev = 0.38 + 0.05 * 9025.0 / 995.0;
+        assert!((c.estimate_kbps.unwrap() - 995.0).abs() < 1e-9);
+        assert!(
+            (c.deviation_kbps - dev).abs() < 1e-12,
+            "{}",
+            c.deviation_kbps
+        );
+        assert!((c.upper_kbps() - (995.0 + 3.0 * (dev * 995.0).sqrt())).abs() < 1e-9);
+        // A far sample saturates the deviation at 2.5.
+        c.on_overuse(100.0);
+        assert_eq!(c.deviation_kbps, 2.5);
+    }
+
+    #[test]
+    fn a_burst_arrives_faster_than_sent_within_5_ms_and_100_ms_of_the_first_arrival() {
+        // InterArrivalDelta::BelongsToBurst: same send time, or propagation delta < 0 and
+        // arrival delta <= kBurstDeltaThreshold (5 ms) and arrival − first arrival <
+        // kMaxBurstDuration (100 ms).
+        let g = group(10.0, 50.0, 52.0);
+        let ms = |x: f64| Nanos((x * 1e6) as u64);
+        // Sent 3 ms later, arrived 2 ms later: propagation −1 ms.
+        assert!(InterArrival::belongs_to_burst(&g, ms(54.0), ms(13.0)));
+        // Propagation exactly 0 is not a burst (strictly negative).
+        assert!(!InterArrival::belongs_to_burst(&g, ms(55.0), ms(13.0)));
+        // Arrival delta exactly 5 ms (sent 6 ms later) still is; 5 ms + 1 µs is not.
+        assert!(InterArrival::belongs_to_burst(&g, ms(57.0), ms(16.0)));
+        assert!(!InterArrival::belongs_to_burst(&g, ms(57.001), ms(16.0)));
+        // The same send time always belongs, however late it arrives.
+        assert!(InterArrival::belongs_to_burst(&g, ms(500.0), ms(10.0)));
+        // 100 ms after the group's first arrival the burst ends.
+        let long = group(10.0, 0.0, 98.0);
+        assert!(InterArrival::belongs_to_burst(&long, ms(99.9), ms(13.0)));
+        assert!(!InterArrival::belongs_to_burst(&long, ms(100.0), ms(13.0)));
+    }
+
+    #[test]
+    fn acked_bitrate_first_sample_spans_500_ms_then_bayesian_updates_over_150_ms() {
+        // BitrateEstimator::Update: the first window is kInitialRateWindowMs (500 ms), the
+        // sample 8·bytes/window kb/s becomes the estimate; then 150 ms windows combine with
+        // sample_var = (10·|e − s|/e)², pred_var = var + 5:
+        // e' = (sample_var·e + pred_var·s)/(sample_var + pred_var),
+        // var' = sample_var·pred_var/(sample_var + pred_var).
+        let mut a = AckedBitrate::default();
+        a.update(Nanos::ZERO, 1000);
+        assert_eq!(a.bitrate_bps(), None);
+        a.update(Nanos::from_ms(499), 0);
+        assert_eq!(a.bitrate_bps(), None);
+        a.update(Nanos::from_ms(500), 0);
+        // 8·1000 B / 500 ms = 16 kb/s.
+        assert_eq!(a.bitrate_bps(), Some(16_000.0));
+        let mut a = AckedBitrate {
+            sum_bytes: 15_000.0,
+            current_window_ms: 140,
+            prev_time_ms: Some(0),
+            estimate_kbps: Some(1000.0),
+            var: 50.0,
+        };
+        a.update(Nanos::from_ms(10), 500);
+        // Sample 8·15 000/150 = 800 kb/s; sample_var (10·200/1000)² = 4, pred_var 55:
+        // e' = (4·1000 + 55·800)/59 = 813.5593…, var' = 220/59 = 3.7288….
+        let e = a.bitrate_bps().unwrap() / 1e3;
+        assert!((e - 48_000.0 / 59.0).abs() < 1e-9, "{e}");
+        assert!((a.var - 220.0 / 59.0).abs() < 1e-12, "{}", a.var);
+        // The acknowledged bytes of this call open the next window.
+        assert_eq!((a.sum_bytes, a.current_window_ms), (500.0, 0));
+    }
+
     /// A one-way delay growing by `slope` ms per ms of arrival time: group deltas of 10 ms
     /// sent, 10·(1 + slope) ms received. The accumulated delay is then a ramp and the
     /// smoothed one a ramp delayed by the filter, whose least-squares slope over 20 points

@@ -601,3 +601,35 @@ fn gcc_start_probes_are_two_clusters_at_3_and_6_times_the_start_rate() {
         assert_eq!(b, wb);
     }
 }
+
+/// A data packet of frame 0 with sequence number `seq`.
+fn data(seq: u64, bytes: u32, ecn: Ecn) -> Packet {
+    let mut p = Packet::new(seq, 0, bytes, ecn);
+    p.transport = crate::packet::Transport::Rt(super::RtHeader {
+        seq,
+        frame: 0,
+        frame_bytes: 100_000,
+        ..Default::default()
+    });
+    p
+}
+
+/// udp_prague `DataReceivedSequence`: a packet above the next expected sequence number
+/// counts the skipped ones lost; one that arrives late takes one loss back. The receiver's
+/// FlowStats carry those counters.
+#[test]
+fn the_receiver_counts_skipped_sequence_numbers_lost_and_a_late_one_back() {
+    let mut r = RtReceiver::new(0);
+    let t = Nanos::from_ms(1);
+    for (seq, ecn) in [(1, Ecn::Ect1), (2, Ecn::Ce), (5, Ecn::Ect1)] {
+        r.handle_packet(data(seq, 1000, ecn), t);
+    }
+    let s = r.stats();
+    // 1, 2 and 5 received: 3 and 4 lost.
+    assert_eq!((s.lost_pkts, s.ce_acked, s.delivered_bytes), (2, 1, 3000));
+    r.handle_packet(data(3, 1000, Ecn::Ect1), t);
+    assert_eq!(r.stats().lost_pkts, 1);
+    r.handle_packet(data(6, 500, Ecn::Ce), t);
+    let s = r.stats();
+    assert_eq!((s.lost_pkts, s.ce_acked, s.delivered_bytes), (1, 2, 4500));
+}

@@ -609,3 +609,24 @@ fn ath9k_second_aggregate_is_cut_by_the_blockack_window() {
     assert_eq!(ath9k_sched(&mut mac, &mut pulled), 34);
     assert_eq!(pulled.len(), 99);
 }
+
+#[test]
+fn the_first_exchange_takes_the_rate_trace_rate_over_the_configured_one() {
+    // A rate trace replaces the link's configured PHY rate from the first exchange on, also
+    // when its first point differs from that rate and it never moves. (Equivalent mutant of
+    // `follow_rate_trace`'s early return, `&&` → `||`: the MAC starts on the trace's first
+    // rate, so "same point" and "same rate" never disagree.)
+    let mut p = WifiParams::new(Phy::ofdm(100_000_000, true).unwrap());
+    p.rate_trace = Some(RateTrace::new(&[(Nanos::ZERO, 50_000_000u64)], true).unwrap());
+    let mut mac = WifiMac::new(p, Rng::new(3)).unwrap();
+    mac.push_down(Packet::new(0, 0, 1500, Ecn::Ect1), Nanos::ZERO);
+    let mut delivered = 0;
+    while let Some(t) = mac.poll_timeout().filter(|&t| t <= Nanos::from_ms(50)) {
+        mac.handle_timeout(t);
+        while mac.poll_delivered().is_some() {
+            delivered += 1;
+        }
+    }
+    assert_eq!(delivered, 1);
+    assert_eq!(mac.params().phy.rate_bps(), 50e6);
+}

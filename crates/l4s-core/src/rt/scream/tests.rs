@@ -204,3 +204,45 @@ fn bad_parameters_name_the_key() {
         .to_string()
         .contains("scream_virtual_rtt"));
 }
+
+#[test]
+fn queue_delay_thresholds_are_fractions_of_the_target() {
+    // libwebrtc DelayBasedCongestionControl: IsQueueDelayDetected is avg > target ·
+    // queue_delay_increased_threshold (100 ms · 0.25 = 25 ms); ShouldReduceReferenceWindow
+    // avg > target · queue_delay_threshold (100 ms · 0.5 = 50 ms); ScaleIncrease
+    // clamp(1 − avg/(target · threshold), 0.1, 1).
+    let p = ScreamParams::default();
+    let mut d = DelayBased::new();
+    d.queue_delay_avg = 0.0249;
+    assert!(!d.is_queue_delay_detected(&p));
+    d.queue_delay_avg = 0.0251;
+    assert!(d.is_queue_delay_detected(&p));
+    assert!(!d.should_reduce_reference_window(&p));
+    d.queue_delay_avg = 0.0501;
+    assert!(d.should_reduce_reference_window(&p));
+    // 1 − 0.02/0.05 = 0.6; past the threshold the floor 0.1; no queue delay: 1.
+    d.queue_delay_avg = 0.02;
+    assert!((d.scale_increase(&p) - 0.6).abs() < 1e-12);
+    d.queue_delay_avg = 0.049;
+    assert!((d.scale_increase(&p) - 0.1).abs() < 1e-12);
+    d.queue_delay_avg = 0.0;
+    assert_eq!(d.scale_increase(&p), 1.0);
+}
+
+#[test]
+fn virtual_ce_backs_off_by_alpha_v_times_the_threshold_scaled_by_the_rtt() {
+    // UpdateReferenceWindow: alpha_v = clamp(2·virtual_alpha_lim·(avg − thr)/thr, 0, 1),
+    // thr = 50 ms; backoff = alpha_v · queue_delay_threshold / max(srtt/virtual_rtt, 1);
+    // w' = (1 − backoff)·w.
+    let p = ScreamParams::default();
+    let mut d = DelayBased::new();
+    d.queue_delay_avg = 0.075; // (75 − 50)/50 = 0.5
+    d.last_smoothed_rtt = 0.0;
+    // virtual_alpha_lim 0.4: alpha_v = 2·0.4·0.5 = 0.4, backoff 0.2: 10 000 → 8 000.
+    assert!((d.update_reference_window(&p, 10_000.0, 0.4) - 8_000.0).abs() < 1e-9);
+    // An srtt of twice the virtual RTT halves the backoff: 10 000 → 9 000.
+    d.last_smoothed_rtt = 2.0 * secs(p.virtual_rtt);
+    assert!((d.update_reference_window(&p, 10_000.0, 0.4) - 9_000.0).abs() < 1e-9);
+    // alpha_v saturates at 1: backoff 0.5/2 = 0.25.
+    assert!((d.update_reference_window(&p, 10_000.0, 5.0) - 7_500.0).abs() < 1e-9);
+}
