@@ -566,24 +566,19 @@ mod tests {
         // tc_codel_xstats: drop_next = codel_time_to_us(drop_next − now), signed; 0 when
         // not dropping.
         let mut c = codel(CodelParams::default());
-        let x = |c: &Codel, now| -> f64 {
-            c.xstats(now)
-                .into_iter()
-                .find(|(k, _)| *k == "drop_next")
-                .unwrap()
-                .1
+        let x = |c: &Codel, now| -> std::collections::HashMap<_, _> {
+            c.xstats(now).into_iter().collect()
         };
-        assert_eq!(x(&c, Nanos(100 * MS)), 0.0);
+        assert_eq!(x(&c, Nanos(100 * MS))["drop_next"], 0.0);
         c.vars.dropping = true;
         c.vars.drop_next = Nanos(105 * MS);
-        assert_eq!(x(&c, Nanos(100 * MS)), 5_000.0);
-        assert_eq!(x(&c, Nanos(107 * MS)), -2_000.0);
+        assert_eq!(x(&c, Nanos(100 * MS))["drop_next"], 5_000.0);
+        assert_eq!(x(&c, Nanos(107 * MS))["drop_next"], -2_000.0);
         c.vars.count = 3;
         c.vars.lastcount = 2;
-        let all: Vec<_> = c.xstats(Nanos(100 * MS));
-        let get = |k: &str| all.iter().find(|(n, _)| *n == k).unwrap().1;
+        let all = x(&c, Nanos(100 * MS));
         assert_eq!(
-            (get("count"), get("lastcount"), get("dropping")),
+            (all["count"], all["lastcount"], all["dropping"]),
             (3.0, 2.0, 1.0)
         );
     }

@@ -513,11 +513,10 @@ mod tests {
             .enqueue(Packet::new(5, 0, 1000, Ecn::NotEct), Nanos::ZERO)
             .is_err());
         assert_eq!(q.vars.accu_prob, 0.0);
-        let x = q.xstats(Nanos::ZERO);
-        let get = |k: &str| x.iter().find(|(n, _)| *n == k).unwrap().1;
-        assert_eq!((get("dropped"), get("overlimit")), (3.0, 3.0));
+        let x: std::collections::HashMap<_, _> = q.xstats(Nanos::ZERO).into_iter().collect();
+        assert_eq!((x["dropped"], x["overlimit"]), (3.0, 3.0));
         // maxq is read before qdisc_enqueue_tail, as in pie_qdisc_enqueue: 2, not 3.
-        assert_eq!((get("packets_in"), get("maxq")), (3.0, 2.0));
+        assert_eq!((x["packets_in"], x["maxq"]), (3.0, 2.0));
         assert_eq!(q.stats().dropped_enqueue, 3);
     }
 

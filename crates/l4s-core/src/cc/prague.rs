@@ -832,17 +832,22 @@ mod tests {
     use super::*;
     use crate::cc::testutil::{Driver, MSS};
 
+    /// Prague with 0.6's `RTT_CONTROL_ADDITIVE` scaling, defaults otherwise.
+    fn additive() -> Prague {
+        Prague::new(PragueParams {
+            rtt_scaling: RttScaling::Additive,
+            ..PragueParams::default()
+        })
+        .unwrap()
+    }
+
     #[test]
     fn additive_rtt_scaling_targets_the_srtt_plus_the_target_in_128_us_units() {
         // tcp_prague.c (0.6) prague_target_rtt: RTT_CONTROL_ADDITIVE gives
         // prague_rtt_target + srtt, both in 128 µs units (us >> 7); the others the target.
         let mut tp = CcState::new(MSS);
         tp.srtt = Nanos::from_ms(10);
-        let add = Prague::new(PragueParams {
-            rtt_scaling: RttScaling::Additive,
-            ..PragueParams::default()
-        })
-        .unwrap();
+        let add = additive();
         // 25 000 µs >> 7 = 195, 10 000 µs >> 7 = 78: 273 units = 34 944 µs.
         assert_eq!(add.target_rtt(&tp), 273);
         assert_eq!(add.target_us(&tp), 34_944);
@@ -857,11 +862,7 @@ mod tests {
         // (25 ms and 10 ms >> 7); (78²·2^20 + 273²/2) / 273² = 6 379 573 648 / 74 529 = 85 598.
         let mut tp = CcState::new(MSS);
         tp.srtt = Nanos::from_ms(10);
-        let mut cc = Prague::new(PragueParams {
-            rtt_scaling: RttScaling::Additive,
-            ..PragueParams::default()
-        })
-        .unwrap();
+        let mut cc = additive();
         cc.round = DEFAULT_RTT_TRANSITION;
         cc.update_ai_ack_increase(&tp);
         assert_eq!(cc.ai_ack_increase, 85_598);
@@ -897,11 +898,7 @@ mod tests {
         cc.round = DEFAULT_RTT_TRANSITION;
         cc.update_ai_ack_increase(&tp);
         assert_eq!(cc.ai_ack_increase, 17);
-        let mut add = Prague::new(PragueParams {
-            rtt_scaling: RttScaling::Additive,
-            ..PragueParams::default()
-        })
-        .unwrap();
+        let mut add = additive();
         add.round = DEFAULT_RTT_TRANSITION;
         add.update_ai_ack_increase(&tp);
         assert_eq!(add.ai_ack_increase, ONE_CWND);
