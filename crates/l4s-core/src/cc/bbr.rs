@@ -682,6 +682,23 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn reset_mode_returns_to_startup_until_the_pipe_was_full_then_probe_bw() {
+        // bbr_reset_mode: STARTUP while !full_bw_reached, else PROBE_BW at a random phase
+        // other than the 3/4 drain phase (cycle index 1).
+        let mut cc = Bbr::new(5);
+        cc.mode = BbrMode::ProbeRtt;
+        cc.reset_mode(Nanos::from_secs(1));
+        assert_eq!(cc.mode, BbrMode::Startup);
+        cc.full_bw_reached = true;
+        for k in 0..50 {
+            cc.mode = BbrMode::ProbeRtt;
+            cc.reset_mode(Nanos::from_secs(1 + k));
+            assert_eq!(cc.mode, BbrMode::ProbeBw);
+            assert_ne!(cc.cycle_idx, 1);
+        }
+    }
+
+    #[test]
     fn startup_exits_after_three_rounds_without_growth() {
         let mut cc = Bbr::new(1);
         let mut p = Path::new(&mut cc, RTT);

@@ -1176,6 +1176,69 @@ mod tests {
     }
 
     #[test]
+    fn tso_segs_goal_adds_64_kb_halved_per_512_us_of_min_rtt() {
+        // v3 bbr_tso_segs_generic: bytes = pacing_rate >> sk_pacing_shift (10); plus
+        // GSO_MAX_SIZE >> (min_rtt_us >> tso_rtt_shift (9)) while that shift is < 32; capped
+        // at the GSO budget; segs = max(bytes / mss, 2).
+        let mut cc = Bbr3::new(false, 1);
+        let tp = CcState::new(1448);
+        cc.pacing.rate = 10_000_000; // B/s: 10 000 000 >> 10 = 9765
+        cc.min_rtt.us = 1000; // >> 9 = 1: + 32 768
+        assert_eq!(cc.tso_segs_goal(&tp), 29); // 42 533 / 1448 = 29.4
+        cc.min_rtt.us = 20_000; // >> 9 = 39: no allowance
+        assert_eq!(cc.tso_segs_goal(&tp), 6); // 9765 / 1448 = 6.7
+        cc.pacing.rate = 1_000_000; // 976 B: below one segment, the floor of 2
+        assert_eq!(cc.tso_segs_goal(&tp), 2);
+    }
+
+    #[test]
+    fn an_ecn_only_cycle_reprobes_with_log2_of_half_inflight_hi_rounds() {
+        // bbr_check_time_to_probe_bw: with ECN-eligible marks and no loss in the cycle (Open),
+        // start the refill at once with bw_probe_up_rounds = ilog2(inflight_hi · ecn_reprobe_gain
+        // (1/2)): inflight_hi 100 → ilog2(50) = 5.
+        let mut cc = Bbr3::new(true, 1);
+        let tp = CcState::new(1448);
+        cc.ecn_eligible = true;
+        cc.ecn_in_cycle = true;
+        cc.loss_in_cycle = false;
+        cc.inflight_hi = 100;
+        assert!(cc.check_time_to_probe_bw(&tp, Nanos::ZERO));
+        assert_eq!((cc.phase, cc.bw_probe_up_rounds), (Phase::Refill, 5));
+        // A loss in the cycle leaves the ECN path: no probe before probe_wait.
+        let mut cc = Bbr3::new(true, 1);
+        cc.ecn_eligible = true;
+        cc.ecn_in_cycle = true;
+        cc.loss_in_cycle = true;
+        cc.inflight_hi = 100;
+        cc.probe_wait = Nanos::from_secs(2);
+        assert!(!cc.check_time_to_probe_bw(&tp, Nanos::ZERO));
+    }
+
+    #[test]
+    fn probing_up_raises_inflight_hi_one_packet_per_probe_up_cnt_acked_while_cwnd_limited() {
+        // bbr_probe_inflight_hi_upward: only when cwnd-limited and cwnd >= inflight_hi;
+        // bw_probe_up_acks += acked; inflight_hi += acks / cnt, the remainder kept.
+        let mut cc = Bbr3::new(false, 1);
+        let mut tp = CcState::new(1448);
+        tp.snd_cwnd = 120;
+        tp.is_cwnd_limited = true;
+        cc.inflight_hi = 100;
+        cc.bw_probe_up_cnt = 10;
+        cc.round_start = false;
+        let rs = Rs {
+            acked: 25,
+            ..Rs::default()
+        };
+        cc.probe_inflight_hi_upward(&tp, &rs);
+        assert_eq!((cc.inflight_hi, cc.bw_probe_up_acks), (102, 5));
+        // Not cwnd-limited: inflight_hi is not the binding limit, nothing changes.
+        tp.is_cwnd_limited = false;
+        tp.snd_ssthresh = 50; // out of slow start
+        cc.probe_inflight_hi_upward(&tp, &rs);
+        assert_eq!((cc.inflight_hi, cc.bw_probe_up_acks), (102, 5));
+    }
+
+    #[test]
     fn inflight_with_headroom_leaves_15_percent_of_inflight_hi_but_at_least_one_packet() {
         // bbr_inflight_with_headroom: headroom = max(1, inflight_hi·(15 % of BBR_UNIT =
         // 38/256)); return max(inflight_hi − headroom, bbr_cwnd_min_target = 4).

@@ -356,6 +356,28 @@ mod tests {
         assert_eq!(cc.data_ecn(EcnMode::None), Ecn::NotEct);
     }
 
+    #[test]
+    fn alpha_reads_the_fixed_point_over_1024_and_reno_undo_takes_the_larger_window() {
+        // dctcp_get_info reports dctcp_alpha on a 1024 scale (DCTCP_MAX_ALPHA): 256 -> 0.25.
+        let (mut cc, mut d) = started(Nanos::from_ms(10));
+        cc.dctcp_alpha = 256;
+        assert_eq!(cc.alpha(), 0.25);
+        // dctcp_cwnd_undo: max(cwnd, loss_cwnd) recorded by dctcp_ssthresh (100).
+        d.tp.snd_cwnd = 100;
+        cc.ssthresh(&mut d.tp);
+        d.tp.snd_cwnd = 60;
+        assert_eq!(cc.undo_cwnd(&mut d.tp, 0), 100);
+        // ECT(0) by default on a negotiated connection (RFC 8257 §3.1).
+        assert_eq!(cc.data_ecn(EcnMode::Classic), Ecn::Ect0);
+        assert_eq!(cc.requested_ecn(), EcnMode::Classic);
+        // Without ECN, dctcp_reno's undo is tcp_reno_undo_cwnd: max(cwnd, prior_cwnd).
+        let mut r = Dctcp::default();
+        let mut d = Driver::new(&mut r, EcnMode::None, Nanos::from_ms(10));
+        d.tp.snd_cwnd = 30;
+        assert_eq!(r.undo_cwnd(&mut d.tp, 45), 45);
+        assert_eq!(r.undo_cwnd(&mut d.tp, 20), 30);
+    }
+
     /// One flow through a step-marking bottleneck: BDP packets in the pipe, every packet
     /// marked while the window (= pipe + queue) exceeds W* = BDP + K. Returns the mean
     /// sawtooth amplitude (window before − after each cut) over the last `keep` cuts.

@@ -852,6 +852,41 @@ mod tests {
     }
 
     #[test]
+    fn additive_scaling_increase_is_2_20_times_srtt_over_srtt_plus_target_squared() {
+        // 0.6 prague_ai_ack_increase, RTT_CONTROL_ADDITIVE: target = 195 + 78 = 273 units
+        // (25 ms and 10 ms >> 7); (78²·2^20 + 273²/2) / 273² = 6 379 573 648 / 74 529 = 85 598.
+        let mut tp = CcState::new(MSS);
+        tp.srtt = Nanos::from_ms(10);
+        let mut cc = Prague::new(PragueParams {
+            rtt_scaling: RttScaling::Additive,
+            ..PragueParams::default()
+        })
+        .unwrap();
+        cc.round = DEFAULT_RTT_TRANSITION;
+        cc.update_ai_ack_increase(&tp);
+        assert_eq!(cc.ai_ack_increase, 85_598);
+    }
+
+    #[test]
+    fn an_rto_halves_the_fractional_window_and_enters_loss() {
+        // prague_cwnd_event(CA_EVENT_LOSS) → prague_enter_loss: frac_cwnd −= frac_cwnd >> 1
+        // (window mode), loss_cwnd = snd_cwnd; other events change nothing.
+        let mut cc = Prague::new(PragueParams::default()).unwrap();
+        let mut d = Driver::new(&mut cc, EcnMode::AccEcn, Nanos::from_ms(20));
+        d.tp.snd_cwnd = 100;
+        cc.frac_cwnd = 100 << CWND_UNIT;
+        cc.cwnd_event(&mut d.tp, CwndEvent::TxStart);
+        assert!(!cc.in_loss);
+        assert_eq!(cc.frac_cwnd, 100 << CWND_UNIT);
+        cc.cwnd_event(&mut d.tp, CwndEvent::Loss);
+        assert!(cc.in_loss);
+        assert_eq!(cc.loss_cwnd, 100);
+        // At 20 ms and 100 packets the default Switch mode is in window mode.
+        assert!(!cc.rate_control(&d.tp));
+        assert_eq!(cc.frac_cwnd, 50 << CWND_UNIT);
+    }
+
+    #[test]
     fn rate_scaling_still_scales_an_srtt_below_one_128_us_unit() {
         // prague_ai_ack_increase (0.7) compares srtt_us, so an srtt of 100 µs (0 in 128 µs
         // units) still scales under RTT_CONTROL_RATE: 2^20·(800/200 000)² (1/8 µs units)

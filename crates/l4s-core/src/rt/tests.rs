@@ -602,6 +602,101 @@ fn gcc_start_probes_are_two_clusters_at_3_and_6_times_the_start_rate() {
     }
 }
 
+/// Relative closeness for the hand-computed RT-Prague values below (floating point only).
+fn close(got: f64, want: f64) -> bool {
+    (got - want).abs() <= 1e-9 * want.abs().max(1.0)
+}
+
+#[test]
+fn rt_prague_starts_with_ten_packets_a_half_reference_rtt_packet_and_its_burst() {
+    // PragueCC constructor at 50 fps: reference RTT = frame interval 20 ms, alpha_shift =
+    // 16·25 000 µs / 20 000 µs = 20. 1 Mb/s = 125 000 B/s; packet = ⌊125 000·0.02/2⌋ =
+    // 1250 (inside [150, 9000]); window 10·9000 = 90 000 B; packet window ⌈90 000/1250⌉ = 72;
+    // burst ⌊125 000·250 µs/1250⌋ = 0 → 1.
+    let cc = RtPrague::new(50, 1_000_000, 100_000, 1_000_000_000, 9000);
+    assert_eq!(cc.alpha_shift(), 20.0);
+    assert_eq!(cc.packet_bytes(), 1250);
+    assert_eq!(cc.packet_window(), 72);
+    assert_eq!(cc.packet_burst(), 1);
+    assert_eq!(cc.rate_bps(), 1_000_000.0);
+    // 100 Mb/s = 12.5 MB/s: packet ⌊12.5e6·0.01⌋ = 125 000 → clamped to 1200; burst
+    // ⌊12.5e6·250e-6/1200⌋ = ⌊3125/1200⌋ = 2; packet window ⌈12 000/1200⌉ = 10.
+    let fast = RtPrague::new(50, 100_000_000, 100_000, 1_000_000_000, 1200);
+    assert_eq!(fast.packet_bytes(), 1200);
+    assert_eq!(fast.packet_burst(), 2);
+    assert_eq!(fast.packet_window(), 10);
+    // GetCCInfoVideo at 1 Mb/s, 1200-byte packets: frame = max(125 000·20 ms, 1200) = 2500;
+    // frame window = 10·1200/2500 = 4 (integer division). With a 5 ms budget the frame is
+    // one packet (625 < 1200) and the frame window 10·1200/1200 = 10.
+    let slow = RtPrague::new(50, 1_000_000, 100_000, 1_000_000_000, 1200);
+    let v = slow.video_info(Nanos::from_ms(20));
+    assert_eq!(
+        (
+            v.frame_bytes,
+            v.frame_window,
+            v.packet_burst,
+            v.packet_bytes
+        ),
+        (2500, 4, 1, 1200)
+    );
+    assert_eq!(v.pacing_rate, 125_000.0);
+    let v = slow.video_info(Nanos::from_ms(5));
+    assert_eq!((v.frame_bytes, v.frame_window), (1200, 10));
+}
+
+#[test]
+fn rt_prague_window_mode_additive_increase_and_loss_halving_at_one_point() {
+    // ACKReceived, window mode: srtt 12 ms < vrtt = max(12, 20) ms, so the increase carries
+    // (srtt/vrtt)² = 0.36. First feedback: W = srtt·rate = 0.012·125 000 = 1500 B; pacing
+    // interval 1250/125 000 = 10 ms < srtt, so window mode; increment = max packet 9000
+    // (125 000·1 ms = 125 < 9000); W += 1 ack·1250·0.36·9000/1500 = 2700 → 4200;
+    // rate = 4200/0.012 = 350 000 B/s = 2.8 Mb/s; packet ⌊350 000·0.02/2⌋ = 3500; packet
+    // window ⌊4200·1.03/3500⌋ + 1 = 2.
+    let mut cc = RtPrague::new(50, 1_000_000, 100_000, 1_000_000_000, 9000);
+    cc.on_rtt_sample(Nanos::from_ms(12));
+    let fb = |received, ce, lost| FeedbackCounters { received, ce, lost };
+    cc.on_feedback(fb(1, 0, 0), 1, Nanos::from_ms(50));
+    assert!(close(cc.rate_bps(), 2_800_000.0), "{}", cc.rate_bps());
+    assert_eq!(cc.packet_bytes(), 3500);
+    assert_eq!(cc.packet_window(), 2);
+    // A loss 10 ms later: W -= W/2 → 2100, no increase inside the loss round; rate =
+    // 2100/0.012 = 175 000 B/s = 1.4 Mb/s; packet ⌊175 000·0.01⌋ = 1750.
+    cc.on_feedback(fb(2, 0, 1), 3, Nanos::from_ms(60));
+    assert!(close(cc.rate_bps(), 1_400_000.0), "{}", cc.rate_bps());
+    assert_eq!(cc.packet_bytes(), 1750);
+    assert_eq!(cc.packet_window(), 2);
+}
+
+#[test]
+fn rt_prague_rate_mode_increase_and_ce_cut_at_one_point() {
+    // srtt 1 ms ≤ 2 ms: rate mode. rate += acks·increment·packet/(vrtt²·rate) =
+    // 10·1200·1200/(0.02²·125 000) = 14 400 000/50 = 288 000 → 413 000 B/s = 3.304 Mb/s.
+    let mut cc = RtPrague::new(50, 1_000_000, 100_000, 1_000_000_000, 1200);
+    cc.on_rtt_sample(Nanos::from_ms(1));
+    let fb = |received, ce| FeedbackCounters {
+        received,
+        ce,
+        lost: 0,
+    };
+    cc.on_feedback(fb(10, 0), 10, Nanos::from_ms(50));
+    assert!(close(cc.rate_bps(), 3_304_000.0), "{}", cc.rate_bps());
+    assert_eq!(cc.alpha(), 0.0);
+    // 30 ms later (≥ vrtt 20 ms) 10 more received, all CE: α = 0 + (1 − 0)/20 = 0.05; no
+    // non-CE ACK, no increase; the cut: rate −= 413 000·0.05/2 = 10 325 → 402 675 B/s.
+    cc.on_feedback(fb(20, 10), 20, Nanos::from_ms(80));
+    assert!(close(cc.alpha(), 0.05), "{}", cc.alpha());
+    assert!(close(cc.rate_bps(), 402_675.0 * 8.0), "{}", cc.rate_bps());
+    assert_eq!(cc.cwr_events, 1);
+    // ResetCCInfo: initial rate, one max packet, packet window 2, α 0.
+    cc.reset(Nanos::from_ms(90));
+    assert_eq!(cc.rate_bps(), 1_000_000.0);
+    assert_eq!(
+        (cc.packet_bytes(), cc.packet_window(), cc.packet_burst()),
+        (1200, 2, 1)
+    );
+    assert_eq!(cc.alpha(), 0.0);
+}
+
 /// A data packet of frame 0 with sequence number `seq`.
 fn data(seq: u64, bytes: u32, ecn: Ecn) -> Packet {
     let mut p = Packet::new(seq, 0, bytes, ecn);
@@ -612,6 +707,30 @@ fn data(seq: u64, bytes: u32, ecn: Ecn) -> Packet {
         ..Default::default()
     });
     p
+}
+
+#[test]
+fn an_rt_prague_sender_reports_its_start_state_in_its_stats() {
+    // Before any packet or feedback: RT-Prague at 1 Mb/s, 50 fps, 1400-byte packets. Packet
+    // ⌊125 000·0.02/2⌋ = 1250 B; window 10·1400 = 14 000 B; packet window ⌈14 000/1250⌉ =
+    // 12 (the stats' cwnd); pacing = target = the start rate; α 0; nothing sent, acked,
+    // marked or lost.
+    let snd = prague(50, 1_000_000, 1_000_000_000);
+    let s = snd.stats();
+    assert_eq!(s.cwnd_pkts, 12.0);
+    assert_eq!((s.pacing_bps, s.target_bps), (1_000_000, 1_000_000.0));
+    assert_eq!(s.alpha, 0.0);
+    assert_eq!(
+        (
+            s.sent_pkts,
+            s.acked_bytes,
+            s.ce_acked,
+            s.lost_pkts,
+            s.in_flight_bytes
+        ),
+        (0, 0, 0, 0, 0)
+    );
+    assert!(s.ssthresh_pkts.is_nan());
 }
 
 /// udp_prague `DataReceivedSequence`: a packet above the next expected sequence number

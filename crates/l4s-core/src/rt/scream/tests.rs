@@ -205,6 +205,23 @@ fn bad_parameters_name_the_key() {
         .contains("scream_virtual_rtt"));
 }
 
+/// scream_v2.cc helpers at W = 3000 (MinRefWindow), MSS 1000: MSS/W = 1/3; the multiplicative
+/// term 1 + 0.02·3000/1000 = 1.06; closeness to ref_window_i = 2500:
+/// (2·|3000 − 2500|/2500)² = 0.4² = 0.16, and to 2000: (2·1000/2000)² = 1 (clamp top).
+#[test]
+fn reference_window_scale_factors_at_one_point() {
+    let mut s = fresh();
+    assert!((s.mss_ratio() - 1.0 / 3.0).abs() < 1e-12);
+    assert!((s.multiplicative_scale_factor() - 1.06).abs() < 1e-12);
+    s.ref_window_i = 2500.0;
+    assert!((s.scale_close_to_ref_window_i() - 0.16).abs() < 1e-12);
+    s.ref_window_i = 2000.0;
+    assert_eq!(s.scale_close_to_ref_window_i(), 1.0);
+    s.ref_window_i = 2950.0;
+    // (2·50/2950)² = 0.00115 → clamped to 0.1.
+    assert_eq!(s.scale_close_to_ref_window_i(), 0.1);
+}
+
 #[test]
 fn queue_delay_thresholds_are_fractions_of_the_target() {
     // libwebrtc DelayBasedCongestionControl: IsQueueDelayDetected is avg > target ·
