@@ -99,4 +99,53 @@ mod tests {
         g.apply_loss_fraction(0.2); // 1 − 0.5·0.2 = 0.9
         assert!((g.rate_bps() - 945_000.0).abs() < 1e-6);
     }
+
+    #[test]
+    fn loss_fraction_of_exactly_ten_and_two_percent_holds_the_rate() {
+        // draft-ietf-rmcat-gcc-02 §6: strict f_l > 0.1 and f_l < 0.02; both bounds hold A.
+        let mut g = GccLoss::new(1_000_000, 100_000, 10_000_000, false);
+        g.apply_loss_fraction(0.10);
+        assert_eq!(g.rate_bps(), 1_000_000.0);
+        g.apply_loss_fraction(0.02);
+        assert_eq!(g.rate_bps(), 1_000_000.0);
+    }
+
+    #[test]
+    fn a_report_is_formed_once_per_interval_from_the_counter_deltas() {
+        // First feedback at 0 arms the report at 100 ms; feedback at 99 ms is ignored.
+        // At 100 ms: received 80, lost 0, CE 20 counted as loss: f_l = 20/100 = 0.2,
+        // A = 1e6·(1 − 0.1) = 900 000. Next report due at 200 ms with deltas from 100 ms.
+        let mut g = GccLoss::new(1_000_000, 100_000, 10_000_000, true);
+        let fb = |received, ce, lost| FeedbackCounters { received, ce, lost };
+        g.on_feedback(fb(0, 0, 0), Nanos::ZERO);
+        g.on_feedback(fb(80, 20, 0), Nanos::from_ms(99));
+        assert_eq!(g.rate_bps(), 1_000_000.0);
+        g.on_feedback(fb(80, 20, 0), Nanos::from_ms(100));
+        assert!((g.rate_bps() - 900_000.0).abs() < 1e-6);
+        // 200 ms: 99 more received, 1 lost: f_l = 0.01 < 2 %: A = 945 000.
+        g.on_feedback(fb(179, 20, 1), Nanos::from_ms(200));
+        assert!((g.rate_bps() - 945_000.0).abs() < 1e-6);
+        // Without ce_is_loss the same CE deltas are not a loss: f_l = 0 → ×1.05.
+        let mut h = GccLoss::new(1_000_000, 100_000, 10_000_000, false);
+        h.on_feedback(fb(0, 0, 0), Nanos::ZERO);
+        h.on_feedback(fb(80, 20, 0), Nanos::from_ms(100));
+        assert!((h.rate_bps() - 1_050_000.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn probe_result_and_delay_cap_are_clamped_to_the_bounds() {
+        // SetSendBitrate clamps to [min, max]; CapBitrateToThresholds keeps min(A, limit) >= min.
+        let mut g = GccLoss::new(1_000_000, 100_000, 10_000_000, false);
+        g.set_send_bitrate(20_000_000.0);
+        assert_eq!(g.rate_bps(), 10_000_000.0);
+        g.set_send_bitrate(50_000.0);
+        assert_eq!(g.rate_bps(), 100_000.0);
+        g.set_send_bitrate(2_000_000.0);
+        g.cap(1_500_000.0);
+        assert_eq!(g.rate_bps(), 1_500_000.0);
+        g.cap(3_000_000.0);
+        assert_eq!(g.rate_bps(), 1_500_000.0);
+        g.cap(10_000.0);
+        assert_eq!(g.rate_bps(), 100_000.0);
+    }
 }
