@@ -886,6 +886,20 @@ mod tests {
         assert!(!CodelParams::default().ecn);
     }
 
+    /// The documented range of target and interval, [1us, 60s], is closed at both ends.
+    #[test]
+    fn target_and_interval_accept_exactly_1us_and_60s_and_nothing_outside() {
+        let (lo, hi) = (Nanos::from_us(1), Nanos::from_secs(60));
+        for (t, i) in [(lo, lo), (hi, hi), (lo, hi)] {
+            assert!(validate_codel_times(t, i).is_ok(), "{t:?} {i:?}");
+        }
+        let out = [Nanos(999), Nanos(60_000_000_001)];
+        for x in out {
+            assert_eq!(validate_codel_times(x, hi).unwrap_err().param, "target");
+            assert_eq!(validate_codel_times(hi, x).unwrap_err().param, "interval");
+        }
+    }
+
     #[test]
     fn params_deserialize_with_duration_strings() {
         use serde::de::value::{Error, MapDeserializer};

@@ -575,6 +575,8 @@ mod tests {
         assert!(close(update(&mut p, 0.05, 100.0, 50.0), 0.0865625));
         // qdelay 300 ms > 250 ms: capped 0.02 + 0.02 extra -> 0.5 + 0.04 = 0.54.
         assert!(close(update(&mut p, 0.5, 300.0, 300.0), 0.54));
+        // qdelay exactly 250 ms is not "above 250 ms": capped 0.02 only -> 0.52.
+        assert!(close(update(&mut p, 0.5, 250.0, 250.0), 0.52));
         // Clamped at 1: 0.99 + 0.04 -> 1.0.
         assert_eq!(update(&mut p, 0.99, 300.0, 300.0), 1.0);
     }

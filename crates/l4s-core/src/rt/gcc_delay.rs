@@ -1027,4 +1027,46 @@ mod tests {
         assert_eq!(a.rate_bps(), 1_001_000.0);
         assert_eq!(b.rate_bps(), 1_025_000.0);
     }
+
+    /// `AimdRateControl::ChangeBitrate` keeps the link-capacity estimate only while the
+    /// acknowledged rate stays inside its bounds: above `UpperBound` on increase, or below
+    /// `LowerBound` on decrease, it is reset (and the decrease's `Update` then takes the
+    /// sample whole).
+    #[test]
+    fn the_capacity_estimate_is_reset_when_the_acked_rate_leaves_its_bounds() {
+        let mut a = Aimd::new(2e6, 1e4);
+        // First over-use at 1000 kb/s: the estimate is the sample, bounds 1000 ± 60 kb/s.
+        a.update(Usage::Overusing, Some(1e6), Nanos::from_secs(1));
+        assert_eq!(a.link.estimate_kbps, Some(1000.0));
+        // 950 kb/s is inside [940, 1060]: smoothed, 0.95·1000 + 0.05·950 = 997.5.
+        a.update(Usage::Overusing, Some(0.95e6), Nanos::from_secs(2));
+        assert!((a.link.estimate_kbps.unwrap() - 997.5).abs() < 1e-9);
+        // 500 kb/s is below the lower bound: reset, then the sample is taken whole.
+        a.update(Usage::Overusing, Some(0.5e6), Nanos::from_secs(3));
+        assert_eq!(a.link.estimate_kbps, Some(500.0));
+        // Hold → increase at 510 kb/s (inside 500 ± 3·sqrt(dev·500)): kept.
+        a.update(Usage::Normal, Some(0.51e6), Nanos::from_secs(4));
+        assert_eq!(a.link.estimate_kbps, Some(500.0));
+        // 700 kb/s is above the upper bound (at most 500 + 3·sqrt(2.5·500) ≈ 606): reset.
+        a.update(Usage::Normal, Some(0.7e6), Nanos::from_secs(5));
+        assert_eq!(a.link.estimate_kbps, None);
+    }
+
+    /// `InterArrivalDelta::ComputeDeltas`: a packet sent before the current group's first
+    /// packet is reordered and ignored; one with the same send time joins the group and moves
+    /// its completion time.
+    #[test]
+    fn a_reordered_packet_is_ignored_and_a_same_send_time_one_joins_the_group() {
+        let ms = |x: u64| Nanos::from_ms(x);
+        let mut ia = InterArrival::default();
+        assert_eq!(ia.compute_deltas(ms(10), ms(50)), None);
+        // Sent at 5 ms, before the group's first (10 ms): ignored, the group unchanged.
+        assert_eq!(ia.compute_deltas(ms(5), ms(51)), None);
+        let g = ia.cur.unwrap();
+        assert_eq!((g.first_send, g.send, g.complete), (ms(10), ms(10), ms(50)));
+        // Sent at 10 ms too, arriving at 60 ms: same group, completed at 60 ms.
+        assert_eq!(ia.compute_deltas(ms(10), ms(60)), None);
+        assert_eq!(ia.cur.unwrap().complete, ms(60));
+        assert!(ia.prev.is_none());
+    }
 }

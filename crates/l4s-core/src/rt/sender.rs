@@ -350,14 +350,6 @@ impl RtSender {
         self.ccfb.as_ref().map(|(_, l)| l.clone())
     }
 
-    /// The SCReAMv2 state, when this sender runs it.
-    pub fn scream(&self) -> Option<&ScreamV2> {
-        match &self.ctl {
-            Ctl::Scream(s) => Some(s),
-            _ => None,
-        }
-    }
-
     /// An RFC 8888 report packet arrived: decode it, turn it into per-packet results, take an
     /// RTT sample (arrival − send − the newest packet's arrival time offset) and run the
     /// controller.
@@ -813,7 +805,7 @@ fn media_packet(
 /// Wire bytes of an RT-Prague frame of `frame` payload bytes in packets of `pkt`: full
 /// packets, then the rest in one packet of at least 150 B (`udp_prague_sender.cpp` ~165),
 /// each with its IP + UDP header.
-fn prague_frame_wire_bytes(frame: u64, pkt: u64) -> u64 {
+pub(super) fn prague_frame_wire_bytes(frame: u64, pkt: u64) -> u64 {
     let pkt = pkt.max(1);
     let (full, rest) = (frame / pkt, frame % pkt);
     let last = if rest > 0 {

@@ -752,3 +752,46 @@ fn the_receiver_counts_skipped_sequence_numbers_lost_and_a_late_one_back() {
     let s = r.stats();
     assert_eq!((s.lost_pkts, s.ce_acked, s.delivered_bytes), (1, 2, 4500));
 }
+
+/// A duplicate of a packet already counted, with nothing lost, takes no loss back: the
+/// counter stays at 0 (udp_prague's `DataReceivedSequence` decrements only a positive count).
+#[test]
+fn a_duplicate_packet_with_nothing_lost_leaves_the_loss_count_at_zero() {
+    let mut r = RtReceiver::new(0);
+    let t = Nanos::from_ms(1);
+    for seq in [1, 2, 1] {
+        r.handle_packet(data(seq, 1000, Ecn::Ect1), t);
+    }
+    assert_eq!(r.stats().lost_pkts, 0);
+}
+
+/// udp_prague_sender.cpp ~165: a frame goes out as full packets, then its rest in one packet
+/// of at least 150 B, each with 28 B of IP + UDP header.
+#[test]
+fn a_prague_frame_on_the_wire_is_full_packets_then_a_rest_of_at_least_150_bytes() {
+    use super::sender::prague_frame_wire_bytes as wire;
+    // 3 full packets, a 100 B rest sent as 150 B: 3000 + 150 + 4·28.
+    assert_eq!(wire(3100, 1000), 3262);
+    // 3 full packets, a 500 B rest: 3000 + 500 + 4·28.
+    assert_eq!(wire(3500, 1000), 3612);
+    // No rest: 3 packets only.
+    assert_eq!(wire(3000, 1000), 3084);
+    // Smaller than one packet: one packet of max(frame, 150).
+    assert_eq!(wire(700, 1000), 728);
+}
+
+/// udp_prague_sender.cpp ~277-283: a wake-up later than the pacing timer it waited for, with
+/// a frame in flight, takes the lateness off the next burst's interval, so the packets keep
+/// their 1.12 ms grid (10 Mb/s, 1400 B payload) instead of drifting by it.
+#[test]
+fn a_late_pacing_wake_up_brings_the_next_burst_forward_by_its_lateness() {
+    let mut snd = prague_budget(60, Nanos::from_ms(10), 10_000_000, 1_000_000_000);
+    assert_eq!(drain(&mut snd, Nanos::ZERO).len(), 1);
+    // Due at 1.12 ms, polled 0.38 ms late: next due 1.50 + 1.12 − 0.38 = 2.24 ms.
+    assert_eq!(drain(&mut snd, Nanos(1_500_000)).len(), 1);
+    assert!(drain(&mut snd, Nanos(2_239_999)).is_empty());
+    assert_eq!(drain(&mut snd, Nanos(2_240_000)).len(), 1);
+    // On time: no compensation, the next one 1.12 ms later.
+    assert!(drain(&mut snd, Nanos(3_359_999)).is_empty());
+    assert_eq!(drain(&mut snd, Nanos(3_360_000)).len(), 1);
+}
