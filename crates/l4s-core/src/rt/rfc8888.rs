@@ -532,6 +532,45 @@ mod tests {
             unwrap_compact_ntp(compact_ntp(t), t + Nanos::from_ms(30)),
             t
         );
+        // In the third 65 536 s period (37 h in): the same 16.16 value, unwrapped there.
+        let t = Nanos(140_000 * 1_000_000_000 + 500_000_000);
+        assert_eq!(
+            unwrap_compact_ntp(compact_ntp(t), t + Nanos::from_ms(30)),
+            t
+        );
+        // A timestamp just before a period boundary read just after it: the earlier period.
+        let t = Nanos(2 * 65_536 * 1_000_000_000 - 500_000_000);
+        assert_eq!(
+            unwrap_compact_ntp(compact_ntp(t), t + Nanos::from_secs(1)),
+            t
+        );
+    }
+
+    /// RFC 8888 §3.1: the metric blocks (2 bytes each) are padded to a 32-bit boundary, and
+    /// the length field counts 32-bit words minus one: 20 bytes + ⌈n/2⌉·4 for n metrics.
+    #[test]
+    fn metric_blocks_pad_to_32_bits_for_odd_counts_only() {
+        for n in 0..=5usize {
+            let r = CcfbReport {
+                sender_ssrc: 1,
+                media_ssrc: 2,
+                begin_seq: 10,
+                metrics: vec![
+                    Metric {
+                        received: true,
+                        ecn: Ecn::Ect0,
+                        ato: 3,
+                    };
+                    n
+                ],
+                report_timestamp: 0x0002_0001,
+            };
+            let b = r.encode();
+            let len = 20 + n.div_ceil(2) * 4;
+            assert_eq!(b.len(), len, "{n} metrics");
+            assert_eq!(u16::from_be_bytes([b[2], b[3]]) as usize, len / 4 - 1);
+            assert_eq!(CcfbReport::decode(&b), Ok(r), "{n} metrics");
+        }
     }
 
     /// A marker (frame end) sends once 25 ms have passed since the last report; without a

@@ -492,6 +492,22 @@ fn gcc_on_rfc8888_reports_a_lost_report_counts_no_loss() {
     assert_eq!(dropped.lost_pkts, 0);
     assert_eq!(dropped.in_flight_bytes, kept.in_flight_bytes);
     assert!(kept.sent_pkts > 100, "{}", kept.sent_pkts);
+    // The reports reach the controller: an RTT sample of the harness's 40 ms once the newest
+    // packet's arrival time offset is taken off. That offset is in 1/1024 s (RFC 8888 §3.1)
+    // and truncated, so the hold time reads up to ~1 ms short and the sample long, never
+    // short: srtt in [40, 41) ms. Acknowledged bytes, and little in flight.
+    assert!(
+        (40_000_000..41_000_000).contains(&kept.srtt.0),
+        "{:?}",
+        kept.srtt
+    );
+    assert!(kept.acked_bytes > 0);
+    assert!(
+        kept.in_flight_bytes < kept.acked_bytes / 10,
+        "{} in flight, {} acked",
+        kept.in_flight_bytes,
+        kept.acked_bytes
+    );
 }
 
 /// The RPM probe (draft-ietf-ippm-responsiveness): one request per `interval` from `start`,
