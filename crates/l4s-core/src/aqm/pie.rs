@@ -809,6 +809,20 @@ mod tests {
         .unwrap_err();
         assert_eq!(e.param, "tupdate");
         assert!(e.to_string().contains("[1us, 60s]"));
+        // Both ends of [1us, 60s] are inside, for target and tupdate alike.
+        let with = |target, tupdate| PieParams {
+            target,
+            tupdate,
+            ..Default::default()
+        };
+        let (lo, hi) = (Nanos::from_us(1), Nanos::from_secs(60));
+        for (t, u) in [(lo, lo), (hi, hi)] {
+            assert!(with(t, u).validate().is_ok(), "{t:?} {u:?}");
+        }
+        for x in [Nanos(999), hi + Nanos(1)] {
+            assert_eq!(with(x, hi).validate().unwrap_err().param, "target");
+            assert_eq!(with(hi, x).validate().unwrap_err().param, "tupdate");
+        }
     }
 
     #[test]

@@ -721,6 +721,26 @@ pub(crate) mod tests {
         assert!((cc.btlbw_pps() - 1000.0).abs() < 1.0);
     }
 
+    /// `bbr_full_bw_thresh` is 5/4: a round whose bandwidth grew by less than 25 % (here
+    /// 10 %, 800 → 880 pkts/s) counts towards the full pipe. Rounds see 200, 400, 800, 880,
+    /// 880, … pkts/s: rounds 4, 5 and 6 each count, so STARTUP ends at round 6 (one round
+    /// before the 1000 pkts/s case above, where round 4 still grew by 25 %).
+    #[test]
+    fn a_round_growing_less_than_25_percent_counts_towards_the_full_pipe() {
+        let mut cc = Bbr::new(1);
+        let mut p = Path::new(&mut cc, RTT);
+        let cap = 880.0;
+        let mut exit_round = None;
+        for r in 1..=10 {
+            let rate = (p.tp.snd_cwnd as f64 / RTT.as_secs_f64()).min(cap);
+            p.round(&mut cc, RTT, rate, Some(1000));
+            if exit_round.is_none() && cc.mode() != BbrMode::Startup {
+                exit_round = Some(r);
+            }
+        }
+        assert_eq!(exit_round, Some(6));
+    }
+
     #[test]
     fn probe_bw_gain_cycle_order() {
         let (mut cc, mut p) = to_probe_bw(7);

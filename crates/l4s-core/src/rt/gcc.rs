@@ -122,6 +122,9 @@ mod tests {
         assert_eq!(g.rate_bps(), 1_000_000.0);
         g.on_feedback(fb(80, 20, 0), Nanos::from_ms(100));
         assert!((g.rate_bps() - 900_000.0).abs() < 1e-6);
+        // 199 ms is inside the next interval: ignored, its counters not taken as the base.
+        g.on_feedback(fb(90, 20, 0), Nanos::from_ms(199));
+        assert!((g.rate_bps() - 900_000.0).abs() < 1e-6);
         // 200 ms: 99 more received, 1 lost: f_l = 0.01 < 2 %: A = 945 000.
         g.on_feedback(fb(179, 20, 1), Nanos::from_ms(200));
         assert!((g.rate_bps() - 945_000.0).abs() < 1e-6);

@@ -810,4 +810,9 @@ fn a_late_pacing_wake_up_brings_the_next_burst_forward_by_its_lateness() {
     // On time: no compensation, the next one 1.12 ms later.
     assert!(drain(&mut snd, Nanos(3_359_999)).is_empty());
     assert_eq!(drain(&mut snd, Nanos(3_360_000)).len(), 1);
+    // Due at 4.48 ms, polled 2.02 ms late: more lateness than one interval, so the next
+    // packet goes 1 µs later (~178-197), not at once and not a whole interval later.
+    assert_eq!(drain(&mut snd, Nanos(6_500_000)).len(), 1);
+    assert!(drain(&mut snd, Nanos(6_500_999)).is_empty());
+    assert_eq!(drain(&mut snd, Nanos(6_501_000)).len(), 1);
 }

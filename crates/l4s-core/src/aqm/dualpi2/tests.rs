@@ -749,14 +749,20 @@ mod props {
             let (mut offered, mut refused, mut sent, mut dropped_n) = (0u64, 0u64, 0u64, 0u64);
             let mut last_id: HashMap<QueueId, u64> = HashMap::new();
             let mut dropped = Vec::new();
+            // Bytes of each queued packet, and their sum (the backlog the stats must show).
+            let mut size: HashMap<u64, u32> = HashMap::new();
+            let mut queued_bytes = 0u64;
             for op in ops {
                 match op {
                     Op::Enqueue(e, bytes) => {
                         let ecn = Ecn::ALL[e as usize];
                         orig.insert(next_id, ecn);
                         offered += 1;
+                        size.insert(next_id, bytes);
+                        queued_bytes += bytes as u64;
                         if let Err(back) = q.enqueue(Packet::new(next_id, 0, bytes, ecn), now) {
                             refused += 1;
+                            queued_bytes -= bytes as u64;
                             prop_assert_eq!(back.id, next_id);
                             prop_assert!(back.ecn == ecn || back.ecn == Ecn::Ce);
                         }
@@ -766,6 +772,7 @@ mod props {
                         dropped.clear();
                         let out = q.dequeue(now, &mut dropped);
                         for d in dropped.iter().chain(out.iter()) {
+                            queued_bytes -= size[&d.id] as u64;
                             let e0 = orig[&d.id];
                             // Not-ECT is never CE; otherwise only CE may be written.
                             if e0 == Ecn::NotEct {
@@ -795,6 +802,7 @@ mod props {
                 prop_assert_eq!(offered, s.enqueued + s.dropped_enqueue);
                 prop_assert_eq!(refused, s.dropped_enqueue);
                 prop_assert_eq!(s.enqueued, s.dequeued + s.dropped_dequeue + s.backlog_pkts);
+                prop_assert_eq!(s.backlog_bytes, queued_bytes);
                 prop_assert_eq!(sent, s.dequeued);
                 prop_assert_eq!(dropped_n, s.dropped_dequeue);
                 for v in [q.p_prime(), q.p_c(), q.p_cl()] {
