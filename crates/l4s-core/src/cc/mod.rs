@@ -312,6 +312,14 @@ pub fn tcp_cong_avoid_ai(tp: &mut CcState, w: u32, acked: u32) {
 mod tests {
     use super::*;
 
+    /// Only the CCs that keep a marking fraction (DCTCP, Prague, BBRv3 with ECN) report α;
+    /// the others report NaN, which the stats and plots read as "none", not as α = 0.
+    #[test]
+    fn a_cc_without_a_marking_fraction_reports_alpha_as_nan() {
+        assert!(reno::Reno::default().alpha().is_nan());
+        assert!(cubic::Cubic::default().alpha().is_nan());
+    }
+
     #[test]
     fn slow_start_stops_at_ssthresh_and_returns_leftover() {
         let mut tp = CcState::new(1448);

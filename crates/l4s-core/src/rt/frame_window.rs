@@ -196,4 +196,18 @@ mod tests {
         assert_eq!(w.in_flight(), 0);
         assert_eq!((w.recv_frames, w.lost_frames), (2, 0));
     }
+
+    /// udp_prague keeps the state of the last `PKT_BUFFER_SIZE` (65 536) packets: the
+    /// 65 537th forgets the first.
+    #[test]
+    fn the_packet_ring_holds_the_last_65536_packets() {
+        let mut w = FrameWindow::default();
+        w.start_frame(1);
+        for seq in 1..=PKT_BUFFER as u64 {
+            w.on_sent(seq, 1);
+        }
+        assert_eq!((w.pkts.len(), w.first_seq), (PKT_BUFFER, 1));
+        w.on_sent(PKT_BUFFER as u64 + 1, 1);
+        assert_eq!((w.pkts.len(), w.first_seq), (PKT_BUFFER, 2));
+    }
 }

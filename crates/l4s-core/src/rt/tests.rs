@@ -816,3 +816,27 @@ fn a_late_pacing_wake_up_brings_the_next_burst_forward_by_its_lateness() {
     assert!(drain(&mut snd, Nanos(6_500_999)).is_empty());
     assert_eq!(drain(&mut snd, Nanos(6_501_000)).len(), 1);
 }
+
+/// The loss-based GCC sender paces each frame over its budget: at 2 Mb/s and 50 fps a frame
+/// is 2e6/8/50 = 5000 B, paced at 5000·8/20 ms = 2 Mb/s; in 1400 B packets (5.6 ms each)
+/// the frame leaves as 1400, 1400, 1400 and 800 B at 0, 5.6, 11.2 and 16.8 ms.
+#[test]
+fn a_gcc_frame_leaves_paced_over_its_budget() {
+    let mut snd = sender(
+        Controller::GccLoss,
+        50,
+        Nanos::from_ms(20),
+        2_000_000,
+        10_000_000,
+    );
+    let at = |ms: f64| Nanos::from_secs_f64(ms * 1e-3);
+    let got = drain(&mut snd, Nanos::ZERO);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0].2, 1400);
+    for (t, bytes) in [(5.6, 1400), (11.2, 1400), (16.8, 800)] {
+        assert!(drain(&mut snd, at(t - 0.001)).is_empty(), "early at {t} ms");
+        let got = drain(&mut snd, at(t));
+        assert_eq!(got.len(), 1, "at {t} ms");
+        assert_eq!(got[0].2, bytes, "at {t} ms");
+    }
+}
