@@ -263,3 +263,38 @@ fn virtual_ce_backs_off_by_alpha_v_times_the_threshold_scaled_by_the_rtt() {
     // alpha_v saturates at 1: backoff 0.5/2 = 0.25.
     assert!((d.update_reference_window(&p, 10_000.0, 5.0) - 7_500.0).abs() < 1e-9);
 }
+
+/// `UpdateRefWindowAndTargetRate`: with queue delay detected (avg > 25 ms) and more in flight
+/// than `DataInFlightLimit` (0.9) × W, the target is divided by min(1.5, (in flight / W) /
+/// 0.9) on top of the MSS-ratio scale: target = W·8/srtt / min(1.5, r/0.9) · (1 −
+/// clamp(MSS/W − 0.1, 0, 0.2)).
+#[test]
+fn under_queue_delay_the_target_is_cut_by_the_excess_in_flight() {
+    let mut s = fresh();
+    let mut t = Nanos::from_ms(1000);
+    for _ in 0..20 {
+        s.on_feedback(&report(t, 10, 0, 0, 1_000_000_000), SRTT);
+        t += SRTT;
+    }
+    // Packets 30 ms above the base one-way delay: the average climbs by g = 0.25 of the gap
+    // per packet, to 30·(1 − 0.75¹⁰) = 28.3 ms (between 25 and 50 ms: detected, no virtual CE).
+    let w0 = s.ref_window_bytes();
+    let in_flight = w0.round() as u64;
+    let mut r = report(t, 10, 0, 0, in_flight);
+    for pr in r.packets.iter_mut() {
+        pr.sent.send_time = pr.sent.send_time - Nanos::from_ms(30);
+    }
+    let got = s.on_feedback(&r, SRTT);
+    let q = 0.03 * (1.0 - 0.75f64.powi(10));
+    assert!(
+        (s.queue_delay_s() - q).abs() < 1e-9,
+        "{}",
+        s.queue_delay_s()
+    );
+    let w = s.ref_window_bytes();
+    let excess = in_flight as f64 / w / 0.9;
+    assert!(excess > 1.0 && excess < 1.5, "{excess}");
+    let mss_scale = 1.0 - (1000.0 / w - 0.1).clamp(0.0, 0.2);
+    let want = w * 8.0 / 0.025 / excess * mss_scale;
+    assert!((got - want).abs() < 1e-6 * want, "{got} vs {want}");
+}
