@@ -1212,6 +1212,16 @@ mod tests {
         cc.inflight_hi = 100;
         cc.probe_wait = Nanos::from_secs(2);
         assert!(!cc.check_time_to_probe_bw(&tp, Nanos::ZERO));
+        // bbr_has_elapsed_in_phase is strict: a cycle started at 1 s with a 2 s wait probes
+        // after 3 s, not at 3 s.
+        let waiting = |now: Nanos| {
+            let mut cc = Bbr3::new(true, 1);
+            cc.cycle_mstamp = Nanos::from_secs(1);
+            cc.probe_wait = Nanos::from_secs(2);
+            cc.check_time_to_probe_bw(&tp, now)
+        };
+        assert!(!waiting(Nanos::from_secs(3)));
+        assert!(waiting(Nanos::from_secs(3) + Nanos(1)));
     }
 
     #[test]

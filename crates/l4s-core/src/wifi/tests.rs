@@ -610,6 +610,24 @@ fn ath9k_second_aggregate_is_cut_by_the_blockack_window() {
     assert_eq!(pulled.len(), 99);
 }
 
+/// At VHT-MCS 9 / 80 MHz 64 MPDUs of 1500 B fill only ~2 ms, so the first aggregate takes the
+/// whole BlockAck window (64). While it is outstanding the next `ath_tx_sched_aggr` pulls a
+/// frame but forms nothing (`ath_tx_form_aggr` returns no buffer): the hardware queue keeps
+/// one aggregate, not an empty second one.
+#[test]
+fn ath9k_forms_nothing_while_the_blockack_window_is_outstanding() {
+    let mut p = WifiParams::new(Phy::mcs(Standard::Vht, 9, 80, 1).unwrap());
+    p.driver = TxDriver::Ath9k;
+    let mut mac = WifiMac::new(p, Rng::new(1)).unwrap();
+    let mut pulled = Vec::new();
+    assert_eq!(ath9k_sched(&mut mac, &mut pulled), 64);
+    assert_eq!(mac.hw_queue_len(), 1);
+    assert_eq!(ath9k_sched(&mut mac, &mut pulled), 0);
+    assert_eq!(mac.hw_queue_len(), 1);
+    assert!(mac.driver_holds(0));
+    assert_eq!(mac.hw_queue_max(), 1);
+}
+
 #[test]
 fn the_first_exchange_takes_the_rate_trace_rate_over_the_configured_one() {
     // A rate trace replaces the link's configured PHY rate from the first exchange on, also
