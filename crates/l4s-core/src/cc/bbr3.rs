@@ -1125,6 +1125,26 @@ mod tests {
         false
     }
 
+    /// `bbr_check_drain`: DRAIN ends once the packets in the network are at most the
+    /// estimated BDP (`bbr_inflight(bw, BBR_UNIT)`), inclusive; one more keeps it draining.
+    /// (Drain paces below 1, so no TSO allowance is added to the packets in flight.)
+    #[test]
+    fn drain_ends_when_inflight_is_at_most_the_bdp() {
+        let drain_with = |extra: u32| {
+            let mut cc = Bbr3::new(false, 1);
+            let mut tp = CcState::new(1448);
+            cc.mode = Mode::Drain;
+            cc.update_gains();
+            let bdp = cc.inflight(&tp, cc.max_bw(), BBR_UNIT);
+            assert!(bdp > 0);
+            tp.packets_in_flight = bdp + extra;
+            cc.check_drain(&mut tp, Nanos::from_secs(1));
+            cc.mode
+        };
+        assert_eq!(drain_with(0), Mode::ProbeBw);
+        assert_eq!(drain_with(1), Mode::Drain);
+    }
+
     #[test]
     fn gains_per_mode_and_phase_are_linux_v3s() {
         // tcp_bbr.c (v3): startup pacing gain BBR_UNIT·277/100 + 1 = 710 (2.77), startup and

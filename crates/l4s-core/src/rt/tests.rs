@@ -840,3 +840,30 @@ fn a_gcc_frame_leaves_paced_over_its_budget() {
         assert_eq!(got[0].2, bytes, "at {t} ms");
     }
 }
+
+/// udp_prague's growth mode (prague_cc.cpp ACKReceived): a flow starts `rate/RATE_STEP + 7`
+/// vrtts (⌊2.5 MB/s / 1.92 MB/s⌋ + 7 = 8 at 20 Mb/s) adding one max packet per ACK-scaled
+/// step; each α update (one per vrtt) counts one down, and from 0 the increment is 1 ms of the
+/// rate. In rate mode the per-ACK step is then rate·1 ms·packet/(vrtt²·rate) = 0.001·1200/
+/// 0.02² = 3000 B/s (24 kb/s) whatever the rate, against 1200²/(0.02²·rate) before.
+#[test]
+fn rt_prague_grows_by_a_millisecond_of_rate_once_its_rtts_to_growth_run_out() {
+    let mut cc = RtPrague::new(50, 20_000_000, 100_000, 1_000_000_000, 1200);
+    cc.on_rtt_sample(Nanos::from_ms(1));
+    for k in 1..=9u64 {
+        let before = cc.rate_bps() / 8.0;
+        let fb = FeedbackCounters {
+            received: k,
+            ce: 0,
+            lost: 0,
+        };
+        cc.on_feedback(fb, k, Nanos::from_ms(50 + 30 * k));
+        let step = cc.rate_bps() / 8.0 - before;
+        let want = if k < 8 {
+            1200.0 * 1200.0 / (0.02 * 0.02 * before)
+        } else {
+            3000.0
+        };
+        assert!(close(step, want), "feedback {k}: step {step}, want {want}");
+    }
+}

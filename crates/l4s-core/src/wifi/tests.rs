@@ -387,6 +387,23 @@ fn the_driver_limit_holds() {
     }
 }
 
+/// An airtime driver limit admits while the pending airtime is below it
+/// (`ieee80211_txq_airtime_check`: `aql_tx_pending < aql_limit`): with the limit at exactly
+/// ten frames' airtime (10 × 31.7 µs at VHT-MCS 9 / 80 MHz), the tenth frame closes the queue.
+#[test]
+fn an_airtime_limit_closes_at_exactly_the_limit() {
+    let mut p = vht80();
+    let one = p.phy.subframe_airtime_ns(1500);
+    p.driver_limit = DriverLimit::Airtime(Nanos(10 * one));
+    let mut mac = WifiMac::new(p, Rng::new(1)).unwrap();
+    for id in 0..10 {
+        assert!(mac.has_room(), "after {id} frames");
+        mac.push_down_to(0, Packet::new(id, 0, 1500, Ecn::Ect1), Nanos::ZERO);
+    }
+    assert_eq!(mac.pending_total(), (10, 10 * one));
+    assert!(!mac.has_room());
+}
+
 #[test]
 fn same_seed_same_run_other_seed_differs() {
     let run = |seed| {
