@@ -434,5 +434,24 @@ mod tests {
         p.set(&mut tp, half, BBR_UNIT, BBR_UNIT, true);
         assert_eq!(p.rate, 483_398);
         assert_eq!(tp.pacing_rate_bps, Some(483_398 * 8));
+        // Before the pipe is full a higher rate is still taken: back to 966 796.
+        p.set(&mut tp, 2 * half, BBR_UNIT, BBR_UNIT, false);
+        assert_eq!(p.rate, 966_796);
+    }
+
+    /// `bbr_update_min_rtt` takes a sample strictly below the minimum (or any sample once it
+    /// expired): an equal sample does not refresh the minimum's timestamp.
+    #[test]
+    fn an_equal_rtt_sample_does_not_refresh_the_min_rtt_stamp() {
+        let mut m = RttMin::default();
+        m.update(Some(Nanos::from_ms(10)), Nanos::from_secs(1), false);
+        assert_eq!((m.us, m.stamp), (10_000, Nanos::from_secs(1)));
+        m.update(Some(Nanos::from_ms(10)), Nanos::from_secs(2), false);
+        assert_eq!((m.us, m.stamp), (10_000, Nanos::from_secs(1)));
+        m.update(Some(Nanos::from_us(9_999)), Nanos::from_secs(3), false);
+        assert_eq!((m.us, m.stamp), (9_999, Nanos::from_secs(3)));
+        // Expired: even a larger sample is taken.
+        m.update(Some(Nanos::from_ms(20)), Nanos::from_secs(4), true);
+        assert_eq!((m.us, m.stamp), (20_000, Nanos::from_secs(4)));
     }
 }

@@ -887,6 +887,20 @@ mod tests {
         assert_eq!(cc.frac_cwnd, 50 << CWND_UNIT);
     }
 
+    /// prague_enter_loss in rate mode: rate_bytes −= rate_bytes >> 1 (so an odd rate keeps
+    /// the larger half), and frac_cwnd is rederived from the halved rate.
+    #[test]
+    fn an_rto_in_rate_mode_halves_the_rate_and_rederives_the_window() {
+        let (mut cc, mut tp) = rtt_indep(true, Nanos::from_ms(25));
+        assert!(cc.rate_control(&tp));
+        cc.rate_bytes = 1_000_001;
+        cc.cwnd_event(&mut tp, CwndEvent::Loss);
+        assert!(cc.in_loss);
+        assert_eq!(cc.rate_bytes, 500_001);
+        assert_eq!(cc.loss_rate_bytes, 1_000_001);
+        assert_eq!(cc.frac_cwnd, cc.rate_to_frac_cwnd(&tp));
+    }
+
     #[test]
     fn rate_scaling_still_scales_an_srtt_below_one_128_us_unit() {
         // prague_ai_ack_increase (0.7) compares srtt_us, so an srtt of 100 µs (0 in 128 µs

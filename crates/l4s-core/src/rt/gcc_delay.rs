@@ -1050,6 +1050,12 @@ mod tests {
         // 700 kb/s is above the upper bound (at most 500 + 3·sqrt(2.5·500) ≈ 606): reset.
         a.update(Usage::Normal, Some(0.7e6), Nanos::from_secs(5));
         assert_eq!(a.link.estimate_kbps, None);
+        // Exactly at a bound is inside (strict comparisons): 940 kb/s against [940, 1060].
+        let mut a = Aimd::new(2e6, 1e4);
+        a.update(Usage::Overusing, Some(1e6), Nanos::from_secs(1));
+        assert_eq!(a.link.lower_kbps(), 940.0);
+        a.update(Usage::Overusing, Some(0.94e6), Nanos::from_secs(2));
+        assert!((a.link.estimate_kbps.unwrap() - 997.0).abs() < 1e-9);
     }
 
     /// `InterArrivalDelta::ComputeDeltas`: a packet sent before the current group's first
