@@ -886,6 +886,18 @@ mod tests {
         assert!(!CodelParams::default().ecn);
     }
 
+    /// `mtu_bytes` takes [68, 65535]: 68 is IPv4's minimum MTU (RFC 791), 65535 its largest
+    /// datagram.
+    #[test]
+    fn mtu_is_accepted_in_68_to_65535_only() {
+        for m in [68, 1500, 65_535] {
+            assert!(validate_mtu(m).is_ok(), "{m}");
+        }
+        for m in [0, 67, 65_536] {
+            assert_eq!(validate_mtu(m).unwrap_err().param, "mtu_bytes", "{m}");
+        }
+    }
+
     /// The documented range of target and interval, [1us, 60s], is closed at both ends.
     #[test]
     fn target_and_interval_accept_exactly_1us_and_60s_and_nothing_outside() {

@@ -711,6 +711,9 @@ mod tests {
             (21, 8, 0)
         );
         assert_eq!(s.enqueued, s.dequeued + s.dropped_dequeue + s.backlog_pkts);
+        // fq_codel_enqueue: q->drop_overlimit += the batch dropped (no memory limit here).
+        let x: std::collections::HashMap<_, _> = q.xstats(Nanos::ZERO).into_iter().collect();
+        assert_eq!((x["drop_overlimit"], x["drop_overmemory"]), (8.0, 0.0));
         // The dropped packets come out with the next dequeue: A's first 8 (ids 0..8).
         let mut d = Vec::new();
         let p = deq(&mut q, 0, &mut d).unwrap();

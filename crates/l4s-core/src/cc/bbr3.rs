@@ -419,7 +419,9 @@ impl Bbr3 {
             is_app_limited: self
                 .probe_rtt
                 .sample_app_limited(ack.is_app_limited, ack.prior_delivered),
-            is_ece: ack.ece || ack.ce_delta_pkts > 0,
+            // FLAG_ECE (`ack.ece`) is set whenever the ACK reports new CE (classic ECE, or an
+            // AccECN ACE delta > 0), as in v3's `rs->is_ece = !!(flag & FLAG_ECE)`.
+            is_ece: ack.ece,
             prior_delivered: ack.prior_delivered,
             valid,
         }
@@ -1209,6 +1211,10 @@ mod tests {
         assert_eq!(cc.tso_segs_goal(&tp), 6); // 9765 / 1448 = 6.7
         cc.pacing.rate = 1_000_000; // 976 B: below one segment, the floor of 2
         assert_eq!(cc.tso_segs_goal(&tp), 2);
+        // At 1 GB/s (976 562 B per ms) the GSO budget, 65 536 − 1 − MAX_TCP_HEADER (320) =
+        // 65 215 B, caps the burst: 130 segments of 500 B.
+        cc.pacing.rate = 1_000_000_000;
+        assert_eq!(cc.tso_segs_goal(&CcState::new(500)), 130);
     }
 
     #[test]

@@ -624,6 +624,29 @@ mod tests {
         assert_eq!(tp.snd_ssthresh, tp.snd_cwnd);
     }
 
+    /// hystart_update's delay test: the first `HYSTART_MIN_SAMPLES` (8) samples of a round
+    /// only collect their minimum; the 9th compares it with delay_min + clamp(delay_min/8,
+    /// 4, 16 ms) = 14 ms (delay_min 10 ms). With every sample at 20 ms and ACKs 5 ms apart
+    /// (never a train), slow start ends on the 9th ACK of the round, not the 8th.
+    #[test]
+    fn hystart_delay_test_runs_from_the_ninth_sample_of_a_round() {
+        let (mut cc, mut tp) = hystart_setup();
+        cc.delay_min = Nanos::from_ms(10);
+        tp.snd_nxt = 80 * 1448; // the round stays open for all the ACKs below
+        let t0 = Nanos::from_secs(1);
+        for k in 0..12u64 {
+            let ack = sample(t0 + Nanos::from_ms(5 * k), Nanos::from_ms(20));
+            cc.pkts_acked(&mut tp, &ack);
+            assert_eq!(cc.found, k == 8, "ACK {}", k + 1);
+            if cc.found {
+                break;
+            }
+            cc.cong_avoid(&mut tp, &ack);
+            tp.snd_una += 1448;
+        }
+        assert_eq!(tp.snd_ssthresh, tp.snd_cwnd);
+    }
+
     #[test]
     fn hystart_ack_train_threshold_is_not_halved_under_fq() {
         // fq_classify sets SK_PACING_FQ, so hystart_update keeps threshold = delay_min +

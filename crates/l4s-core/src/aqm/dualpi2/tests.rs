@@ -133,6 +133,11 @@ fn params_deserialize_with_strings_and_snake_case_enums() {
     assert_eq!(p.scheduler, SchedulerKind::Tsfifo);
     assert_eq!(p.l_aqm, LAqmKind::Ramp);
     assert_eq!(p.tupdate, Nanos::from_ms(16)); // untouched fields keep the default
+                                               // A profile's name (written to results) reads back as that profile.
+    for k in [KernelProfile::Mainline, KernelProfile::L4steam] {
+        assert_eq!(from_pairs(vec![("profile", k.name())]).unwrap().profile, k);
+    }
+    assert_eq!(KernelProfile::L4steam.name(), "l4steam");
     assert!(from_pairs(vec![("targett", "20ms")]).is_err());
     assert!(from_pairs(vec![("ecn_mask", "ect1")]).is_err());
     assert!(from_pairs(vec![("target", "15")])
