@@ -530,6 +530,49 @@ pub fn finish(
 mod tests {
     use super::*;
 
+    /// A transfer's FCT is its completion minus its start; its slowdown divides by
+    /// `ideal_fct_s` at the workload's mean link rate (10 Mb/s) and RTT; an unfinished one
+    /// has NaN.
+    #[test]
+    fn a_transfer_row_holds_its_completion_time_less_its_start() {
+        let s = Scenario::from_toml_str(
+            "duration = \"10s\"\nwarmup = \"0s\"\n[link]\nrate = \"10mbit\"\n\
+             [[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\n\
+             [[workloads]]\nload = 0.5\nsizes = \"web-search\"\ncc = \"cubic\"\nrtt = \"20ms\"\n",
+        )
+        .unwrap();
+        let link = l4s_core::link::ConstantRate::new(l4s_core::time::Rate::from_mbps(10));
+        let extras = [
+            ExtraKind::Transfer {
+                workload: 0,
+                bytes: 100_000,
+            },
+            ExtraKind::Transfer {
+                workload: 0,
+                bytes: 5_000,
+            },
+        ];
+        let start = [Nanos::ZERO, Nanos::from_secs(2), Nanos::from_secs(3)];
+        let done_at = [None, Some(Nanos::from_ms(2500)), None];
+        let inp = AppInputs {
+            logs: vec![Default::default(); 3],
+            deadline: &[None, None, None],
+            start: &start,
+            done_at: &done_at,
+            extras: &extras,
+        };
+        let mut summary = json!({"flows": [{}, {}, {}]});
+        let t = attach(&s, &link, inp, &mut summary);
+        let fct = t.fct.expect("a workload gives an fct table");
+        assert_eq!(fct.flow, [1, 2]);
+        assert_eq!(fct.start_s, [2.0, 3.0]);
+        assert_eq!(fct.fct_s[0], 0.5);
+        assert!(fct.fct_s[1].is_nan());
+        let ideal = ideal_fct_s(100_000, 1448, 10e6, Nanos::from_ms(20), 10);
+        assert_eq!(fct.ideal_s[0], ideal);
+        assert_eq!(fct.slowdown[0], 0.5 / ideal);
+    }
+
     #[test]
     fn per_class_rpm_is_a_minute_over_the_median_of_all_the_class_samples() {
         // Two Classic probes, rows in time order: probe 0 saw 50, 40, 10 ms and probe 1 20,

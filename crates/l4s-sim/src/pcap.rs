@@ -246,6 +246,13 @@ mod tests {
         assert_eq!(u16::from_be_bytes([h[2], h[3]]), 1500);
         // A correct header checksum makes the sum over the header 0xffff (RFC 1071).
         assert_eq!(inet_checksum(&h[..20]), 0);
+        // A known answer whose sum carries out of 16 bits (0x2479C → 0x479E → !0xB861): an
+        // IPv4/UDP header 192.168.0.1 → 192.168.0.199 with its checksum field zeroed.
+        let known = [
+            0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0x00, 0x00, 0xc0, 0xa8,
+            0x00, 0x01, 0xc0, 0xa8, 0x00, 0xc7,
+        ];
+        assert_eq!(inet_checksum(&known), 0xb861);
         assert_eq!(u16::from_be_bytes([h[20], h[21]]), 10_003);
         assert_eq!(u32::from_be_bytes([h[24], h[25], h[26], h[27]]), 7);
     }
