@@ -1248,6 +1248,21 @@ mod tests {
         };
         assert!(!waiting(Nanos::from_secs(3)));
         assert!(waiting(Nanos::from_secs(3) + Nanos(1)));
+        // bbr_is_reno_coexistence_probe_time: a probe also starts, before the wait, once the
+        // rounds since the last probe reach min(63, target_inflight) (a Reno flow's growth).
+        let coexist = |short: u32| {
+            let mut cc = Bbr3::new(true, 1);
+            let mut tp = CcState::new(1448);
+            tp.snd_cwnd = 10;
+            let rounds = cc.target_inflight(&tp).min(63);
+            assert!(rounds > 1);
+            cc.rounds_since_probe = rounds - short;
+            cc.cycle_mstamp = Nanos::from_secs(1);
+            cc.probe_wait = Nanos::from_secs(2);
+            cc.check_time_to_probe_bw(&tp, Nanos::from_secs(1))
+        };
+        assert!(coexist(0));
+        assert!(!coexist(1));
     }
 
     #[test]
@@ -1272,6 +1287,15 @@ mod tests {
         tp.snd_ssthresh = 50; // out of slow start
         cc.probe_inflight_hi_upward(&tp, &rs);
         assert_eq!((cc.inflight_hi, cc.bw_probe_up_acks), (102, 5));
+        // cwnd-limited below inflight_hi (101 < 102): inflight_hi is not in use, unchanged;
+        // at it (102) the ACKs count again: 5 + 25 = 30 → +3.
+        tp.is_cwnd_limited = true;
+        tp.snd_cwnd = 101;
+        cc.probe_inflight_hi_upward(&tp, &rs);
+        assert_eq!((cc.inflight_hi, cc.bw_probe_up_acks), (102, 5));
+        tp.snd_cwnd = 102;
+        cc.probe_inflight_hi_upward(&tp, &rs);
+        assert_eq!((cc.inflight_hi, cc.bw_probe_up_acks), (105, 0));
     }
 
     #[test]
