@@ -1350,6 +1350,8 @@ mod tests {
         }
         assert_eq!((cc.mode(), cc.phase()), (Mode::ProbeBw, Phase::Up));
         assert!(cc.bw_probe_samples);
+        // The bandwidth filter holds the bottleneck rate (BW_UNIT fixed point: < 1 pkt/s off).
+        assert!((cc.max_bw_pps() - b_pps).abs() < 1.0, "{}", cc.max_bw_pps());
         // Startup ended on a bandwidth plateau, so inflight_hi has no value yet.
         assert_eq!(cc.inflight_hi(), None);
         (cc, p, bdp)
@@ -1386,6 +1388,10 @@ mod tests {
             let ratio = if r == 0 { 256 } else { 64 };
             expect = ((240 * expect) >> 8) + ((16 * ratio) >> 8);
             let a = cc.ecn_alpha();
+            if r == 0 {
+                // A CE delivered in this (Startup) cycle is remembered for the cycle.
+                assert!(cc.ecn_in_cycle);
+            }
             if r <= 3 {
                 assert_eq!(cc.ecn_alpha, expect, "round {r}");
             }

@@ -400,6 +400,12 @@ impl ScreamV2 {
         self.marked_this_rtt = 0;
     }
 
+    /// The L4S α below which queue delay governs: two MSS per RTT (at least 1 ms) over the
+    /// target rate, both in bytes per second.
+    fn virtual_alpha_lim(&self, srtt: f64) -> f64 {
+        (2.0 * self.p.max_segment_size_bytes / srtt.max(0.001)) / (self.target_bps / 8.0)
+    }
+
     fn update_ref_window_and_target(&mut self, msg: &TransportPacketsFeedback, srtt: f64) {
         let p = self.p;
         let now = msg.feedback_time;
@@ -409,8 +415,7 @@ impl ScreamV2 {
         self.max_in_flight_this_rtt = self.max_in_flight_this_rtt.max(in_flight);
         let scl = self.scale_close_to_ref_window_i();
         let eff_rtt = srtt.max(0.001);
-        // Bytes per second over bits per second: the α below which delay governs.
-        let virtual_alpha_lim = (2.0 * mss / eff_rtt) / (self.target_bps / 8.0);
+        let virtual_alpha_lim = self.virtual_alpha_lim(srtt);
 
         let (mut is_ce, mut is_loss, mut is_virtual_ce) = (false, false, false);
         if since(now, self.last_reaction) >= srtt.min(vrtt) {

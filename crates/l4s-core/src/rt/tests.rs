@@ -105,6 +105,31 @@ fn prague_budget(fps: u32, budget: Nanos, init_bps: u64, max_bps: u64) -> RtSend
     sender(Controller::Prague, fps, budget, init_bps, max_bps)
 }
 
+fn config(
+    controller: Controller,
+    fps: u32,
+    budget: Nanos,
+    init_bps: u64,
+    max_bps: u64,
+) -> RtConfig {
+    RtConfig {
+        controller,
+        fps,
+        frame_budget: budget,
+        init_rate_bps: init_bps,
+        min_rate_bps: 100_000,
+        max_rate_bps: max_bps,
+        max_packet_bytes: 1400,
+        ecn: Ecn::Ect1,
+        start: Nanos::ZERO,
+        stop: None,
+        encoder: None,
+        seed: 0,
+        feedback_interval: crate::rt::rfc8888::DEFAULT_FEEDBACK_INTERVAL,
+        gcc_probing: true,
+    }
+}
+
 fn sender(
     controller: Controller,
     fps: u32,
@@ -112,26 +137,7 @@ fn sender(
     init_bps: u64,
     max_bps: u64,
 ) -> RtSender {
-    RtSender::new(
-        0,
-        RtConfig {
-            controller,
-            fps,
-            frame_budget: budget,
-            init_rate_bps: init_bps,
-            min_rate_bps: 100_000,
-            max_rate_bps: max_bps,
-            max_packet_bytes: 1400,
-            ecn: Ecn::Ect1,
-            start: Nanos::ZERO,
-            stop: None,
-            encoder: None,
-            seed: 0,
-            feedback_interval: crate::rt::rfc8888::DEFAULT_FEEDBACK_INTERVAL,
-            gcc_probing: true,
-        },
-    )
-    .unwrap()
+    RtSender::new(0, config(controller, fps, budget, init_bps, max_bps)).unwrap()
 }
 
 /// Drive the controller alone (no frame loop): packets leave back to back at its pacing
@@ -866,4 +872,46 @@ fn rt_prague_grows_by_a_millisecond_of_rate_once_its_rtts_to_growth_run_out() {
         };
         assert!(close(step, want), "feedback {k}: step {step}, want {want}");
     }
+}
+
+/// Captures every 1/fps s, in whole ns (60 fps: 16 666 666 ns); fps 0 counts as 1.
+#[test]
+fn the_frame_interval_is_one_second_over_the_frame_rate() {
+    let cfg = |fps| {
+        config(
+            Controller::GccLoss,
+            fps,
+            Nanos::from_ms(20),
+            1_000_000,
+            2_000_000,
+        )
+    };
+    assert_eq!(cfg(60).frame_interval(), Nanos(16_666_666));
+    assert_eq!(cfg(50).frame_interval(), Nanos::from_ms(20));
+    assert_eq!(cfg(0).frame_interval(), Nanos::from_secs(1));
+}
+
+/// A per-packet ACK's RTT sample is now − the echoed send time; the first sets srtt, later
+/// ones move it by 1/8 (RFC 6298's α): 40 ms, then (7·40 + 80)/8 = 45 ms.
+#[test]
+fn per_packet_acks_smooth_the_rtt_by_an_eighth() {
+    let mut snd = sender(
+        Controller::GccLoss,
+        50,
+        Nanos::from_ms(20),
+        2_000_000,
+        10_000_000,
+    );
+    drain(&mut snd, Nanos::ZERO);
+    let echoed = |seq: u64, echo: Nanos| {
+        let mut a = ack(seq, seq, 0, echo);
+        if let crate::packet::Transport::Rt(h) = &mut a.transport {
+            h.echo = echo;
+        }
+        a
+    };
+    snd.handle_packet(echoed(1, Nanos::ZERO), Nanos::from_ms(40));
+    assert_eq!(snd.stats().srtt, Nanos::from_ms(40));
+    snd.handle_packet(echoed(2, Nanos::from_ms(10)), Nanos::from_ms(90));
+    assert_eq!(snd.stats().srtt, Nanos::from_ms(45));
 }

@@ -197,8 +197,10 @@ fn one_saturated_station_matches_the_cycle_time() {
         "every aggregate full"
     );
     assert_eq!(s.collisions, 0);
-    // Each TXOP charges its exchange's airtime: PPDU + SIFS + BlockAck.
+    // Each TXOP charges its exchange's airtime: PPDU + SIFS + BlockAck; with the AP alone,
+    // every exchange on the medium is one of its TXOPs.
     assert_eq!(s.down.airtime_ns, s.down.txops * p.exchange_ns(psdu));
+    assert_eq!(s.exchanges, s.down.txops);
     // Throughput over whole cycles: delivered bits / (txops · cycle). The backoff mean over n
     // draws has sd 4.61/√n slots: 6 sd at n = 15000 is 0.23 slot = 2 µs of a 5.6 ms cycle.
     let measured = s.down.delivered as f64 * 1500.0 * 8.0 / (txops * cycle_ns * 1e-9);

@@ -438,6 +438,34 @@ mod tests {
             .map(|_| q.dequeue(0, Nanos(MS), &mut dd).unwrap().0.flow)
             .collect();
         assert_eq!(order, vec![a, b, a, b, a, b, a, b]);
+        // The fq-wide and per-TXQ backlogs follow each dequeue.
+        assert_eq!(q.total_pkts(), 12);
+        assert_eq!(q.backlog(0), (12, 12 * 1500));
+    }
+
+    /// `fq_tin_enqueue`'s memory rule: drop from the fattest flow while `memory_usage >
+    /// memory_limit` (16 MiB), re-checked after each batch, so a batch that brings the
+    /// backlog to exactly the limit is the last. (Packet sizes far beyond an MTU only to
+    /// reach the byte limit with few packets.) A holds 2 × 6 MiB (12 MiB, under the limit);
+    /// B's 10 MiB makes 22 MiB; the fattest, A, loses half its packets (1): 16 MiB, done.
+    #[test]
+    fn memory_limit_drops_until_the_backlog_is_at_most_16_mib() {
+        let mut q = Txqs::new(1, &TxqParams::default(), Rng::new(1)).unwrap();
+        let (a, b) = two_flows(&q);
+        let mut d = Vec::new();
+        for i in 0..2 {
+            q.enqueue(0, Packet::new(i, a, 6 << 20, Ecn::NotEct), Nanos(0), &mut d);
+        }
+        assert!(d.is_empty());
+        q.enqueue(
+            0,
+            Packet::new(2, b, 10 << 20, Ecn::NotEct),
+            Nanos(0),
+            &mut d,
+        );
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].1.id, 0);
+        assert_eq!(q.backlog(0), (2, TXQ_MEMORY_LIMIT));
     }
 
     /// DRR is fair in bytes, not packets: beside a flow of 1500 B packets, a flow of 300 B

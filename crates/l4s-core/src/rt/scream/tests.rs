@@ -62,6 +62,31 @@ fn first_report_grows_by_the_scaled_increase() {
     let want = (1.0 - (1000.0 / w - 0.1)) * w * 8.0 / 0.025;
     assert!((t - want).abs() < 1e-6, "{t} vs {want}");
     assert!((s.pacing_bps() - 1.5 * want).abs() < 1e-6);
+    // srtt 12.5 ms below the 25 ms virtual RTT: the increase is scaled by (srtt/vrtt)² = 1/4.
+    let mut s = fresh();
+    let t = s.on_feedback(
+        &report(Nanos::from_ms(1000), 3, 0, 0, 100_000),
+        Nanos(12_500_000),
+    );
+    let w = 3000.0 + 1000.0 * (2.0 / 3.0) * 1.06 * 0.25;
+    assert!((s.ref_window_bytes() - w).abs() < 1e-9);
+    // MSS/W − 0.1 = 0.215 here: the MSS-ratio scale is clamped at 1 − 0.2.
+    let want = 0.8 * w * 8.0 / 0.0125;
+    assert!((t - want).abs() < 1e-6, "{t} vs {want}");
+}
+
+/// The α below which queue delay governs (`virtual_alpha_lim`): two MSS per RTT over the
+/// target rate, bytes/s both. libwebrtc's `target_rate_` starts at zero, so before the first
+/// report the limit is infinite; after it, with target T: (2·1000/0.025)/(T/8).
+#[test]
+fn the_virtual_alpha_limit_is_two_mss_per_rtt_over_the_target() {
+    let mut s = fresh();
+    assert!(s.virtual_alpha_lim(0.025).is_infinite());
+    let t = s.on_feedback(&report(Nanos::from_ms(1000), 3, 0, 0, 100_000), SRTT);
+    let lim = 80_000.0 / (t / 8.0);
+    assert!((s.virtual_alpha_lim(0.025) - lim).abs() < 1e-12 * lim);
+    // An RTT under 1 ms counts as 1 ms.
+    assert!((s.virtual_alpha_lim(0.0001) - 25.0 * lim).abs() < 1e-9 * lim);
 }
 
 /// Grow W with unmarked reports, then make the bytes-in-flight cap bind (two quiet RTTs), so a
