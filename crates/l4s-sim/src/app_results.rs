@@ -571,6 +571,17 @@ mod tests {
         let ideal = ideal_fct_s(100_000, 1448, 10e6, Nanos::from_ms(20), 10);
         assert_eq!(fct.ideal_s[0], ideal);
         assert_eq!(fct.slowdown[0], 0.5 / ideal);
+        // The workload block: 105 000 B offered over 10 s at 10 Mb/s = load 0.0084, with a
+        // compound-Poisson 95 % half-width 1.96·sqrt(100 000² + 5 000²)·8/10/1e7; the
+        // generator's expectation λ·span = 0.5·1.25 MB/s / E[size] · 10 s.
+        let w = &summary["workloads"][0];
+        let close = |v: &Value, want: f64| (v.as_f64().unwrap() - want).abs() < 1e-12 * want;
+        assert!(close(&w["offered_load"], 0.0084), "{}", w["offered_load"]);
+        let half = 1.96 * (1e10f64 + 2.5e7).sqrt() * 8.0 / 10.0 / 1e7;
+        assert!(close(&w["offered_load_ci95"][1], 0.0084 + half));
+        let mean = crate::workloads::size_cdf(&s, 0).unwrap().mean();
+        assert!(close(&w["expected_arrivals"], 0.5 * 1.25e6 / mean * 10.0));
+        assert_eq!(w["arrivals_per_s"], json!(0.2));
     }
 
     #[test]
