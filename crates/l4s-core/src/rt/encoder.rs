@@ -250,6 +250,76 @@ mod tests {
         assert!((sd / m / 0.5 - 1.0).abs() < 0.05, "cv {}", sd / m);
     }
 
+    /// Without a key-frame interval only the first frame is a key frame (ratio × the share);
+    /// the GOP is the interval in frames, rounded: 50 ms at 30 fps = 1.5 → 2 frames.
+    #[test]
+    fn the_first_frame_is_key_and_the_gop_rounds_to_whole_frames() {
+        let b: f64 = 1e6 / 8.0 / 30.0;
+        let mut e = enc(0.0, None, 4.0);
+        let sizes: Vec<(bool, u64)> = (0..4)
+            .map(|k| e.encode(at(k), 1e6))
+            .map(|f| (f.key, f.bytes))
+            .collect();
+        let (key, delta) = ((4.0 * b).round() as u64, b.round() as u64);
+        assert_eq!(
+            sizes,
+            [(true, key), (false, delta), (false, delta), (false, delta)]
+        );
+        let mut e = enc(0.0, Some(Nanos::from_ms(50)), 4.0);
+        let keys: Vec<bool> = (0..6).map(|k| e.encode(at(k), 1e6).key).collect();
+        assert_eq!(keys, [true, false, true, false, true, false]);
+    }
+
+    /// An explicit lag: a target set at 0 reaches the frames captured 100 ms later, not
+    /// before; lag 0 applies it to the frame it comes with.
+    #[test]
+    fn an_explicit_lag_delays_the_target_by_exactly_that() {
+        let lagged = |lag: Nanos| {
+            let cfg = EncoderConfig {
+                lag: Some(lag),
+                frame_size_cv: 0.0,
+                ..Default::default()
+            };
+            Encoder::new(cfg, 30, Rng::derive(7, "enc")).unwrap()
+        };
+        let mut e = lagged(Nanos::from_ms(100));
+        assert_eq!(e.encode(Nanos::ZERO, 1e6).target_bps, 1e6);
+        assert_eq!(e.encode(Nanos::from_ms(10), 2e6).target_bps, 1e6);
+        assert_eq!(e.encode(Nanos::from_ms(109), 2e6).target_bps, 1e6);
+        assert_eq!(e.encode(Nanos::from_ms(110), 2e6).target_bps, 2e6);
+        let mut e = lagged(Nanos::ZERO);
+        assert_eq!(e.encode(Nanos::ZERO, 1e6).target_bps, 1e6);
+        assert_eq!(e.encode(Nanos::from_ms(10), 2e6).target_bps, 2e6);
+    }
+
+    /// Each range is closed: cv [0, 2], ratio [1, 50], the key-frame interval at least one
+    /// frame interval (1/30 s = 33 333 333 ns), the lag at most 10 s.
+    #[test]
+    fn parameter_ranges_are_closed_at_both_ends() {
+        let ok = |c: EncoderConfig| c.validate(30).is_ok();
+        let d = EncoderConfig::default;
+        let cv = |v| EncoderConfig {
+            frame_size_cv: v,
+            ..d()
+        };
+        let ratio = |v| EncoderConfig {
+            keyframe_ratio: v,
+            ..d()
+        };
+        let key = |v| EncoderConfig {
+            keyframe_interval: Some(Nanos(v)),
+            ..d()
+        };
+        let lag = |v| EncoderConfig {
+            lag: Some(Nanos(v)),
+            ..d()
+        };
+        assert!(ok(cv(0.0)) && ok(cv(2.0)) && !ok(cv(2.001)));
+        assert!(ok(ratio(1.0)) && ok(ratio(50.0)) && !ok(ratio(0.999)) && !ok(ratio(50.01)));
+        assert!(ok(key(33_333_333)) && !ok(key(33_333_332)));
+        assert!(ok(lag(10_000_000_000)) && !ok(lag(10_000_000_001)));
+    }
+
     #[test]
     fn bad_parameters_name_the_key() {
         let cfg = EncoderConfig {
