@@ -276,6 +276,22 @@ mod tests {
         p.initiate_exponential(1e6, Nanos::ZERO);
         assert!(p.set_estimate(5e6, Nanos::from_ms(1001)).is_empty());
         assert!(p.set_estimate(5e6, Nanos::from_ms(1002)).is_empty());
+        // kMaxWaitingTimeForProbingResult is 1 s, exclusive: at exactly 1 s it still probes.
+        let mut p = ProbeController::new(100e6);
+        p.initiate_exponential(1e6, Nanos::ZERO);
+        let f = p.set_estimate(5e6, Nanos::from_secs(1));
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].rate_bps, 10e6);
+    }
+
+    /// A probe rate at the maximum is capped and ends the exponential probing: with a 6 Mb/s
+    /// maximum the second start probe (6 Mb/s) is the last, whatever the estimate.
+    #[test]
+    fn a_probe_at_the_maximum_rate_ends_probing() {
+        let mut p = ProbeController::new(6e6);
+        let c = p.initiate_exponential(1e6, Nanos::ZERO);
+        assert_eq!((c[0].rate_bps, c[1].rate_bps), (3e6, 6e6));
+        assert!(p.set_estimate(5.8e6, Nanos::from_ms(100)).is_empty());
     }
 
     fn cluster() -> ProbeCluster {
@@ -305,6 +321,8 @@ mod tests {
         let out = feed(&mut e, 2_000_000);
         // 0.8 × 11250 = 9000 B are needed: 8 packets (9600 B), none before.
         assert!(out[..7].iter().all(|r| r.is_none()), "{out:?}");
+        // At 8: send 7 × 1200 B / 11.2 ms = 6 Mb/s, receive 7 × 1200 B / 14 ms = 4.8 Mb/s.
+        assert!((out[7].unwrap() - 0.95 * 4.8e6).abs() < 1e-3, "{out:?}");
         // send 9 × 1200 B / 14.4 ms = 6 Mb/s; receive 9 × 1200 B / 18 ms = 4.8 Mb/s
         // < 0.9 × 6: 0.95 × 4.8 Mb/s.
         let r = out[9].unwrap();
@@ -319,6 +337,24 @@ mod tests {
         let out = feed(&mut ProbeBitrateEstimator::default(), 1_700_000);
         let want = 9.0 * 1200.0 * 8.0 / 0.0153;
         assert!((out[9].unwrap() - want).abs() < 1e-3);
+    }
+
+    /// EraseOldClusters: a cluster whose last packet arrived more than 1 s before is
+    /// forgotten, so a late packet of it starts the count afresh; at exactly 1 s it is kept
+    /// (its 11th probe). (Either way the receive interval, now over 1 s, gives no estimate.)
+    #[test]
+    fn a_cluster_silent_for_over_a_second_is_forgotten() {
+        let late = |gap: Nanos| {
+            let mut e = ProbeBitrateEstimator::default();
+            feed(&mut e, 2_000_000);
+            let last_recv = Nanos(50_000_000 + 9 * 2_000_000);
+            assert!(e
+                .handle(&cluster(), Nanos(16_000_000), last_recv + gap, 1200)
+                .is_none());
+            (e.clusters.len(), e.clusters[0].num_probes)
+        };
+        assert_eq!(late(Nanos::from_secs(1)), (1, 11));
+        assert_eq!(late(Nanos::from_secs(1) + Nanos(1)), (1, 1));
     }
 
     #[test]
