@@ -434,6 +434,14 @@ mod tests {
         p.set(&mut tp, half, BBR_UNIT, BBR_UNIT, true);
         assert_eq!(p.rate, 483_398);
         assert_eq!(tp.pacing_rate_bps, Some(483_398 * 8));
+        // bbr_init_pacing_rate_from_rtt runs on the first `set` with an RTT sample (and not
+        // before one): from a fresh state, a zero bandwidth still gives the RTT-based rate.
+        let mut fresh = Pacing::default();
+        let mut no_rtt = CcState::new(1000);
+        fresh.set(&mut no_rtt, 0, BBR_UNIT, BBR_UNIT, false);
+        assert!(!fresh.has_seen_rtt);
+        fresh.set(&mut tp, 0, BBR_UNIT, BBR_UNIT, false);
+        assert_eq!(fresh.rate, 966_796);
         // Before the pipe is full a higher rate is still taken: back to 966 796.
         p.set(&mut tp, 2 * half, BBR_UNIT, BBR_UNIT, false);
         assert_eq!(p.rate, 966_796);

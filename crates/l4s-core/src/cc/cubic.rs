@@ -505,6 +505,22 @@ mod tests {
         assert!((cc.w_est() as f64 - w_est).abs() / w_est < 0.05);
     }
 
+    /// bictcp_update's Reno estimate: `while (ca->ack_cnt > delta)` with delta =
+    /// cwnd·beta_scale >> 3 = 8·15/8 = 15 at cwnd 8: the 15th ACK counted adds nothing, the
+    /// 16th adds one packet to tcp_cwnd and leaves 1.
+    #[test]
+    fn the_reno_estimate_grows_after_more_than_cwnd_times_15_over_8_acks() {
+        let mut cc = Cubic::new(false);
+        let mut tp = CcState::new(1448);
+        tp.snd_cwnd = 8;
+        cc.update(&tp, 1, Nanos::from_secs(1)); // epoch start: ack_cnt 1, tcp_cwnd 8
+        cc.ack_cnt = 14;
+        cc.update(&tp, 1, Nanos::from_secs(2));
+        assert_eq!((cc.ack_cnt, cc.tcp_cwnd), (15, 8));
+        cc.update(&tp, 1, Nanos::from_secs(3));
+        assert_eq!((cc.ack_cnt, cc.tcp_cwnd), (1, 9));
+    }
+
     #[test]
     fn hystart_delay_increase_ends_slow_start() {
         let rtt = Nanos::from_ms(10);
