@@ -915,3 +915,64 @@ fn per_packet_acks_smooth_the_rtt_by_an_eighth() {
     snd.handle_packet(echoed(2, Nanos::from_ms(10)), Nanos::from_ms(90));
     assert_eq!(snd.stats().srtt, Nanos::from_ms(45));
 }
+
+/// `RtConfig::validate`: every range is closed where the docs say "[", open where "(", and
+/// each refusal names the scenario key.
+#[test]
+fn rt_config_ranges_are_exact_and_name_the_key() {
+    let base = || {
+        config(
+            Controller::GccLoss,
+            50,
+            Nanos::from_ms(20),
+            1_000_000,
+            2_000_000,
+        )
+    };
+    let key = |c: RtConfig| c.validate().err().map(|e| e.param.to_string());
+    let named = |k: &str| Some(k.to_string());
+    assert_eq!(key(base()), None);
+    let fps = |f| RtConfig {
+        fps: f,
+        frame_budget: Nanos(1),
+        ..base()
+    };
+    assert_eq!((key(fps(1)), key(fps(255))), (None, None));
+    assert_eq!((key(fps(0)), key(fps(256))), (named("fps"), named("fps")));
+    let budget = |b| RtConfig {
+        frame_budget: Nanos(b),
+        ..base()
+    };
+    assert_eq!(key(budget(20_000_000)), None);
+    assert_eq!(key(budget(20_000_001)), named("frame_budget"));
+    assert_eq!(key(budget(0)), named("frame_budget"));
+    let pkt = |b| RtConfig {
+        max_packet_bytes: b,
+        ..base()
+    };
+    assert_eq!((key(pkt(150)), key(pkt(65_535))), (None, None));
+    assert_eq!(
+        (key(pkt(149)), key(pkt(65_536))),
+        (named("packet_size"), named("packet_size"))
+    );
+    let rates = |min, max| RtConfig {
+        min_rate_bps: min,
+        max_rate_bps: max,
+        ..base()
+    };
+    assert_eq!(key(rates(0, 1)), named("min_rate"));
+    assert_eq!(key(rates(5, 5)), None);
+    assert_eq!(key(rates(5, 4)), named("max_rate"));
+    let fb = |t| RtConfig {
+        feedback_interval: Nanos(t),
+        ..base()
+    };
+    assert_eq!(key(fb(1_000_000_000)), None);
+    assert_eq!(key(fb(1_000_000_001)), named("feedback_interval"));
+    assert_eq!(key(fb(0)), named("feedback_interval"));
+    let fixed = |r| RtConfig {
+        controller: Controller::Fixed(r),
+        ..base()
+    };
+    assert_eq!((key(fixed(1)), key(fixed(0))), (None, named("rate")));
+}
