@@ -230,6 +230,87 @@ fn bad_parameters_name_the_key() {
         .contains("scream_virtual_rtt"));
 }
 
+/// Every SCReAMv2 key at both ends of its documented range: the edges that are inside are
+/// accepted, a step outside is refused naming the key.
+#[test]
+fn every_parameter_range_is_exact_at_its_edges() {
+    type Set = fn(&mut ScreamParams, f64);
+    let cases: [(&str, Set, &[f64], &[f64]); 10] = [
+        (
+            "scream_l4s_avg_g",
+            |p, v| p.l4s_avg_g = v,
+            &[1e-9, 1.0],
+            &[0.0, 1.001],
+        ),
+        (
+            "scream_beta_loss",
+            |p, v| p.beta_loss = v,
+            &[1e-9, 1.0],
+            &[0.0, 1.001],
+        ),
+        (
+            "scream_queue_delay_threshold",
+            |p, v| p.queue_delay_threshold = v,
+            &[1e-9, 1.0],
+            &[0.0, 1.001],
+        ),
+        (
+            "scream_bytes_in_flight_head_room",
+            |p, v| p.bytes_in_flight_head_room = v,
+            &[1.0, 10.0],
+            &[0.999, 10.001],
+        ),
+        (
+            "scream_multiplicative_increase_factor",
+            |p, v| p.multiplicative_increase_factor = v,
+            &[0.0, 1.0],
+            &[-0.001, 1.001],
+        ),
+        (
+            "scream_post_congestion_delay_rtts",
+            |p, v| p.post_congestion_delay_rtts = v,
+            &[1.0, 10_000.0],
+            &[0.999, 10_000.1],
+        ),
+        (
+            "scream_virtual_rtt",
+            |p, v| p.virtual_rtt = Nanos(v as u64),
+            &[1.0, 1e9],
+            &[0.0, 1e9 + 1.0],
+        ),
+        (
+            "scream_queue_delay_target",
+            |p, v| p.queue_delay_target = Nanos(v as u64),
+            &[1.0, 1e10],
+            &[0.0, 1e10 + 1.0],
+        ),
+        (
+            "scream_min_ref_window",
+            |p, v| p.min_ref_window_bytes = v,
+            &[1.0, 1e9],
+            &[0.999, 1.001e9],
+        ),
+        (
+            "scream_max_segment_size",
+            |p, v| p.max_segment_size_bytes = v,
+            &[1.0, 65_535.0],
+            &[0.999, 65_535.5],
+        ),
+    ];
+    for (key, set, inside, outside) in cases {
+        for &v in inside {
+            let mut p = ScreamParams::default();
+            set(&mut p, v);
+            assert!(p.validate().is_ok(), "{key} = {v}");
+        }
+        for &v in outside {
+            let mut p = ScreamParams::default();
+            set(&mut p, v);
+            assert_eq!(p.validate().unwrap_err().param, key, "{key} = {v}");
+        }
+    }
+}
+
 /// scream_v2.cc helpers at W = 3000 (MinRefWindow), MSS 1000: MSS/W = 1/3; the multiplicative
 /// term 1 + 0.02·3000/1000 = 1.06; closeness to ref_window_i = 2500:
 /// (2·|3000 − 2500|/2500)² = 0.4² = 0.16, and to 2000: (2·1000/2000)² = 1 (clamp top).
