@@ -6,7 +6,7 @@ use super::gcc::GccLoss;
 use super::prague::{FeedbackCounters, RtPrague};
 use super::receiver::RtReceiver;
 use super::sender::{RtConfig, RtSender};
-use super::Controller;
+use super::{AppLog, Controller};
 use crate::packet::{Ecn, Packet};
 use crate::time::Nanos;
 use crate::Endpoint;
@@ -975,4 +975,64 @@ fn rt_config_ranges_are_exact_and_name_the_key() {
         ..base()
     };
     assert_eq!((key(fixed(1)), key(fixed(0))), (None, named("rate")));
+}
+
+/// A media packet `seq` of `frame` (of `frame_bytes`), sent at `sent_at`.
+fn media(seq: u64, frame: u64, bytes: u32, frame_bytes: u32, sent_at: Nanos) -> Packet {
+    let mut p = Packet::new(seq, 0, bytes, Ecn::Ect1);
+    p.sent_at = sent_at;
+    p.transport = crate::packet::Transport::Rt(super::RtHeader {
+        seq,
+        frame,
+        frame_bytes,
+        ..Default::default()
+    });
+    p
+}
+
+/// udp_prague's per-packet ACK: 64 B, the data packet's ECN echoed in its IP header, the
+/// receiver's cumulative counters and the packet's send time; a frame is done when its bytes
+/// have arrived (2500 B: on the third packet).
+#[test]
+fn the_receiver_acks_each_packet_and_completes_a_frame_on_its_last_byte() {
+    let mut r = RtReceiver::new(0);
+    let ms = Nanos::from_ms;
+    r.handle_packet(media(1, 0, 1000, 2500, ms(5)), ms(10));
+    let a = r.poll_transmit(ms(10)).expect("an ACK");
+    assert_eq!((a.bytes, a.ecn), (64, Ecn::Ect1));
+    let crate::packet::Transport::Rt(h) = a.transport else {
+        panic!("not an RT ACK")
+    };
+    assert!(h.feedback);
+    assert_eq!(
+        (h.seq, h.received, h.ce, h.lost, h.echo),
+        (1, 1, 0, 0, ms(5))
+    );
+    r.handle_packet(media(2, 0, 1000, 2500, ms(6)), ms(11));
+    r.handle_packet(media(3, 0, 500, 2500, ms(7)), ms(12));
+    let AppLog::FramesDone(done) = r.take_app_log() else {
+        panic!("no frame log")
+    };
+    assert_eq!(done.len(), 1);
+    assert_eq!((done[0].frame, done[0].done_at), (0, ms(12)));
+}
+
+/// The receiver keeps partial frames up to `KEEP_FRAMES` (1024) behind the newest: a packet
+/// of frame 1024 keeps frame 0's bytes, one of frame 1025 drops them, so frame 0 then needs
+/// all its bytes again.
+#[test]
+fn partial_frames_more_than_1024_behind_the_newest_are_dropped() {
+    let completes = |newest: u64| {
+        let mut r = RtReceiver::new(0);
+        let t = Nanos::from_ms(1);
+        r.handle_packet(media(1, 0, 1000, 2000, t), t);
+        r.handle_packet(media(2, newest, 200, 100_000, t), t);
+        r.handle_packet(media(3, 0, 1000, 2000, t), t);
+        let AppLog::FramesDone(done) = r.take_app_log() else {
+            panic!("no frame log")
+        };
+        done.iter().any(|d| d.frame == 0)
+    };
+    assert!(completes(1024));
+    assert!(!completes(1025));
 }
