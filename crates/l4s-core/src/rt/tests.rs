@@ -872,6 +872,25 @@ fn rt_prague_grows_by_a_millisecond_of_rate_once_its_rtts_to_growth_run_out() {
         };
         assert!(close(step, want), "feedback {k}: step {step}, want {want}");
     }
+    // At 1 Mb/s (7 vrtts to growth) 1 ms of the rate stays below one packet (125–350 B), so
+    // growth mode still adds one max packet per step: 1200²/(0.02²·rate) throughout.
+    let mut cc = RtPrague::new(50, 1_000_000, 100_000, 1_000_000_000, 1200);
+    cc.on_rtt_sample(Nanos::from_ms(1));
+    for k in 1..=9u64 {
+        let before = cc.rate_bps() / 8.0;
+        let fb = FeedbackCounters {
+            received: k,
+            ce: 0,
+            lost: 0,
+        };
+        cc.on_feedback(fb, k, Nanos::from_ms(50 + 30 * k));
+        let step = cc.rate_bps() / 8.0 - before;
+        let want = 1200.0 * 1200.0 / (0.02 * 0.02 * before);
+        assert!(
+            close(step, want),
+            "1 Mb/s, feedback {k}: step {step}, want {want}"
+        );
+    }
 }
 
 /// Captures every 1/fps s, in whole ns (60 fps: 16 666 666 ns); fps 0 counts as 1.
@@ -1035,4 +1054,27 @@ fn partial_frames_more_than_1024_behind_the_newest_are_dropped() {
     };
     assert!(completes(1024));
     assert!(!completes(1025));
+}
+
+/// Frames are captured on the 1/fps grid; a sender polled late starts the newest frame due
+/// and logs the skipped slots as empty: at 50 fps, polled at 0 then at 100 ms, it sends frame
+/// 0 and then frame 5, frames 1–4 logged with 0 bytes.
+#[test]
+fn a_late_poll_starts_the_newest_due_frame_and_logs_the_skipped_ones() {
+    let mut snd = sender(
+        Controller::Fixed(100_000),
+        50,
+        Nanos::from_ms(20),
+        100_000,
+        1_000_000,
+    );
+    let first = drain(&mut snd, Nanos::ZERO);
+    assert_eq!(first.iter().map(|p| p.1).collect::<Vec<_>>(), [0]);
+    let late = drain(&mut snd, Nanos::from_ms(100));
+    assert_eq!(late.iter().map(|p| p.1).collect::<Vec<_>>(), [5]);
+    let AppLog::FramesSent(log) = snd.take_app_log() else {
+        panic!("no frame log")
+    };
+    let frames: Vec<(u64, u64)> = log.iter().map(|f| (f.frame, f.bytes)).collect();
+    assert_eq!(frames, [(0, 250), (1, 0), (2, 0), (3, 0), (4, 0), (5, 250)]);
 }
