@@ -593,6 +593,47 @@ mod tests {
         assert_eq!(r.metrics[0].ato, ato_of(ms(16)));
     }
 
+    /// `SendFeedback` details: a gap is reported as not received, a duplicate keeps a CE
+    /// mark; a packet at exactly the next possible time is reported by the timer, not on
+    /// arrival (`OnReceivedPacket` sends only once that time has passed); a packet older
+    /// than the last report's end starts the next report from it.
+    #[test]
+    fn reports_mark_gaps_keep_ce_on_duplicates_and_restart_at_a_late_packet() {
+        let ms = Nanos::from_ms;
+        let mut g = CcfbGenerator::new(DEFAULT_FEEDBACK_INTERVAL);
+        assert!(g.on_packet(1, Ecn::Ect1, false, ms(100)).is_none());
+        assert!(g.on_packet(1, Ecn::Ce, false, ms(101)).is_none());
+        let r = g
+            .on_packet(3, Ecn::Ect1, true, ms(102))
+            .expect("marker: due");
+        assert_eq!(r.begin_seq, 1);
+        let got: Vec<(bool, Ecn)> = r.metrics.iter().map(|m| (m.received, m.ecn)).collect();
+        assert_eq!(
+            got,
+            [(true, Ecn::Ce), (false, Ecn::NotEct), (true, Ecn::Ect1)]
+        );
+        // Next possible report at 127 ms: a marker packet arriving then waits for the timer.
+        assert!(g.on_packet(4, Ecn::Ect1, true, ms(127)).is_none());
+        assert_eq!(g.poll(ms(127)).expect("due").begin_seq, 4);
+        // Seq 2 arrives late (after the report up to 4): the next report starts at 2.
+        g.on_packet(2, Ecn::Ect1, false, ms(130));
+        let r = g.poll(ms(200)).expect("due");
+        assert_eq!((r.begin_seq, r.metrics.len()), (2, 1));
+    }
+
+    /// A [`ReportLog`] keeps the newest 4096 reports, and hands each out once.
+    #[test]
+    fn the_report_log_keeps_4096_reports_and_gives_each_once() {
+        let log = ReportLog::default();
+        for id in 1..=4097u64 {
+            log.put(id, vec![id as u8]);
+        }
+        assert_eq!(log.take(1), None);
+        assert_eq!(log.take(2), Some(vec![2]));
+        assert_eq!(log.take(2), None);
+        assert_eq!(log.take(4097), Some(vec![4097u64 as u8]));
+    }
+
     fn sent(seq: u64, at_ms: u64) -> SentPacket {
         SentPacket {
             seq,
