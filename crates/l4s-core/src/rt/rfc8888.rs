@@ -619,6 +619,10 @@ mod tests {
         g.on_packet(2, Ecn::Ect1, false, ms(130));
         let r = g.poll(ms(200)).expect("due");
         assert_eq!((r.begin_seq, r.metrics.len()), (2, 1));
+        // A duplicate of the last reported packet (2) is reported again, from 2.
+        g.on_packet(2, Ecn::Ect1, false, ms(230));
+        let r = g.poll(ms(300)).expect("due");
+        assert_eq!((r.begin_seq, r.metrics.len()), (2, 1));
     }
 
     /// A [`ReportLog`] keeps the newest 4096 reports, and hands each out once.
