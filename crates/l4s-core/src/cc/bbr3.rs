@@ -1147,6 +1147,39 @@ mod tests {
         assert_eq!(drain_with(1), Mode::Drain);
     }
 
+    /// `bbr_bound_cwnd_for_inflight_model`: PROBE_BW outside CRUISE is capped at inflight_hi,
+    /// CRUISE and PROBE_RTT at inflight_hi less its headroom, STARTUP and DRAIN not by
+    /// inflight_hi; every mode by inflight_lo. (No ACKed packets: only the bounds act.)
+    #[test]
+    fn cwnd_bounds_follow_the_mode() {
+        let bounded = |mode: Mode, phase: Phase, lo: u32| {
+            let mut cc = Bbr3::new(false, 1);
+            let mut tp = CcState::new(1448);
+            tp.snd_cwnd = 500;
+            cc.mode = mode;
+            cc.phase = phase;
+            cc.inflight_hi = 100;
+            cc.inflight_lo = lo;
+            cc.set_cwnd(&mut tp, 0, 0);
+            tp.snd_cwnd
+        };
+        let headroom = Bbr3 {
+            inflight_hi: 100,
+            ..Bbr3::new(false, 1)
+        }
+        .inflight_with_headroom();
+        // Headroom (100·38) >> 8 = 14 packets (15 % as 38/256): 86.
+        assert_eq!(headroom, 86);
+        assert_eq!(bounded(Mode::Startup, Phase::Down, UNSET), 500);
+        assert_eq!(bounded(Mode::Drain, Phase::Down, UNSET), 500);
+        assert_eq!(bounded(Mode::Startup, Phase::Down, 50), 50);
+        for phase in [Phase::Up, Phase::Down, Phase::Refill] {
+            assert_eq!(bounded(Mode::ProbeBw, phase, UNSET), 100, "{phase:?}");
+        }
+        assert_eq!(bounded(Mode::ProbeBw, Phase::Cruise, UNSET), 86);
+        assert!(bounded(Mode::ProbeRtt, Phase::Down, UNSET) <= 86);
+    }
+
     #[test]
     fn gains_per_mode_and_phase_are_linux_v3s() {
         // tcp_bbr.c (v3): startup pacing gain BBR_UNIT·277/100 + 1 = 710 (2.77), startup and
