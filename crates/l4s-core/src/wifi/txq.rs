@@ -438,9 +438,11 @@ mod tests {
             .map(|_| q.dequeue(0, Nanos(MS), &mut dd).unwrap().0.flow)
             .collect();
         assert_eq!(order, vec![a, b, a, b, a, b, a, b]);
-        // The fq-wide and per-TXQ backlogs follow each dequeue.
+        // The fq-wide and per-TXQ backlogs follow each dequeue, and so do the TXQ's counters.
         assert_eq!(q.total_pkts(), 12);
         assert_eq!(q.backlog(0), (12, 12 * 1500));
+        let s = q.stats(0);
+        assert_eq!((s.enqueued, s.dequeued, s.backlog_pkts), (20, 8, 12));
     }
 
     /// `fq_tin_enqueue`'s memory rule: drop from the fattest flow while `memory_usage >
