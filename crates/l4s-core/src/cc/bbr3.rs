@@ -1180,6 +1180,26 @@ mod tests {
         assert!(bounded(Mode::ProbeRtt, Phase::Down, UNSET) <= 86);
     }
 
+    /// `bbr_check_time_to_cruise`: not while inflight is above inflight_hi less its headroom
+    /// (86 of 100); else once inflight is at most the BDP (`bbr_inflight(bw, BBR_UNIT)`).
+    #[test]
+    fn cruise_starts_at_most_at_the_bdp_and_below_the_headroom() {
+        let mut cc = Bbr3::new(false, 1);
+        let tp = CcState::new(1448);
+        cc.inflight_hi = 100;
+        let bdp = cc.inflight(&tp, 0, BBR_UNIT);
+        assert!(bdp < 86, "{bdp}");
+        assert!(cc.check_time_to_cruise(&tp, bdp, 0));
+        assert!(!cc.check_time_to_cruise(&tp, bdp + 1, 0));
+        // With the BDP above the headroom, the headroom decides: 86 cruises, 87 does not.
+        let mut big = Bbr3::new(false, 1);
+        big.inflight_hi = 100;
+        big.init_cwnd = 1000; // no RTT sample: the BDP is the initial window
+        assert!(big.inflight(&tp, 0, BBR_UNIT) > 87);
+        assert!(big.check_time_to_cruise(&tp, 86, 0));
+        assert!(!big.check_time_to_cruise(&tp, 87, 0));
+    }
+
     #[test]
     fn gains_per_mode_and_phase_are_linux_v3s() {
         // tcp_bbr.c (v3): startup pacing gain BBR_UNIT·277/100 + 1 = 710 (2.77), startup and

@@ -945,6 +945,15 @@ mod tests {
         (cc, d)
     }
 
+    /// `prague_cwnd_mode` takes 0, 1 and 2 only.
+    #[test]
+    fn cwnd_mode_from_the_module_parameter() {
+        assert_eq!(CwndMode::from_linux(0), Some(CwndMode::Window));
+        assert_eq!(CwndMode::from_linux(1), Some(CwndMode::Rate));
+        assert_eq!(CwndMode::from_linux(2), Some(CwndMode::Switch));
+        assert_eq!(CwndMode::from_linux(3), None);
+    }
+
     #[test]
     fn rejects_bad_rtt_target() {
         let p = PragueParams {

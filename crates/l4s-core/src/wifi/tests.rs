@@ -405,6 +405,7 @@ fn an_airtime_limit_closes_at_exactly_the_limit() {
         mac.push_down_to(0, Packet::new(id, 0, 1500, Ecn::Ect1), Nanos::ZERO);
     }
     assert_eq!(mac.pending_total(), (10, 10 * one));
+    assert_eq!(mac.pending_to(0), (10, 10 * one));
     assert!(!mac.has_room());
 }
 
