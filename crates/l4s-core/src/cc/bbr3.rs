@@ -1268,6 +1268,8 @@ mod tests {
         // 65 215 B, caps the burst: 130 segments of 500 B.
         cc.pacing.rate = 1_000_000_000;
         assert_eq!(cc.tso_segs_goal(&CcState::new(500)), 130);
+        // 65 215 B is one byte short of 64 segments of 1019 B (65 216): 63.
+        assert_eq!(cc.tso_segs_goal(&CcState::new(1019)), 63);
     }
 
     #[test]

@@ -128,6 +128,9 @@ mod tests {
         // 200 ms: 99 more received, 1 lost: f_l = 0.01 < 2 %: A = 945 000.
         g.on_feedback(fb(179, 20, 1), Nanos::from_ms(200));
         assert!((g.rate_bps() - 945_000.0).abs() < 1e-6);
+        // 300 ms: 10 received, 10 lost: f_l = 0.5 → ×(1 − 0.25) = 708 750.
+        g.on_feedback(fb(189, 20, 11), Nanos::from_ms(300));
+        assert!((g.rate_bps() - 708_750.0).abs() < 1e-6);
         // Without ce_is_loss the same CE deltas are not a loss: f_l = 0 → ×1.05.
         let mut h = GccLoss::new(1_000_000, 100_000, 10_000_000, false);
         h.on_feedback(fb(0, 0, 0), Nanos::ZERO);
