@@ -741,6 +741,88 @@ pub(crate) mod tests {
         assert_eq!(exit_round, Some(6));
     }
 
+    /// `bbr_is_next_cycle_phase` at its edges (min_rtt 10 ms, phase started at 0): the
+    /// 1.0 phases end strictly after min_rtt; 5/4 needs a full min_rtt and either a loss or
+    /// the 5/4 inflight reached; 3/4 ends early once inflight is at most the BDP.
+    #[test]
+    fn cycle_phases_end_at_min_rtt_or_at_their_inflight_target() {
+        let mut cc = Bbr::new(1);
+        let tp = CcState::new(1448);
+        cc.min_rtt.us = 10_000;
+        let ack = |now: Nanos, inflight: u32, losses: u32| AckSample {
+            now,
+            prior_in_flight: inflight,
+            losses,
+            ..Default::default()
+        };
+        let (at, after) = (Nanos::from_ms(10), Nanos::from_ms(10) + Nanos(1000));
+        cc.pacing_gain = BBR_UNIT;
+        assert!(!cc.is_next_cycle_phase(&tp, &ack(at, 0, 0)));
+        assert!(cc.is_next_cycle_phase(&tp, &ack(after, 0, 0)));
+        cc.pacing_gain = BBR_UNIT * 5 / 4;
+        let target = cc.inflight(&tp, cc.max_bw(), cc.pacing_gain);
+        let tso = cc.packets_in_net(&tp, 0);
+        assert!(!cc.is_next_cycle_phase(&tp, &ack(after, 0, 0)));
+        assert!(cc.is_next_cycle_phase(&tp, &ack(after, 0, 1)));
+        assert!(!cc.is_next_cycle_phase(&tp, &ack(after, target - tso - 1, 0)));
+        assert!(cc.is_next_cycle_phase(&tp, &ack(after, target - tso, 0)));
+        assert!(!cc.is_next_cycle_phase(&tp, &ack(at, target, 1)));
+        cc.pacing_gain = BBR_UNIT * 3 / 4;
+        let bdp = cc.inflight(&tp, cc.max_bw(), BBR_UNIT);
+        assert!(cc.is_next_cycle_phase(&tp, &ack(at, bdp, 0)));
+        assert!(!cc.is_next_cycle_phase(&tp, &ack(at, bdp + 1, 0)));
+        assert!(cc.is_next_cycle_phase(&tp, &ack(after, bdp + 1, 0)));
+    }
+
+    /// `bbr_set_cwnd_to_recover_or_restore`: losses come off cwnd; entering Recovery holds
+    /// cwnd at inflight + acked (packet conservation for a round); leaving it restores at
+    /// least the cwnd saved before.
+    #[test]
+    fn recovery_conserves_packets_and_restores_the_saved_cwnd() {
+        let mut cc = Bbr::new(1);
+        let mut tp = CcState::new(1448);
+        tp.snd_cwnd = 100;
+        tp.packets_in_flight = 40;
+        tp.delivered = 500;
+        tp.ca_state = CaState::Recovery;
+        let ack = AckSample {
+            acked_pkts: 2,
+            losses: 3,
+            ..Default::default()
+        };
+        assert_eq!(cc.recover_or_restore(&mut tp, &ack), (42, true));
+        assert_eq!(cc.next_rtt_delivered, 500);
+        // Still in Recovery, conserving: never below inflight + acked.
+        tp.snd_cwnd = 10;
+        assert_eq!(cc.recover_or_restore(&mut tp, &ack), (42, true));
+        // Back to Open with 60 saved before: restored, conservation over.
+        cc.prior_cwnd = 60;
+        tp.ca_state = CaState::Open;
+        tp.snd_cwnd = 30;
+        assert_eq!(cc.recover_or_restore(&mut tp, &ack), (60, false));
+        // In Open with no state change: only the losses come off.
+        assert_eq!(cc.recover_or_restore(&mut tp, &ack), (27, false));
+    }
+
+    /// `bbr_set_state(TCP_CA_Loss)` forgets the full-bandwidth count and ends the round;
+    /// `bbr_undo_cwnd` forgets it too and keeps cwnd.
+    #[test]
+    fn loss_state_and_undo_reset_the_full_bandwidth_count() {
+        let mut cc = Bbr::new(1);
+        let mut tp = CcState::new(1448);
+        cc.full_bw = 1000;
+        cc.full_bw_cnt = 2;
+        cc.set_state(&mut tp, CaState::Recovery);
+        assert_eq!((cc.full_bw, cc.round_start), (1000, false));
+        cc.set_state(&mut tp, CaState::Loss);
+        assert_eq!((cc.full_bw, cc.round_start), (0, true));
+        assert_eq!(cc.prev_ca_state, CaState::Loss);
+        cc.full_bw = 1000;
+        tp.snd_cwnd = 77;
+        assert_eq!(cc.undo_cwnd(&mut tp, 5), 77);
+        assert_eq!((cc.full_bw, cc.full_bw_cnt), (0, 0));
+    }
+
     #[test]
     fn probe_bw_gain_cycle_order() {
         let (mut cc, mut p) = to_probe_bw(7);
