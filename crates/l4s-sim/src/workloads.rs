@@ -587,5 +587,13 @@ mod tests {
         );
         // Equal neighbours are allowed (a step in the CDF).
         assert!(SizeCdf::parse("100 0.5\n100 0.7\n200 0.7\n300 1").is_ok());
+        // A file with no points (empty, or comments only) is refused, as is one that ends
+        // below probability 1.
+        assert_eq!(SizeCdf::parse("").unwrap_err(), "no points");
+        assert_eq!(SizeCdf::parse("# sizes\n\n").unwrap_err(), "no points");
+        assert_eq!(
+            SizeCdf::parse("100 0.5\n200 0.9").unwrap_err(),
+            "the last probability is 0.9; expected 1"
+        );
     }
 }

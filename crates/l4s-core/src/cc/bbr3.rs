@@ -1200,6 +1200,29 @@ mod tests {
         assert!(!big.check_time_to_cruise(&tp, 87, 0));
     }
 
+    /// `bbr_is_inflight_too_high`: lost > 2 % of tx_in_flight ((100·5) >> 8 = 1: 2 lost is
+    /// too high, 1 is not; nothing without a flight); CE > 50 % of delivered ((10·128) >> 8 =
+    /// 5: 6 CE is too high) and only when ECN-eligible.
+    #[test]
+    fn inflight_is_too_high_above_2_percent_loss_or_half_ce() {
+        let rs = |lost, tx_in_flight, delivered, delivered_ce| Rs {
+            lost,
+            tx_in_flight,
+            delivered,
+            delivered_ce,
+            ..Rs::default()
+        };
+        let mut cc = Bbr3::new(true, 1);
+        assert!(!cc.is_inflight_too_high(&rs(1, 100, 0, 0)));
+        assert!(cc.is_inflight_too_high(&rs(2, 100, 0, 0)));
+        assert!(!cc.is_inflight_too_high(&rs(5, 0, 0, 0)));
+        cc.ecn_eligible = true;
+        assert!(!cc.is_inflight_too_high(&rs(0, 0, 10, 5)));
+        assert!(cc.is_inflight_too_high(&rs(0, 0, 10, 6)));
+        cc.ecn_eligible = false;
+        assert!(!cc.is_inflight_too_high(&rs(0, 0, 10, 10)));
+    }
+
     #[test]
     fn gains_per_mode_and_phase_are_linux_v3s() {
         // tcp_bbr.c (v3): startup pacing gain BBR_UNIT·277/100 + 1 = 710 (2.77), startup and
