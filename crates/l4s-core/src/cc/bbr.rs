@@ -741,6 +741,23 @@ pub(crate) mod tests {
         assert_eq!(exit_round, Some(6));
     }
 
+    /// `bbr_quantization_budget`: cwnd + 3 TSO bursts, rounded up to even, + 2 in the 5/4
+    /// phase of PROBE_BW. At 5 MB/s pacing a burst is ⌊4882/1448⌋ = 3 segments: 10 → 20, 22.
+    #[test]
+    fn quantization_budget_adds_three_tso_bursts_rounded_to_even() {
+        let mut cc = Bbr::new(1);
+        let tp = CcState::new(1448);
+        cc.pacing.rate = 5_000_000;
+        assert_eq!(tso_segs_goal(cc.pacing.rate, tp.mss), 3);
+        assert_eq!(cc.quantization_budget(&tp, 10), 20);
+        assert_eq!(cc.quantization_budget(&tp, 11), 20);
+        cc.mode = BbrMode::ProbeBw;
+        cc.cycle_idx = 0;
+        assert_eq!(cc.quantization_budget(&tp, 10), 22);
+        cc.cycle_idx = 1;
+        assert_eq!(cc.quantization_budget(&tp, 10), 20);
+    }
+
     /// `bbr_is_next_cycle_phase` at its edges (min_rtt 10 ms, phase started at 0): the
     /// 1.0 phases end strictly after min_rtt; 5/4 needs a full min_rtt and either a loss or
     /// the 5/4 inflight reached; 3/4 ends early once inflight is at most the BDP.

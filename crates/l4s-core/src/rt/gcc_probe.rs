@@ -339,6 +339,24 @@ mod tests {
         assert!((out[9].unwrap() - want).abs() < 1e-3);
     }
 
+    /// `kMinReceivedProbesRatio` (0.8) of a cluster's 5 probes, truncated: the 4th received
+    /// probe can give an estimate when the bytes suffice (here they always do), the 3rd not.
+    #[test]
+    fn four_of_five_probes_are_enough() {
+        let small = ProbeCluster {
+            min_bytes: 0,
+            ..cluster()
+        };
+        let mut e = ProbeBitrateEstimator::default();
+        let out: Vec<bool> = (0..4u64)
+            .map(|k| {
+                let (send, recv) = (Nanos(k * 1_600_000), Nanos(50_000_000 + k * 2_000_000));
+                e.handle(&small, send, recv, 1200).is_some()
+            })
+            .collect();
+        assert_eq!(out, [false, false, false, true]);
+    }
+
     /// EraseOldClusters: a cluster whose last packet arrived more than 1 s before is
     /// forgotten, so a late packet of it starts the count afresh; at exactly 1 s it is kept
     /// (its 11th probe). (Either way the receive interval, now over 1 s, gives no estimate.)
