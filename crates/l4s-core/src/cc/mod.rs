@@ -320,6 +320,30 @@ mod tests {
         assert!(cubic::Cubic::default().alpha().is_nan());
     }
 
+    /// tcp_cong_avoid_ai's two steps: a count already at w (w shrank since) first gives one
+    /// packet and restarts from 0; a stretch ACK of 25 at w = 10 gives 2 and keeps 5; the
+    /// clamp holds.
+    #[test]
+    fn additive_increase_credits_a_stale_count_and_stretch_acks() {
+        let mut tp = CcState::new(1448);
+        tp.snd_cwnd = 10;
+        tp.snd_cwnd_cnt = 12;
+        tcp_cong_avoid_ai(&mut tp, 10, 1);
+        assert_eq!((tp.snd_cwnd, tp.snd_cwnd_cnt), (11, 1));
+        tp.snd_cwnd_cnt = 0;
+        tcp_cong_avoid_ai(&mut tp, 10, 25);
+        assert_eq!((tp.snd_cwnd, tp.snd_cwnd_cnt), (13, 5));
+        tp.snd_cwnd_clamp = 13;
+        tcp_cong_avoid_ai(&mut tp, 10, 10);
+        assert_eq!(tp.snd_cwnd, 13);
+        // Slow start at the clamp: the window stops there, the leftover is what ssthresh
+        // did not take.
+        tp.snd_cwnd = 12;
+        tp.snd_ssthresh = 100;
+        assert_eq!(tcp_slow_start(&mut tp, 5), 0);
+        assert_eq!(tp.snd_cwnd, 13);
+    }
+
     #[test]
     fn slow_start_stops_at_ssthresh_and_returns_leftover() {
         let mut tp = CcState::new(1448);
