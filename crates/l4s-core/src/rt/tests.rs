@@ -1078,3 +1078,47 @@ fn a_late_poll_starts_the_newest_due_frame_and_logs_the_skipped_ones() {
     let frames: Vec<(u64, u64)> = log.iter().map(|f| (f.frame, f.bytes)).collect();
     assert_eq!(frames, [(0, 250), (1, 0), (2, 0), (3, 0), (4, 0), (5, 250)]);
 }
+
+/// A sender with `stop` captures no frame at or after it: at 50 fps with stop = 40 ms, frames
+/// 0 and 1 (0 and 20 ms) leave, the 40 ms one does not, and no timer is left after.
+#[test]
+fn no_frame_is_captured_at_or_after_stop() {
+    let mut cfg = config(
+        Controller::Fixed(100_000),
+        50,
+        Nanos::from_ms(20),
+        100_000,
+        1_000_000,
+    );
+    cfg.stop = Some(Nanos::from_ms(40));
+    let mut snd = RtSender::new(0, cfg).unwrap();
+    let mut frames = Vec::new();
+    for t in [0, 20, 40, 60] {
+        frames.extend(drain(&mut snd, Nanos::from_ms(t)).iter().map(|p| p.1));
+    }
+    assert_eq!(frames, [0, 1]);
+    assert_eq!(snd.poll_timeout(), None);
+}
+
+/// A SCReAMv2 sender reports its reference window in packets of its maximum size, its L4S α,
+/// and paces at 1.5 × its target (libwebrtc's pacing factor).
+#[test]
+fn a_scream_sender_reports_its_window_alpha_and_pacing() {
+    let snd = sender(
+        Controller::Scream(super::scream::ScreamParams::default()),
+        50,
+        Nanos::from_ms(20),
+        1_000_000,
+        10_000_000,
+    );
+    let s = snd.stats();
+    // Before feedback: the 3000 B minimum reference window = 3000/1400 packets, α 0, the
+    // start rate as target and 1.5 × it as pacing.
+    assert!(
+        (s.cwnd_pkts - 3000.0 / 1400.0).abs() < 1e-12,
+        "{}",
+        s.cwnd_pkts
+    );
+    assert_eq!(s.alpha, 0.0);
+    assert_eq!((s.target_bps, s.pacing_bps), (1_000_000.0, 1_500_000));
+}
