@@ -1171,6 +1171,8 @@ mod tests {
         // Headroom (100·38) >> 8 = 14 packets (15 % as 38/256): 86.
         assert_eq!(headroom, 86);
         assert_eq!(bounded(Mode::Startup, Phase::Down, UNSET), 500);
+        // The phase left from an earlier PROBE_BW cycle does not matter outside PROBE_BW.
+        assert_eq!(bounded(Mode::Startup, Phase::Cruise, UNSET), 500);
         assert_eq!(bounded(Mode::Drain, Phase::Down, UNSET), 500);
         assert_eq!(bounded(Mode::Startup, Phase::Down, 50), 50);
         for phase in [Phase::Up, Phase::Down, Phase::Refill] {
