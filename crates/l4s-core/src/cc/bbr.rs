@@ -741,6 +741,29 @@ pub(crate) mod tests {
         assert_eq!(exit_round, Some(6));
     }
 
+    /// `bbr_set_cwnd` once the pipe is full: cwnd + acked, capped at the target (2 BDP plus
+    /// the budget); before, it grows by acked while below the target.
+    #[test]
+    fn cwnd_grows_by_the_acked_packets_up_to_the_target() {
+        let mut cc = Bbr::new(1);
+        let mut tp = CcState::new(1448);
+        tp.snd_cwnd = 10;
+        tp.delivered = 1000;
+        cc.full_bw_reached = true;
+        let ack = AckSample {
+            acked_pkts: 2,
+            ..Default::default()
+        };
+        // No RTT sample: the BDP is the initial window (10), the target 2 × 10 + budget.
+        let target = cc.quantization_budget(&tp, cc.bdp(0, BBR_CWND_GAIN));
+        assert!(target > 12, "{target}");
+        cc.set_cwnd(&mut tp, &ack, 0, BBR_CWND_GAIN);
+        assert_eq!(tp.snd_cwnd, 12);
+        tp.snd_cwnd = target - 1;
+        cc.set_cwnd(&mut tp, &ack, 0, BBR_CWND_GAIN);
+        assert_eq!(tp.snd_cwnd, target);
+    }
+
     /// `bbr_quantization_budget`: cwnd + 3 TSO bursts, rounded up to even, + 2 in the 5/4
     /// phase of PROBE_BW. At 5 MB/s pacing a burst is ⌊4882/1448⌋ = 3 segments: 10 → 20, 22.
     #[test]

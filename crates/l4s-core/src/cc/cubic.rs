@@ -663,6 +663,27 @@ mod tests {
         assert_eq!(tp.snd_ssthresh, tp.snd_cwnd);
     }
 
+    /// The delay threshold's margin is delay_min/8 clamped to [4, 16] ms: at delay_min 80 ms
+    /// it is 10 ms, so 89 ms samples stay in slow start and 91 ms ones end it.
+    #[test]
+    fn hystart_delay_margin_is_an_eighth_of_delay_min() {
+        let ends = |rtt_ms: u64| {
+            let (mut cc, mut tp) = hystart_setup();
+            cc.delay_min = Nanos::from_ms(80);
+            tp.snd_nxt = 80 * 1448;
+            let t0 = Nanos::from_secs(1);
+            for k in 0..9u64 {
+                let ack = sample(t0 + Nanos::from_ms(5 * k), Nanos::from_ms(rtt_ms));
+                cc.pkts_acked(&mut tp, &ack);
+                cc.cong_avoid(&mut tp, &ack);
+                tp.snd_una += 1448;
+            }
+            cc.found
+        };
+        assert!(!ends(89));
+        assert!(ends(91));
+    }
+
     #[test]
     fn hystart_ack_train_threshold_is_not_halved_under_fq() {
         // fq_classify sets SK_PACING_FQ, so hystart_update keeps threshold = delay_min +
