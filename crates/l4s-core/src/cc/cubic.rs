@@ -640,48 +640,43 @@ mod tests {
         assert_eq!(tp.snd_ssthresh, tp.snd_cwnd);
     }
 
+    /// A HyStart round of ACKs 5 ms apart (never a train) each carrying an `rtt_ms` sample,
+    /// with delay_min set to `delay_min_ms`: for each ACK, whether slow start has ended.
+    fn delay_round(delay_min_ms: u64, rtt_ms: u64, acks: u64) -> Vec<bool> {
+        let (mut cc, mut tp) = hystart_setup();
+        cc.delay_min = Nanos::from_ms(delay_min_ms);
+        tp.snd_nxt = 80 * 1448; // the round stays open for all the ACKs
+        let t0 = Nanos::from_secs(1);
+        (0..acks)
+            .map(|k| {
+                let ack = sample(t0 + Nanos::from_ms(5 * k), Nanos::from_ms(rtt_ms));
+                cc.pkts_acked(&mut tp, &ack);
+                if !cc.found {
+                    cc.cong_avoid(&mut tp, &ack);
+                    tp.snd_una += 1448;
+                }
+                cc.found
+            })
+            .collect()
+    }
+
     /// hystart_update's delay test: the first `HYSTART_MIN_SAMPLES` (8) samples of a round
     /// only collect their minimum; the 9th compares it with delay_min + clamp(delay_min/8,
     /// 4, 16 ms) = 14 ms (delay_min 10 ms). With every sample at 20 ms and ACKs 5 ms apart
     /// (never a train), slow start ends on the 9th ACK of the round, not the 8th.
     #[test]
     fn hystart_delay_test_runs_from_the_ninth_sample_of_a_round() {
-        let (mut cc, mut tp) = hystart_setup();
-        cc.delay_min = Nanos::from_ms(10);
-        tp.snd_nxt = 80 * 1448; // the round stays open for all the ACKs below
-        let t0 = Nanos::from_secs(1);
-        for k in 0..12u64 {
-            let ack = sample(t0 + Nanos::from_ms(5 * k), Nanos::from_ms(20));
-            cc.pkts_acked(&mut tp, &ack);
-            assert_eq!(cc.found, k == 8, "ACK {}", k + 1);
-            if cc.found {
-                break;
-            }
-            cc.cong_avoid(&mut tp, &ack);
-            tp.snd_una += 1448;
-        }
-        assert_eq!(tp.snd_ssthresh, tp.snd_cwnd);
+        let found = delay_round(10, 20, 12);
+        let first = found.iter().position(|&f| f);
+        assert_eq!(first, Some(8), "{found:?}");
     }
 
     /// The delay threshold's margin is delay_min/8 clamped to [4, 16] ms: at delay_min 80 ms
     /// it is 10 ms, so 89 ms samples stay in slow start and 91 ms ones end it.
     #[test]
     fn hystart_delay_margin_is_an_eighth_of_delay_min() {
-        let ends = |rtt_ms: u64| {
-            let (mut cc, mut tp) = hystart_setup();
-            cc.delay_min = Nanos::from_ms(80);
-            tp.snd_nxt = 80 * 1448;
-            let t0 = Nanos::from_secs(1);
-            for k in 0..9u64 {
-                let ack = sample(t0 + Nanos::from_ms(5 * k), Nanos::from_ms(rtt_ms));
-                cc.pkts_acked(&mut tp, &ack);
-                cc.cong_avoid(&mut tp, &ack);
-                tp.snd_una += 1448;
-            }
-            cc.found
-        };
-        assert!(!ends(89));
-        assert!(ends(91));
+        assert!(!delay_round(80, 89, 9)[8]);
+        assert!(delay_round(80, 91, 9)[8]);
     }
 
     #[test]

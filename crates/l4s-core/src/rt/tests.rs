@@ -847,6 +847,25 @@ fn a_gcc_frame_leaves_paced_over_its_budget() {
     }
 }
 
+/// RT-Prague in rate mode (srtt 1 ms) from `init_bps` with 1200-byte packets, fed one non-CE
+/// ACK per vrtt (30 ms apart) nine times: each step's (rate before, rate gained), bytes/s.
+fn rate_mode_steps(init_bps: u64) -> Vec<(f64, f64)> {
+    let mut cc = RtPrague::new(50, init_bps, 100_000, 1_000_000_000, 1200);
+    cc.on_rtt_sample(Nanos::from_ms(1));
+    (1..=9u64)
+        .map(|k| {
+            let before = cc.rate_bps() / 8.0;
+            let fb = FeedbackCounters {
+                received: k,
+                ce: 0,
+                lost: 0,
+            };
+            cc.on_feedback(fb, k, Nanos::from_ms(50 + 30 * k));
+            (before, cc.rate_bps() / 8.0 - before)
+        })
+        .collect()
+}
+
 /// udp_prague's growth mode (prague_cc.cpp ACKReceived): a flow starts `rate/RATE_STEP + 7`
 /// vrtts (⌊2.5 MB/s / 1.92 MB/s⌋ + 7 = 8 at 20 Mb/s) adding one max packet per ACK-scaled
 /// step; each α update (one per vrtt) counts one down, and from 0 the increment is 1 ms of the
@@ -854,41 +873,27 @@ fn a_gcc_frame_leaves_paced_over_its_budget() {
 /// 0.02² = 3000 B/s (24 kb/s) whatever the rate, against 1200²/(0.02²·rate) before.
 #[test]
 fn rt_prague_grows_by_a_millisecond_of_rate_once_its_rtts_to_growth_run_out() {
-    let mut cc = RtPrague::new(50, 20_000_000, 100_000, 1_000_000_000, 1200);
-    cc.on_rtt_sample(Nanos::from_ms(1));
-    for k in 1..=9u64 {
-        let before = cc.rate_bps() / 8.0;
-        let fb = FeedbackCounters {
-            received: k,
-            ce: 0,
-            lost: 0,
-        };
-        cc.on_feedback(fb, k, Nanos::from_ms(50 + 30 * k));
-        let step = cc.rate_bps() / 8.0 - before;
-        let want = if k < 8 {
-            1200.0 * 1200.0 / (0.02 * 0.02 * before)
+    let one_packet = |before: f64| 1200.0 * 1200.0 / (0.02 * 0.02 * before);
+    for (k, (before, step)) in rate_mode_steps(20_000_000).into_iter().enumerate() {
+        let want = if k + 1 < 8 {
+            one_packet(before)
         } else {
             3000.0
         };
-        assert!(close(step, want), "feedback {k}: step {step}, want {want}");
+        assert!(
+            close(step, want),
+            "feedback {}: step {step}, want {want}",
+            k + 1
+        );
     }
     // At 1 Mb/s (7 vrtts to growth) 1 ms of the rate stays below one packet (125–350 B), so
     // growth mode still adds one max packet per step: 1200²/(0.02²·rate) throughout.
-    let mut cc = RtPrague::new(50, 1_000_000, 100_000, 1_000_000_000, 1200);
-    cc.on_rtt_sample(Nanos::from_ms(1));
-    for k in 1..=9u64 {
-        let before = cc.rate_bps() / 8.0;
-        let fb = FeedbackCounters {
-            received: k,
-            ce: 0,
-            lost: 0,
-        };
-        cc.on_feedback(fb, k, Nanos::from_ms(50 + 30 * k));
-        let step = cc.rate_bps() / 8.0 - before;
-        let want = 1200.0 * 1200.0 / (0.02 * 0.02 * before);
+    for (k, (before, step)) in rate_mode_steps(1_000_000).into_iter().enumerate() {
+        let want = one_packet(before);
         assert!(
             close(step, want),
-            "1 Mb/s, feedback {k}: step {step}, want {want}"
+            "1 Mb/s, feedback {}: {step} vs {want}",
+            k + 1
         );
     }
 }

@@ -36,6 +36,18 @@ fn report(
     }
 }
 
+/// A controller after 20 unmarked reports one SRTT apart from 1 s (bytes in flight never
+/// binding), and the time of the next report.
+fn warmed() -> (ScreamV2, Nanos) {
+    let mut s = fresh();
+    let mut t = Nanos::from_ms(1000);
+    for _ in 0..20 {
+        s.on_feedback(&report(t, 10, 0, 0, 1_000_000_000), SRTT);
+        t += SRTT;
+    }
+    (s, t)
+}
+
 fn fresh() -> ScreamV2 {
     ScreamV2::new(
         ScreamParams::default(),
@@ -186,12 +198,7 @@ fn reference_window_follows_the_two_marks_per_rtt_law() {
 /// window is cut by min(1, 2·lim·(q − 50 ms)/50 ms)·0.5 (srtt ≤ virtual RTT).
 #[test]
 fn queue_delay_above_half_the_target_cuts_the_window() {
-    let mut s = fresh();
-    let mut t = Nanos::from_ms(1000);
-    for _ in 0..20 {
-        s.on_feedback(&report(t, 10, 0, 0, 1_000_000_000), SRTT);
-        t += SRTT;
-    }
+    let (mut s, t) = warmed();
     let w0 = s.ref_window_bytes();
     // Every packet of the next report arrives 200 ms later than the base delay: the average
     // jumps by g·q = 50 ms per packet until above 50 ms.
@@ -376,12 +383,7 @@ fn virtual_ce_backs_off_by_alpha_v_times_the_threshold_scaled_by_the_rtt() {
 /// clamp(MSS/W − 0.1, 0, 0.2)).
 #[test]
 fn under_queue_delay_the_target_is_cut_by_the_excess_in_flight() {
-    let mut s = fresh();
-    let mut t = Nanos::from_ms(1000);
-    for _ in 0..20 {
-        s.on_feedback(&report(t, 10, 0, 0, 1_000_000_000), SRTT);
-        t += SRTT;
-    }
+    let (mut s, t) = warmed();
     // Packets 30 ms above the base one-way delay: the average climbs by g = 0.25 of the gap
     // per packet, to 30·(1 − 0.75¹⁰) = 28.3 ms (between 25 and 50 ms: detected, no virtual CE).
     let w0 = s.ref_window_bytes();
