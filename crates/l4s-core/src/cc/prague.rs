@@ -945,6 +945,36 @@ mod tests {
         (cc, d)
     }
 
+    /// One `prague_update_alpha` at a point: 25 CE of 100 delivered is F = (25 << 24)/100 =
+    /// 4 194 304 (0.25 in 2^-24 units); from α = 0 the upscaled α (α·2^28) becomes F, so
+    /// α = (F >> 4)/2^24 = 1/64 = g·F with g = 1/16. hsrtt (1/8 µs, ×128) moves by srtt −
+    /// hsrtt/128: 1024 + 80 000 − 8 = 81 016 at srtt 10 ms. Out of slow start the round
+    /// counter advances.
+    #[test]
+    fn one_alpha_update_at_one_point() {
+        let (mut cc, mut d) = accecn(PragueParams::default(), Nanos::from_ms(10), 20, 10);
+        cc.saw_ce = true;
+        cc.upscaled_alpha = 0;
+        cc.hsrtt = 8 << HSRTT_SHIFT;
+        cc.delivered = 100;
+        cc.old_delivered = 0;
+        cc.delivered_ce = 25;
+        cc.old_delivered_ce = 0;
+        let round = cc.round;
+        d.tp.srtt = Nanos::from_ms(10);
+        cc.update_alpha(&mut d.tp, Nanos::from_secs(1));
+        assert_eq!(cc.upscaled_alpha, (25 << PRAGUE_ALPHA_BITS) / 100);
+        assert_eq!(cc.alpha(), 1.0 / 64.0);
+        assert_eq!(cc.hsrtt, 81_016);
+        assert_eq!(cc.round, round + 1);
+        assert_eq!((cc.old_delivered, cc.old_delivered_ce), (100, 25));
+        // A second round with no CE: α decays by 1/16, F = 0.
+        cc.delivered = 200;
+        cc.update_alpha(&mut d.tp, Nanos::from_secs(2));
+        let a = (25u64 << PRAGUE_ALPHA_BITS) / 100;
+        assert_eq!(cc.upscaled_alpha, a - (a >> PRAGUE_SHIFT_G));
+    }
+
     /// `prague_cwnd_mode` takes 0, 1 and 2 only.
     #[test]
     fn cwnd_mode_from_the_module_parameter() {
