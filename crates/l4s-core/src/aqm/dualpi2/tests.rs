@@ -138,6 +138,12 @@ fn params_deserialize_with_strings_and_snake_case_enums() {
         assert_eq!(from_pairs(vec![("profile", k.name())]).unwrap().profile, k);
     }
     assert_eq!(KernelProfile::L4steam.name(), "l4steam");
+    for q in [PiQdelay::Timer, PiQdelay::Dequeue] {
+        assert_eq!(
+            from_pairs(vec![("pi_qdelay", q.name())]).unwrap().pi_qdelay,
+            q
+        );
+    }
     assert!(from_pairs(vec![("targett", "20ms")]).is_err());
     assert!(from_pairs(vec![("ecn_mask", "ect1")]).is_err());
     assert!(from_pairs(vec![("target", "15")])
