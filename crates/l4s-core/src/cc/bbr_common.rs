@@ -373,6 +373,14 @@ mod tests {
         assert!(p.on_ack(&tp, false, 4, &mut next_rtt_delivered, t0 + ms(3)));
         assert!(!p.time_is_up(t0 + BBR_PROBE_RTT_MODE));
         assert!(p.time_is_up(t0 + BBR_PROBE_RTT_MODE + Nanos(1)));
+        // The next ProbeRTT (10 s later) restarts the clock: not up until inflight falls again
+        // and 200 ms pass from then.
+        let t1 = t0 + Nanos::from_secs(10);
+        p.enter();
+        assert!(!p.time_is_up(t1));
+        assert!(!p.on_ack(&tp, true, 4, &mut next_rtt_delivered, t1));
+        assert!(!p.time_is_up(t1 + BBR_PROBE_RTT_MODE));
+        assert!(p.time_is_up(t1 + BBR_PROBE_RTT_MODE + Nanos(1)));
     }
 
     #[test]

@@ -1060,16 +1060,17 @@ mod tests {
 
     /// `InterArrivalDelta::NewTimestampGroup`: a packet opens a new group only when sent more
     /// than 5 ms (`kSendTimeGroupLength`) after the group's first; 5 ms exactly joins it.
-    /// Groups {0, 5 ms} (completed at 60 ms) and {10.001 ms} (70 ms): deltas 5.001 and 10 ms.
+    /// Groups {100, 105 ms} (completed at 160 ms) and {110.001 ms} (170 ms): deltas 5.001 and
+    /// 10 ms.
     #[test]
     fn a_group_spans_packets_sent_within_5_ms_of_its_first() {
         let ms = |x: f64| Nanos::from_secs_f64(x * 1e-3);
         let mut ia = InterArrival::default();
-        assert_eq!(ia.compute_deltas(ms(0.0), ms(50.0)), None);
-        assert_eq!(ia.compute_deltas(ms(5.0), ms(60.0)), None);
+        assert_eq!(ia.compute_deltas(ms(100.0), ms(150.0)), None);
+        assert_eq!(ia.compute_deltas(ms(105.0), ms(160.0)), None);
         assert!(ia.prev.is_none());
-        assert_eq!(ia.compute_deltas(ms(10.001), ms(70.0)), None);
-        let (send, arrival) = ia.compute_deltas(ms(16.0), ms(80.0)).unwrap();
+        assert_eq!(ia.compute_deltas(ms(110.001), ms(170.0)), None);
+        let (send, arrival) = ia.compute_deltas(ms(116.0), ms(180.0)).unwrap();
         assert!((send - 5.001).abs() < 1e-9 && (arrival - 10.0).abs() < 1e-9);
     }
 
