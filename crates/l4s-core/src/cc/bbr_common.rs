@@ -448,7 +448,8 @@ mod tests {
         let mut no_rtt = CcState::new(1000);
         fresh.set(&mut no_rtt, 0, BBR_UNIT, BBR_UNIT, false);
         assert!(!fresh.has_seen_rtt);
-        assert_eq!(fresh.rate, 0, "no RTT sample: not initialised from one");
+        // No RTT sample: not initialised from one; the zero bandwidth gives the 1 B/s floor.
+        assert_eq!(fresh.rate, 1);
         fresh.set(&mut tp, 0, BBR_UNIT, BBR_UNIT, false);
         assert_eq!(fresh.rate, 966_796);
         // Before the pipe is full a higher rate is still taken: back to 966 796.
