@@ -466,6 +466,14 @@ fn bad_chains_get_one_error_naming_the_field() {
         "{head}{hop}delay = \"15ms\"\n{hop}delay = \"10ms\"\n[[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\npath = [1, 1]\n"
     );
     assert!(Scenario::from_toml_str(&ok).is_ok());
+    // A hop name is a non-empty string without '/' (it names files and columns).
+    for bad in ["\"\"", "\"a/b\""] {
+        let e = err(&format!("{head}{hop}name = {bad}\n{FLOW}"));
+        assert!(
+            e.starts_with("links[0].name:") && e.contains("is not a hop name"),
+            "{e}"
+        );
+    }
     // At most 32 hops (`MAX_HOPS`): 32 parse, 33 are refused with the count.
     let chain = |n: usize| format!("{head}{}{FLOW}", hop.repeat(n));
     assert!(Scenario::from_toml_str(&chain(32)).is_ok());

@@ -445,5 +445,19 @@ mod tests {
         })
         .unwrap_err();
         assert!(e.to_string().contains("only one of"));
+        // Neither: a step AQM needs its threshold.
+        let e = FifoEcn::new(FifoEcnParams {
+            mark_sojourn: None,
+            mark_pkts: None,
+            ..Default::default()
+        })
+        .unwrap_err();
+        assert_eq!(e.param, "mark_sojourn");
+        assert!(FifoEcn::new(FifoEcnParams {
+            mark_sojourn: None,
+            mark_pkts: Some(65),
+            ..Default::default()
+        })
+        .is_ok());
     }
 }

@@ -764,6 +764,30 @@ pub(crate) mod tests {
         assert_eq!(tp.snd_cwnd, target);
     }
 
+    /// `bbr_update_bw`: a round starts with the ACK of a packet sent once `next_rtt_delivered`
+    /// packets had been delivered (`prior_delivered >= next_rtt_delivered`), inclusive; the
+    /// next round then waits for what is delivered now.
+    #[test]
+    fn a_round_starts_when_the_first_packet_of_the_round_is_acked() {
+        let mut cc = Bbr::new(1);
+        let mut tp = CcState::new(1448);
+        tp.delivered = 150;
+        cc.next_rtt_delivered = 100;
+        let ack = |prior_delivered| AckSample {
+            prior_delivered,
+            rs_delivered: 10,
+            rs_interval: Nanos::from_ms(10),
+            ..Default::default()
+        };
+        cc.update_bw(&tp, &ack(99));
+        assert!(!cc.round_start);
+        cc.update_bw(&tp, &ack(100));
+        assert!(cc.round_start);
+        assert_eq!((cc.next_rtt_delivered, cc.rtt_cnt), (150, 1));
+        cc.update_bw(&tp, &ack(120));
+        assert!(!cc.round_start);
+    }
+
     /// `bbr_quantization_budget`: cwnd + 3 TSO bursts, rounded up to even, + 2 in the 5/4
     /// phase of PROBE_BW. At 5 MB/s pacing a burst is ⌊4882/1448⌋ = 3 segments: 10 → 20, 22.
     #[test]

@@ -494,6 +494,35 @@ fn gcc_on_rfc8888_reports_a_lost_report_counts_no_loss() {
         snd.stats()
     };
     let (kept, dropped) = (go(0), go(10));
+    // CE marks in the reports reach the sender's counters: every 10th packet marked, so
+    // about a tenth of what was reported.
+    let marked = {
+        let snd = sender(
+            Controller::Gcc,
+            60,
+            Nanos::from_ms(16),
+            2_000_000,
+            10_000_000,
+        );
+        let log = snd.report_log().expect("rt-gcc takes RFC 8888 reports");
+        let rcv = RtReceiver::with_ccfb(0, crate::rt::rfc8888::DEFAULT_FEEDBACK_INTERVAL, log);
+        let (_, snd) = run_with(
+            snd,
+            rcv,
+            Nanos::from_ms(40),
+            0.1,
+            Nanos::from_secs(2),
+            Nanos::ZERO,
+            |_| false,
+        );
+        snd.stats()
+    };
+    assert!(
+        marked.ce_acked > 0 && marked.ce_acked <= marked.sent_pkts / 10 + 1,
+        "{} CE of {} sent",
+        marked.ce_acked,
+        marked.sent_pkts
+    );
     assert_eq!(kept.lost_pkts, 0);
     assert_eq!(dropped.lost_pkts, 0);
     assert_eq!(dropped.in_flight_bytes, kept.in_flight_bytes);
