@@ -952,6 +952,31 @@ mod tests {
         }
     }
 
+    /// `kStreamTimeOut`: a report more than 2 s after the last packet seen starts the send
+    /// groups afresh (exactly 2 s does not): the group open before the gap is forgotten.
+    #[test]
+    fn two_seconds_without_packets_reset_the_groups() {
+        let gap = |silence_ms: u64| {
+            let mut d = DelayBasedBwe::new(1e6, 1e5);
+            let msg = |at_ms: u64, p| TransportPacketsFeedback {
+                feedback_time: Nanos::from_ms(at_ms),
+                packets: vec![p],
+                data_in_flight_bytes: 0,
+            };
+            let rtt = Nanos::from_ms(40);
+            d.on_feedback(&msg(100, result(1, 0, 20_000)), rtt, None);
+            d.on_feedback(&msg(100, result(2, 10_000, 30_000)), rtt, None);
+            let at = 100 + silence_ms;
+            let send_us = at * 1000 - 20_000;
+            d.on_feedback(&msg(at, result(3, send_us, at * 1000)), rtt, None);
+            d.inter.prev.is_some()
+        };
+        // Kept: packet 3 closes packet 2's group, which becomes `prev`; reset: packet 3 opens
+        // the first group again and there is no `prev`.
+        assert!(gap(2000));
+        assert!(!gap(2001));
+    }
+
     /// `MaybeUpdateEstimate`: not over-using, a probe result sets the estimate to it
     /// (`SetEstimate`), up or down, and reports that it did; with no result AIMD runs.
     #[test]
