@@ -472,7 +472,8 @@ fn an_ack_with_an_older_timestamp_gives_no_rtt_sample() {
 /// unacknowledged number below the highest" would, gives the loss-based half a loss burst.)
 #[test]
 fn gcc_on_rfc8888_reports_a_lost_report_counts_no_loss() {
-    let go = |drop: u64| {
+    // rt-gcc over RFC 8888 for 2 s at 40 ms, every `1/p`-th packet CE, report `drop` lost.
+    let go = |p: f64, drop: u64| {
         let snd = sender(
             Controller::Gcc,
             60,
@@ -486,37 +487,17 @@ fn gcc_on_rfc8888_reports_a_lost_report_counts_no_loss() {
             snd,
             rcv,
             Nanos::from_ms(40),
-            0.0,
+            p,
             Nanos::from_secs(2),
             Nanos::ZERO,
             |k| k == drop,
         );
         snd.stats()
     };
-    let (kept, dropped) = (go(0), go(10));
+    let (kept, dropped) = (go(0.0, 0), go(0.0, 10));
     // CE marks in the reports reach the sender's counters: every 10th packet marked, so
     // about a tenth of what was reported.
-    let marked = {
-        let snd = sender(
-            Controller::Gcc,
-            60,
-            Nanos::from_ms(16),
-            2_000_000,
-            10_000_000,
-        );
-        let log = snd.report_log().expect("rt-gcc takes RFC 8888 reports");
-        let rcv = RtReceiver::with_ccfb(0, crate::rt::rfc8888::DEFAULT_FEEDBACK_INTERVAL, log);
-        let (_, snd) = run_with(
-            snd,
-            rcv,
-            Nanos::from_ms(40),
-            0.1,
-            Nanos::from_secs(2),
-            Nanos::ZERO,
-            |_| false,
-        );
-        snd.stats()
-    };
+    let marked = go(0.1, 0);
     assert!(
         marked.ce_acked > 0 && marked.ce_acked <= marked.sent_pkts / 10 + 1,
         "{} CE of {} sent",
