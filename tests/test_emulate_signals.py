@@ -5,6 +5,7 @@ summary.json records the AQM's parameters and each side's kernel TCP settings.""
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import random
@@ -106,6 +107,32 @@ def test_a_signal_to_the_wrapper_ends_the_run_and_keeps_what_was_measured(tmp_pa
     assert f"stopped by {signal.Signals(sig).name}" in err, err
     assert (out / "summary.json").exists(), err
     assert json.loads((out / "emulator.json").read_text())["signal"] == sig
+    assert wait_for(lambda: not pids_with(marker), 5), pids_with(marker)
+
+
+def test_a_sigterm_delivered_to_a_helper_thread_of_the_wrapper_still_ends_the_run(tmp_path):
+    # The kernel may hand a process-directed signal to any thread that does not block it.
+    # Sent straight to a non-main thread (tgkill), SIGTERM only sets Python's flag there; the
+    # main thread must still run the handler and forward it, not wait out the commands.
+    need_root()
+    marker = f"{600 + os.getpid() % 97}.7"
+    out = tmp_path / "run"
+    p = start(out, marker)
+    assert wait_for(lambda: len(pids_with(marker)) == 2, 20), "commands did not start"
+    def takes_sigterm(tid: int) -> bool:
+        # A thread blocking SIGTERM (e.g. jemalloc's background thread) never receives it.
+        status = Path(f"/proc/{p.pid}/task/{tid}/status").read_text()
+        blocked = int(status.split("SigBlk:")[1].split()[0], 16)
+        return not blocked & (1 << (signal.SIGTERM - 1))
+
+    tids = [int(t) for t in os.listdir(f"/proc/{p.pid}/task")
+            if int(t) != p.pid and takes_sigterm(int(t))]
+    assert tids, "the wrapper has no helper thread that takes SIGTERM"
+    libc = ctypes.CDLL(None, use_errno=True)
+    assert libc.syscall(234, p.pid, tids[0], int(signal.SIGTERM)) == 0  # SYS_tgkill (x86-64)
+    _, err = p.communicate(timeout=30)
+    assert p.returncode == 128 + signal.SIGTERM, err
+    assert (out / "summary.json").exists(), err
     assert wait_for(lambda: not pids_with(marker), 5), pids_with(marker)
 
 

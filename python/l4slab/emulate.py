@@ -997,7 +997,16 @@ def run_emulator(args: list[str], announce: bool = True, scratch: list[Path] | N
             os.close(wfd)
             viewer = threading.Thread(target=_dashboard, args=(rfd, stop), daemon=True)
             viewer.start()
-        rc = proc.wait()
+        # Wait in short slices: a signal the kernel hands to a helper thread (HostWatch, the
+        # dashboard) only sets Python's flag, and its handler runs in this thread at its next
+        # bytecode; an uninterrupted waitpid would hold it (and the forward) until l4s-emu
+        # ended on its own.
+        while True:
+            try:
+                rc = proc.wait(timeout=0.1)
+                break
+            except subprocess.TimeoutExpired:
+                continue
         watch.stop()
         stop.set()
         if viewer is not None:
