@@ -731,13 +731,8 @@ fn rt_prague_rate_mode_increase_and_ce_cut_at_one_point() {
 
 /// A data packet of frame 0 with sequence number `seq`.
 fn data(seq: u64, bytes: u32, ecn: Ecn) -> Packet {
-    let mut p = Packet::new(seq, 0, bytes, ecn);
-    p.transport = crate::packet::Transport::Rt(super::RtHeader {
-        seq,
-        frame: 0,
-        frame_bytes: 100_000,
-        ..Default::default()
-    });
+    let mut p = media(seq, 0, bytes, 100_000, Nanos::ZERO);
+    p.ecn = ecn;
     p
 }
 

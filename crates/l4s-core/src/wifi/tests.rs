@@ -555,10 +555,15 @@ fn the_mac_counts_the_first_client_and_every_additional_one() {
     assert!(mac.push_up_from(2, Packet::new(0, 0, 1500, Ecn::Ect1), Nanos::ZERO));
 }
 
-/// A MAC with ath9k's driver at VHT-`mcs` / 20 MHz, and `ath_tx_sched_aggr` for station 0
-/// pulling fresh 1500-byte packets (ids 0, 1, ...) into `pulled`.
+/// A MAC with ath9k's driver at VHT-`mcs` / 20 MHz (`ath9k_mac_at` for another width), and
+/// `ath_tx_sched_aggr` for station 0 pulling fresh 1500-byte packets (ids 0, 1, ...) into
+/// `pulled`.
 fn ath9k_mac(mcs: u32) -> WifiMac {
-    let mut p = WifiParams::new(Phy::mcs(Standard::Vht, mcs, 20, 1).unwrap());
+    ath9k_mac_at(mcs, 20)
+}
+
+fn ath9k_mac_at(mcs: u32, mhz: u32) -> WifiMac {
+    let mut p = WifiParams::new(Phy::mcs(Standard::Vht, mcs, mhz, 1).unwrap());
     p.driver = TxDriver::Ath9k;
     WifiMac::new(p, Rng::new(1)).unwrap()
 }
@@ -638,9 +643,7 @@ fn ath9k_second_aggregate_is_cut_by_the_blockack_window() {
 /// one aggregate, not an empty second one.
 #[test]
 fn ath9k_forms_nothing_while_the_blockack_window_is_outstanding() {
-    let mut p = WifiParams::new(Phy::mcs(Standard::Vht, 9, 80, 1).unwrap());
-    p.driver = TxDriver::Ath9k;
-    let mut mac = WifiMac::new(p, Rng::new(1)).unwrap();
+    let mut mac = ath9k_mac_at(9, 80);
     let mut pulled = Vec::new();
     assert_eq!(ath9k_sched(&mut mac, &mut pulled), 64);
     assert_eq!(mac.hw_queue_len(), 1);
